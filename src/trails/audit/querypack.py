@@ -1,0 +1,257 @@
+"""The regulator query pack: ``queries/*.rq`` loaded by name, parameters checked at load.
+
+Each file starts with a header of ``#`` comment lines::
+
+    # title: Sessions
+    # description: Every session, who ran it, when it started and ended.
+    # param: principal iri optional -- only sessions of this principal
+    # param: since datetime optional -- started at or after this time
+
+Parameters are written ``$name`` in the body (ordinary variables use
+``?name``; to SPARQL both are the same variable). Values are bound as RDF
+terms by pre-binding the variable (SPARQL SEP-0007 substitution), never
+formatted into the text. So an equality filter is just the variable in a
+pattern (``?s prov:wasAssociatedWith $principal``), and a parameter left out
+stays a free variable, or unbound in a ``FILTER(!BOUND($since) || ...)``.
+Pre-binding requires a SELECT query to project every parameter.
+
+Loading fails, naming the file, when a declared parameter is not used, a
+``$name`` is not declared, or a SELECT does not project a parameter.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from trails.errors import QueryParameterError, UnknownQuery
+from trails.store.base import QueryResult, Store
+from trails.store.terms import IRI, Literal, Term, literal
+
+__all__ = ["PARAM_TYPES", "Param", "Query", "find_pack_dir", "get_query", "load_pack", "load_query"]
+
+PARAM_TYPES = ("iri", "string", "datetime", "date", "integer", "decimal", "boolean")
+
+_HEADER = re.compile(r"^#\s*(title|description|param)\s*:\s*(.*)$")
+_PARAM = re.compile(
+    r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s+(?P<type>\w+)(?P<optional>\s+optional)?\s*(?:--\s*(?P<doc>.*))?$"
+)
+# Things inside which a "$name" is not a parameter: IRIs, strings, comments.
+_SCRUB = re.compile(
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""'
+    r"|'''(?:[^'\\]|\\.|'(?!''))*'''"
+    r'|"(?:[^"\\\n]|\\.)*"'
+    r"|'(?:[^'\\\n]|\\.)*'"
+    r"|<[^<>\"{}|^`\\\s]*>"
+    r"|#[^\n]*"
+)
+_DOLLAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    optional: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Query:
+    """One pack query: its header and SPARQL text."""
+
+    name: str
+    path: Path | None
+    text: str
+    title: str = ""
+    description: str = ""
+    params: Mapping[str, Param] = field(default_factory=dict)
+
+    @property
+    def form(self) -> str:
+        """SELECT, ASK, CONSTRUCT or DESCRIBE."""
+        body = _SCRUB.sub(" ", self.text)
+        match = re.search(r"\b(SELECT|ASK|CONSTRUCT|DESCRIBE)\b", body, re.IGNORECASE)
+        return match.group(1).upper() if match else "SELECT"
+
+    def bind(self, values: Mapping[str, Any]) -> dict[str, Term]:
+        """Turn parameter values (strings from a CLI, or Python values) into RDF terms.
+
+        Raises:
+            QueryParameterError: unknown parameter, missing required one, or a value
+                that is not of the declared type.
+        """
+        unknown = sorted(set(values) - set(self.params))
+        if unknown:
+            known = ", ".join(self.params) or "none"
+            raise QueryParameterError(
+                f"query {self.name!r} has no parameter {', '.join(unknown)} (parameters: {known})"
+            )
+        bound: dict[str, Term] = {}
+        for name, param in self.params.items():
+            if name not in values or values[name] is None:
+                if not param.optional:
+                    raise QueryParameterError(
+                        f"query {self.name!r} needs parameter {name!r} ({param.type})"
+                    )
+                continue
+            bound[name] = _convert(self.name, param, values[name])
+        return bound
+
+    def run(self, store: Store, **values: Any) -> QueryResult:
+        return store.query(self.text, self.bind(values))
+
+    def run_to(self, store: Store, values: Mapping[str, Any], *, format: str = "json") -> bytes:
+        return store.query_to(self.text, self.bind(values), format=format)
+
+
+def _convert(query: str, param: Param, value: Any) -> Term:
+    where = f"query {query!r} parameter {param.name!r}"
+    try:
+        if param.type == "iri":
+            return IRI(str(value))
+        if param.type == "string":
+            return Literal(str(value))
+        if param.type == "datetime":
+            if isinstance(value, str):
+                value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            if not isinstance(value, datetime):
+                raise ValueError("not a datetime")
+            return literal(value)
+        if param.type == "date":
+            if isinstance(value, str):
+                value = date.fromisoformat(value)
+            return literal(value)
+        if param.type == "integer":
+            if isinstance(value, bool):
+                raise ValueError("a boolean is not an integer")
+            return literal(int(value))
+        if param.type == "decimal":
+            return literal(Decimal(str(value)))
+        if param.type == "boolean":
+            if isinstance(value, str):
+                if value.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError("expected true or false")
+                value = value.lower() in ("true", "1")
+            return literal(bool(value))
+    except (ValueError, InvalidOperation, TypeError) as exc:
+        raise QueryParameterError(
+            f"{where} expects {param.type}, got {value!r}: {exc}"
+        ) from exc
+    raise QueryParameterError(f"{where} has unknown type {param.type!r}")  # pragma: no cover
+
+
+def load_query(path: str | Path, *, name: str | None = None) -> Query:
+    """Load one ``.rq`` file (or any SPARQL file) and check its parameters.
+
+    Raises:
+        QueryParameterError: a declared parameter is unused or a used one undeclared.
+        UnknownQuery: the file cannot be read.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UnknownQuery(f"cannot read query file {path}: {exc}") from exc
+    return parse_query(text, name=name or path.stem, path=path)
+
+
+def parse_query(text: str, *, name: str = "inline", path: Path | None = None) -> Query:
+    """Parse header and parameters of query text (see the module docstring)."""
+    title = description = ""
+    params: dict[str, Param] = {}
+    source = str(path) if path else name
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith("#"):
+            break
+        match = _HEADER.match(stripped)
+        if not match:
+            continue
+        key, value = match.group(1), match.group(2).strip()
+        if key == "title":
+            title = value
+        elif key == "description":
+            description = f"{description} {value}".strip()
+        else:
+            pm = _PARAM.match(value)
+            if not pm or pm.group("type") not in PARAM_TYPES:
+                raise QueryParameterError(
+                    f"{source}: bad parameter declaration {value!r}; write "
+                    f"'# param: NAME TYPE [optional] [-- description]' with TYPE one of "
+                    f"{', '.join(PARAM_TYPES)}"
+                )
+            params[pm.group("name")] = Param(
+                pm.group("name"), pm.group("type"), bool(pm.group("optional")), pm.group("doc") or ""
+            )
+    used = set(_DOLLAR.findall(_SCRUB.sub(" ", text)))
+    unused = sorted(set(params) - used)
+    undeclared = sorted(used - set(params))
+    if unused:
+        raise QueryParameterError(f"{source}: parameter(s) declared but not used: {', '.join(unused)}")
+    if undeclared:
+        raise QueryParameterError(
+            f"{source}: parameter(s) used but not declared: {', '.join('$' + u for u in undeclared)}"
+        )
+    query = Query(name, path, text, title, description, params)
+    if params and query.form == "SELECT":
+        scrubbed = _SCRUB.sub(" ", text)
+        head = re.search(r"\bSELECT\b(.*?)(?:\bWHERE\b|\{)", scrubbed, re.IGNORECASE | re.DOTALL)
+        projection = head.group(1) if head else ""
+        # an expression "(... AS ?x)" projects ?x only, not the variables inside it
+        while True:
+            flattened = re.sub(
+                r"\([^()]*\)",
+                lambda m: " " + " ".join(re.findall(r"\bAS\s+([?$]\w+)", m.group(0), re.I)) + " ",
+                projection,
+            )
+            if flattened == projection:
+                break
+            projection = flattened
+        projected = set(re.findall(r"[?$]([A-Za-z_][A-Za-z0-9_]*)", projection))
+        missing = sorted(set(params) - projected) if "*" not in projection else []
+        if missing:
+            raise QueryParameterError(
+                f"{source}: a SELECT must project its parameters to bind them; "
+                f"add {', '.join('$' + m for m in missing)} to the SELECT clause"
+            )
+    return query
+
+
+def find_pack_dir() -> Path:
+    """The folder of the shipped query pack (installed package, else the source tree)."""
+    here = Path(__file__).resolve()
+    for candidate in (
+        here.parent.parent / "_data" / "queries",
+        here.parents[3] / "queries",
+    ):
+        if candidate.is_dir():
+            return candidate
+    raise UnknownQuery("the query pack folder is missing from this installation")
+
+
+def load_pack(folder: str | Path | None = None) -> dict[str, Query]:
+    """Every ``*.rq`` query of the pack, by name (file stem), checked."""
+    base = Path(folder) if folder is not None else find_pack_dir()
+    return {p.stem: load_query(p) for p in sorted(base.glob("*.rq"))}
+
+
+def get_query(name: str, folder: str | Path | None = None) -> Query:
+    """The pack query ``name``.
+
+    Raises:
+        UnknownQuery: no such query; the message lists the pack.
+    """
+    base = Path(folder) if folder is not None else find_pack_dir()
+    path = base / f"{name}.rq"
+    if not path.is_file():
+        names = ", ".join(sorted(p.stem for p in base.glob("*.rq")))
+        raise UnknownQuery(f"no query named {name!r} in the pack (available: {names})")
+    return load_query(path)

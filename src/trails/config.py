@@ -1,0 +1,124 @@
+"""One configuration object for all of trails.
+
+Every setting is read in the same order: the environment (``TRAILS_*``), then
+``trails.toml`` (found in the working directory, or named by ``TRAILS_CONFIG``),
+then the default. ``load_settings(environ=..., cwd=...)`` takes both explicitly
+so tests never depend on the machine they run on.
+
+``trails.toml``::
+
+    [store]
+    location = "./.trails/store"   # a path, "memory:", or http(s)://... SPARQL
+    [prov]
+    base_iri = "urn:trails:"
+    record_content = "full"        # or "hash": record sha256 only, no values
+    [agent]
+    strategy = "react"
+    principal = "did:local:anonymous"
+
+Other rooms keep their own sections (``[llm]``, ``[serve]``, ``[audit]`` ...)
+and read them with ``settings.section(name)``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trails.errors import ConfigError
+
+__all__ = ["DEFAULT_STORE", "Settings", "load_settings"]
+
+DEFAULT_STORE = "./.trails/store"
+
+# setting name -> (environment variable, toml section, toml key, default)
+_FIELDS: dict[str, tuple[str, str, str, str]] = {
+    "store": ("TRAILS_STORE", "store", "location", DEFAULT_STORE),
+    "base_iri": ("TRAILS_BASE_IRI", "prov", "base_iri", "urn:trails:"),
+    "record_content": ("TRAILS_RECORD_CONTENT", "prov", "record_content", "full"),
+    "strategy": ("TRAILS_STRATEGY", "agent", "strategy", "react"),
+    "principal": ("TRAILS_PRINCIPAL", "agent", "principal", "did:local:anonymous"),
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings. ``sources`` says where each value came from."""
+
+    store: str = DEFAULT_STORE
+    base_iri: str = "urn:trails:"
+    record_content: str = "full"
+    strategy: str = "react"
+    principal: str = "did:local:anonymous"
+    config_path: Path | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    toml: Mapping[str, Any] = field(default_factory=dict)
+
+    def section(self, name: str) -> dict[str, Any]:
+        """A ``[name]`` table of trails.toml (empty when absent)."""
+        value = self.toml.get(name, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"[{name}] in {self.config_path} must be a table")
+        return dict(value)
+
+    def resolve_path(self, value: str) -> Path:
+        """A path setting, relative to trails.toml's folder when it came from there."""
+        path = Path(value).expanduser()
+        if not path.is_absolute() and self.config_path is not None:
+            return self.config_path.parent / path
+        return path
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from exc
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, cwd: str | Path | None = None
+) -> Settings:
+    """Resolve settings from ``environ`` (default ``os.environ``) and trails.toml.
+
+    Raises:
+        ConfigError: unreadable trails.toml or an invalid value.
+    """
+    env = os.environ if environ is None else environ
+    folder = Path(cwd) if cwd is not None else Path.cwd()
+    explicit = env.get("TRAILS_CONFIG")
+    config_path: Path | None = Path(explicit) if explicit else folder / "trails.toml"
+    if explicit and not config_path.is_file():  # type: ignore[union-attr]
+        raise ConfigError(f"TRAILS_CONFIG names {explicit}, which is not a file")
+    toml: dict[str, Any] = {}
+    if config_path is not None and config_path.is_file():
+        toml = _read_toml(config_path)
+    else:
+        config_path = None
+
+    values: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for name, (var, section, key, default) in _FIELDS.items():
+        table = toml.get(section, {})
+        if var in env and env[var] != "":
+            values[name], sources[name] = env[var], f"environment {var}"
+        elif isinstance(table, dict) and key in table:
+            values[name], sources[name] = str(table[key]), f"{config_path} [{section}] {key}"
+        else:
+            values[name], sources[name] = default, "default"
+
+    if values["record_content"] not in ("full", "hash"):
+        raise ConfigError(
+            f"record_content must be 'full' or 'hash', not {values['record_content']!r} "
+            f"(from {sources['record_content']})"
+        )
+    if not values["base_iri"] or ":" not in values["base_iri"]:
+        raise ConfigError(f"base_iri must be an absolute IRI prefix, not {values['base_iri']!r}")
+    return Settings(**values, config_path=config_path, sources=sources, toml=toml)

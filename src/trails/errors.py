@@ -1,0 +1,195 @@
+"""The one exception tree of trails.
+
+Every error trails raises on purpose is a ``TrailsError``. Backend exceptions
+(pyoxigraph, httpx, provider SDKs) are translated at the boundary with
+``raise ... from exc`` so callers catch one tree, and the original stays on
+``__cause__``. Misuse, run failures and control-flow signals are kept apart::
+
+    TrailsError
+    ├── UserError                  misuse: the caller must change something
+    │   ├── ConfigError            bad trails.toml / environment value
+    │   ├── UnknownCapability      invoke() of an id nobody registered
+    │   ├── ValidationError        arguments that do not fit a capability
+    │   ├── QueryError             the query pack and ad-hoc SPARQL
+    │   │   ├── UnknownQuery
+    │   │   ├── QuerySyntaxError   carries line / column when known
+    │   │   └── QueryParameterError
+    │   ├── RDFSyntaxError         data to load or import does not parse
+    │   ├── SessionError           replay / persist misuse (no such session ...)
+    │   └── MemoryInputError       bad memory input (range, scope, missing id)
+    ├── RunError                   something failed while running
+    │   ├── CapabilityError        a handler raised; the cause is attached
+    │   ├── StoreError             the store failed or refused
+    │   │   └── StoreLockedError   the directory is held by another process
+    │   ├── ModelAPIError          an LLM provider failed (subclasses per kind)
+    │   ├── ReplayMismatch         a replayed run asked for an unrecorded completion
+    │   └── VerificationError      a seal or ledger check could not run
+    └── Signal                     control flow, not failure
+        ├── PolicyDenied           a tool policy said no
+        └── BudgetExceeded         a budget would be crossed
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BudgetExceeded",
+    "CapabilityError",
+    "ConfigError",
+    "MemoryInputError",
+    "ModelAPIError",
+    "PolicyDenied",
+    "QueryError",
+    "QueryParameterError",
+    "QuerySyntaxError",
+    "RDFSyntaxError",
+    "ReplayMismatch",
+    "RunError",
+    "SessionError",
+    "Signal",
+    "StoreError",
+    "StoreLockedError",
+    "TrailsError",
+    "UnknownCapability",
+    "UnknownQuery",
+    "UserError",
+    "ValidationError",
+    "VerificationError",
+]
+
+
+class TrailsError(Exception):
+    """Base of every error trails raises on purpose."""
+
+
+class UserError(TrailsError):
+    """Misuse: the caller has to change code, input or configuration."""
+
+
+class ConfigError(UserError):
+    """A configuration value (environment or trails.toml) is invalid."""
+
+
+class UnknownCapability(UserError):
+    """``invoke`` was asked for a capability id that is not registered."""
+
+    def __init__(self, capability_id: str, known: list[str] | None = None) -> None:
+        self.capability_id = capability_id
+        hint = f" (registered: {', '.join(known[:10])})" if known else ""
+        super().__init__(f"unknown capability {capability_id!r}{hint}")
+
+
+class ValidationError(UserError):
+    """Arguments do not fit the capability's signature."""
+
+    def __init__(self, capability_id: str, detail: str) -> None:
+        self.capability_id = capability_id
+        self.detail = detail
+        super().__init__(f"invalid arguments for {capability_id!r}: {detail}")
+
+
+class QueryError(UserError):
+    """Base for query pack and SPARQL query problems."""
+
+
+class UnknownQuery(QueryError):
+    """No query of that name in the pack."""
+
+
+class QuerySyntaxError(QueryError):
+    """The SPARQL text does not parse; ``line``/``column`` when the parser says."""
+
+    def __init__(
+        self, message: str, *, source: str = "", line: int | None = None, column: int | None = None
+    ) -> None:
+        self.source = source
+        self.line = line
+        self.column = column
+        where = f" at line {line}, column {column}" if line is not None else ""
+        prefix = f"{source}: " if source else ""
+        super().__init__(f"{prefix}SPARQL syntax error{where}: {message}")
+
+
+class QueryParameterError(QueryError):
+    """A query parameter is missing, undeclared, unused or of the wrong type."""
+
+
+class RDFSyntaxError(UserError):
+    """RDF data given to ``load`` / ``trails import`` does not parse; nothing was loaded."""
+
+
+class SessionError(UserError):
+    """A session cannot be persisted, replayed or continued as asked."""
+
+
+class MemoryInputError(UserError):
+    """Bad input to the agent memory (confidence range, empty content, unknown id)."""
+
+
+class RunError(TrailsError):
+    """Something failed while running."""
+
+
+class CapabilityError(RunError):
+    """A capability handler raised; the original exception is ``__cause__``."""
+
+    def __init__(self, capability_id: str, message: str) -> None:
+        self.capability_id = capability_id
+        super().__init__(f"capability {capability_id!r} failed: {message}")
+
+
+class StoreError(RunError):
+    """The store failed or refused an operation."""
+
+
+class StoreLockedError(StoreError):
+    """An on-disk store is already opened by another process."""
+
+
+class ModelAPIError(RunError):
+    """An LLM provider call failed. Subclasses in ``trails.llm.errors`` say which way."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        status: int | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        self.provider = provider
+        self.status = status
+        self.request_id = request_id
+        super().__init__(message)
+
+
+class ReplayMismatch(RunError):
+    """A replayed run made a request that the recording does not contain."""
+
+
+class VerificationError(RunError):
+    """Seals or the ledger could not be checked (no ledger, unreadable key ...)."""
+
+
+class Signal(TrailsError):
+    """Control flow: not a failure of trails, a rule that stopped something."""
+
+
+class PolicyDenied(Signal):
+    """A tool policy refused a capability invocation."""
+
+    def __init__(self, capability_id: str, reason: str) -> None:
+        self.capability_id = capability_id
+        self.reason = reason
+        super().__init__(f"policy denied {capability_id!r}: {reason}")
+
+
+class BudgetExceeded(Signal):
+    """Spending would cross a budget; raised before the spend starts."""
+
+    def __init__(self, kind: str, limit: float, observed: float, principal: str = "") -> None:
+        self.kind = kind
+        self.limit = limit
+        self.observed = observed
+        self.principal = principal
+        who = f" for {principal}" if principal else ""
+        super().__init__(f"budget {kind} exceeded{who}: {observed} of {limit}")

@@ -1,0 +1,205 @@
+"""``Context``: who is acting, in which session, recorded where, billed to whom.
+
+Handlers receive it as ``ctx``; planners and the LLM client take it as
+``ctx=``. It carries the principal, the session IRI (which names the session's
+graph), the recorder, the cost tracker, the parent activity (so children link
+with ``prov:wasInformedBy``), and optional tool policy, LLM client and
+application extras (``ctx.graph`` in the seed is an extra).
+
+``Context.open`` starts a session and records it; ``close`` ends it. Code
+that calls ``invoke`` with no context gets the process default context, a
+session opened on first use for the configured principal, so nothing is ever
+recorded outside a session graph.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from trails.config import load_settings
+from trails.errors import TrailsError
+from trails.kernel.cost import CostTracker, default_tracker
+from trails.prov.events import SessionEnded, SessionStarted
+from trails.prov.recorder import Recorder, default_recorder
+from trails.store.terms import IRI
+
+if TYPE_CHECKING:
+    from trails.kernel.registry import CapabilitySpec
+    from trails.store.base import Store
+
+__all__ = [
+    "Context",
+    "Decision",
+    "InvocationRecord",
+    "ToolPolicy",
+    "default_context",
+    "now",
+    "reset_default_context",
+]
+
+log = logging.getLogger(__name__)
+
+
+def now() -> datetime:
+    """The current time, timezone-aware UTC (every recorded timestamp)."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A tool policy's verdict on one call."""
+
+    decision: Literal["allow", "deny", "review"]
+    reason: str = ""
+
+
+@runtime_checkable
+class ToolPolicy(Protocol):
+    """Decides whether a capability call may run. Every decision is recorded."""
+
+    name: str
+
+    def decide(self, spec: CapabilitySpec, args: dict[str, Any], ctx: Context) -> Decision: ...
+
+
+@dataclass(frozen=True)
+class InvocationRecord:
+    """The envelope of one ``invoke`` made in a session (``Session.invocations``)."""
+
+    capability: str
+    args: Any
+    result: Any
+    args_sha256: str
+    result_sha256: str | None
+    status: str
+    activity: str
+    error: str | None
+    started: datetime
+    ended: datetime
+
+
+@dataclass
+class Context:
+    """The per-call view of a session. Cheap to copy: ``child`` shares everything but the parent."""
+
+    principal: str
+    session: IRI
+    recorder: Recorder
+    tracker: CostTracker = field(default_factory=default_tracker)
+    parent: IRI | None = None
+    step: int | None = None
+    llm: Any = None
+    policy: ToolPolicy | None = None
+    approver: Callable[[CapabilitySpec, dict[str, Any]], bool] | None = None
+    invocations: list[InvocationRecord] | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def store(self) -> Store:
+        return self.recorder.store
+
+    @property
+    def session_id(self) -> str:
+        return self.recorder.minter.session_id(self.session)
+
+    def child(self, **changes: Any) -> Context:
+        """A copy with some fields changed (usually ``parent=``)."""
+        return dataclasses.replace(self, **changes)
+
+    def __getattr__(self, name: str) -> Any:
+        extras = self.__dict__.get("extras")
+        if extras is not None and name in extras:
+            return extras[name]
+        raise AttributeError(f"Context has no attribute {name!r}")
+
+    @classmethod
+    def open(
+        cls,
+        principal: str | None = None,
+        *,
+        recorder: Recorder | None = None,
+        tracker: CostTracker | None = None,
+        session_id: str | None = None,
+        label: str | None = None,
+        assurance_level: str | None = None,
+        domain: str | None = None,
+        **fields: Any,
+    ) -> Context:
+        """Start a session, record its start, and return its context.
+
+        Raises:
+            StoreError: the session start could not be recorded.
+        """
+        recorder = recorder or default_recorder()
+        principal = principal or load_settings().principal
+        session = recorder.minter.session(session_id)
+        recorder.record(
+            SessionStarted(
+                session=session,
+                principal=principal,
+                started=now(),
+                label=label,
+                assurance_level=assurance_level,
+                domain=domain,
+            )
+        )
+        return cls(
+            principal=principal,
+            session=session,
+            recorder=recorder,
+            tracker=tracker or default_tracker(),
+            parent=session,
+            **fields,
+        )
+
+    def close(self, status: str = "ok") -> None:
+        """Record the end of the session."""
+        self.recorder.record(SessionEnded(session=self.session, ended=now(), status=status))
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close("error" if exc is not None else "ok")
+
+
+_lock = threading.Lock()
+_default: Context | None = None
+
+
+def default_context() -> Context:
+    """The process default context: a session opened on first use, ended at exit."""
+    global _default
+    with _lock:
+        recorder = default_recorder()
+        if _default is None or _default.recorder is not recorder:
+            _default = Context.open(recorder=recorder, label="default session")
+        return _default
+
+
+def reset_default_context() -> None:
+    """Forget the default context (its session is ended first when possible)."""
+    global _default
+    with _lock:
+        ctx, _default = _default, None
+    if ctx is not None:
+        try:
+            ctx.close()
+        except TrailsError:
+            log.debug("could not record the end of the default session", exc_info=True)
+
+
+atexit.register(reset_default_context)

@@ -1,0 +1,147 @@
+"""The cost tracker: envelopes of spend, budgets per principal, totals that never double count.
+
+An envelope records one spend: who (principal), on what (``llm:<model>`` or a
+capability id), how much (usd, which may be unknown, and tokens), and the
+activity that spent it. Cost lives on the leaf that spent it. When a spend is
+also reported by an enclosing scope (a capability that wraps its own LLM
+call and books a summary), that outer row is booked with ``dedupe="child"``
+against the inner call's id and is excluded from the totals, so each dollar
+counts once however calls nest.
+
+Budgets are per principal (``usd`` and/or ``tokens``). ``check`` raises
+``BudgetExceeded`` *before* a spend that would start past the budget.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from trails.errors import BudgetExceeded
+
+__all__ = ["Budget", "CostTracker", "Envelope", "default_tracker"]
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """One booked spend."""
+
+    tag: str
+    principal: str
+    usd: float | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    activity: str | None = None
+    call_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    parent_call_id: str | None = None
+    dedupe: str | None = None
+    at: float = field(default_factory=time.time)
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def counted(self) -> bool:
+        """False for rows that repeat a child's spend (``dedupe="child"``)."""
+        return self.dedupe != "child"
+
+
+@dataclass(frozen=True)
+class Budget:
+    usd: float | None = None
+    tokens: int | None = None
+
+
+class CostTracker:
+    """Thread-safe ledger of envelopes with per-principal budgets."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._envelopes: list[Envelope] = []
+        self._budgets: dict[str, Budget] = {}
+
+    def book(
+        self,
+        *,
+        tag: str,
+        principal: str,
+        usd: float | None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        activity: str | None = None,
+        parent_call_id: str | None = None,
+        dedupe: str | None = None,
+    ) -> Envelope:
+        """Record a spend and return its envelope."""
+        envelope = Envelope(
+            tag=tag,
+            principal=principal,
+            usd=usd,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            activity=activity,
+            parent_call_id=parent_call_id,
+            dedupe=dedupe,
+        )
+        with self._lock:
+            self._envelopes.append(envelope)
+        return envelope
+
+    def envelopes(self, *, principal: str | None = None, tag: str | None = None) -> list[Envelope]:
+        with self._lock:
+            rows = list(self._envelopes)
+        return [
+            e
+            for e in rows
+            if (principal is None or e.principal == principal) and (tag is None or e.tag == tag)
+        ]
+
+    def total_usd(self, principal: str | None = None) -> float:
+        """Known spend in USD, children counted once; unknown prices count as 0."""
+        return sum(e.usd or 0.0 for e in self.envelopes(principal=principal) if e.counted)
+
+    def total_tokens(self, principal: str | None = None) -> int:
+        """Prompt + completion tokens, children counted once."""
+        return sum(e.tokens for e in self.envelopes(principal=principal) if e.counted)
+
+    def unknown_usd(self, principal: str | None = None) -> int:
+        """How many counted envelopes have no known price."""
+        return sum(1 for e in self.envelopes(principal=principal) if e.counted and e.usd is None)
+
+    def set_budget(self, principal: str, *, usd: float | None = None, tokens: int | None = None) -> None:
+        with self._lock:
+            self._budgets[principal] = Budget(usd=usd, tokens=tokens)
+
+    def budget(self, principal: str) -> Budget | None:
+        with self._lock:
+            return self._budgets.get(principal)
+
+    def check(self, principal: str) -> None:
+        """Raise ``BudgetExceeded`` if ``principal`` has already spent its budget."""
+        budget = self.budget(principal)
+        if budget is None:
+            return
+        if budget.usd is not None:
+            spent = self.total_usd(principal)
+            if spent >= budget.usd:
+                raise BudgetExceeded("usd", budget.usd, spent, principal)
+        if budget.tokens is not None:
+            used = self.total_tokens(principal)
+            if used >= budget.tokens:
+                raise BudgetExceeded("tokens", budget.tokens, used, principal)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._envelopes.clear()
+            self._budgets.clear()
+
+
+_default = CostTracker()
+
+
+def default_tracker() -> CostTracker:
+    """The module tracker every LLM call books into and planners read budgets from."""
+    return _default

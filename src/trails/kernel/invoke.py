@@ -1,0 +1,147 @@
+"""``invoke``: validate, ask the tool policy, run the handler, record the invocation.
+
+Every call is recorded as one ``trails:CapabilityInvocation`` activity written
+once, complete, when the call ends, whatever the outcome: ``ok``, ``invalid``
+(arguments rejected), ``error`` (the handler raised) or, via the policy, a
+``trails:PolicyDecision``. A handler's own exception reaches the caller as
+``CapabilityError`` with the original on ``__cause__``; trails errors pass
+through unchanged so planners can show them to the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from trails.errors import CapabilityError, PolicyDenied, TrailsError, ValidationError
+from trails.kernel.context import Context, InvocationRecord, default_context, now
+from trails.kernel.registry import CapabilitySpec, get_capability
+from trails.prov.content import canonical_json, sha256_hex
+from trails.prov.events import CapabilityInvoked, PolicyDecided
+from trails.store.terms import IRI
+
+__all__ = ["invoke"]
+
+
+def invoke(
+    capability_id: str, args: Mapping[str, Any] | None = None, *, ctx: Context | None = None
+) -> Any:
+    """Run a registered capability and record it.
+
+    Args:
+        capability_id: the id given to ``@capability``.
+        args: keyword arguments for the handler (validated against its signature).
+        ctx: the calling context; the process default session when omitted.
+
+    Returns:
+        Whatever the handler returned.
+
+    Raises:
+        UnknownCapability: no capability has that id.
+        ValidationError: the arguments do not fit (recorded as ``invalid``).
+        PolicyDenied: the context's tool policy refused the call (recorded).
+        CapabilityError: the handler raised (recorded as ``error``).
+        StoreError: the invocation could not be recorded.
+    """
+    spec = get_capability(capability_id)
+    if ctx is None:
+        ctx = default_context()
+    activity = ctx.recorder.minter.activity()
+    started = now()
+    raw_args: Any = dict(args) if isinstance(args, Mapping) else args
+    try:
+        kwargs = spec.validate(args)
+    except ValidationError as exc:
+        _finish(ctx, spec, activity, started, "invalid", raw_args, None, str(exc))
+        raise
+    if ctx.policy is not None:
+        _ask_policy(ctx, spec, kwargs, raw_args)
+    try:
+        if spec.takes_ctx:
+            result = spec.handler(ctx.child(parent=activity, step=None), **kwargs)
+        else:
+            result = spec.handler(**kwargs)
+    except TrailsError as exc:
+        _finish(ctx, spec, activity, started, "error", raw_args, None, str(exc))
+        raise
+    except Exception as exc:
+        message = f"{type(exc).__name__}: {exc}"
+        _finish(ctx, spec, activity, started, "error", raw_args, None, message)
+        raise CapabilityError(spec.id, message) from exc
+    _finish(ctx, spec, activity, started, "ok", raw_args, result, None)
+    return result
+
+
+def _finish(
+    ctx: Context,
+    spec: CapabilitySpec,
+    activity: IRI,
+    started: datetime,
+    status: str,
+    args: Any,
+    result: Any,
+    error: str | None,
+) -> None:
+    ended = now()
+    ctx.recorder.record(
+        CapabilityInvoked(
+            session=ctx.session,
+            activity=activity,
+            parent=ctx.parent,
+            principal=ctx.principal,
+            capability_id=spec.id,
+            description=spec.description,
+            side_effects=spec.side_effects,
+            terminal=spec.terminal,
+            started=started,
+            ended=ended,
+            status=status,  # type: ignore[arg-type]
+            inputs=args,
+            output=result,
+            error=error,
+            step=ctx.step,
+        )
+    )
+    if ctx.invocations is not None:
+        ctx.invocations.append(
+            InvocationRecord(
+                capability=spec.id,
+                args=args,
+                result=result,
+                args_sha256=sha256_hex(canonical_json(args)),
+                result_sha256=sha256_hex(canonical_json(result)) if status == "ok" else None,
+                status=status,
+                activity=activity,
+                error=error,
+                started=started,
+                ended=ended,
+            )
+        )
+
+
+def _ask_policy(ctx: Context, spec: CapabilitySpec, kwargs: dict[str, Any], args: Any) -> None:
+    policy = ctx.policy
+    assert policy is not None
+    verdict = policy.decide(spec, kwargs, ctx)
+    decision, reason = verdict.decision, verdict.reason
+    if decision == "review":
+        approved = ctx.approver is not None and ctx.approver(spec, kwargs)
+        reason = f"{reason} (review: {'approved' if approved else 'not approved'})".strip()
+        decision = "allow" if approved else "deny"
+    ctx.recorder.record(
+        PolicyDecided(
+            session=ctx.session,
+            activity=ctx.recorder.minter.activity(),
+            parent=ctx.parent,
+            principal=ctx.principal,
+            policy=policy.name,
+            capability_id=spec.id,
+            decision=decision,
+            reason=reason,
+            arguments=args,
+            at=now(),
+        )
+    )
+    if decision == "deny":
+        raise PolicyDenied(spec.id, reason or "denied")

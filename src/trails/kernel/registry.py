@@ -1,0 +1,249 @@
+"""The capability registry: ``@capability`` and the manifest of each capability.
+
+A capability is a plain function whose first parameter may be ``ctx``. The
+decorator reads its signature once, builds a pydantic model of its arguments
+(so ``invoke`` validates in one call) and a JSON schema of input and output,
+and registers it in insertion order. Registering an id again replaces the old
+entry and moves it to the end ("most recently registered").
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, get_type_hints
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
+
+from trails.errors import UnknownCapability, UserError, ValidationError
+
+__all__ = [
+    "CapabilitySpec",
+    "ParamSpec",
+    "all_capabilities",
+    "capability",
+    "get_capability",
+    "unregister",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_handlers: dict[str, CapabilitySpec] = {}
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    annotation: str
+    required: bool
+    default: Any = None
+
+
+@dataclass(frozen=True)
+class CapabilitySpec:
+    """A registered capability and everything known about it."""
+
+    id: str
+    description: str
+    handler: Callable[..., Any]
+    takes_ctx: bool
+    params: tuple[ParamSpec, ...]
+    input_model: type[BaseModel]
+    output_adapter: TypeAdapter[Any] | None
+    cost_estimate: Mapping[str, float] | None = None
+    side_effects: bool = False
+    terminal: bool = False
+    annotations: Mapping[str, Any] = field(default_factory=dict)
+
+    def validate(self, args: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Validate and coerce ``args``; the keyword arguments for the handler.
+
+        Raises:
+            ValidationError: unknown, missing or ill-typed arguments.
+        """
+        if args is None:
+            args = {}
+        if not isinstance(args, Mapping):
+            raise ValidationError(self.id, f"arguments must be a mapping, not {type(args).__name__}")
+        try:
+            model = self.input_model.model_validate(args)
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(args)'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise ValidationError(self.id, problems) from exc
+        return {name: getattr(model, name) for name in self.input_model.model_fields}
+
+    def manifest(self) -> dict[str, Any]:
+        """The capability's manifest: description, params, input and output JSON schema."""
+        output_schema = self.output_adapter.json_schema() if self.output_adapter else {}
+        return {
+            "id": self.id,
+            "description": self.description,
+            "params": [
+                {"name": p.name, "type": p.annotation, "required": p.required}
+                | ({} if p.required else {"default": p.default})
+                for p in self.params
+            ],
+            "input_schema": self.input_model.model_json_schema(),
+            "output_schema": output_schema,
+            "cost_estimate": dict(self.cost_estimate or {}),
+            "side_effects": self.side_effects,
+            "terminal": self.terminal,
+            "annotations": dict(self.annotations),
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        """The per-tool metadata dict planners filter on (seed: ``tool_filter``)."""
+        manifest = self.manifest()
+        return {
+            "id": self.id,
+            "description": self.description,
+            "params": [p.name for p in self.params],
+            "required": [p.name for p in self.params if p.required],
+            "types": {p.name: p.annotation for p in self.params},
+            "annotations": dict(self.annotations),
+            "input_shape": manifest["input_schema"],
+            "output_shape": manifest["output_schema"],
+            "cost_estimate": manifest["cost_estimate"],
+            "side_effects": self.side_effects,
+            "terminal": self.terminal,
+        }
+
+
+def _type_name(annotation: Any) -> str:
+    if annotation is inspect.Parameter.empty:
+        return "Any"
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
+
+
+def _build_spec(
+    fn: Callable[..., Any],
+    *,
+    id: str,
+    description: str,
+    cost_estimate: Mapping[str, float] | None,
+    side_effects: bool,
+    terminal: bool,
+    annotations: Mapping[str, Any] | None,
+) -> CapabilitySpec:
+    signature = inspect.signature(fn)
+    try:
+        hints = get_type_hints(fn)
+    except Exception:  # unresolved forward references: fall back to raw annotations
+        hints = {}
+    parameters = list(signature.parameters.values())
+    takes_ctx = bool(parameters) and parameters[0].name == "ctx"
+    if takes_ctx:
+        parameters = parameters[1:]
+    fields: dict[str, Any] = {}
+    params: list[ParamSpec] = []
+    for p in parameters:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise UserError(f"capability {id!r}: *args / **kwargs are not supported ({p.name})")
+        annotation = hints.get(p.name, p.annotation)
+        typ = Any if annotation is inspect.Parameter.empty else annotation
+        required = p.default is inspect.Parameter.empty
+        fields[p.name] = (typ, ... if required else p.default)
+        params.append(ParamSpec(p.name, _type_name(annotation), required, None if required else p.default))
+    model_name = "".join(part.capitalize() for part in id.replace("-", ".").split(".")) + "Input"
+    input_model = create_model(  # type: ignore[call-overload]
+        model_name,
+        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+        **fields,
+    )
+    returns = hints.get("return", signature.return_annotation)
+    output_adapter: TypeAdapter[Any] | None = None
+    if returns not in (inspect.Signature.empty, None, type(None)):
+        try:
+            output_adapter = TypeAdapter(returns)
+        except pydantic.PydanticSchemaGenerationError:
+            output_adapter = None
+    return CapabilitySpec(
+        id=id,
+        description=description or (inspect.getdoc(fn) or "").split("\n")[0],
+        handler=fn,
+        takes_ctx=takes_ctx,
+        params=tuple(params),
+        input_model=input_model,
+        output_adapter=output_adapter,
+        cost_estimate=cost_estimate,
+        side_effects=side_effects,
+        terminal=terminal,
+        annotations=dict(annotations or {}),
+    )
+
+
+def capability(
+    *,
+    id: str,
+    description: str = "",
+    cost_estimate: Mapping[str, float] | None = None,
+    side_effects: bool = False,
+    terminal: bool = False,
+    annotations: Mapping[str, Any] | None = None,
+) -> Callable[[F], F]:
+    """Register a function as a capability that ``invoke`` can dispatch to.
+
+    Args:
+        id: the capability id, e.g. ``"notes.search"``.
+        description: one line for planners and auditors (default: the docstring).
+        cost_estimate: e.g. ``{"usd": 0.02, "tokens": 1500}``; an estimate, never booked.
+        side_effects: the capability changes the world (auditors list these).
+        terminal: calling it ends a planner run.
+        annotations: free-form tool annotations (e.g. ``{"tags": "read-only"}``).
+
+    Raises:
+        UserError: an empty id or an unsupported signature.
+    """
+    if not isinstance(id, str) or not id.strip():
+        raise UserError("capability id must be a non-empty string")
+
+    def register(fn: F) -> F:
+        spec = _build_spec(
+            fn,
+            id=id,
+            description=description,
+            cost_estimate=cost_estimate,
+            side_effects=side_effects,
+            terminal=terminal,
+            annotations=annotations,
+        )
+        with _lock:
+            _handlers.pop(id, None)
+            _handlers[id] = spec
+        fn.__trails_capability__ = spec  # type: ignore[attr-defined]
+        return fn
+
+    return register
+
+
+def get_capability(capability_id: str) -> CapabilitySpec:
+    """The registered capability ``capability_id``.
+
+    Raises:
+        UnknownCapability: nothing is registered under that id.
+    """
+    try:
+        return _handlers[capability_id]
+    except KeyError:
+        raise UnknownCapability(capability_id, list(_handlers)) from None
+
+
+def all_capabilities() -> list[CapabilitySpec]:
+    """Every registered capability, in registration order."""
+    with _lock:
+        return list(_handlers.values())
+
+
+def unregister(capability_id: str) -> None:
+    """Remove a capability (tests, plugins that unload)."""
+    with _lock:
+        _handlers.pop(capability_id, None)

@@ -1,0 +1,56 @@
+"""Provenance: the vocabulary, IRI minting, events, and the recorder that writes them.
+
+Data flows one way: the kernel, LLM client, planners and memory build
+``Event`` objects; the ``Recorder`` turns each into PROV-O quads and writes
+them to the store in one atomic write. Only this package spells PROV IRIs.
+"""
+
+from __future__ import annotations
+
+from trails.prov.builder import QuadBuilder
+from trails.prov.content import canonical_json, sha256_hex
+from trails.prov.events import (
+    PLAN_CLASSES,
+    CapabilityInvoked,
+    EntityRecorded,
+    Event,
+    LLMCompleted,
+    PlanRunEnded,
+    PlanRunStarted,
+    PolicyDecided,
+    SessionEnded,
+    SessionStarted,
+    Terminated,
+)
+from trails.prov.iri import Minter, agent_iri
+from trails.prov.recorder import Recorder, default_recorder, reset_default_recorder
+from trails.prov.vocab import NAMESPACES, PROV, RDF, RDFS, TRAILS, XSD, T
+
+__all__ = [
+    "NAMESPACES",
+    "PLAN_CLASSES",
+    "PROV",
+    "RDF",
+    "RDFS",
+    "TRAILS",
+    "XSD",
+    "CapabilityInvoked",
+    "EntityRecorded",
+    "Event",
+    "LLMCompleted",
+    "Minter",
+    "PlanRunEnded",
+    "PlanRunStarted",
+    "PolicyDecided",
+    "QuadBuilder",
+    "Recorder",
+    "SessionEnded",
+    "SessionStarted",
+    "T",
+    "Terminated",
+    "agent_iri",
+    "canonical_json",
+    "default_recorder",
+    "reset_default_recorder",
+    "sha256_hex",
+]

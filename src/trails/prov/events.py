@@ -1,0 +1,321 @@
+"""Typed events: what happened, as data, and how each one reads in PROV-O.
+
+An event is a frozen pydantic model. ``emit`` writes its PROV-O description
+into a ``QuadBuilder``; the recorder writes the result as one atomic write, so
+each event is whole or absent in the store. Activities that span time and
+have children (sessions, plan runs) are written as a start event and an end
+event, so a crash in between leaves a started activity, never a dangling
+child. Leaf activities (invocations, completions, decisions) are written once,
+complete, when they finish.
+
+Other rooms add their own events (memory operations, seals) by subclassing
+``Event`` next to their code; nothing here needs to change.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from trails.prov.builder import QuadBuilder
+from trails.prov.iri import Minter
+from trails.prov.vocab import PROV, RDFS, TRAILS, T
+from trails.store.terms import IRI
+
+__all__ = [
+    "PLAN_CLASSES",
+    "CapabilityInvoked",
+    "EntityRecorded",
+    "Event",
+    "LLMCompleted",
+    "PlanRunEnded",
+    "PlanRunStarted",
+    "PolicyDecided",
+    "SessionEnded",
+    "SessionStarted",
+    "Terminated",
+]
+
+PLAN_CLASSES: dict[str, IRI] = {
+    "react": T.ReActPlan,
+    "plan_and_execute": T.PlanAndExecutePlan,
+    "reflexion": T.ReflexionPlan,
+    "plan_execute_reflect": T.PlanExecuteReflectPlan,
+    "behaviour_tree": T.BehaviourTreePlan,
+}
+
+_TERMINATION_CLASSES: dict[str, IRI] = {
+    "budget": T.BudgetBreach,
+    "step_limit": T.StepLimit,
+    "error": T.Error,
+}
+
+
+def _iri(value: str) -> IRI:
+    return IRI.trusted(value)
+
+
+class Event(BaseModel):
+    """Something that happened in a session. ``session`` is the session IRI."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session: str
+
+    @property
+    def graph(self) -> IRI:
+        """The named graph the event is written to (the session's, by default)."""
+        return _iri(self.session)
+
+    def emit(self, b: QuadBuilder) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError(type(self).__name__)
+
+
+class SessionStarted(Event):
+    principal: str
+    started: datetime
+    label: str | None = None
+    assurance_level: str | None = None
+    domain: str | None = None
+
+    def emit(self, b: QuadBuilder) -> None:
+        s = self.graph
+        b.activity(s, T.Session, self.started)
+        b.associate(s, b.agent(self.principal))
+        b.label(s, self.label or f"session {b.minter.session_id(s)}")
+        b.value(s, T.assuranceLevel, self.assurance_level)
+        b.value(s, T.domain, self.domain)
+
+
+class SessionEnded(Event):
+    ended: datetime
+    status: str = "ok"
+
+    def emit(self, b: QuadBuilder) -> None:
+        b.value(self.graph, PROV.endedAtTime, self.ended)
+        b.value(self.graph, T.status, self.status)
+
+
+class CapabilityInvoked(Event):
+    """One ``invoke``: validated or not, succeeded or failed, written when it ends."""
+
+    activity: str
+    parent: str | None
+    principal: str
+    capability_id: str
+    description: str = ""
+    side_effects: bool = False
+    terminal: bool = False
+    started: datetime
+    ended: datetime
+    status: Literal["ok", "error", "invalid", "denied"]
+    inputs: Any = None
+    output: Any = None
+    error: str | None = None
+    step: int | None = None
+
+    def emit(self, b: QuadBuilder) -> None:
+        a = _iri(self.activity)
+        b.activity(a, T.CapabilityInvocation, self.started, self.ended)
+        b.child_of(a, _iri(self.parent) if self.parent else None, self.graph)
+        cap = b.minter.capability(self.capability_id)
+        b.types(cap, T.Capability, PROV.Plan, PROV.Entity)
+        b.label(cap, self.capability_id)
+        b.value(cap, T.capabilityId, self.capability_id)
+        b.value(cap, RDFS.comment, self.description or None)
+        b.value(cap, T.sideEffects, self.side_effects)
+        b.value(cap, T.terminal, self.terminal)
+        b.add(a, T.capability, cap)
+        b.associate(a, b.agent(self.principal), plan=cap)
+        b.value(a, T.status, self.status)
+        b.value(a, T.errorMessage, self.error)
+        b.value(a, T.stepIndex, self.step)
+        b.label(a, f"invoke {self.capability_id}")
+        b.entity(Minter.part(a, "input"), T.CapabilityInput, self.inputs, used_by=a)
+        if self.status == "ok":
+            b.entity(
+                Minter.part(a, "output"),
+                T.CapabilityOutput,
+                self.output,
+                generated_by=a,
+                at=self.ended,
+            )
+
+
+class LLMCompleted(Event):
+    """One model call (success or failure), with its prompt, completion and cost."""
+
+    activity: str
+    parent: str | None
+    principal: str
+    provider: str
+    model: str
+    started: datetime
+    ended: datetime
+    messages: list[dict[str, Any]]
+    params: dict[str, Any] = {}
+    request_hash: str
+    text: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    usd: float | None = None
+    cache_hit: bool = False
+    latency_ms: float = 0.0
+    retries: int = 0
+    request_id: str | None = None
+    status: Literal["ok", "error"] = "ok"
+    error: str | None = None
+    step: int | None = None
+
+    def emit(self, b: QuadBuilder) -> None:
+        a = _iri(self.activity)
+        b.activity(a, T.LLMCompletion, self.started, self.ended)
+        b.child_of(a, _iri(self.parent) if self.parent else None, self.graph)
+        principal = b.agent(self.principal)
+        model = b.minter.model(self.provider, self.model)
+        b.types(model, T.Model, PROV.SoftwareAgent, PROV.Agent)
+        b.label(model, f"{self.provider}:{self.model}")
+        b.value(model, T.provider, self.provider)
+        b.value(model, T.modelId, self.model)
+        b.add(model, PROV.actedOnBehalfOf, principal)
+        b.associate(a, model)
+        b.add(a, PROV.wasAssociatedWith, principal)
+        b.label(a, f"completion by {self.provider}:{self.model}")
+        for prop, value in (
+            (T.status, self.status),
+            (T.errorMessage, self.error),
+            (T.inputTokens, self.input_tokens),
+            (T.outputTokens, self.output_tokens),
+            (T.cacheReadTokens, self.cache_read_tokens),
+            (T.cacheWriteTokens, self.cache_write_tokens),
+            (T.costUSD, self.usd),
+            (T.cacheHit, self.cache_hit),
+            (T.latencyMs, float(self.latency_ms)),
+            (T.retries, self.retries),
+            (T.requestId, self.request_id),
+            (T.requestHash, self.request_hash),
+            (T.stepIndex, self.step),
+        ):
+            b.value(a, prop, value)
+        prompt = Minter.part(a, "prompt")
+        b.entity(prompt, T.Prompt, {"messages": self.messages, "params": self.params}, used_by=a)
+        b.value(prompt, T.requestHash, self.request_hash)
+        if self.text is not None:
+            completion = Minter.part(a, "completion")
+            b.entity(
+                completion, T.Completion, self.text, generated_by=a, at=self.ended, as_json=False
+            )
+            b.add(completion, PROV.wasDerivedFrom, prompt)
+
+
+class PlanRunStarted(Event):
+    activity: str
+    parent: str | None
+    principal: str
+    strategy: str
+    goal: str
+    started: datetime
+
+    def emit(self, b: QuadBuilder) -> None:
+        a = _iri(self.activity)
+        cls = PLAN_CLASSES.get(self.strategy, T.PlanRun)
+        b.activity(a, cls, self.started)
+        if cls != T.PlanRun:
+            b.types(a, T.PlanRun)
+        b.child_of(a, _iri(self.parent) if self.parent else self.graph, self.graph)
+        b.associate(a, b.agent(self.principal))
+        b.value(a, T.strategy, self.strategy)
+        b.value(a, T.goal, self.goal)
+        b.label(a, f"{self.strategy} run")
+
+
+class PlanRunEnded(Event):
+    activity: str
+    ended: datetime
+    stop_reason: str
+    answer: str | None = None
+    error: str | None = None
+
+    def emit(self, b: QuadBuilder) -> None:
+        a = _iri(self.activity)
+        b.value(a, PROV.endedAtTime, self.ended)
+        b.value(a, T.stopReason, self.stop_reason)
+        b.value(a, T.answer, self.answer)
+        b.value(a, T.errorMessage, self.error)
+
+
+class Terminated(Event):
+    """A run stopped early: budget breach, step limit or error (``trails:wasTerminatedBy``)."""
+
+    activity: str
+    kind: Literal["budget", "step_limit", "error"]
+    reason: str
+    limit: float | None = None
+    observed: float | None = None
+    at: datetime
+
+    def emit(self, b: QuadBuilder) -> None:
+        a = _iri(self.activity)
+        t = Minter.part(a, "termination")
+        b.types(t, _TERMINATION_CLASSES[self.kind], T.Termination, PROV.Entity)
+        b.value(t, T.reason, self.reason)
+        b.value(t, T.limit, self.limit)
+        b.value(t, T.observed, self.observed)
+        b.value(t, PROV.generatedAtTime, self.at)
+        b.label(t, f"{self.kind}: {self.reason}")
+        b.add(a, T.wasTerminatedBy, t)
+        b.add(a, PROV.wasEndedBy, t)
+
+
+class PolicyDecided(Event):
+    """A tool policy looked at a capability call and allowed, denied or sent it for review."""
+
+    activity: str
+    parent: str | None
+    principal: str
+    policy: str
+    capability_id: str
+    decision: Literal["allow", "deny", "review"]
+    reason: str = ""
+    arguments: Any = None
+    at: datetime
+
+    def emit(self, b: QuadBuilder) -> None:
+        a = _iri(self.activity)
+        b.activity(a, T.PolicyDecision, self.at, self.at)
+        b.child_of(a, _iri(self.parent) if self.parent else None, self.graph)
+        policy = b.minter.policy(self.policy)
+        b.types(policy, T.Policy, PROV.Agent)
+        b.label(policy, self.policy)
+        b.add(policy, PROV.actedOnBehalfOf, b.agent(self.principal))
+        b.associate(a, policy)
+        cap = b.minter.capability(self.capability_id)
+        b.add(a, T.decidedOn, cap)
+        b.value(a, T.capabilityId, self.capability_id)
+        b.value(a, T.decision, self.decision)
+        b.value(a, T.reason, self.reason)
+        b.label(a, f"{self.decision} {self.capability_id}")
+        b.entity(Minter.part(a, "input"), T.CapabilityInput, self.arguments, used_by=a)
+
+
+class EntityRecorded(Event):
+    """A document a planner produced: a parsed plan, a critique (``kind`` names the class)."""
+
+    entity: str
+    kind: Literal["PlanDocument", "Critique"]
+    content: Any
+    generated_by: str
+    at: datetime
+    index: int | None = None
+
+    _classes: ClassVar[dict[str, IRI]] = {"PlanDocument": T.PlanDocument, "Critique": T.Critique}
+
+    def emit(self, b: QuadBuilder) -> None:
+        e = _iri(self.entity)
+        b.entity(e, TRAILS[self.kind], self.content, generated_by=_iri(self.generated_by), at=self.at)
+        b.value(e, T.stepIndex, self.index)
+        b.label(e, f"{self.kind} {self.index}" if self.index is not None else self.kind)

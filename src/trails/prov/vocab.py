@@ -1,0 +1,113 @@
+"""Vocabulary constants: every PROV-O, RDF and trails IRI the code spells.
+
+No other module writes a PROV or trails IRI as a string literal; they import
+these constants. ``ontologies/trails.ttl`` defines the ``trails:`` terms and a
+test checks that every ``TRAILS`` constant here is declared there.
+"""
+
+from __future__ import annotations
+
+from trails.store.terms import IRI
+
+__all__ = ["NAMESPACES", "OWL", "PROV", "RDF", "RDFS", "TRAILS", "XSD", "Namespace"]
+
+
+class Namespace(str):
+    """A namespace IRI; ``NS.term`` and ``NS["term"]`` give the term's IRI."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> IRI:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return IRI.trusted(str(self) + name)
+
+    def __getitem__(self, name: str) -> IRI:  # type: ignore[override]
+        return IRI.trusted(str(self) + name)
+
+
+PROV = Namespace("http://www.w3.org/ns/prov#")
+RDF = Namespace("http://www.w3.org/1999/02/22-rdf-syntax-ns#")
+RDFS = Namespace("http://www.w3.org/2000/01/rdf-schema#")
+XSD = Namespace("http://www.w3.org/2001/XMLSchema#")
+OWL = Namespace("http://www.w3.org/2002/07/owl#")
+TRAILS = Namespace("https://w3id.org/trails/ns#")
+
+NAMESPACES: dict[str, str] = {
+    "prov": str(PROV),
+    "rdf": str(RDF),
+    "rdfs": str(RDFS),
+    "xsd": str(XSD),
+    "owl": str(OWL),
+    "trails": str(TRAILS),
+}
+
+
+class T:
+    """The trails terms the recorder writes, as attributes (checked against trails.ttl)."""
+
+    # classes: activities
+    Session = TRAILS.Session
+    PlanRun = TRAILS.PlanRun
+    ReActPlan = TRAILS.ReActPlan
+    PlanAndExecutePlan = TRAILS.PlanAndExecutePlan
+    ReflexionPlan = TRAILS.ReflexionPlan
+    PlanExecuteReflectPlan = TRAILS.PlanExecuteReflectPlan
+    BehaviourTreePlan = TRAILS.BehaviourTreePlan
+    LLMCompletion = TRAILS.LLMCompletion
+    CapabilityInvocation = TRAILS.CapabilityInvocation
+    PolicyDecision = TRAILS.PolicyDecision
+    MemoryOperation = TRAILS.MemoryOperation
+    # classes: entities
+    Prompt = TRAILS.Prompt
+    Completion = TRAILS.Completion
+    CapabilityInput = TRAILS.CapabilityInput
+    CapabilityOutput = TRAILS.CapabilityOutput
+    PlanDocument = TRAILS.PlanDocument
+    Critique = TRAILS.Critique
+    Memory = TRAILS.Memory
+    Termination = TRAILS.Termination
+    BudgetBreach = TRAILS.BudgetBreach
+    StepLimit = TRAILS.StepLimit
+    Error = TRAILS.Error
+    # classes: agents and plans
+    Principal = TRAILS.Principal
+    Model = TRAILS.Model
+    Policy = TRAILS.Policy
+    Capability = TRAILS.Capability
+    # object properties
+    inSession = TRAILS.inSession
+    wasTerminatedBy = TRAILS.wasTerminatedBy
+    capability = TRAILS.capability
+    decidedOn = TRAILS.decidedOn
+    # datatype properties
+    sha256 = TRAILS.sha256
+    status = TRAILS.status
+    errorMessage = TRAILS.errorMessage
+    goal = TRAILS.goal
+    strategy = TRAILS.strategy
+    stopReason = TRAILS.stopReason
+    answer = TRAILS.answer
+    capabilityId = TRAILS.capabilityId
+    sideEffects = TRAILS.sideEffects
+    terminal = TRAILS.terminal
+    provider = TRAILS.provider
+    modelId = TRAILS.modelId
+    requestHash = TRAILS.requestHash
+    requestId = TRAILS.requestId
+    inputTokens = TRAILS.inputTokens
+    outputTokens = TRAILS.outputTokens
+    cacheReadTokens = TRAILS.cacheReadTokens
+    cacheWriteTokens = TRAILS.cacheWriteTokens
+    costUSD = TRAILS.costUSD
+    cacheHit = TRAILS.cacheHit
+    latencyMs = TRAILS.latencyMs
+    retries = TRAILS.retries
+    decision = TRAILS.decision
+    reason = TRAILS.reason
+    limit = TRAILS.limit
+    observed = TRAILS.observed
+    stepIndex = TRAILS.stepIndex
+    assuranceLevel = TRAILS.assuranceLevel
+    domain = TRAILS.domain
+    principalId = TRAILS.principalId

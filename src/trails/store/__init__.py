@@ -1,0 +1,99 @@
+"""Where provenance lives: the ``Store`` protocol, its backends, and how to open one.
+
+``open_store(location)`` picks the backend from the location string:
+``memory:`` an in-memory embedded store, ``http(s)://...`` a SPARQL 1.1
+server, anything else a directory for the embedded store. ``default_store()``
+is the process-wide store named by the settings, opened once.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from trails.config import Settings, load_settings
+from trails.store.base import (
+    DATASET_FORMATS,
+    GRAPH_FORMATS,
+    RESULT_FORMATS,
+    QueryResult,
+    Solutions,
+    Store,
+)
+from trails.store.terms import IRI, BNode, Literal, Quad, Term, Triple, literal, to_python
+
+__all__ = [
+    "DATASET_FORMATS",
+    "GRAPH_FORMATS",
+    "IRI",
+    "RESULT_FORMATS",
+    "BNode",
+    "Literal",
+    "Quad",
+    "QueryResult",
+    "Solutions",
+    "Store",
+    "Term",
+    "Triple",
+    "default_store",
+    "literal",
+    "open_store",
+    "reset_default_store",
+    "set_default_store",
+    "to_python",
+]
+
+_lock = threading.Lock()
+_default: Store | None = None
+
+
+def open_store(location: str | Path | None = None, *, settings: Settings | None = None) -> Store:
+    """Open the store at ``location`` (default: the configured one).
+
+    Args:
+        location: ``memory:``, ``http(s)://...`` or a directory path.
+        settings: settings to read the default location and remote options from.
+
+    Raises:
+        StoreLockedError: the directory is held by another process.
+        StoreError: the store cannot be opened.
+    """
+    settings = settings or load_settings()
+    where = str(location) if location is not None else settings.store
+    if where == "memory:":
+        from trails.store.oxigraph import OxigraphStore
+
+        return OxigraphStore(None)
+    if where.startswith(("http://", "https://")):
+        from trails.store.sparql import SparqlStore
+
+        return SparqlStore.from_settings(where, settings)
+    from trails.store.oxigraph import OxigraphStore
+
+    path = Path(where) if location is not None else settings.resolve_path(where)
+    return OxigraphStore(path)
+
+
+def default_store() -> Store:
+    """The process-wide store named by the settings, opened on first use."""
+    global _default
+    with _lock:
+        if _default is None:
+            _default = open_store()
+        return _default
+
+
+def set_default_store(store: Store | None) -> None:
+    """Make ``store`` the process-wide default (tests, applications that open their own)."""
+    global _default
+    with _lock:
+        _default = store
+
+
+def reset_default_store() -> None:
+    """Close and forget the process-wide store; the next use opens it again."""
+    global _default
+    with _lock:
+        if _default is not None:
+            _default.close()
+        _default = None

@@ -1,0 +1,123 @@
+"""The ``Store`` protocol: everything trails asks of a quad store, and no more.
+
+Two implementations exist: ``OxigraphStore`` (embedded pyoxigraph, a directory
+or memory) and ``SparqlStore`` (any SPARQL 1.1 server). Both pass the same
+contract tests. The contract:
+
+- ``write`` applies one event's quads (and optional removals) atomically:
+  afterwards either all of them are in the store or none is.
+- ``query`` evaluates SELECT / ASK / CONSTRUCT / DESCRIBE with parameters
+  bound as RDF terms, never spliced into the text. ``query_to`` does the same
+  but returns the result already serialised (SPARQL JSON/XML/CSV/TSV, or an RDF
+  format for graph results), which is the fast path for the CLI and endpoint.
+- ``graphs`` / ``clear`` list and drop named graphs; ``dump`` / ``load`` move
+  a graph or the whole dataset in a standard RDF format; ``load`` is atomic.
+- ``close`` releases the backend; a store is a context manager.
+
+Format names are short strings: ``trig nquads turtle ntriples jsonld rdfxml``
+for RDF, ``json xml csv tsv`` for query results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO, Protocol, runtime_checkable
+
+from trails.store.terms import IRI, Quad, Term, Triple
+
+__all__ = [
+    "DATASET_FORMATS",
+    "GRAPH_FORMATS",
+    "RESULT_FORMATS",
+    "QueryResult",
+    "Solutions",
+    "Store",
+]
+
+DATASET_FORMATS = frozenset({"trig", "nquads"})
+GRAPH_FORMATS = frozenset({"turtle", "ntriples", "rdfxml", "jsonld"}) | DATASET_FORMATS
+RESULT_FORMATS = frozenset({"json", "xml", "csv", "tsv"})
+
+
+@dataclass
+class Solutions:
+    """SELECT results: the projected variable names and one tuple per row."""
+
+    variables: list[str]
+    rows: list[tuple[Term | None, ...]] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[dict[str, Term]]:
+        names = self.variables
+        for row in self.rows:
+            yield {n: v for n, v in zip(names, row, strict=True) if v is not None}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def column(self, name: str) -> list[Term | None]:
+        index = self.variables.index(name)
+        return [row[index] for row in self.rows]
+
+
+QueryResult = Solutions | bool | list[Triple]
+
+
+@runtime_checkable
+class Store(Protocol):
+    """What trails needs from a quad store. See the module docstring for the contract."""
+
+    def write(self, quads: Iterable[Quad], *, remove: Iterable[Quad] = ()) -> None:
+        """Add ``quads`` and remove ``remove`` in one atomic transaction."""
+        ...
+
+    def query(self, sparql: str, params: Mapping[str, Term] | None = None) -> QueryResult:
+        """Evaluate a query with ``params`` bound to its variables (``?name``/``$name``)."""
+        ...
+
+    def query_to(
+        self, sparql: str, params: Mapping[str, Term] | None = None, *, format: str = "json"
+    ) -> bytes:
+        """Evaluate a query and return the serialised result in ``format``."""
+        ...
+
+    def graphs(self) -> list[IRI]:
+        """The named graphs that hold at least one quad."""
+        ...
+
+    def clear(self, graph: IRI) -> None:
+        """Drop a named graph and everything in it."""
+        ...
+
+    def dump(
+        self,
+        output: BinaryIO | Path | None = None,
+        *,
+        format: str = "trig",
+        graph: IRI | None = None,
+    ) -> bytes | None:
+        """Serialise one graph (``graph``) or the dataset; returns bytes when ``output`` is None."""
+        ...
+
+    def load(
+        self, data: bytes | BinaryIO | Path, *, format: str = "trig", graph: IRI | None = None
+    ) -> None:
+        """Parse and add RDF atomically; triples formats need ``graph``."""
+        ...
+
+    def close(self) -> None:
+        """Release the backend. Further calls fail with ``StoreError``."""
+        ...
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

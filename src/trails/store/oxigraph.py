@@ -1,0 +1,271 @@
+"""The embedded store: pyoxigraph, on disk (RocksDB) or in memory.
+
+This is the only module that imports pyoxigraph for storage. It converts
+trails terms to pyoxigraph terms on the way in (caching the IRIs that repeat:
+classes and predicates), back on the way out, and translates every pyoxigraph
+exception into the trails error tree.
+
+The on-disk store is single-writer per process: RocksDB locks the directory.
+A second open of a locked directory raises ``StoreLockedError`` explaining
+that processes share a store through a SPARQL server, not a directory.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import IO, Any, BinaryIO, TypeVar
+
+import pyoxigraph as ox
+
+from trails.errors import QueryParameterError, QuerySyntaxError, RDFSyntaxError, StoreError, StoreLockedError
+from trails.store.base import DATASET_FORMATS, RESULT_FORMATS, QueryResult, Solutions, Store
+from trails.store.terms import IRI, BNode, Literal, Quad, Term, Triple
+
+__all__ = ["OxigraphStore", "rdf_format", "results_format"]
+
+_RDF_FORMATS = {
+    "trig": ox.RdfFormat.TRIG,
+    "nquads": ox.RdfFormat.N_QUADS,
+    "turtle": ox.RdfFormat.TURTLE,
+    "ntriples": ox.RdfFormat.N_TRIPLES,
+    "rdfxml": ox.RdfFormat.RDF_XML,
+    "jsonld": ox.RdfFormat.JSON_LD,
+    "n3": ox.RdfFormat.N3,
+}
+_RESULT_FORMATS = {
+    "json": ox.QueryResultsFormat.JSON,
+    "xml": ox.QueryResultsFormat.XML,
+    "csv": ox.QueryResultsFormat.CSV,
+    "tsv": ox.QueryResultsFormat.TSV,
+}
+_POSITION = re.compile(r"(?:error at |line )(\d+)(?::| between columns )(\d+)")
+
+T = TypeVar("T")
+
+
+def rdf_format(name: str) -> ox.RdfFormat:
+    """Map a trails format name to pyoxigraph's, with a clear error."""
+    try:
+        return _RDF_FORMATS[name]
+    except KeyError:
+        raise StoreError(
+            f"unknown RDF format {name!r}; use one of {', '.join(sorted(_RDF_FORMATS))}"
+        ) from None
+
+
+def results_format(name: str) -> ox.QueryResultsFormat:
+    try:
+        return _RESULT_FORMATS[name]
+    except KeyError:
+        raise StoreError(
+            f"unknown results format {name!r}; use one of {', '.join(sorted(RESULT_FORMATS))}"
+        ) from None
+
+
+@lru_cache(maxsize=8192)
+def _named(value: str) -> ox.NamedNode:
+    return ox.NamedNode(value)
+
+
+def _to_ox(term: Term) -> ox.NamedNode | ox.BlankNode | ox.Literal:
+    if isinstance(term, Literal):
+        if term.language:
+            return ox.Literal(term.value, language=term.language)
+        return ox.Literal(term.value, datatype=_named(term.datatype))
+    if isinstance(term, BNode):
+        return ox.BlankNode(str(term))
+    return _named(term)
+
+
+def _from_ox(term: Any) -> Term | None:
+    if term is None:
+        return None
+    if isinstance(term, ox.NamedNode):
+        return IRI.trusted(term.value)
+    if isinstance(term, ox.Literal):
+        return Literal(term.value, term.datatype.value, term.language)
+    if isinstance(term, ox.BlankNode):
+        return BNode(term.value)
+    raise StoreError(f"unsupported term in result: {term!r}")
+
+
+def _quad_to_ox(q: Quad) -> ox.Quad:
+    s, p, o, g = q
+    return ox.Quad(_to_ox(s), _named(p), _to_ox(o), _named(g))
+
+
+def _syntax_error(exc: SyntaxError, source: str) -> QuerySyntaxError:
+    message = str(exc.args[0]) if exc.args else str(exc)
+    match = _POSITION.search(message)
+    line = int(match.group(1)) if match else exc.lineno
+    column = int(match.group(2)) if match else exc.offset
+    return QuerySyntaxError(message, source=source, line=line, column=column)
+
+
+class OxigraphStore(Store):
+    """A ``Store`` over pyoxigraph. ``path=None`` keeps everything in memory.
+
+    Args:
+        path: directory of the RocksDB store; created when missing.
+
+    Raises:
+        StoreLockedError: another process (or this one) holds the directory.
+        StoreError: the directory cannot be opened for another reason.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        try:
+            if self.path is None:
+                self._store: ox.Store | None = ox.Store()
+            else:
+                self.path.mkdir(parents=True, exist_ok=True)
+                self._store = ox.Store(str(self.path))
+        except OSError as exc:
+            text = str(exc)
+            if "lock" in text.lower():
+                raise StoreLockedError(
+                    f"the store at {self.path} is already open in another process "
+                    f"(or earlier in this one). The embedded store is single-writer: stop "
+                    f"the other process, or share one store between processes through a "
+                    f"SPARQL server (TRAILS_STORE=http://...). Backend said: {text}"
+                ) from exc
+            raise StoreError(f"cannot open store at {self.path}: {text}") from exc
+
+    def __repr__(self) -> str:
+        where = str(self.path) if self.path else "memory"
+        return f"OxigraphStore({where})"
+
+    @property
+    def raw(self) -> ox.Store:
+        """The pyoxigraph store, for benchmarks and backend-specific tools."""
+        if self._store is None:
+            raise StoreError(f"{self!r} is closed")
+        return self._store
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except OSError as exc:
+            raise StoreError(f"{what} failed on {self!r}: {exc}") from exc
+
+    # -- writing ---------------------------------------------------------------
+
+    def write(self, quads: Iterable[Quad], *, remove: Iterable[Quad] = ()) -> None:
+        store = self.raw
+        try:
+            converted = [_quad_to_ox(q) for q in quads]
+            removed = [_quad_to_ox(q) for q in remove]
+        except (ValueError, TypeError) as exc:
+            raise StoreError(f"invalid quad, nothing written: {exc}") from exc
+        if not removed:
+            self._call("write", lambda: store.extend(converted))
+            return
+        # One SPARQL update is one transaction: removals and additions together.
+        update = "DELETE DATA { %s } ;\nINSERT DATA { %s }" % (
+            " ".join(_nq(q) for q in removed),
+            " ".join(_nq(q) for q in converted),
+        )
+        self._call("write", lambda: store.update(update))
+
+    # -- reading ---------------------------------------------------------------
+
+    def _run(self, sparql: str, params: Mapping[str, Term] | None, **kw: Any) -> Any:
+        store = self.raw
+        substitutions = (
+            {ox.Variable(k): _to_ox(v) for k, v in params.items()} if params else None
+        )
+        try:
+            return store.query(sparql, substitutions=substitutions, **kw)
+        except SyntaxError as exc:
+            raise _syntax_error(exc, "query") from exc
+        except (ValueError, TypeError, RuntimeError) as exc:
+            # pyoxigraph refuses substitutions of variables a SELECT does not project
+            raise QueryParameterError(f"query parameters rejected: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"query failed on {self!r}: {exc}") from exc
+
+    def query(self, sparql: str, params: Mapping[str, Term] | None = None) -> QueryResult:
+        result = self._run(sparql, params)
+        if isinstance(result, ox.QueryBoolean):
+            return bool(result)
+        if isinstance(result, ox.QuerySolutions):
+            names = [v.value for v in result.variables]
+            rows = [tuple(_from_ox(sol[i]) for i in range(len(names))) for sol in result]
+            return Solutions(names, rows)
+        return [
+            Triple(_from_ox(t.subject), _from_ox(t.predicate), _from_ox(t.object))  # type: ignore[arg-type]
+            for t in result
+        ]
+
+    def query_to(
+        self, sparql: str, params: Mapping[str, Term] | None = None, *, format: str = "json"
+    ) -> bytes:
+        result = self._run(sparql, params)
+        if isinstance(result, ox.QueryTriples):
+            fmt: Any = rdf_format(format if format not in RESULT_FORMATS else "turtle")
+        else:
+            fmt = results_format(format)
+        data = self._call("serialise", lambda: result.serialize(format=fmt))
+        return data if data is not None else b""
+
+    def graphs(self) -> list[IRI]:
+        store = self.raw
+        names = self._call("list graphs", lambda: list(store.named_graphs()))
+        return sorted(IRI.trusted(g.value) for g in names if isinstance(g, ox.NamedNode))
+
+    def clear(self, graph: IRI) -> None:
+        store = self.raw
+        self._call("clear", lambda: store.remove_graph(_named(graph)))
+
+    def dump(
+        self,
+        output: BinaryIO | Path | None = None,
+        *,
+        format: str = "trig",
+        graph: IRI | None = None,
+    ) -> bytes | None:
+        store = self.raw
+        fmt = rdf_format(format)
+        if graph is None and format not in DATASET_FORMATS:
+            raise StoreError(f"{format} holds one graph: name it, or dump as trig / nquads")
+        target: Any = str(output) if isinstance(output, Path) else output
+        kwargs: dict[str, Any] = {"format": fmt}
+        if graph is not None:
+            kwargs["from_graph"] = _named(graph)
+        return self._call("dump", lambda: store.dump(target, **kwargs))
+
+    def load(
+        self, data: bytes | BinaryIO | Path, *, format: str = "trig", graph: IRI | None = None
+    ) -> None:
+        store = self.raw
+        fmt = rdf_format(format)
+        if graph is None and format not in DATASET_FORMATS:
+            raise StoreError(f"{format} holds triples: say which graph to load them into")
+        source: bytes | IO[bytes] | str = str(data) if isinstance(data, Path) else data
+        kwargs: dict[str, Any] = {"format": fmt}
+        if graph is not None:
+            kwargs["to_graph"] = _named(graph)
+        try:
+            store.load(source, **kwargs)
+        except SyntaxError as exc:
+            raise RDFSyntaxError(f"cannot parse {format}, nothing loaded: {exc}") from exc
+        except OSError as exc:
+            raise StoreError(f"load failed on {self!r}, nothing loaded: {exc}") from exc
+
+    def close(self) -> None:
+        if self._store is not None:
+            store, self._store = self._store, None
+            try:
+                store.flush()
+            except OSError:  # pragma: no cover - flushing a memory store is a no-op
+                pass
+            del store
+
+
+def _nq(q: ox.Quad) -> str:
+    """N-Quads text of a pyoxigraph quad (its ``str`` is the N-Quads form)."""
+    return f"GRAPH {q.graph_name} {{ {q.subject} {q.predicate} {q.object} }}"
