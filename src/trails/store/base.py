@@ -7,7 +7,11 @@ contract tests. The contract:
 - ``write`` applies one event's quads (and optional removals) atomically:
   afterwards either all of them are in the store or none is.
 - ``query`` evaluates SELECT / ASK / CONSTRUCT / DESCRIBE with parameters
-  bound as RDF terms, never spliced into the text. ``query_to`` does the same
+  bound as RDF terms, never spliced into the text. ``default_graph`` /
+  ``named_graphs`` restrict the dataset the query sees (the SPARQL protocol's
+  ``default-graph-uri`` / ``named-graph-uri``): graphs outside it are
+  invisible to the query, not filtered afterwards. Without them the default
+  graph is the store's default graph and every named graph is visible. ``query_to`` does the same
   but returns the result already serialised (SPARQL JSON/XML/CSV/TSV, or an RDF
   format for graph results), which is the fast path for the CLI and endpoint.
 - ``graphs`` / ``clear`` list and drop named graphs; ``dump`` / ``load`` move
@@ -20,7 +24,7 @@ for RDF, ``json xml csv tsv`` for query results.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -73,12 +77,25 @@ class Store(Protocol):
         """Add ``quads`` and remove ``remove`` in one atomic transaction."""
         ...
 
-    def query(self, sparql: str, params: Mapping[str, Term] | None = None) -> QueryResult:
+    def query(
+        self,
+        sparql: str,
+        params: Mapping[str, Term] | None = None,
+        *,
+        default_graph: Sequence[IRI] | None = None,
+        named_graphs: Sequence[IRI] | None = None,
+    ) -> QueryResult:
         """Evaluate a query with ``params`` bound to its variables (``?name``/``$name``)."""
         ...
 
     def query_to(
-        self, sparql: str, params: Mapping[str, Term] | None = None, *, format: str = "json"
+        self,
+        sparql: str,
+        params: Mapping[str, Term] | None = None,
+        *,
+        format: str = "json",
+        default_graph: Sequence[IRI] | None = None,
+        named_graphs: Sequence[IRI] | None = None,
     ) -> bytes:
         """Evaluate a query and return the serialised result in ``format``."""
         ...

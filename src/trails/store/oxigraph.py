@@ -13,7 +13,7 @@ that processes share a store through a SPARQL server, not a directory.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import IO, Any, BinaryIO, TypeVar
@@ -173,13 +173,23 @@ class OxigraphStore(Store):
 
     # -- reading ---------------------------------------------------------------
 
-    def _run(self, sparql: str, params: Mapping[str, Term] | None, **kw: Any) -> Any:
+    def _run(
+        self,
+        sparql: str,
+        params: Mapping[str, Term] | None,
+        default_graph: Sequence[IRI] | None,
+        named_graphs: Sequence[IRI] | None,
+    ) -> Any:
         store = self.raw
-        substitutions = (
-            {ox.Variable(k): _to_ox(v) for k, v in params.items()} if params else None
-        )
+        kw: dict[str, Any] = {}
+        if default_graph is not None:
+            kw["default_graph"] = [_named(g) for g in default_graph]
+        if named_graphs is not None:
+            kw["named_graphs"] = [_named(g) for g in named_graphs]
         try:
-            return store.query(sparql, substitutions=substitutions, **kw)
+            if params:
+                kw["substitutions"] = {ox.Variable(k): _to_ox(v) for k, v in params.items()}
+            return store.query(sparql, **kw)
         except SyntaxError as exc:
             raise _syntax_error(exc, "query") from exc
         except (ValueError, TypeError, RuntimeError) as exc:
@@ -188,8 +198,15 @@ class OxigraphStore(Store):
         except OSError as exc:
             raise StoreError(f"query failed on {self!r}: {exc}") from exc
 
-    def query(self, sparql: str, params: Mapping[str, Term] | None = None) -> QueryResult:
-        result = self._run(sparql, params)
+    def query(
+        self,
+        sparql: str,
+        params: Mapping[str, Term] | None = None,
+        *,
+        default_graph: Sequence[IRI] | None = None,
+        named_graphs: Sequence[IRI] | None = None,
+    ) -> QueryResult:
+        result = self._run(sparql, params, default_graph, named_graphs)
         if isinstance(result, ox.QueryBoolean):
             return bool(result)
         if isinstance(result, ox.QuerySolutions):
@@ -202,9 +219,15 @@ class OxigraphStore(Store):
         ]
 
     def query_to(
-        self, sparql: str, params: Mapping[str, Term] | None = None, *, format: str = "json"
+        self,
+        sparql: str,
+        params: Mapping[str, Term] | None = None,
+        *,
+        format: str = "json",
+        default_graph: Sequence[IRI] | None = None,
+        named_graphs: Sequence[IRI] | None = None,
     ) -> bytes:
-        result = self._run(sparql, params)
+        result = self._run(sparql, params, default_graph, named_graphs)
         if isinstance(result, ox.QueryTriples):
             fmt: Any = rdf_format(format if format not in RESULT_FORMATS else "turtle")
         else:
