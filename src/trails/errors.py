@@ -23,6 +23,7 @@ Every error trails raises on purpose is a ``TrailsError``. Backend exceptions
     │   │   └── StoreLockedError   the directory is held by another process
     │   ├── ModelAPIError          an LLM provider failed (subclasses per kind)
     │   ├── ReplayMismatch         a replayed run asked for an unrecorded completion
+    │   ├── ReplyParseError        an LLM reply lacks the JSON a planner asked for
     │   └── VerificationError      a seal or ledger check could not run
     └── Signal                     control flow, not failure
         ├── PolicyDenied           a tool policy said no
@@ -43,6 +44,7 @@ __all__ = [
     "QuerySyntaxError",
     "RDFSyntaxError",
     "ReplayMismatch",
+    "ReplyParseError",
     "RunError",
     "SessionError",
     "Signal",
@@ -164,6 +166,10 @@ class ModelAPIError(RunError):
 
 class ReplayMismatch(RunError):
     """A replayed run made a request that the recording does not contain."""
+
+
+class ReplyParseError(RunError):
+    """An LLM reply does not hold the JSON turn, plan or verdict a planner asked for."""
 
 
 class VerificationError(RunError):
