@@ -13,17 +13,21 @@ __all__ = ["NAMESPACES", "OWL", "PROV", "RDF", "RDFS", "TRAILS", "XSD", "Namespa
 
 
 class Namespace(str):
-    """A namespace IRI; ``NS.term`` and ``NS["term"]`` give the term's IRI."""
+    """A namespace IRI; ``NS.term`` and ``NS["term"]`` give the term's IRI.
 
-    __slots__ = ()
+    A term is built once and then kept as an attribute, so the recorder's hot
+    path reads plain attributes.
+    """
 
     def __getattr__(self, name: str) -> IRI:
         if name.startswith("__"):
             raise AttributeError(name)
-        return IRI.trusted(str(self) + name)
+        iri = IRI.trusted(str(self) + name)
+        self.__dict__[name] = iri
+        return iri
 
     def __getitem__(self, name: str) -> IRI:  # type: ignore[override]
-        return IRI.trusted(str(self) + name)
+        return self.__getattr__(name)
 
 
 PROV = Namespace("http://www.w3.org/ns/prov#")
@@ -111,3 +115,15 @@ class T:
     assuranceLevel = TRAILS.assuranceLevel
     domain = TRAILS.domain
     principalId = TRAILS.principalId
+    # audit: seals in the ledger graph, redaction on export
+    Seal = TRAILS.Seal
+    sealedGraph = TRAILS.sealedGraph
+    graphHash = TRAILS.graphHash
+    quadCount = TRAILS.quadCount
+    sealSequence = TRAILS.sealSequence
+    sealHash = TRAILS.sealHash
+    previousSeal = TRAILS.previousSeal
+    previousSealHash = TRAILS.previousSealHash
+    signature = TRAILS.signature
+    signingKey = TRAILS.signingKey
+    redaction = TRAILS.redaction
