@@ -92,9 +92,22 @@ def _from_ox(term: Any) -> Term | None:
     raise StoreError(f"unsupported term in result: {term!r}")
 
 
-def _quad_to_ox(q: Quad) -> ox.Quad:
-    s, p, o, g = q
-    return ox.Quad(_to_ox(s), _named(p), _to_ox(o), _named(g))
+def _convert_quads(quads: Iterable[Quad]) -> list[ox.Quad]:
+    """Convert quads, converting each distinct term once (IRIs repeat within an event)."""
+    seen: dict[Term, Any] = {}
+    out = []
+    for s, p, o, g in quads:
+        cs = seen.get(s)
+        if cs is None:
+            cs = seen[s] = _to_ox(s)
+        co = seen.get(o)
+        if co is None:
+            co = seen[o] = _to_ox(o)
+        cg = seen.get(g)
+        if cg is None:
+            cg = seen[g] = _named(g)
+        out.append(ox.Quad(cs, _named(p), co, cg))
+    return out
 
 
 def _syntax_error(exc: SyntaxError, source: str) -> QuerySyntaxError:
@@ -157,8 +170,8 @@ class OxigraphStore(Store):
     def write(self, quads: Iterable[Quad], *, remove: Iterable[Quad] = ()) -> None:
         store = self.raw
         try:
-            converted = [_quad_to_ox(q) for q in quads]
-            removed = [_quad_to_ox(q) for q in remove]
+            converted = _convert_quads(quads)
+            removed = _convert_quads(remove)
         except (ValueError, TypeError) as exc:
             raise StoreError(f"invalid quad, nothing written: {exc}") from exc
         if not removed:
