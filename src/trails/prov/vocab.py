@@ -127,3 +127,17 @@ class T:
     signature = TRAILS.signature
     signingKey = TRAILS.signingKey
     redaction = TRAILS.redaction
+    # memory: learn / recall / forget on the store
+    MemoryLearn = TRAILS.MemoryLearn
+    MemoryRecall = TRAILS.MemoryRecall
+    MemoryForget = TRAILS.MemoryForget
+    scope = TRAILS.scope
+    topic = TRAILS.topic
+    tag = TRAILS.tag
+    confidence = TRAILS.confidence
+    validFrom = TRAILS.validFrom
+    validUntil = TRAILS.validUntil
+    recallQuery = TRAILS.recallQuery
+    rank = TRAILS.rank
+    score = TRAILS.score
+    memoryRevision = TRAILS.memoryRevision
