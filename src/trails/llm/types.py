@@ -62,6 +62,7 @@ class Response:
     provider: str = ""
     activity_iri: str | None = None
     stop_reason: str | None = None
+    call_id: str | None = None
 
     @property
     def tokens(self) -> int:

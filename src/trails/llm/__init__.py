@@ -1,0 +1,77 @@
+"""The LLM client: model calls with cost envelopes, budgets, retries, caching and provenance.
+
+``LLMClient`` wraps one provider adapter (Anthropic, Ollama, any
+OpenAI-compatible server, a scripted mock, or a fallback chain of those) and
+makes every ``complete`` / ``stream`` call a booked, budgeted, recorded
+``trails:LLMCompletion``. Provider SDKs are imported only when their adapter
+is built, so ``import trails.llm`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from trails.kernel.cost import CostTracker
+from trails.llm.cache import (
+    CacheStats,
+    ResponseCache,
+    lookup_recorded,
+    request_hash,
+    request_params,
+)
+from trails.llm.catalogue import Catalogue, ModelSpec, default_catalogue, select_model
+from trails.llm.client import LLMClient, Prompt, module_tracker, to_messages
+from trails.llm.errors import (
+    MalformedResponseError,
+    MockScriptExhausted,
+    ModelAPIError,
+    ModelAuthenticationError,
+    ModelBadRequestError,
+    ModelConnectionError,
+    ModelRateLimitError,
+    ModelServerError,
+    ModelTimeoutError,
+    ProvidersUnavailable,
+    RealModelsForbidden,
+)
+from trails.llm.mock import MockAdapter
+from trails.llm.retry import RetryPolicy
+from trails.llm.types import Adapter, Chunk, Message, Request, Response, Role
+
+__all__ = [
+    "Adapter",
+    "CacheStats",
+    "Catalogue",
+    "Chunk",
+    "LLMClient",
+    "MalformedResponseError",
+    "Message",
+    "MockAdapter",
+    "MockScriptExhausted",
+    "ModelAPIError",
+    "ModelAuthenticationError",
+    "ModelBadRequestError",
+    "ModelConnectionError",
+    "ModelRateLimitError",
+    "ModelServerError",
+    "ModelSpec",
+    "ModelTimeoutError",
+    "Prompt",
+    "ProvidersUnavailable",
+    "RealModelsForbidden",
+    "Request",
+    "Response",
+    "ResponseCache",
+    "RetryPolicy",
+    "Role",
+    "default_catalogue",
+    "lookup_recorded",
+    "module_tracker",
+    "request_hash",
+    "request_params",
+    "select_model",
+    "to_messages",
+]
+
+
+def _module_tracker() -> CostTracker:
+    """The module cost tracker planners read budgets from (the kernel's ``default_tracker``)."""
+    return module_tracker()

@@ -1,0 +1,226 @@
+"""The request hash, an in-memory response cache, and the store-backed lookup.
+
+``request_hash(model, messages, params)`` is the one key for "the same
+request": the sha256 of the canonical JSON (``trails.prov.content``) of::
+
+    {"model": <model id>,
+     "messages": [{"role": ..., "content": ..., "cache": true?}, ...],
+     "params": {"max_tokens": ..., "temperature": ..., "stop": [...]?, ...}}
+
+``messages`` are ``Message.as_dict()`` (``cache`` appears only when true);
+``params`` holds ``max_tokens`` and ``temperature`` always, ``stop`` only when
+non-empty, and any extra provider parameters. Every completion records it as
+``trails:requestHash`` on both the activity and its prompt entity, so the
+replay harness and the store lookup find completions by it. Changing this
+function changes every recorded hash: treat it as a file format.
+
+``ResponseCache`` is a thread-safe LRU with per-entry TTL. ``lookup_recorded``
+answers a request from a successful completion already in the store.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from trails.errors import UserError
+from trails.llm.types import Message, Response
+from trails.prov.content import canonical_json, sha256_hex
+from trails.prov.vocab import PROV, T
+from trails.store.base import Solutions, Store
+from trails.store.terms import Literal, to_python
+
+__all__ = ["CacheStats", "ResponseCache", "lookup_recorded", "request_hash", "request_params"]
+
+
+def request_params(
+    max_tokens: int,
+    temperature: float,
+    stop: Iterable[str] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``params`` part of a request hash, in its canonical shape.
+
+    Args:
+        max_tokens: the completion token limit.
+        temperature: the sampling temperature.
+        stop: stop sequences (omitted from the params when empty).
+        extra: further provider parameters, included as given.
+
+    Returns:
+        The params mapping that ``request_hash`` and the recorded prompt use.
+    """
+    params: dict[str, Any] = dict(extra or {})
+    params["max_tokens"] = int(max_tokens)
+    params["temperature"] = float(temperature)
+    stops = list(stop)
+    if stops:
+        params["stop"] = stops
+    return params
+
+
+def request_hash(
+    model: str, messages: Iterable[Message | Mapping[str, Any]], params: Mapping[str, Any]
+) -> str:
+    """The canonical sha256 hex of a request (see the module docstring for the exact form).
+
+    Args:
+        model: the model id.
+        messages: ``Message`` objects or their ``as_dict()`` form.
+        params: the request parameters (build them with ``request_params``).
+
+    Returns:
+        64 lowercase hex characters.
+    """
+    msgs = [m.as_dict() if isinstance(m, Message) else dict(m) for m in messages]
+    return sha256_hex(canonical_json({"model": model, "messages": msgs, "params": dict(params)}))
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    evictions: int = 0
+    size: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+
+class ResponseCache:
+    """Thread-safe LRU + TTL cache of responses by request hash.
+
+    Args:
+        max_size: entries kept; the least recently used goes first.
+        ttl_seconds: how long an entry stays valid (None = until evicted).
+        clock: monotonic clock (injectable for tests).
+
+    Raises:
+        UserError: ``max_size`` < 1 or a negative TTL.
+    """
+
+    def __init__(
+        self,
+        max_size: int = 1024,
+        ttl_seconds: float | None = 300.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if max_size < 1:
+            raise UserError(f"max_size must be at least 1, not {max_size}")
+        if ttl_seconds is not None and ttl_seconds < 0:
+            raise UserError(f"ttl_seconds must be >= 0, not {ttl_seconds}")
+        self.max_size = max_size
+        self.ttl_seconds = ttl_seconds
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._data: OrderedDict[str, tuple[float | None, Response]] = OrderedDict()
+        self._hits = self._misses = self._evictions = 0
+
+    def get(self, key: str) -> Response | None:
+        """The cached response for ``key``, or None (expired entries are dropped)."""
+        with self._lock:
+            item = self._data.get(key)
+            if item is None:
+                self._misses += 1
+                return None
+            expires, response = item
+            if expires is not None and self._clock() >= expires:
+                del self._data[key]
+                self._misses += 1
+                return None
+            self._data.move_to_end(key)
+            self._hits += 1
+            return response
+
+    def set(self, key: str, response: Response) -> None:
+        """Store ``response`` under ``key``, evicting the least recently used if full."""
+        expires = None if self.ttl_seconds is None else self._clock() + self.ttl_seconds
+        with self._lock:
+            self._data[key] = (expires, response)
+            self._data.move_to_end(key)
+            while len(self._data) > self.max_size:
+                self._data.popitem(last=False)
+                self._evictions += 1
+
+    def delete(self, key: str) -> bool:
+        with self._lock:
+            return self._data.pop(key, None) is not None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
+
+    @property
+    def stats(self) -> CacheStats:
+        with self._lock:
+            return CacheStats(self._hits, self._misses, self._evictions, len(self._data))
+
+
+_LOOKUP = f"""
+SELECT ?hash ?text ?provider ?model ?in ?out ?cr ?cw ?rid ?ended WHERE {{
+  GRAPH ?g {{
+    ?a a {T.LLMCompletion.n3()} ;
+       {T.requestHash.n3()} ?hash ;
+       {T.status.n3()} "ok" ;
+       {PROV.endedAtTime.n3()} ?ended .
+    ?c {PROV.wasGeneratedBy.n3()} ?a ;
+       a {T.Completion.n3()} ;
+       {PROV.value.n3()} ?text .
+    ?a {PROV.wasAssociatedWith.n3()} ?m .
+    ?m a {T.Model.n3()} ; {T.provider.n3()} ?provider ; {T.modelId.n3()} ?model .
+    OPTIONAL {{ ?a {T.inputTokens.n3()} ?in }}
+    OPTIONAL {{ ?a {T.outputTokens.n3()} ?out }}
+    OPTIONAL {{ ?a {T.cacheReadTokens.n3()} ?cr }}
+    OPTIONAL {{ ?a {T.cacheWriteTokens.n3()} ?cw }}
+    OPTIONAL {{ ?a {T.requestId.n3()} ?rid }}
+  }}
+}} ORDER BY DESC(?ended) LIMIT 1
+"""
+
+
+def lookup_recorded(store: Store, hash_hex: str) -> Response | None:
+    """A response rebuilt from the newest successful completion recorded with this request hash.
+
+    Completions recorded with ``record_content = "hash"`` hold no text and are
+    never used. The response comes back with ``cache_hit=True`` and ``usd=0``.
+
+    Args:
+        store: the store to search (every session graph).
+        hash_hex: a ``request_hash`` value.
+
+    Returns:
+        The rebuilt response, or None when nothing matches.
+    """
+    result = store.query(_LOOKUP, {"hash": Literal(hash_hex)})
+    if not isinstance(result, Solutions):
+        return None
+    for row in result:
+
+        def get(name: str, row: dict[str, Any] = row) -> Any:
+            term = row.get(name)
+            return None if term is None else to_python(term)
+
+        return Response(
+            text=str(get("text")),
+            model=str(get("model")),
+            input_tokens=int(get("in") or 0),
+            output_tokens=int(get("out") or 0),
+            cache_read_tokens=int(get("cr") or 0),
+            cache_write_tokens=int(get("cw") or 0),
+            usd=0.0,
+            cache_hit=True,
+            request_id=get("rid"),
+            provider=str(get("provider")),
+        )
+    return None

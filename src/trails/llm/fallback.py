@@ -1,0 +1,196 @@
+"""Provider fallback with a circuit breaker.
+
+``FallbackAdapter`` holds adapters in priority order, each with its own retry
+policy. A call goes to the first member whose circuit is closed; when it
+fails (after its own retries) the next is tried. ``max_failures`` consecutive
+failures open a member's circuit for ``cooldown_seconds``; after that it gets
+one trial call (half-open): success closes the circuit, failure reopens it.
+
+A bad request (``ModelBadRequestError``) or a refused host is the caller's
+problem, not the provider's, so it is raised at once and does not count
+against the member. When no member answers, ``ProvidersUnavailable`` names
+each member's failure. The response names the member that answered, so the
+recorded model agent is the one that actually did the work.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from trails.errors import TrailsError, UserError
+from trails.llm.errors import ModelBadRequestError, ProvidersUnavailable, RealModelsForbidden
+from trails.llm.retry import RetryError, RetryPolicy, call_with_retries
+from trails.llm.types import Adapter, Chunk, Request, Response
+
+__all__ = ["CircuitState", "FallbackAdapter"]
+
+_NO_FALLBACK: tuple[type[BaseException], ...] = (ModelBadRequestError, RealModelsForbidden)
+
+
+@dataclass
+class CircuitState:
+    """One member's breaker: consecutive failures and when its open circuit may be retried."""
+
+    failures: int = 0
+    open_until: float | None = None
+
+    def is_open(self, at: float) -> bool:
+        return self.open_until is not None and at < self.open_until
+
+
+class FallbackAdapter:
+    """Adapters tried in order behind per-member circuit breakers.
+
+    Args:
+        members: ``(adapter, retry policy)`` pairs, highest priority first.
+        max_failures: consecutive failures that open a member's circuit.
+        cooldown_seconds: how long an open circuit skips the member.
+        clock: monotonic clock (injectable for tests).
+        on_fallback: called with ``(provider:model, error)`` each time a member fails.
+
+    Raises:
+        UserError: no members, ``max_failures`` < 1 or a negative cooldown.
+    """
+
+    def __init__(
+        self,
+        members: Sequence[tuple[Adapter, RetryPolicy]],
+        *,
+        max_failures: int = 3,
+        cooldown_seconds: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        on_fallback: Callable[[str, BaseException], None] | None = None,
+    ) -> None:
+        if not members:
+            raise UserError("LLMClient.fallback needs at least one client")
+        if max_failures < 1:
+            raise UserError(f"max_failures must be at least 1, not {max_failures}")
+        if cooldown_seconds < 0:
+            raise UserError(f"cooldown_seconds must be >= 0, not {cooldown_seconds}")
+        self.members = list(members)
+        self.max_failures = max_failures
+        self.cooldown_seconds = cooldown_seconds
+        self.states = [CircuitState() for _ in self.members]
+        self._clock = clock
+        self._on_fallback = on_fallback
+        self._lock = threading.Lock()
+        primary = self.members[0][0]
+        self.provider = primary.provider
+        self.model = primary.model
+        self.local = all(bool(getattr(a, "local", False)) for a, _ in self.members)
+
+    @staticmethod
+    def _name(adapter: Adapter) -> str:
+        return f"{adapter.provider}:{adapter.model}"
+
+    def _available(self) -> list[int]:
+        at = self._clock()
+        with self._lock:
+            return [i for i, s in enumerate(self.states) if not s.is_open(at)]
+
+    def _record(self, index: int, ok: bool) -> None:
+        with self._lock:
+            state = self.states[index]
+            if ok:
+                state.failures, state.open_until = 0, None
+            else:
+                state.failures += 1
+                if state.failures >= self.max_failures:
+                    state.open_until = self._clock() + self.cooldown_seconds
+
+    def _request_for(self, index: int, request: Request) -> Request:
+        # The request names the primary's model; each member answers with its own.
+        if index == 0:
+            return request
+        return replace(request, model=self.members[index][0].model)
+
+    def _unavailable(
+        self, errors: list[tuple[str, BaseException]], retries: int
+    ) -> ProvidersUnavailable:
+        if errors:
+            detail = "; ".join(f"{name}: {type(e).__name__}: {e}" for name, e in errors)
+        else:
+            detail = "every circuit is open"
+        error = ProvidersUnavailable(f"no provider answered ({detail})", provider=self.provider)
+        error.inner_retries = retries  # type: ignore[attr-defined]
+        if errors:
+            error.__cause__ = errors[-1][1]
+        return error
+
+    def complete(self, request: Request) -> Response:
+        """The first member's answer that succeeds.
+
+        Raises:
+            ModelBadRequestError: the request itself was refused (not retried elsewhere).
+            ProvidersUnavailable: every member failed or is open.
+        """
+        errors: list[tuple[str, BaseException]] = []
+        retries = 0
+        for i in self._available():
+            adapter, policy = self.members[i]
+            req = self._request_for(i, request)
+
+            def attempt(a: Adapter = adapter, r: Request = req) -> Response:
+                return a.complete(r)
+
+            try:
+                response, used = call_with_retries(attempt, policy)
+            except RetryError as err:
+                retries += err.retries + 1
+                if isinstance(err.error, _NO_FALLBACK) or not isinstance(err.error, TrailsError):
+                    raise err.error from err.error.__cause__
+                self._record(i, ok=False)
+                errors.append((self._name(adapter), err.error))
+                if self._on_fallback is not None:
+                    self._on_fallback(self._name(adapter), err.error)
+                continue
+            self._record(i, ok=True)
+            return replace(
+                response,
+                provider=response.provider or adapter.provider,
+                model=response.model or adapter.model,
+                retries=retries + used,
+            )
+        raise self._unavailable(errors, retries)
+
+    def stream(self, request: Request) -> Iterator[Chunk | Response]:
+        """Stream from the first member that starts answering; later failures are not retried."""
+        errors: list[tuple[str, BaseException]] = []
+        retries = 0
+        for i in self._available():
+            adapter, policy = self.members[i]
+            req = self._request_for(i, request)
+
+            def open_stream(
+                a: Adapter = adapter, r: Request = req
+            ) -> tuple[Iterator[Chunk | Response], Chunk | Response | None]:
+                it = iter(a.stream(r))
+                return it, next(it, None)
+
+            try:
+                (it, first), used = call_with_retries(open_stream, policy)
+            except RetryError as err:
+                retries += err.retries + 1
+                if isinstance(err.error, _NO_FALLBACK) or not isinstance(err.error, TrailsError):
+                    raise err.error from err.error.__cause__
+                self._record(i, ok=False)
+                errors.append((self._name(adapter), err.error))
+                continue
+            self._record(i, ok=True)
+            item = first
+            while item is not None:
+                if isinstance(item, Response):
+                    yield replace(
+                        item,
+                        provider=item.provider or adapter.provider,
+                        model=item.model or adapter.model,
+                        retries=retries + used,
+                    )
+                    return
+                yield item
+                item = next(it, None)
+            return
+        raise self._unavailable(errors, retries)

@@ -1,0 +1,135 @@
+"""A scripted, deterministic model for tests and offline demos.
+
+``MockAdapter`` answers from a script: one fixed text (or ``Response``), a function of the
+messages, or a list of answers used in order. A script entry may also be a
+``Response`` (to set token counts) or an exception instance (to fail that
+call). Every request it receives is kept on ``requests``, so a test can check
+what a planner actually sent. Token counts are a deterministic estimate (about
+four characters a token) unless the script gives a ``Response``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+
+from trails.errors import UserError
+from trails.llm.errors import MockScriptExhausted
+from trails.llm.types import Chunk, Message, Request, Response
+
+__all__ = ["MockAdapter", "MockScript", "estimate_tokens"]
+
+ScriptItem = str | Response | BaseException
+MockScript = str | Response | Callable[[list[Message]], "str | Response"] | Sequence[ScriptItem]
+
+
+def estimate_tokens(text: str) -> int:
+    """A deterministic token estimate: one token per four characters, at least one for any text."""
+    return (len(text) + 3) // 4
+
+
+class MockAdapter:
+    """A scripted adapter (``provider = "mock"``).
+
+    Args:
+        response: the script (see the module docstring).
+        model: the model id it reports.
+        chunk_size: characters per streamed chunk.
+
+    Raises:
+        UserError: the script is not a str, a callable or a sequence.
+    """
+
+    provider = "mock"
+    local = True
+
+    def __init__(
+        self, response: MockScript = "", *, model: str = "mock", chunk_size: int = 8
+    ) -> None:
+        if not isinstance(response, str | Response | Sequence) and not callable(response):
+            raise UserError(
+                "LLMClient.mock(response=...) takes a str, a callable(messages) -> str, "
+                f"or a list of str, not {type(response).__name__}"
+            )
+        self.model = model
+        self.chunk_size = max(1, chunk_size)
+        self._script = response
+        self._index = 0
+        self._lock = threading.Lock()
+        self.requests: list[Request] = []
+
+    @property
+    def last_request(self) -> Request | None:
+        """The most recent request, or None before the first call."""
+        return self.requests[-1] if self.requests else None
+
+    @property
+    def calls(self) -> int:
+        return len(self.requests)
+
+    def enqueue(self, *answers: ScriptItem) -> None:
+        """Append answers to a list script (turns a fixed script into a list first)."""
+        with self._lock:
+            if isinstance(self._script, str | Response) or callable(self._script):
+                self._script = []
+                self._index = 0
+            self._script = [*self._script, *answers]
+
+    def _next(self, request: Request) -> ScriptItem:
+        with self._lock:
+            self.requests.append(request)
+            script = self._script
+            if isinstance(script, str | Response):
+                return script
+            if callable(script):
+                return script(list(request.messages))
+            if self._index >= len(script):
+                raise MockScriptExhausted(
+                    f"mock script exhausted: it holds {len(script)} answer(s) and was asked "
+                    f"for answer {self._index + 1}",
+                    provider=self.provider,
+                )
+            item = script[self._index]
+            self._index += 1
+            return item
+
+    def complete(self, request: Request) -> Response:
+        """Answer from the script.
+
+        Args:
+            request: what the client asks.
+
+        Returns:
+            The scripted response, with token estimates when the script gave text.
+
+        Raises:
+            MockScriptExhausted: a list script ran out.
+            Exception: an exception instance placed in the script.
+        """
+        item = self._next(request)
+        if isinstance(item, BaseException):
+            raise item
+        prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
+        if isinstance(item, Response):
+            return replace(
+                item, provider=item.provider or self.provider, model=item.model or request.model
+            )
+        if not isinstance(item, str):
+            raise UserError(f"a mock script returned {type(item).__name__}, expected str")
+        return Response(
+            text=item,
+            model=request.model,
+            input_tokens=prompt_tokens,
+            output_tokens=estimate_tokens(item),
+            provider=self.provider,
+            stop_reason="end_turn",
+        )
+
+    def stream(self, request: Request) -> Iterator[Chunk | Response]:
+        """The scripted answer in ``chunk_size`` pieces, then the full response."""
+        response = self.complete(request)
+        text = response.text
+        for start in range(0, len(text), self.chunk_size):
+            yield Chunk(text[start : start + self.chunk_size])
+        yield response
