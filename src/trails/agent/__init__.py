@@ -1,0 +1,35 @@
+"""The agent runtime: ``Session`` and the planners that turn a goal into recorded actions.
+
+A planner is a thin orchestrator over ``invoke``: it asks the LLM what to do,
+dispatches capabilities, and records every reasoning turn and action in the
+session's provenance graph. ``Session`` holds the conversation the planners
+write into. See ``trails.agent.planners`` for the strategies.
+"""
+
+from __future__ import annotations
+
+from trails.agent.context import HistoryEntry, Session, TokenWindow
+from trails.agent.planners import (
+    STRATEGIES,
+    PlanningStrategy,
+    PlanResult,
+    PlanStep,
+    StopReason,
+    plan_and_execute,
+    react,
+    reflexion,
+)
+
+__all__ = [
+    "STRATEGIES",
+    "HistoryEntry",
+    "PlanResult",
+    "PlanStep",
+    "PlanningStrategy",
+    "Session",
+    "StopReason",
+    "TokenWindow",
+    "plan_and_execute",
+    "react",
+    "reflexion",
+]

@@ -1,0 +1,428 @@
+"""``Session`` and ``TokenWindow``: the conversation state a planner writes into.
+
+A ``Session`` is the ledger of one conversation with an agent: its token-windowed
+history (system prompt, goals, assistant turns, observations), the envelopes of
+every capability invocation made in it, free-form metadata (parsed plans,
+critiques), the principal it acts for, and its strategy and budget defaults.
+Reusing a session continues the conversation, in the same provenance graph.
+
+The session's provenance context is opened lazily, on the first run, in the
+store the session was given (or the process default store), so building a
+``Session`` costs nothing and records nothing. Everything a session holds is
+plain data (strings, numbers, dicts, ``InvocationRecord`` envelopes), so it can
+be written to RDF and rebuilt from it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from trails.config import load_settings
+from trails.errors import ConfigError, SessionError, UserError
+from trails.kernel.context import Context, InvocationRecord
+from trails.llm.types import Message, Role
+from trails.prov.recorder import Recorder, default_recorder
+
+if TYPE_CHECKING:
+    from trails.agent.planners.base import PlanResult
+    from trails.store.base import Store
+
+__all__ = [
+    "BUDGET_KEYS",
+    "HistoryEntry",
+    "Session",
+    "TokenWindow",
+    "estimate_tokens",
+]
+
+_ROLES = ("system", "user", "assistant")
+
+#: ``Session.new(budget=...)`` keys and the planner keyword each one sets.
+BUDGET_KEYS: dict[str, str] = {
+    "usd": "max_cost_usd",
+    "tokens": "max_tokens",
+    "wall_time_s": "max_wall_time_s",
+}
+
+
+def estimate_tokens(text: str) -> int:
+    """A provider-neutral token estimate: about four characters a token, at least one.
+
+    Args:
+        text: the message content.
+
+    Returns:
+        The estimated token count.
+    """
+    return max(1, (len(text) + 3) // 4)
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One message of a ``TokenWindow``: role, content, token count, pinned or not."""
+
+    role: Role
+    content: str
+    tokens: int
+    pinned: bool = False
+
+    def message(self) -> Message:
+        """This entry as an LLM ``Message`` (a pinned system prompt is a cache breakpoint)."""
+        return Message(self.role, self.content, cache=self.pinned and self.role == "system")
+
+
+class TokenWindow:
+    """A FIFO message window with a pinned head and running-total eviction.
+
+    The first ``pin_head`` entries are never evicted. When the running token
+    total passes ``max_tokens``, the oldest unpinned entries are dropped until
+    it fits again; the newest entry is always kept, however large.
+
+    Args:
+        max_tokens: the token budget of the window.
+        pin_head: how many leading entries are pinned (usually the system prompt).
+        count_tokens: how to count the tokens of a text (default: ``estimate_tokens``).
+
+    Raises:
+        UserError: ``max_tokens`` is not a positive int or ``pin_head`` is negative.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int = 32_000,
+        pin_head: int = 1,
+        count_tokens: Callable[[str], int] | None = None,
+    ) -> None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise UserError(f"TokenWindow max_tokens must be a positive int, not {max_tokens!r}")
+        if isinstance(pin_head, bool) or not isinstance(pin_head, int) or pin_head < 0:
+            raise UserError(f"TokenWindow pin_head must be an int >= 0, not {pin_head!r}")
+        self.max_tokens = max_tokens
+        self.pin_head = pin_head
+        self.count_tokens = count_tokens or estimate_tokens
+        self._entries: list[HistoryEntry] = []
+        self._total = 0
+        self.evicted = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """The running token total of the entries in the window."""
+        return self._total
+
+    @property
+    def entries(self) -> list[HistoryEntry]:
+        """A copy of the entries, oldest first."""
+        return list(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[HistoryEntry]:
+        return iter(list(self._entries))
+
+    def __getitem__(self, index: int) -> HistoryEntry:
+        return self._entries[index]
+
+    def _entry(self, role: str, content: str, tokens: int | None) -> HistoryEntry:
+        if role not in _ROLES:
+            raise UserError(f"history role must be one of {', '.join(_ROLES)}, not {role!r}")
+        if not isinstance(content, str):
+            raise UserError(f"history content must be a str, not {type(content).__name__}")
+        count = self.count_tokens(content) if tokens is None else tokens
+        return HistoryEntry(role, content, count)  # type: ignore[arg-type]
+
+    def _repin(self) -> None:
+        self._entries = [
+            e if e.pinned == (i < self.pin_head) else replace(e, pinned=i < self.pin_head)
+            for i, e in enumerate(self._entries)
+        ]
+
+    def append(self, role: str, content: str, *, tokens: int | None = None) -> HistoryEntry:
+        """Add a message at the tail, then evict from the unpinned head until it fits.
+
+        Args:
+            role: ``"system"``, ``"user"`` or ``"assistant"``.
+            content: the message text.
+            tokens: its token count when known (default: ``count_tokens(content)``).
+
+        Returns:
+            The stored entry.
+
+        Raises:
+            UserError: an unknown role or non-text content.
+        """
+        entry = self._entry(role, content, tokens)
+        entry = replace(entry, pinned=len(self._entries) < self.pin_head)
+        self._entries.append(entry)
+        self._total += entry.tokens
+        self._evict()
+        return entry
+
+    def set_system(self, content: str) -> HistoryEntry:
+        """Put ``content`` as the system prompt at the head: replace it, or insert it first.
+
+        Args:
+            content: the system prompt.
+
+        Returns:
+            The stored entry.
+        """
+        entry = self._entry("system", content, None)
+        if self._entries and self._entries[0].role == "system":
+            self._total -= self._entries[0].tokens
+            self._entries[0] = entry
+        else:
+            self._entries.insert(0, entry)
+        self._total += entry.tokens
+        self._repin()
+        self._evict()
+        return self._entries[0]
+
+    def _evict(self) -> None:
+        while self._total > self.max_tokens:
+            index = next(
+                (i for i, e in enumerate(self._entries[:-1]) if not e.pinned),
+                None,
+            )
+            if index is None:
+                return
+            dropped = self._entries.pop(index)
+            self._total -= dropped.tokens
+            self.evicted += 1
+
+    def messages(self) -> list[Message]:
+        """The window as LLM messages, oldest first."""
+        return [e.message() for e in self._entries]
+
+    def clear(self) -> None:
+        """Drop every entry, pinned ones included."""
+        self._entries.clear()
+        self._total = 0
+
+    def load(self, entries: list[HistoryEntry]) -> None:
+        """Replace the contents with ``entries`` as given (rebuilding a stored session).
+
+        Args:
+            entries: the entries, oldest first; their pinned flags are kept.
+        """
+        self._entries = list(entries)
+        self._total = sum(e.tokens for e in self._entries)
+
+
+def _normalise_strategy(name: str, *, source: str) -> str:
+    from trails.agent.planners import STRATEGIES
+
+    key = name.strip().lower().replace("-", "_")
+    if key not in STRATEGIES:
+        message = f"unknown strategy {name!r} ({source}); choose one of {', '.join(STRATEGIES)}"
+        raise ConfigError(message) if source != "strategy=" else UserError(message)
+    return key
+
+
+def _check_budget(budget: Mapping[str, float] | None) -> dict[str, float]:
+    if budget is None:
+        return {}
+    if not isinstance(budget, Mapping):
+        raise UserError(f"budget must be a dict like {{'usd': 0.5}}, not {type(budget).__name__}")
+    unknown = sorted(set(budget) - set(BUDGET_KEYS))
+    if unknown:
+        raise UserError(
+            f"unknown budget key(s) {', '.join(map(repr, unknown))}; use {', '.join(BUDGET_KEYS)}"
+        )
+    clean: dict[str, float] = {}
+    for key, value in budget.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise UserError(f"budget[{key!r}] must be a number >= 0, not {value!r}")
+        clean[key] = value
+    return clean
+
+
+class Session:
+    """Per-conversation state: history, invocations, auth, agent card, metadata.
+
+    Args:
+        principal: who the agent acts for (a DID or any principal id).
+        max_tokens: the history window's token budget.
+        pin_head: how many leading history entries are never evicted.
+        auth: the auth state (a biscuit, token or DID document), kept as given.
+        card: the bound agent card, kept as given.
+        store: the store to record into (default: the process default store).
+        recorder: a recorder to record with (takes precedence over ``store``).
+        strategy: the planner ``run`` uses when none is named (default: settings).
+        budget: default run budget: ``usd``, ``tokens``, ``wall_time_s``.
+        llm: the LLM client ``run`` uses when none is passed.
+        session_id: the session id (default: a new UUID); names the session graph.
+
+    Raises:
+        UserError: an empty principal, a bad budget or an unknown strategy.
+    """
+
+    def __init__(
+        self,
+        *,
+        principal: str,
+        max_tokens: int = 32_000,
+        pin_head: int = 1,
+        auth: Any = None,
+        card: Any = None,
+        store: Store | None = None,
+        recorder: Recorder | None = None,
+        strategy: str | None = None,
+        budget: Mapping[str, float] | None = None,
+        llm: Any = None,
+        session_id: str | None = None,
+    ) -> None:
+        if not isinstance(principal, str) or not principal.strip():
+            raise UserError(f"Session principal must be a non-empty str, not {principal!r}")
+        self.principal = principal
+        self.id = session_id or str(uuid.uuid4())
+        self.history = TokenWindow(max_tokens=max_tokens, pin_head=pin_head)
+        self.invocations: list[InvocationRecord] = []
+        self.metadata: dict[str, Any] = {}
+        self.auth = auth
+        self.card = card
+        self.strategy = _normalise_strategy(strategy, source="strategy=") if strategy else None
+        self.budget = _check_budget(budget)
+        self.llm = llm
+        self._store = store
+        self._recorder = recorder
+        self._context: Context | None = None
+        self._closed = False
+
+    @classmethod
+    def new(
+        cls,
+        *,
+        strategy: str | None = None,
+        principal: str,
+        budget: Mapping[str, float] | None = None,
+        agent_card: Any = None,
+        **kwargs: Any,
+    ) -> Session:
+        """A session with a strategy and a budget, ready for ``run(goal)``.
+
+        Args:
+            strategy: ``"react"``, ``"plan_and_execute"``, ``"reflexion"`` ... (default:
+                ``[agent] strategy`` of trails.toml / ``TRAILS_STRATEGY``).
+            principal: who the agent acts for.
+            budget: ``{"usd": ..., "tokens": ..., "wall_time_s": ...}`` per run.
+            agent_card: the agent card to bind (``card``).
+            **kwargs: any other ``Session`` keyword (``store``, ``llm``, ``max_tokens`` ...).
+
+        Returns:
+            The new session.
+
+        Raises:
+            UserError: an unknown strategy or budget key.
+        """
+        if agent_card is not None:
+            kwargs.setdefault("card", agent_card)
+        return cls(principal=principal, strategy=strategy, budget=budget, **kwargs)
+
+    @property
+    def opened(self) -> bool:
+        """Whether the session's provenance context exists (a run happened)."""
+        return self._context is not None
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called."""
+        return self._closed
+
+    @property
+    def context(self) -> Context:
+        """The session's provenance context, opened (and its start recorded) on first use.
+
+        Raises:
+            SessionError: the session was closed.
+            StoreError: the session start could not be recorded.
+        """
+        if self._closed:
+            raise SessionError(f"session {self.id} is closed; start a new Session")
+        if self._context is None:
+            recorder = self._recorder
+            if recorder is None:
+                recorder = (
+                    Recorder.from_settings(store=self._store)
+                    if self._store is not None
+                    else default_recorder()
+                )
+            self._context = Context.open(
+                self.principal,
+                recorder=recorder,
+                session_id=self.id,
+                invocations=self.invocations,
+            )
+        return self._context
+
+    @property
+    def iri(self) -> str | None:
+        """The session IRI (which names its graph), once the session is open."""
+        return None if self._context is None else str(self._context.session)
+
+    def resolve_strategy(self) -> str:
+        """The strategy ``run`` will use: the session's, else the configured one.
+
+        Raises:
+            ConfigError: the configured strategy is unknown.
+        """
+        if self.strategy is not None:
+            return self.strategy
+        settings = load_settings()
+        return _normalise_strategy(
+            settings.strategy, source=settings.sources.get("strategy", "settings")
+        )
+
+    def run(self, goal: str, *, llm: Any = None, **kwargs: Any) -> PlanResult:
+        """Run ``goal`` with the session's planner, LLM client and budget.
+
+        Args:
+            goal: what the agent should achieve.
+            llm: the LLM client (default: the session's ``llm``).
+            **kwargs: planner keywords (``max_steps``, ``tools``, ``ctx`` ...); they
+                override the session's budget.
+
+        Returns:
+            The planner's ``PlanResult``.
+
+        Raises:
+            UserError: no LLM client, or a bad planner keyword.
+            SessionError: the session was closed.
+        """
+        from trails.agent.planners import STRATEGIES
+
+        client = llm if llm is not None else self.llm
+        if client is None:
+            raise UserError("Session.run needs an LLM client: pass llm= to run() or to Session")
+        options: dict[str, Any] = {BUDGET_KEYS[k]: v for k, v in self.budget.items()}
+        options.update(kwargs)
+        planner = STRATEGIES[self.resolve_strategy()]
+        return planner.run(goal, llm=client, session=self, **options)
+
+    def close(self, status: str = "ok") -> None:
+        """Record the end of the session; later runs raise ``SessionError``. Idempotent.
+
+        Args:
+            status: the recorded end status (``"ok"``, ``"error"`` ...).
+        """
+        if self._closed:
+            return
+        self._closed = True
+        if self._context is not None:
+            self._context.close(status)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.close("error" if exc is not None else "ok")
+
+    def __repr__(self) -> str:
+        return (
+            f"Session(id={self.id!r}, principal={self.principal!r}, "
+            f"history={len(self.history)} entries, invocations={len(self.invocations)})"
+        )

@@ -1,0 +1,39 @@
+"""The planners: ReAct, Plan-and-Execute and Reflexion behind one ``run(...)`` signature.
+
+Each planner is a module whose ``run(goal, *, llm, session, ctx=None, ...)``
+returns a ``PlanResult``, so swapping one strategy for another is a one-line
+import change. ``STRATEGIES`` maps the names used by ``Session(strategy=...)``
+and ``[agent] strategy`` in trails.toml to the modules.
+"""
+
+from __future__ import annotations
+
+from trails.agent.planners import plan_and_execute, react, reflexion
+from trails.agent.planners.base import (
+    BUDGET_STOPS,
+    STOP_REASONS,
+    PlanningStrategy,
+    PlanResult,
+    PlanStep,
+    StopReason,
+)
+
+__all__ = [
+    "BUDGET_STOPS",
+    "STOP_REASONS",
+    "STRATEGIES",
+    "PlanResult",
+    "PlanStep",
+    "PlanningStrategy",
+    "StopReason",
+    "plan_and_execute",
+    "react",
+    "reflexion",
+]
+
+#: Strategy name -> planner module.
+STRATEGIES: dict[str, PlanningStrategy] = {
+    react.NAME: react,
+    plan_and_execute.NAME: plan_and_execute,
+    reflexion.NAME: reflexion,
+}

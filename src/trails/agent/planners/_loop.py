@@ -1,0 +1,492 @@
+"""What every planner loop shares: argument checks, budgets, LLM turns, dispatch, recording.
+
+A planner owns its loop shape; this module owns everything around it so the
+three strategies behave identically where the guide says they do:
+
+- ``Limits`` samples the shared cost tracker and a monotonic clock at the
+  iteration boundaries each planner names, and reports the first breach;
+- ``PlanRun`` records the plan-run root activity, makes each reasoning turn a
+  child of it, dispatches actions informed by the completion that chose them,
+  and ends the run with a ``PlanResult``, writing a best-effort
+  ``trails:wasTerminatedBy`` for every stop that is not ``goal_achieved``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
+from trails.errors import BudgetExceeded, StoreError, TrailsError, UserError
+from trails.kernel.context import Context, now
+from trails.kernel.cost import CostTracker
+from trails.kernel.invoke import invoke
+from trails.llm.types import Message, Response
+from trails.prov.events import EntityRecorded, PlanRunEnded, PlanRunStarted, Terminated
+
+if TYPE_CHECKING:
+    from trails.agent.context import Session
+
+__all__ = [
+    "Breach",
+    "Limits",
+    "PlanRun",
+    "activity_of",
+    "check_limits",
+    "check_positive_int",
+    "per_call_tokens",
+    "stringify",
+]
+
+log = logging.getLogger("trails.agent")
+
+#: The clock wall-time budgets read (a module attribute so tests can drive it).
+monotonic = time.monotonic
+
+_TERMINATION_KIND = {
+    "max_cost": "budget",
+    "max_tokens": "budget",
+    "max_wall_time": "budget",
+    "max_steps": "step_limit",
+    "error": "error",
+}
+
+
+def stringify(value: Any) -> str:
+    """An observation as text: itself when a str, else ``json.dumps(value, default=str)``.
+
+    Args:
+        value: the observation.
+
+    Returns:
+        The text.
+    """
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def activity_of(response: Response) -> str | None:
+    """The completion activity IRI of a response, as a plain str (None if unrecorded)."""
+    return str(response.activity_iri) if response.activity_iri else None
+
+
+def check_positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
+    """Validate an int keyword (``max_steps``, ``max_replans`` ...).
+
+    Args:
+        name: the keyword, for the message.
+        value: the value given.
+        minimum: the smallest accepted value.
+
+    Returns:
+        The value.
+
+    Raises:
+        UserError: not an int (bools included) or below ``minimum``.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise UserError(f"{name} must be an int >= {minimum}, not {value!r}")
+    return value
+
+
+def _check_limit(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise UserError(f"{name} must be None or a number >= 0, not {value!r}")
+    return float(value)
+
+
+def check_limits(
+    *, max_cost_usd: Any, max_tokens: Any, max_wall_time_s: Any
+) -> dict[str, float | None]:
+    """Validate the cumulative-budget keywords before anything is recorded.
+
+    Returns:
+        The keywords as floats (None: unlimited).
+
+    Raises:
+        UserError: a negative or non-numeric limit.
+    """
+    return {
+        "max_cost_usd": _check_limit("max_cost_usd", max_cost_usd),
+        "max_tokens": _check_limit("max_tokens", max_tokens),
+        "max_wall_time_s": _check_limit("max_wall_time_s", max_wall_time_s),
+    }
+
+
+def per_call_tokens(max_tokens_per_step: Any, max_tokens_per_call: Any) -> int:
+    """The completion-token cap of one LLM call, from either spelling of the keyword.
+
+    Args:
+        max_tokens_per_step: ReAct's spelling (None when not given).
+        max_tokens_per_call: the other planners' spelling (None when not given).
+
+    Returns:
+        The cap (default 1024).
+
+    Raises:
+        UserError: both given with different values, or not a positive int.
+    """
+    if (
+        max_tokens_per_step is not None
+        and max_tokens_per_call is not None
+        and max_tokens_per_step != max_tokens_per_call
+    ):
+        raise UserError(
+            "max_tokens_per_step and max_tokens_per_call name the same cap; pass only one"
+        )
+    value = max_tokens_per_step if max_tokens_per_step is not None else max_tokens_per_call
+    return check_positive_int("max_tokens_per_call", 1024 if value is None else value)
+
+
+@dataclass(frozen=True)
+class Breach:
+    """A crossed budget: the stop reason, its limit and the observed value."""
+
+    reason: StopReason
+    limit: float
+    observed: float
+
+
+class Limits:
+    """Cumulative budgets of one run, measured from its entry on the shared tracker.
+
+    Args:
+        tracker: the cost tracker every LLM call books into.
+        max_cost_usd: USD the run may spend (None: unlimited).
+        max_tokens: prompt + completion tokens the run may use.
+        max_wall_time_s: seconds since the run started.
+
+    Raises:
+        UserError: a negative or non-numeric limit.
+    """
+
+    def __init__(
+        self,
+        tracker: CostTracker,
+        *,
+        max_cost_usd: float | None = None,
+        max_tokens: float | None = None,
+        max_wall_time_s: float | None = None,
+    ) -> None:
+        self.tracker = tracker
+        checked = check_limits(
+            max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
+        )
+        self.max_cost_usd = checked["max_cost_usd"]
+        self.max_tokens = checked["max_tokens"]
+        self.max_wall_time_s = checked["max_wall_time_s"]
+        self._usd0 = tracker.total_usd()
+        self._tokens0 = tracker.total_tokens()
+        self._t0 = monotonic()
+
+    def spent_usd(self) -> float:
+        """USD booked on the tracker since the run started."""
+        return self.tracker.total_usd() - self._usd0
+
+    def spent_tokens(self) -> int:
+        """Tokens booked on the tracker since the run started."""
+        return self.tracker.total_tokens() - self._tokens0
+
+    def elapsed(self) -> float:
+        """Seconds since the run started."""
+        return monotonic() - self._t0
+
+    def breach(self) -> Breach | None:
+        """The first crossed budget (cost, then tokens, then wall time), or None."""
+        if self.max_cost_usd is not None and (spent := self.spent_usd()) >= self.max_cost_usd:
+            return Breach("max_cost", self.max_cost_usd, spent)
+        if self.max_tokens is not None and (used := self.spent_tokens()) >= self.max_tokens:
+            return Breach("max_tokens", self.max_tokens, float(used))
+        if self.max_wall_time_s is not None and (took := self.elapsed()) >= self.max_wall_time_s:
+            return Breach("max_wall_time", self.max_wall_time_s, took)
+        return None
+
+    def observe(self, reason: StopReason) -> Breach:
+        """The limit and observed value behind ``reason`` (a breach a nested run reported)."""
+        if reason == "max_cost":
+            return Breach(reason, self.max_cost_usd or 0.0, self.spent_usd())
+        if reason == "max_tokens":
+            return Breach(reason, self.max_tokens or 0.0, float(self.spent_tokens()))
+        return Breach(reason, self.max_wall_time_s or 0.0, self.elapsed())
+
+    def remaining(self) -> dict[str, float | None]:
+        """The budget left, as limits for a nested run (None: unlimited; never negative)."""
+        left: dict[str, float | None] = {
+            "max_cost_usd": None,
+            "max_tokens": None,
+            "max_wall_time_s": None,
+        }
+        if self.max_cost_usd is not None:
+            left["max_cost_usd"] = max(0.0, self.max_cost_usd - self.spent_usd())
+        if self.max_tokens is not None:
+            left["max_tokens"] = max(0.0, self.max_tokens - self.spent_tokens())
+        if self.max_wall_time_s is not None:
+            left["max_wall_time_s"] = max(0.0, self.max_wall_time_s - self.elapsed())
+        return left
+
+
+def _budget_breach(exc: BudgetExceeded) -> Breach:
+    reason: StopReason = "max_tokens" if exc.kind == "tokens" else "max_cost"
+    return Breach(reason, float(exc.limit), float(exc.observed))
+
+
+class PlanRun:
+    """One planner run: its context, its plan-run activity, its trajectory.
+
+    Args:
+        strategy: the planner name (``react`` ...), which picks the plan-run class.
+        goal: the goal text.
+        llm: the LLM client.
+        session: the conversation the run writes into.
+        ctx: the caller's context (cost and provenance follow it), else the session's.
+        tools: the ids the run may dispatch (None: any registered capability).
+
+    Raises:
+        UserError: an empty goal, a missing client or a non-Session session.
+    """
+
+    def __init__(
+        self,
+        strategy: str,
+        goal: str,
+        *,
+        llm: Any,
+        session: Session,
+        ctx: Context | None,
+        tools: Sequence[str] | None,
+    ) -> None:
+        from trails.agent.context import Session
+
+        if not isinstance(goal, str) or not goal.strip():
+            raise UserError(f"goal must be a non-empty str, not {goal!r}")
+        if not isinstance(session, Session):
+            raise UserError(
+                f"session= must be a trails.agent.Session, not {type(session).__name__}"
+            )
+        if llm is None or not callable(getattr(llm, "complete", None)):
+            raise UserError(f"llm= must be an LLM client with complete(), not {llm!r}")
+        if ctx is not None and not isinstance(ctx, Context):
+            raise UserError(f"ctx= must be a trails Context, not {type(ctx).__name__}")
+        self.strategy = strategy
+        self.goal = goal
+        self.llm = llm
+        self.session = session
+        base = ctx if ctx is not None else session.context
+        self.ctx = base.child(invocations=session.invocations)
+        self.tools = None if tools is None else frozenset(tools)
+        self.activity = self.ctx.recorder.minter.activity()
+        self.steps: list[PlanStep] = []
+        self.ended = False
+
+    # -- recording -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Record the plan-run root activity (child of the caller or the session)."""
+        self.ctx.recorder.record(
+            PlanRunStarted(
+                session=self.ctx.session,
+                activity=self.activity,
+                parent=self.ctx.parent,
+                principal=self.ctx.principal,
+                strategy=self.strategy,
+                goal=self.goal,
+                started=now(),
+            )
+        )
+
+    def record_entity(
+        self, kind: str, content: Any, *, generated_by: str | None, index: int
+    ) -> str:
+        """Record a plan or critique the run produced; returns the entity IRI."""
+        entity = self.ctx.recorder.minter.entity()
+        self.ctx.recorder.record(
+            EntityRecorded(
+                session=self.ctx.session,
+                entity=entity,
+                kind=kind,  # type: ignore[arg-type]
+                content=content,
+                generated_by=generated_by or self.activity,
+                at=now(),
+                index=index,
+            )
+        )
+        return entity
+
+    def _terminate(
+        self, stopped: StopReason, reason: str, limit: float | None, observed: float | None
+    ) -> None:
+        try:
+            self.ctx.recorder.record(
+                Terminated(
+                    session=self.ctx.session,
+                    activity=self.activity,
+                    kind=_TERMINATION_KIND[stopped],  # type: ignore[arg-type]
+                    reason=reason,
+                    limit=limit,
+                    observed=observed,
+                    at=now(),
+                )
+            )
+        except TrailsError:
+            log.warning(
+                "could not record the termination (%s) of plan run %s",
+                stopped,
+                self.activity,
+                exc_info=True,
+            )
+
+    def last_observation(self) -> str | None:
+        """The latest observation, stringified (the best-effort answer of an early stop)."""
+        for step in reversed(self.steps):
+            if step.observation is not None:
+                return stringify(step.observation)
+        return None
+
+    def finish(
+        self,
+        stopped: StopReason,
+        *,
+        answer: str | None = None,
+        error: str | None = None,
+        breach: Breach | None = None,
+        steps: list[PlanStep] | None = None,
+    ) -> PlanResult:
+        """End the run: record termination (unless the goal was achieved) and the end.
+
+        Args:
+            stopped: why the run stopped.
+            answer: the answer (default on early stops: the last observation).
+            error: the error message for ``stopped == "error"``.
+            breach: the crossed budget, for its limit and observed value.
+            steps: the trajectory to return (default: the run's own).
+
+        Returns:
+            The run's ``PlanResult``.
+        """
+        if stopped != "goal_achieved" and answer is None:
+            answer = self.last_observation()
+        if stopped in BUDGET_STOPS:
+            assert breach is not None
+            self._terminate(stopped, stopped, breach.limit, breach.observed)
+        elif stopped == "max_steps":
+            limit = breach.limit if breach else None
+            observed = breach.observed if breach else None
+            self._terminate(stopped, "max_steps", limit, observed)
+        elif stopped == "error":
+            self._terminate(stopped, error or "error", None, None)
+        self.ended = True
+        self.ctx.recorder.record(
+            PlanRunEnded(
+                session=self.ctx.session,
+                activity=self.activity,
+                ended=now(),
+                stop_reason=stopped,
+                answer=answer,
+                error=error,
+            )
+        )
+        return PlanResult(
+            answer=answer,
+            steps=list(self.steps if steps is None else steps),
+            stopped=stopped,
+            error=error,
+            strategy=self.strategy,
+            activity_iri=str(self.activity),
+        )
+
+    def abort(self, exc: BaseException) -> None:
+        """Best-effort end of a run an unexpected exception is leaving (the caller re-raises)."""
+        if self.ended:
+            return
+        self.ended = True
+        message = f"{type(exc).__name__}: {exc}"
+        self._terminate("error", message, None, None)
+        try:
+            self.ctx.recorder.record(
+                PlanRunEnded(
+                    session=self.ctx.session,
+                    activity=self.activity,
+                    ended=now(),
+                    stop_reason="error",
+                    error=message,
+                )
+            )
+        except TrailsError:
+            log.warning("could not record the end of plan run %s", self.activity, exc_info=True)
+
+    def budget_stop(self, exc: BudgetExceeded) -> PlanResult:
+        """End the run because a principal budget refused a spend."""
+        breach = _budget_breach(exc)
+        return self.finish(breach.reason, breach=breach)
+
+    # -- turns and actions ----------------------------------------------------
+
+    def complete(
+        self,
+        messages: list[Message],
+        *,
+        step: int,
+        max_tokens: int,
+        temperature: float,
+        parent: str | None = None,
+    ) -> Response:
+        """One reasoning turn, recorded as an LLM completion informed by the plan run.
+
+        Raises:
+            ModelAPIError: the provider failed.
+            BudgetExceeded: a principal budget refused the spend.
+        """
+        from trails.store.terms import IRI
+
+        turn_ctx = self.ctx.child(
+            parent=IRI.trusted(parent) if parent else self.activity, step=step
+        )
+        response: Response = self.llm.complete(
+            messages, max_tokens=max_tokens, temperature=temperature, ctx=turn_ctx
+        )
+        return response
+
+    def dispatch(
+        self, action: str, action_input: dict[str, Any], *, informed_by: str | None, step: int
+    ) -> tuple[Any, str | None, bool]:
+        """Invoke ``action``; a trails error becomes the observation ``"error: <message>"``.
+
+        Args:
+            action: the capability id.
+            action_input: its arguments.
+            informed_by: the completion activity that chose the action.
+            step: the step index recorded on the invocation.
+
+        Returns:
+            The observation; the invocation activity IRI (None when nothing was
+            invoked: an id outside the run's tools, unknown, or denied by policy);
+            and whether dispatch failed.
+
+        Raises:
+            BudgetExceeded: a principal budget refused a spend (the run stops).
+            StoreError: the invocation could not be recorded.
+        """
+        from trails.store.terms import IRI
+
+        if self.tools is not None and action not in self.tools:
+            offered = ", ".join(sorted(self.tools)) or "none"
+            message = f"error: capability {action!r} is not among this run's tools ({offered})"
+            return message, None, True
+        parent = IRI.trusted(informed_by) if informed_by else self.activity
+        before = len(self.session.invocations)
+        failed = False
+        try:
+            observation = invoke(action, action_input, ctx=self.ctx.child(parent=parent, step=step))
+        except (BudgetExceeded, StoreError):
+            raise
+        except TrailsError as exc:
+            observation, failed = f"error: {exc}", True
+        activity = None
+        if len(self.session.invocations) > before:
+            activity = str(self.session.invocations[-1].activity)
+        return observation, activity, failed

@@ -1,0 +1,171 @@
+"""Tool discovery and filtering: which capabilities a planner shows the model.
+
+Every planner resolves ``tools=`` and ``tool_filter=`` the same way, once, at
+``run()`` entry. ``tools=`` picks the candidate ids (all registered, an explicit
+list, a zero-arg callable, or the N most recently registered); ``tool_filter=``
+post-filters them by a predicate on each tool's metadata dict or by keywords.
+Ids nobody registered stay in the list, marked ``(unregistered)``, so the model
+sees the gap instead of a silently shorter catalogue.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
+
+from trails.errors import UnknownCapability, UserError
+from trails.kernel.registry import all_capabilities, get_capability
+
+__all__ = [
+    "SOFT_TOOL_CAP",
+    "UNREGISTERED",
+    "ToolFilter",
+    "ToolsSpec",
+    "discover_tools",
+    "render_catalogue",
+]
+
+ToolsSpec: TypeAlias = Sequence[str] | Callable[[], Sequence[str]] | int | None
+"""``tools=``: None (every registered capability), ids, a zero-arg callable, or N most recent."""
+
+ToolFilter: TypeAlias = Callable[[dict[str, Any]], bool] | str | None
+"""``tool_filter=``: a predicate on the metadata dict, or whitespace-separated keywords."""
+
+#: Past this many auto-discovered capabilities with no filter, ``discover_tools`` warns.
+SOFT_TOOL_CAP = 30
+
+#: The description an unknown id carries in the catalogue.
+UNREGISTERED = "(unregistered)"
+
+
+def _unregistered(capability_id: str) -> dict[str, Any]:
+    return {
+        "id": capability_id,
+        "description": UNREGISTERED,
+        "registered": False,
+        "params": [],
+        "required": [],
+        "types": {},
+        "annotations": {},
+        "input_shape": {},
+        "output_shape": {},
+    }
+
+
+def _metadata(capability_id: str) -> dict[str, Any]:
+    try:
+        spec = get_capability(capability_id)
+    except UnknownCapability:
+        return _unregistered(capability_id)
+    return spec.metadata() | {"registered": True}
+
+
+def _ids(value: Any, what: str) -> list[str]:
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise UserError(f"{what} must be a list of capability ids, not {type(value).__name__}")
+    for item in value:
+        if not isinstance(item, str) or not item:
+            raise UserError(f"{what} must hold non-empty capability id strings, not {item!r}")
+    return list(dict.fromkeys(value))
+
+
+def _candidates(tools: ToolsSpec) -> list[str]:
+    if tools is None:
+        return [spec.id for spec in all_capabilities()]
+    if isinstance(tools, bool):
+        raise UserError(
+            "tools= does not accept a bool; pass None (all), a list of ids, "
+            "a zero-arg callable, or an int N (the N most recently registered)"
+        )
+    if isinstance(tools, int):
+        if tools < 0:
+            raise UserError(f"tools={tools}: the number of recent capabilities must be >= 0")
+        ids = [spec.id for spec in all_capabilities()]
+        return ids[len(ids) - tools :] if tools else []
+    if callable(tools):
+        return _ids(tools(), "the list returned by tools=")
+    return _ids(tools, "tools=")
+
+
+def _keep(tool_filter: ToolFilter) -> Callable[[dict[str, Any]], bool]:
+    if tool_filter is None:
+        return lambda _meta: True
+    if isinstance(tool_filter, str):
+        words = [w.lower() for w in tool_filter.split()]
+        if not words:
+            return lambda _meta: True
+        return lambda meta: any(
+            w in str(meta["id"]).lower() or w in str(meta["description"]).lower() for w in words
+        )
+    if callable(tool_filter):
+        return tool_filter
+    raise UserError(
+        f"tool_filter= must be None, a str of keywords or a predicate, "
+        f"not {type(tool_filter).__name__}"
+    )
+
+
+def discover_tools(
+    tools: ToolsSpec = None, *, tool_filter: ToolFilter = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """List the tools a planner run exposes, as ``(capability_id, metadata)`` pairs.
+
+    Args:
+        tools: None for every registered capability; a list of ids (unknown ones are
+            kept and marked ``(unregistered)``); a zero-arg callable returning ids,
+            called once; or an int N for the N most recently registered.
+        tool_filter: None; a predicate on the metadata dict (True keeps the tool); or
+            whitespace-separated keywords, one of which must occur in the id or the
+            description (case-insensitive). An empty string keeps everything.
+
+    Returns:
+        The tools, in registration order (or the order given).
+
+    Raises:
+        UserError: ``tools`` is a bool, a negative int, a str, or holds non-str ids;
+            ``tool_filter`` is of an unsupported type.
+
+    Warns:
+        UserWarning: more than ``SOFT_TOOL_CAP`` capabilities were auto-discovered
+            (``tools=None``) and no ``tool_filter`` scopes them.
+    """
+    keep = _keep(tool_filter)
+    ids = _candidates(tools)
+    if tools is None and tool_filter is None and len(ids) > SOFT_TOOL_CAP:
+        warnings.warn(
+            f"{len(ids)} capabilities discovered for the planner prompt (soft cap "
+            f"{SOFT_TOOL_CAP}); scope them with tools= or tool_filter= to cut cost",
+            UserWarning,
+            stacklevel=2,
+        )
+    pairs = [(cid, _metadata(cid)) for cid in ids]
+    return [(cid, meta) for cid, meta in pairs if keep(meta)]
+
+
+def render_catalogue(tool_specs: Sequence[tuple[str, dict[str, Any]]]) -> str:
+    """The tool list of a planner prompt: id, description, parameters with types.
+
+    Args:
+        tool_specs: ``(capability_id, metadata)`` pairs from ``discover_tools``.
+
+    Returns:
+        One block per tool; ``(none)`` when the list is empty.
+    """
+    if not tool_specs:
+        return "(none)"
+    lines: list[str] = []
+    for cid, meta in tool_specs:
+        if not meta.get("registered", True):
+            lines.append(f"- {cid} {UNREGISTERED}")
+            continue
+        description = meta.get("description") or "(no description)"
+        lines.append(f"- {cid}: {description}")
+        required = set(meta.get("required", []))
+        types = meta.get("types", {})
+        for name in meta.get("params", []):
+            flag = "required" if name in required else "optional"
+            lines.append(f"    {name}: {types.get(name, 'Any')} ({flag})")
+        if not meta.get("params"):
+            lines.append("    (no parameters)")
+    return "\n".join(lines)

@@ -1,0 +1,220 @@
+"""ReAct: think, act, observe, until the model says ``finish``.
+
+On every turn the model replies with a JSON block holding ``thought``,
+``action`` and ``action_input``; the planner dispatches the action through
+``invoke`` and feeds the observation back as the next user message. A
+``TrailsError`` from dispatch becomes the observation (``"error: <message>"``)
+so the model can correct course. A malformed reply earns one nudge-retry; a
+second one in a row ends the run with ``stopped="error"``. Budgets are checked
+before each turn's LLM call; ``max_steps`` counts every turn, retries included.
+
+Provenance: one ``trails:ReActPlan`` activity per run, one
+``trails:LLMCompletion`` per turn informed by it, and each capability
+invocation informed by the completion that chose it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from trails.agent.planners._loop import (
+    Breach,
+    Limits,
+    PlanRun,
+    activity_of,
+    check_limits,
+    check_positive_int,
+    per_call_tokens,
+    stringify,
+)
+from trails.agent.planners._parse import parse_step
+from trails.agent.planners._tools import (
+    ToolFilter,
+    ToolsSpec,
+    discover_tools,
+    render_catalogue,
+)
+from trails.agent.planners.base import PlanResult, PlanStep
+from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
+
+if TYPE_CHECKING:
+    from trails.agent.context import Session
+    from trails.kernel.context import Context
+
+__all__ = [
+    "NAME",
+    "ToolFilter",
+    "ToolsSpec",
+    "build_system_prompt",
+    "discover_tools",
+    "parse_step",
+    "run",
+]
+
+#: The strategy name (``Session(strategy=...)``, ``trails:strategy``).
+NAME = "react"
+
+_CONTRACT = """\
+You are a ReAct agent. Work toward the goal one step at a time: think, call one \
+tool, read its observation, repeat.
+
+Reply on every turn with exactly one fenced ```json block holding one object:
+{"thought": "<your reasoning>", "action": "<a tool id, or finish>", "action_input": {<arguments>}}
+When the goal is achieved, reply with "action": "finish" and the answer in "final_answer":
+{"thought": "<why>", "action": "finish", "action_input": {}, "final_answer": "<answer>"}
+Observations come back as user messages starting with "Observation:". An observation \
+starting with "error:" means the call failed: read the message and correct course."""
+
+NUDGE = (
+    "Your last reply could not be used ({problem}). Reply with exactly one fenced ```json "
+    'block holding {{"thought": ..., "action": ..., "action_input": {{...}}}}, or '
+    '"action": "finish" with "final_answer".'
+)
+
+
+def build_system_prompt(goal: str, tool_specs: Sequence[tuple[str, dict[str, Any]]]) -> str:
+    """Assemble the ReAct system prompt: the format contract, the goal, the tool list.
+
+    Args:
+        goal: the goal text.
+        tool_specs: ``(capability_id, metadata)`` pairs from ``discover_tools``.
+
+    Returns:
+        The system prompt.
+    """
+    return f"{_CONTRACT}\n\nGoal: {goal}\n\nTools:\n{render_catalogue(tool_specs)}"
+
+
+def run(
+    goal: str,
+    *,
+    llm: Any,
+    session: Session,
+    ctx: Context | None = None,
+    max_steps: int = 10,
+    tools: ToolsSpec = None,
+    tool_filter: ToolFilter = None,
+    max_tokens_per_step: int | None = None,
+    temperature: float = 0.0,
+    max_cost_usd: float | None = None,
+    max_tokens: int | None = None,
+    max_wall_time_s: float | None = None,
+    max_tokens_per_call: int | None = None,
+) -> PlanResult:
+    """Run the ReAct loop until finish, ``max_steps``, a budget breach, or a fatal error.
+
+    Args:
+        goal: what the agent should achieve.
+        llm: the LLM client (``LLMClient``; anything with ``complete``).
+        session: the conversation to continue; its history and invocations grow.
+        ctx: the caller's context: cost and provenance follow it (default: the
+            session's own context, opened on first use).
+        max_steps: the hard cap on turns, malformed-reply retries included.
+        tools: which capabilities to expose (see ``discover_tools``).
+        tool_filter: a post-filter on them (see ``discover_tools``).
+        max_tokens_per_step: the completion-token cap of each LLM call (default 1024;
+            ``max_tokens_per_call`` is accepted as the same setting).
+        temperature: the sampling temperature.
+        max_cost_usd: USD the run may spend, sampled before each turn.
+        max_tokens: tokens the run may use, sampled before each turn.
+        max_wall_time_s: seconds the run may take, sampled before each turn.
+        max_tokens_per_call: another name for ``max_tokens_per_step``.
+
+    Returns:
+        The ``PlanResult``: ``goal_achieved`` with the final answer, or an early stop
+        with the last observation as best-effort answer.
+
+    Raises:
+        UserError: a bad argument (nothing is recorded then).
+        StoreError: provenance could not be recorded.
+    """
+    return _run(
+        goal,
+        llm=llm,
+        session=session,
+        ctx=ctx,
+        max_steps=max_steps,
+        tools=tools,
+        tool_filter=tool_filter,
+        per_call=per_call_tokens(max_tokens_per_step, max_tokens_per_call),
+        temperature=temperature,
+        limits=check_limits(
+            max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
+        ),
+        announce_goal=True,
+    )
+
+
+def _run(
+    goal: str,
+    *,
+    llm: Any,
+    session: Session,
+    ctx: Context | None,
+    max_steps: int,
+    tools: ToolsSpec,
+    tool_filter: ToolFilter,
+    per_call: int,
+    temperature: float,
+    limits: dict[str, float | None],
+    announce_goal: bool,
+) -> PlanResult:
+    """``run`` after argument parsing; Reflexion calls it for its inner passes."""
+    max_steps = check_positive_int("max_steps", max_steps)
+    tool_specs = discover_tools(tools, tool_filter=tool_filter)
+    plan = PlanRun(
+        NAME, goal, llm=llm, session=session, ctx=ctx, tools=[cid for cid, _ in tool_specs]
+    )
+    budget = Limits(plan.ctx.tracker, **limits)
+    plan.start()
+    try:
+        session.history.set_system(build_system_prompt(goal, tool_specs))
+        if announce_goal:
+            session.history.append("user", f"Goal: {goal}")
+        return _loop(plan, budget, max_steps=max_steps, per_call=per_call, temperature=temperature)
+    except BudgetExceeded as exc:
+        return plan.budget_stop(exc)
+    except BaseException as exc:
+        plan.abort(exc)
+        raise
+
+
+def _loop(
+    plan: PlanRun, budget: Limits, *, max_steps: int, per_call: int, temperature: float
+) -> PlanResult:
+    history = plan.session.history
+    nudged = False
+    for turn in range(max_steps):
+        breach = budget.breach()
+        if breach is not None:
+            return plan.finish(breach.reason, breach=breach)
+        try:
+            response = plan.complete(
+                history.messages(), step=turn, max_tokens=per_call, temperature=temperature
+            )
+        except ModelAPIError as exc:
+            return plan.finish("error", error=str(exc))
+        history.append("assistant", response.text)
+        try:
+            parsed = parse_step(response.text)
+        except ReplyParseError as exc:
+            if nudged:
+                return plan.finish("error", error=f"malformed reply after a retry: {exc}")
+            nudged = True
+            history.append("user", NUDGE.format(problem=exc))
+            continue
+        nudged = False
+        completion = activity_of(response)
+        action, action_input = parsed["action"], parsed["action_input"]
+        if action == "finish":
+            plan.steps.append(PlanStep(parsed["thought"], action, action_input, None, completion))
+            return plan.finish("goal_achieved", answer=parsed["final_answer"])
+        observation, activity, _failed = plan.dispatch(
+            action, action_input, informed_by=completion, step=turn
+        )
+        plan.steps.append(
+            PlanStep(parsed["thought"], action, action_input, observation, activity or completion)
+        )
+        history.append("user", f"Observation: {stringify(observation)}")
+    return plan.finish("max_steps", breach=Breach("max_steps", max_steps, max_steps))
