@@ -29,12 +29,12 @@ import pyoxigraph as ox
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _report import interleaved, write_section  # noqa: E402
+from _report import interleaved, write_section
 
-import trails  # noqa: E402
-from trails.kernel import Context  # noqa: E402
-from trails.prov import Recorder  # noqa: E402
-from trails.store.oxigraph import OxigraphStore  # noqa: E402
+import trails
+from trails.kernel import Context
+from trails.prov import Recorder
+from trails.store.oxigraph import OxigraphStore
 
 
 @trails.capability(id="bench.noop", description="Does nothing.")
@@ -84,7 +84,9 @@ def _raw_writer(store: ox.Store, session: str, principal: str) -> tuple[object, 
             ox.Quad(cap, RDF_TYPE, n(P + "Entity"), g),
             ox.Quad(cap, n("http://www.w3.org/2000/01/rdf-schema#label"), lit("bench.noop"), g),
             ox.Quad(cap, n(TR + "capabilityId"), lit("bench.noop"), g),
-            ox.Quad(cap, n("http://www.w3.org/2000/01/rdf-schema#comment"), lit("Does nothing."), g),
+            ox.Quad(
+                cap, n("http://www.w3.org/2000/01/rdf-schema#comment"), lit("Does nothing."), g
+            ),
             ox.Quad(cap, n(TR + "sideEffects"), lit("false", datatype=n(XSD + "boolean")), g),
             ox.Quad(cap, n(TR + "terminal"), lit("false", datatype=n(XSD + "boolean")), g),
             ox.Quad(a, n(TR + "capability"), cap, g),
@@ -97,7 +99,9 @@ def _raw_writer(store: ox.Store, session: str, principal: str) -> tuple[object, 
             ox.Quad(agent, RDF_TYPE, n(P + "Agent"), g),
             ox.Quad(agent, n(TR + "principalId"), lit(principal), g),
             ox.Quad(a, n(TR + "status"), lit("ok"), g),
-            ox.Quad(a, n("http://www.w3.org/2000/01/rdf-schema#label"), lit("invoke bench.noop"), g),
+            ox.Quad(
+                a, n("http://www.w3.org/2000/01/rdf-schema#label"), lit("invoke bench.noop"), g
+            ),
             ox.Quad(inp, RDF_TYPE, n(TR + "CapabilityInput"), g),
             ox.Quad(inp, RDF_TYPE, n(P + "Entity"), g),
             ox.Quad(inp, n(P + "value"), lit(args), g),

@@ -20,10 +20,10 @@ os.environ["TRAILS_FORBID_REAL_MODELS"] = "1"
 os.environ["TRAILS_STORE"] = "memory:"
 os.environ.pop("TRAILS_CONFIG", None)
 
-from trails.kernel import Context, default_tracker, reset_default_context  # noqa: E402
-from trails.kernel import registry as _registry  # noqa: E402
-from trails.prov import Recorder, reset_default_recorder  # noqa: E402
-from trails.store import Store, open_store, set_default_store  # noqa: E402
+from trails.kernel import Context, default_tracker, reset_default_context
+from trails.kernel import registry as _registry
+from trails.prov import Recorder, reset_default_recorder
+from trails.store import Store, open_store, set_default_store
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from typing import Any
 
 from trails.kernel import Context, capability, invoke
 from trails.prov import Recorder
-from trails.store import Store
+from trails.store import Store, select
 from trails.store.terms import to_python
 
 __all__ = ["DemoResult", "register_capabilities", "run_demo"]
@@ -98,10 +98,10 @@ def run_demo(store: Store, *, principal: str = "did:local:alice") -> DemoResult:
     params = {"session": ctx.session}
     timeline = [
         (str(to_python(row["label"])), str(to_python(row["started"])))
-        for row in store.query(TIMELINE, params)  # type: ignore[union-attr]
+        for row in select(store, TIMELINE, params)
     ]
     side_effects = [
         (str(to_python(r["capability"])), str(to_python(r["input"])), str(r["agent"]))
-        for r in store.query(SIDE_EFFECTS, params)  # type: ignore[union-attr]
+        for r in select(store, SIDE_EFFECTS, params)
     ]
     return DemoResult(str(ctx.session), answer, timeline, side_effects)

@@ -17,11 +17,18 @@ Pre-binding requires a SELECT query to project every parameter.
 
 Loading fails, naming the file, when a declared parameter is not used, a
 ``$name`` is not declared, or a SELECT does not project a parameter.
+``check_syntax`` parses the text with the store's SPARQL parser and reports
+the file, line and column of a syntax error; pack files and ad-hoc queries
+given to ``resolve`` are checked that way before they run.
+
+``resolve(spec)`` is what ``trails query`` calls: a pack name, a path to a
+``.rq`` file, or inline SPARQL text, in that order.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -29,11 +36,22 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from trails.errors import QueryParameterError, UnknownQuery
+from trails.errors import QueryParameterError, QuerySyntaxError, UnknownQuery
 from trails.store.base import QueryResult, Store
 from trails.store.terms import IRI, Literal, Term, literal
 
-__all__ = ["PARAM_TYPES", "Param", "Query", "find_pack_dir", "get_query", "load_pack", "load_query"]
+__all__ = [
+    "PARAM_TYPES",
+    "Param",
+    "Query",
+    "check_syntax",
+    "find_pack_dir",
+    "get_query",
+    "load_pack",
+    "load_query",
+    "parse_query",
+    "resolve",
+]
 
 PARAM_TYPES = ("iri", "string", "datetime", "date", "integer", "decimal", "boolean")
 
@@ -104,9 +122,19 @@ class Query:
         return bound
 
     def run(self, store: Store, **values: Any) -> QueryResult:
+        """Bind ``values`` and evaluate on ``store``.
+
+        Raises:
+            QueryParameterError: see ``bind``.
+        """
         return store.query(self.text, self.bind(values))
 
     def run_to(self, store: Store, values: Mapping[str, Any], *, format: str = "json") -> bytes:
+        """Bind ``values``, evaluate, and return the result serialised in ``format``.
+
+        Raises:
+            QueryParameterError: see ``bind``.
+        """
         return store.query_to(self.text, self.bind(values), format=format)
 
 
@@ -140,14 +168,26 @@ def _convert(query: str, param: Param, value: Any) -> Term:
                 value = value.lower() in ("true", "1")
             return literal(bool(value))
     except (ValueError, InvalidOperation, TypeError) as exc:
-        raise QueryParameterError(
-            f"{where} expects {param.type}, got {value!r}: {exc}"
-        ) from exc
+        raise QueryParameterError(f"{where} expects {param.type}, got {value!r}: {exc}") from exc
     raise QueryParameterError(f"{where} has unknown type {param.type!r}")  # pragma: no cover
+
+
+_cache: dict[Path, tuple[int, int, Query]] = {}
+_cache_lock = threading.Lock()
 
 
 def load_query(path: str | Path, *, name: str | None = None) -> Query:
     """Load one ``.rq`` file (or any SPARQL file) and check its parameters.
+
+    Parsed files are cached by path, modification time and size, so serving a
+    pack query costs a ``stat``, not a parse.
+
+    Args:
+        path: the file.
+        name: the query's name (default: the file stem).
+
+    Returns:
+        The checked query.
 
     Raises:
         QueryParameterError: a declared parameter is unused or a used one undeclared.
@@ -155,14 +195,44 @@ def load_query(path: str | Path, *, name: str | None = None) -> Query:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        stat = path.stat()
     except OSError as exc:
         raise UnknownQuery(f"cannot read query file {path}: {exc}") from exc
-    return parse_query(text, name=name or path.stem, path=path)
+    key = path.resolve()
+    with _cache_lock:
+        hit = _cache.get(key)
+    if hit is not None and hit[0] == stat.st_mtime_ns and hit[1] == stat.st_size:
+        query = hit[2]
+        return query if name is None or name == query.name else _renamed(query, name)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UnknownQuery(f"cannot read query file {path}: {exc}") from exc
+    query = parse_query(text, name=name or path.stem, path=path)
+    with _cache_lock:
+        _cache[key] = (stat.st_mtime_ns, stat.st_size, query)
+    return query
+
+
+def _renamed(query: Query, name: str) -> Query:
+    return Query(name, query.path, query.text, query.title, query.description, query.params)
 
 
 def parse_query(text: str, *, name: str = "inline", path: Path | None = None) -> Query:
-    """Parse header and parameters of query text (see the module docstring)."""
+    """Parse header and parameters of query text (see the module docstring).
+
+    Args:
+        text: SPARQL, optionally preceded by the ``#`` header.
+        name: the query's name.
+        path: the file it came from, for messages.
+
+    Returns:
+        The query with its declared parameters (the SPARQL itself is not parsed;
+        see ``check_syntax``).
+
+    Raises:
+        QueryParameterError: a bad declaration, or declared and used parameters differ.
+    """
     title = description = ""
     params: dict[str, Param] = {}
     source = str(path) if path else name
@@ -189,16 +259,22 @@ def parse_query(text: str, *, name: str = "inline", path: Path | None = None) ->
                     f"{', '.join(PARAM_TYPES)}"
                 )
             params[pm.group("name")] = Param(
-                pm.group("name"), pm.group("type"), bool(pm.group("optional")), pm.group("doc") or ""
+                pm.group("name"),
+                pm.group("type"),
+                bool(pm.group("optional")),
+                pm.group("doc") or "",
             )
     used = set(_DOLLAR.findall(_SCRUB.sub(" ", text)))
     unused = sorted(set(params) - used)
     undeclared = sorted(used - set(params))
     if unused:
-        raise QueryParameterError(f"{source}: parameter(s) declared but not used: {', '.join(unused)}")
+        raise QueryParameterError(
+            f"{source}: parameter(s) declared but not used: {', '.join(unused)}"
+        )
     if undeclared:
         raise QueryParameterError(
-            f"{source}: parameter(s) used but not declared: {', '.join('$' + u for u in undeclared)}"
+            f"{source}: parameter(s) used but not declared: "
+            f"{', '.join('$' + u for u in undeclared)}"
         )
     query = Query(name, path, text, title, description, params)
     if params and query.form == "SELECT":
@@ -238,13 +314,27 @@ def find_pack_dir() -> Path:
 
 
 def load_pack(folder: str | Path | None = None) -> dict[str, Query]:
-    """Every ``*.rq`` query of the pack, by name (file stem), checked."""
+    """Every ``*.rq`` query of the pack, by name (file stem), checked.
+
+    Args:
+        folder: the pack folder (default: the shipped pack).
+
+    Returns:
+        Queries by name, sorted by name.
+    """
     base = Path(folder) if folder is not None else find_pack_dir()
     return {p.stem: load_query(p) for p in sorted(base.glob("*.rq"))}
 
 
 def get_query(name: str, folder: str | Path | None = None) -> Query:
     """The pack query ``name``.
+
+    Args:
+        name: the query name (file stem).
+        folder: the pack folder (default: the shipped pack).
+
+    Returns:
+        The checked query.
 
     Raises:
         UnknownQuery: no such query; the message lists the pack.
@@ -255,3 +345,70 @@ def get_query(name: str, folder: str | Path | None = None) -> Query:
         names = ", ".join(sorted(p.stem for p in base.glob("*.rq")))
         raise UnknownQuery(f"no query named {name!r} in the pack (available: {names})")
     return load_query(path)
+
+
+_checker: Store | None = None
+_checked: set[str] = set()
+
+
+def check_syntax(query: Query) -> None:
+    """Parse ``query`` with the store's SPARQL parser (on an empty in-memory store).
+
+    Args:
+        query: the query to check.
+
+    Raises:
+        QuerySyntaxError: the text does not parse; names the file (or ``inline``),
+            the line and the column.
+    """
+    global _checker
+    if query.text in _checked:
+        return
+    if _checker is None:
+        from trails.store import open_store
+
+        _checker = open_store("memory:")
+    try:
+        _checker.query(query.text)
+    except QuerySyntaxError as exc:
+        message = re.sub(r"^.*?SPARQL syntax error(?: at line \d+, column \d+)?: ", "", str(exc))
+        message = re.sub(r"^error at \d+:\d+: ", "", message)
+        source = str(query.path) if query.path else query.name
+        raise QuerySyntaxError(message, source=source, line=exc.line, column=exc.column) from exc
+    except QueryParameterError:
+        pass  # parses; parameters are checked by bind()
+    _checked.add(query.text)
+
+
+_LOOKS_LIKE_SPARQL = re.compile(r"\b(SELECT|ASK|CONSTRUCT|DESCRIBE)\b|\{", re.IGNORECASE)
+
+
+def resolve(spec: str, folder: str | Path | None = None) -> Query:
+    """The query ``spec`` names: a pack name, a SPARQL file, or inline SPARQL text.
+
+    Args:
+        spec: ``sessions``, ``./my.rq`` or ``SELECT ...``.
+        folder: the pack folder (default: the shipped pack).
+
+    Returns:
+        The query, its parameters checked and its syntax parsed.
+
+    Raises:
+        UnknownQuery: not a pack name, not a file, and not SPARQL text.
+        QuerySyntaxError: the SPARQL does not parse (with line and column).
+        QueryParameterError: the header and the body disagree.
+    """
+    base = Path(folder) if folder is not None else find_pack_dir()
+    if re.fullmatch(r"[A-Za-z0-9_.-]+", spec) and (base / f"{spec}.rq").is_file():
+        query = load_query(base / f"{spec}.rq")
+    elif "\n" not in spec and len(spec) < 4096 and Path(spec).is_file():
+        query = load_query(spec)
+    elif _LOOKS_LIKE_SPARQL.search(spec):
+        query = parse_query(spec, name="inline")
+    else:
+        names = ", ".join(sorted(p.stem for p in base.glob("*.rq")))
+        raise UnknownQuery(
+            f"{spec!r} is not a query in the pack, a file, or SPARQL text (pack: {names})"
+        )
+    check_syntax(query)
+    return query

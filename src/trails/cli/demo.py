@@ -29,5 +29,7 @@ def run(args: argparse.Namespace) -> int:
         print("\nCapability calls that changed the world, with their input and principal:")
         for cap, data, agent in result.side_effects:
             print(f"  {cap}  {data}  on behalf of {agent}")
-        print(f"\nStore: {store!r}. Try: trails query session-timeline --param session={result.session}")
+        print(
+            f"\nStore: {store!r}. Try: trails query session-timeline --param session={result.session}"
+        )
     return 0

@@ -111,7 +111,9 @@ class CostTracker:
         """How many counted envelopes have no known price."""
         return sum(1 for e in self.envelopes(principal=principal) if e.counted and e.usd is None)
 
-    def set_budget(self, principal: str, *, usd: float | None = None, tokens: int | None = None) -> None:
+    def set_budget(
+        self, principal: str, *, usd: float | None = None, tokens: int | None = None
+    ) -> None:
         with self._lock:
             self._budgets[principal] = Budget(usd=usd, tokens=tokens)
 

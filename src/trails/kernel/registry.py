@@ -68,7 +68,9 @@ class CapabilitySpec:
         if args is None:
             args = {}
         if not isinstance(args, Mapping):
-            raise ValidationError(self.id, f"arguments must be a mapping, not {type(args).__name__}")
+            raise ValidationError(
+                self.id, f"arguments must be a mapping, not {type(args).__name__}"
+            )
         try:
             model = self.input_model.model_validate(args)
         except pydantic.ValidationError as exc:
@@ -152,7 +154,9 @@ def _build_spec(
         typ = Any if annotation is inspect.Parameter.empty else annotation
         required = p.default is inspect.Parameter.empty
         fields[p.name] = (typ, ... if required else p.default)
-        params.append(ParamSpec(p.name, _type_name(annotation), required, None if required else p.default))
+        params.append(
+            ParamSpec(p.name, _type_name(annotation), required, None if required else p.default)
+        )
     model_name = "".join(part.capitalize() for part in id.replace("-", ".").split(".")) + "Input"
     input_model = create_model(  # type: ignore[call-overload]
         model_name,

@@ -60,9 +60,7 @@ class QuadBuilder:
     def label(self, s: IRI, text: str) -> None:
         self.value(s, RDFS.label, text)
 
-    def activity(
-        self, s: IRI, cls: IRI, started: datetime, ended: datetime | None = None
-    ) -> None:
+    def activity(self, s: IRI, cls: IRI, started: datetime, ended: datetime | None = None) -> None:
         """An activity typed ``cls`` and ``prov:Activity``, with its times."""
         self.types(s, cls, PROV.Activity)
         self.value(s, PROV.startedAtTime, started)

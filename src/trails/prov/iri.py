@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from urllib.parse import quote
 
-from trails.store.terms import IRI, _IRI_BAD, _IRI_SCHEME
+from trails.store.terms import _IRI_BAD, _IRI_SCHEME, IRI
 
 __all__ = ["Minter", "agent_iri"]
 

@@ -33,7 +33,9 @@ class Recorder:
         content: ``"full"`` records values, ``"hash"`` records sha256 only.
     """
 
-    def __init__(self, store: Store, *, base_iri: str = "urn:trails:", content: str = "full") -> None:
+    def __init__(
+        self, store: Store, *, base_iri: str = "urn:trails:", content: str = "full"
+    ) -> None:
         if content not in ("full", "hash"):
             raise ValueError(f"content must be 'full' or 'hash', not {content!r}")
         self.store = store
@@ -42,7 +44,9 @@ class Recorder:
         self._listeners: list[Listener] = []
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None, store: Store | None = None) -> Recorder:
+    def from_settings(
+        cls, settings: Settings | None = None, store: Store | None = None
+    ) -> Recorder:
         settings = settings or load_settings()
         return cls(
             store if store is not None else default_store(),

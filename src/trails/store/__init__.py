@@ -19,6 +19,9 @@ from trails.store.base import (
     QueryResult,
     Solutions,
     Store,
+    ask,
+    construct,
+    select,
 )
 from trails.store.terms import IRI, BNode, Literal, Quad, Term, Triple, literal, to_python
 
@@ -35,10 +38,13 @@ __all__ = [
     "Store",
     "Term",
     "Triple",
+    "ask",
+    "construct",
     "default_store",
     "literal",
     "open_store",
     "reset_default_store",
+    "select",
     "set_default_store",
     "to_python",
 ]
@@ -67,7 +73,8 @@ def open_store(location: str | Path | None = None, *, settings: Settings | None 
     if where.startswith(("http://", "https://")):
         from trails.store.sparql import SparqlStore
 
-        return SparqlStore.from_settings(where, settings)
+        remote: Store = SparqlStore.from_settings(where, settings)
+        return remote
     from trails.store.oxigraph import OxigraphStore
 
     path = Path(where) if location is not None else settings.resolve_path(where)

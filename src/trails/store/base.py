@@ -34,6 +34,9 @@ from trails.store.terms import IRI, Quad, Term, Triple
 
 __all__ = [
     "DATASET_FORMATS",
+    "ask",
+    "construct",
+    "select",
     "GRAPH_FORMATS",
     "RESULT_FORMATS",
     "QueryResult",
@@ -138,3 +141,42 @@ class Store(Protocol):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def select(
+    store: Store,
+    sparql: str,
+    params: Mapping[str, Term] | None = None,
+    **dataset: Sequence[IRI] | None,
+) -> Solutions:
+    """Run a SELECT query and return its ``Solutions`` (typed shorthand for ``store.query``).
+
+    Raises:
+        QueryError: the query is not a SELECT.
+    """
+    result = store.query(sparql, params, **dataset)
+    if not isinstance(result, Solutions):
+        from trails.errors import QueryError
+
+        raise QueryError("expected a SELECT query")
+    return result
+
+
+def ask(store: Store, sparql: str, params: Mapping[str, Term] | None = None) -> bool:
+    """Run an ASK query (typed shorthand for ``store.query``)."""
+    result = store.query(sparql, params)
+    if not isinstance(result, bool):
+        from trails.errors import QueryError
+
+        raise QueryError("expected an ASK query")
+    return result
+
+
+def construct(store: Store, sparql: str, params: Mapping[str, Term] | None = None) -> list[Triple]:
+    """Run a CONSTRUCT or DESCRIBE query (typed shorthand for ``store.query``)."""
+    result = store.query(sparql, params)
+    if not isinstance(result, list):
+        from trails.errors import QueryError
+
+        raise QueryError("expected a CONSTRUCT or DESCRIBE query")
+    return result

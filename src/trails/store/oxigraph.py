@@ -12,6 +12,7 @@ that processes share a store through a SPARQL server, not a directory.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
@@ -20,7 +21,13 @@ from typing import IO, Any, BinaryIO, TypeVar
 
 import pyoxigraph as ox
 
-from trails.errors import QueryParameterError, QuerySyntaxError, RDFSyntaxError, StoreError, StoreLockedError
+from trails.errors import (
+    QueryParameterError,
+    QuerySyntaxError,
+    RDFSyntaxError,
+    StoreError,
+    StoreLockedError,
+)
 from trails.store.base import DATASET_FORMATS, RESULT_FORMATS, QueryResult, Solutions, Store
 from trails.store.terms import IRI, BNode, Literal, Quad, Term, Triple
 
@@ -106,7 +113,7 @@ def _convert_quads(quads: Iterable[Quad]) -> list[ox.Quad]:
         cg = seen.get(g)
         if cg is None:
             cg = seen[g] = _named(g)
-        out.append(ox.Quad(cs, _named(p), co, cg))
+        out.append(ox.Quad(cs, _named(p), co, cg))  # type: ignore[arg-type]
     return out
 
 
@@ -178,10 +185,9 @@ class OxigraphStore(Store):
             self._call("write", lambda: store.extend(converted))
             return
         # One SPARQL update is one transaction: removals and additions together.
-        update = "DELETE DATA { %s } ;\nINSERT DATA { %s }" % (
-            " ".join(_nq(q) for q in removed),
-            " ".join(_nq(q) for q in converted),
-        )
+        deletions = " ".join(_nq(q) for q in removed)
+        insertions = " ".join(_nq(q) for q in converted)
+        update = f"DELETE DATA {{ {deletions} }} ;\nINSERT DATA {{ {insertions} }}"
         self._call("write", lambda: store.update(update))
 
     # -- reading ---------------------------------------------------------------
@@ -295,10 +301,8 @@ class OxigraphStore(Store):
     def close(self) -> None:
         if self._store is not None:
             store, self._store = self._store, None
-            try:
+            with contextlib.suppress(OSError):
                 store.flush()
-            except OSError:  # pragma: no cover - flushing a memory store is a no-op
-                pass
             del store
 
 

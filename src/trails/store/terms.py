@@ -142,7 +142,7 @@ def to_python(term: Term | None) -> Any:
     if not isinstance(term, Literal):
         return term
     dt = term.datatype
-    if dt == _XSD_STRING or dt == _RDF_LANG_STRING:
+    if dt in (_XSD_STRING, _RDF_LANG_STRING):
         return term.value
     local = dt[len(XSD) :] if dt.startswith(XSD) else ""
     try:

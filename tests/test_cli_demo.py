@@ -1,0 +1,55 @@
+"""``trails demo`` and the CLI shell: real runs, in-process and as a console script."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trails.cli import main
+from trails.store import open_store
+
+
+def test_demo_on_a_disk_store_prints_an_audit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store_dir = tmp_path / "store"
+    assert main(["--store", str(store_dir), "demo"]) == 0
+    out = capsys.readouterr().out
+    assert "session  urn:trails:session:" in out
+    assert "notes.tag" in out and "did:local:alice" in out
+    with open_store(store_dir) as store:
+        assert len(store.graphs()) == 1
+
+
+def test_demo_console_script_uses_the_default_store(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAILS_")}
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "trails"), "demo"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / ".trails" / "store").is_dir()
+    assert "What happened, in order" in result.stdout
+
+
+def test_locked_store_is_a_clear_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    held = open_store(tmp_path / "store")
+    try:
+        assert main(["--store", str(tmp_path / "store"), "demo"]) == 1
+    finally:
+        held.close()
+    assert "SPARQL server" in capsys.readouterr().err
+
+
+def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "usage: trails" in capsys.readouterr().out
