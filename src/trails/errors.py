@@ -13,12 +13,14 @@ Every error trails raises on purpose is a ``TrailsError``. Backend exceptions
     │   ├── QueryError             the query pack and ad-hoc SPARQL
     │   │   ├── UnknownQuery
     │   │   ├── QuerySyntaxError   carries line / column when known
-    │   │   └── QueryParameterError
+    │   │   ├── QueryParameterError
+    │   │   └── QueryRefused       the endpoint will not run it (update, SERVICE, limits)
     │   ├── RDFSyntaxError         data to load or import does not parse
     │   ├── SessionError           replay / persist misuse (no such session ...)
     │   └── MemoryInputError       bad memory input (range, scope, missing id)
     ├── RunError                   something failed while running
     │   ├── CapabilityError        a handler raised; the cause is attached
+    │   ├── QueryTimeout           a query ran past its time limit and was stopped
     │   ├── StoreError             the store failed or refused
     │   │   └── StoreLockedError   the directory is held by another process
     │   ├── ModelAPIError          an LLM provider failed (subclasses per kind)
@@ -41,7 +43,9 @@ __all__ = [
     "PolicyDenied",
     "QueryError",
     "QueryParameterError",
+    "QueryRefused",
     "QuerySyntaxError",
+    "QueryTimeout",
     "RDFSyntaxError",
     "ReplayMismatch",
     "ReplyParseError",
@@ -115,6 +119,17 @@ class QueryParameterError(QueryError):
     """A query parameter is missing, undeclared, unused or of the wrong type."""
 
 
+class QueryRefused(QueryError):
+    """The SPARQL endpoint refuses a request: an update, ``SERVICE``, or a size limit.
+
+    ``status`` is the HTTP status the endpoint answers with (400, 403, 406, 413 ...).
+    """
+
+    def __init__(self, message: str, *, status: int = 403) -> None:
+        self.status = status
+        super().__init__(message)
+
+
 class RDFSyntaxError(UserError):
     """RDF data given to ``load`` / ``trails import`` does not parse; nothing was loaded."""
 
@@ -137,6 +152,14 @@ class CapabilityError(RunError):
     def __init__(self, capability_id: str, message: str) -> None:
         self.capability_id = capability_id
         super().__init__(f"capability {capability_id!r} failed: {message}")
+
+
+class QueryTimeout(RunError):
+    """A query ran past its time limit; its evaluation was stopped."""
+
+    def __init__(self, message: str, *, limit: float | None = None) -> None:
+        self.limit = limit
+        super().__init__(message)
 
 
 class StoreError(RunError):
