@@ -10,7 +10,27 @@ from pathlib import Path
 import pytest
 
 from trails.cli import main
-from trails.store import open_store
+from trails.demo import run_demo
+from trails.store import Store, open_store
+from trails.testing import assert_conforms, assert_prov_readable
+
+
+def test_demo_runs_react_and_audits_by_sparql(store: Store) -> None:
+    result = run_demo(store)
+    assert result.stopped == "goal_achieved" and result.steps == 4
+    assert [d["capability"] for d in result.decisions] == [
+        "notes.search",
+        "notes.read",
+        "notes.tag",
+    ]
+    assert [d["sideEffects"] for d in result.decisions] == [False, False, True]
+    assert {d["principal"] for d in result.decisions} == {"did:local:alice"}
+    [cost] = result.cost
+    assert cost["model"] == "mock:scripted-demo" and cost["calls"] == 4
+    labels = [label for label, _ in result.timeline]
+    assert labels[0] == "react run" and labels.count("invoke notes.tag") == 1
+    assert_conforms(store)
+    assert_prov_readable(store)
 
 
 def test_demo_on_a_disk_store_prints_an_audit(

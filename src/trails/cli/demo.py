@@ -1,4 +1,4 @@
-"""``trails demo``: run a short agent session and print its audit."""
+"""``trails demo``: run a ReAct agent session and print its audit."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from trails.demo import run_demo
+from trails.llm import LLMClient
 from trails.store import open_store
 
 __all__ = ["register", "run"]
@@ -14,22 +15,40 @@ __all__ = ["register", "run"]
 def register(sub: Any) -> None:
     parser = sub.add_parser("demo", help="run a short agent session and audit it by SPARQL")
     parser.add_argument("--principal", default="did:local:alice", help="the DID the agent acts for")
+    parser.add_argument(
+        "--llm",
+        default="mock",
+        help="the model: mock (scripted, offline; default), anthropic:MODEL, "
+        "ollama:MODEL[@URL], openai:MODEL@URL",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    llm = None if args.llm == "mock" else LLMClient.from_spec(args.llm)
     with open_store(args.store) as store:
-        result = run_demo(store, principal=args.principal)
+        result = run_demo(store, principal=args.principal, llm=llm)
         print(f"session  {result.session}")
+        print(f"stopped  {result.stopped} after {result.steps} steps")
         print(f"answer   {result.answer}\n")
         print("Audit, answered by SPARQL from the recorded provenance:\n")
         print("What happened, in order:")
         for label, started in result.timeline:
             print(f"  {started}  {label}")
-        print("\nCapability calls that changed the world, with their input and principal:")
-        for cap, data, agent in result.side_effects:
-            print(f"  {cap}  {data}  on behalf of {agent}")
-        print(
-            f"\nStore: {store!r}. Try: trails query session-timeline --param session={result.session}"
-        )
+        print("\nWhy each capability ran (the completion that chose it), and for whom:")
+        for row in result.decisions:
+            effect = "  [changed the world]" if row["sideEffects"] else ""
+            print(
+                f"  {row['capability']} {row['input']}  chosen by {row['model']}"
+                f"  on behalf of {row['principal']}{effect}"
+            )
+        print("\nModel use (summed over completions; cost is booked on the completion only):")
+        for row in result.cost:
+            usd = row.get("usdKnown")
+            print(
+                f"  {row['model']}: {row['calls']} calls, {row['inputTokens']} in / "
+                f"{row['outputTokens']} out tokens, usd {usd if usd is not None else 'unknown'}"
+            )
+        print(f"\nStore: {store!r}")
+        print(f"Next:  trails query session-timeline --param session={result.session}")
     return 0

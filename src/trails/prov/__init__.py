@@ -24,7 +24,7 @@ from trails.prov.events import (
 )
 from trails.prov.iri import Minter, agent_iri
 from trails.prov.recorder import Recorder, default_recorder, reset_default_recorder
-from trails.prov.vocab import NAMESPACES, PROV, RDF, RDFS, TRAILS, XSD, T
+from trails.prov.vocab import NAMESPACES, PROV, RDF, RDFS, TRAILS, XSD, T, sparql_prefixes
 
 __all__ = [
     "NAMESPACES",
@@ -53,4 +53,5 @@ __all__ = [
     "default_recorder",
     "reset_default_recorder",
     "sha256_hex",
+    "sparql_prefixes",
 ]

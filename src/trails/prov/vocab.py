@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from trails.store.terms import IRI
 
-__all__ = ["NAMESPACES", "OWL", "PROV", "RDF", "RDFS", "TRAILS", "XSD", "Namespace"]
+__all__ = [
+    "NAMESPACES",
+    "OWL",
+    "PROV",
+    "RDF",
+    "RDFS",
+    "TRAILS",
+    "XSD",
+    "Namespace",
+    "sparql_prefixes",
+]
 
 
 class Namespace(str):
@@ -45,6 +55,11 @@ NAMESPACES: dict[str, str] = {
     "owl": str(OWL),
     "trails": str(TRAILS),
 }
+
+
+def sparql_prefixes() -> str:
+    """``PREFIX`` lines for every namespace above, to start SPARQL written in code."""
+    return "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in NAMESPACES.items())
 
 
 class T:
@@ -141,3 +156,10 @@ class T:
     rank = TRAILS.rank
     score = TRAILS.score
     memoryRevision = TRAILS.memoryRevision
+    # endpoint: the access log of the SPARQL endpoint
+    QueryReceived = TRAILS.QueryReceived
+    SparqlQuery = TRAILS.SparqlQuery
+    httpStatus = TRAILS.httpStatus
+    resultCount = TRAILS.resultCount
+    queryName = TRAILS.queryName
+    queryParameters = TRAILS.queryParameters
