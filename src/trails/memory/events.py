@@ -1,0 +1,234 @@
+"""The memory operations as provenance events, and how each one reads in PROV-O.
+
+Each operation is one event, so one atomic write, yet it touches more than one
+named graph: the memory itself lives in its scope's memory graph, and the
+operation is also told in the calling session's graph so the session timeline
+shows it. ``emit`` therefore fills one builder per graph and hands all the
+quads back together:
+
+- ``MemoryLearned``: in the memory graph, the ``trails:Memory`` entity
+  (``prov:value``, ``trails:sha256``, confidence, topic, tags, scope, validity,
+  ``prov:wasGeneratedBy`` / ``prov:wasAttributedTo`` / ``prov:wasDerivedFrom``
+  / ``prov:wasRevisionOf``) and a compact ``prov:Activity`` for the learn, with
+  its session; when it supersedes, the old version's ``prov:invalidatedAtTime``
+  and ``prov:wasInvalidatedBy`` in *its* graph; in the session graph, the learn
+  as a ``trails:MemoryLearn`` (a ``trails:MemoryOperation``) that
+  ``prov:generated`` the memory.
+- ``MemoryForgotten``: the invalidation in the memory graph, the
+  ``trails:MemoryForget`` in the session graph. Nothing is erased.
+- ``MemoryRecalled``: only in the session graph: a ``trails:MemoryRecall`` that
+  ``prov:used`` each memory it returned, with a ``prov:qualifiedUsage`` giving
+  rank and score.
+
+Events that change memory also add a fresh ``trails:memoryRevision`` token to
+the memory-state graph, in the same write: that is how another process's index
+notices that memory changed (see ``trails.memory.index``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from trails.prov.builder import QuadBuilder
+from trails.prov.content import sha256_hex
+from trails.prov.events import Event
+from trails.prov.iri import Minter
+from trails.prov.vocab import PROV, T
+from trails.store.terms import IRI
+
+__all__ = ["MemoryForgotten", "MemoryLearned", "MemoryRecalled"]
+
+
+def _iri(value: str) -> IRI:
+    return IRI.trusted(value)
+
+
+def _other(b: QuadBuilder, graph: str) -> QuadBuilder:
+    return QuadBuilder(_iri(graph), b.minter, b.content)
+
+
+def _operation(
+    b: QuadBuilder,
+    activity: IRI,
+    cls: IRI,
+    *,
+    session: IRI,
+    parent: str | None,
+    agent_did: str,
+    started: datetime,
+    ended: datetime,
+    label: str,
+) -> None:
+    """The full description of a memory operation, for the session graph."""
+    b.activity(activity, cls, started, ended)
+    b.types(activity, T.MemoryOperation)
+    b.child_of(activity, _iri(parent) if parent else None, session)
+    b.add(activity, PROV.wasAssociatedWith, b.agent(agent_did))
+    b.label(activity, label)
+
+
+def _stub(b: QuadBuilder, activity: IRI, session: IRI, at: datetime) -> None:
+    """The operation as seen from a memory graph: an activity, its time and session."""
+    b.types(activity, PROV.Activity)
+    b.value(activity, PROV.startedAtTime, at)
+    b.value(activity, PROV.endedAtTime, at)
+    b.add(activity, T.inSession, session)
+
+
+def _revision(b: QuadBuilder, head_graph: str | None, token: str | None) -> None:
+    if head_graph and token:
+        head = _other(b, head_graph)
+        head.value(head.graph, T.memoryRevision, token)
+        b.quads.extend(head.quads)
+
+
+class MemoryLearned(Event):
+    """A memory was learned (``memory.learn``), possibly superseding an older version."""
+
+    activity: str
+    parent: str | None
+    agent_did: str
+    memory: str
+    memory_graph: str
+    content: str
+    confidence: float
+    topic: str | None = None
+    tags: tuple[str, ...] = ()
+    scope: str
+    started: datetime
+    ended: datetime
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    derived_from: str | None = None
+    supersedes: str | None = None
+    supersedes_graph: str | None = None
+    head_graph: str | None = None
+    revision: str | None = None
+
+    def emit(self, b: QuadBuilder) -> None:
+        session = self.graph
+        a, m = _iri(self.activity), _iri(self.memory)
+        _operation(
+            b,
+            a,
+            T.MemoryLearn,
+            session=session,
+            parent=self.parent,
+            agent_did=self.agent_did,
+            started=self.started,
+            ended=self.ended,
+            label=f"learn {self.scope} memory",
+        )
+        b.add(a, PROV.generated, m)
+        mg = _other(b, self.memory_graph)
+        mg.types(m, T.Memory, PROV.Entity)
+        # Memory content is the data itself: it is kept whatever the content policy.
+        mg.value(m, PROV.value, self.content)
+        mg.value(m, T.sha256, sha256_hex(self.content))
+        mg.value(m, T.confidence, float(self.confidence))
+        mg.value(m, T.scope, self.scope)
+        mg.value(m, T.topic, self.topic)
+        for tag in self.tags:
+            mg.value(m, T.tag, tag)
+        mg.value(m, T.validFrom, self.valid_from)
+        mg.value(m, T.validUntil, self.valid_until)
+        mg.add(m, PROV.wasGeneratedBy, a)
+        mg.value(m, PROV.generatedAtTime, self.ended)
+        mg.add(m, PROV.wasAttributedTo, mg.agent(self.agent_did))
+        mg.label(m, f"memory: {self.content[:60]}")
+        if self.derived_from:
+            mg.add(m, PROV.wasDerivedFrom, _iri(self.derived_from))
+        _stub(mg, a, session, self.ended)
+        if self.supersedes:
+            old = _iri(self.supersedes)
+            mg.add(m, PROV.wasRevisionOf, old)
+            mg.add(m, PROV.wasDerivedFrom, old)
+            og = _other(b, self.supersedes_graph or self.memory_graph)
+            og.value(old, PROV.invalidatedAtTime, self.ended)
+            og.add(old, PROV.wasInvalidatedBy, a)
+            if og.graph != mg.graph:
+                _stub(og, a, session, self.ended)
+            mg.quads.extend(og.quads)
+            b.add(a, PROV.invalidated, old)
+        b.quads.extend(mg.quads)
+        _revision(b, self.head_graph, self.revision)
+
+
+class MemoryForgotten(Event):
+    """A memory was forgotten: invalidated, never erased."""
+
+    activity: str
+    parent: str | None
+    agent_did: str
+    memory: str
+    memory_graph: str
+    reason: str | None = None
+    at: datetime
+    head_graph: str | None = None
+    revision: str | None = None
+
+    def emit(self, b: QuadBuilder) -> None:
+        session = self.graph
+        a, m = _iri(self.activity), _iri(self.memory)
+        _operation(
+            b,
+            a,
+            T.MemoryForget,
+            session=session,
+            parent=self.parent,
+            agent_did=self.agent_did,
+            started=self.at,
+            ended=self.at,
+            label="forget memory",
+        )
+        b.add(a, PROV.invalidated, m)
+        b.value(a, T.reason, self.reason)
+        mg = _other(b, self.memory_graph)
+        mg.value(m, PROV.invalidatedAtTime, self.at)
+        mg.add(m, PROV.wasInvalidatedBy, a)
+        _stub(mg, a, session, self.at)
+        mg.value(a, T.reason, self.reason)
+        b.quads.extend(mg.quads)
+        _revision(b, self.head_graph, self.revision)
+
+
+class MemoryRecalled(Event):
+    """A recall: the query and every memory it returned, each ``prov:used``.
+
+    ``hits`` are ``(memory IRI, score)`` pairs in rank order.
+    """
+
+    activity: str
+    parent: str | None
+    agent_did: str
+    query: str
+    scope: str
+    started: datetime
+    ended: datetime
+    hits: tuple[tuple[str, float], ...] = ()
+
+    def emit(self, b: QuadBuilder) -> None:
+        a = _iri(self.activity)
+        _operation(
+            b,
+            a,
+            T.MemoryRecall,
+            session=self.graph,
+            parent=self.parent,
+            agent_did=self.agent_did,
+            started=self.started,
+            ended=self.ended,
+            label=f"recall {self.scope} memory",
+        )
+        b.value(a, T.recallQuery, self.query)
+        b.value(a, T.scope, self.scope)
+        for rank, (memory, score) in enumerate(self.hits, start=1):
+            m = _iri(memory)
+            b.add(a, PROV.used, m)
+            usage = Minter.part(a, f"usage-{rank}")
+            b.types(usage, PROV.Usage)
+            b.add(a, PROV.qualifiedUsage, usage)
+            b.add(usage, PROV.entity, m)
+            b.value(usage, PROV.atTime, self.ended)
+            b.value(usage, T.rank, rank)
+            b.value(usage, T.score, float(score))

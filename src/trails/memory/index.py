@@ -1,0 +1,436 @@
+"""The in-process memory index, kept in step with the store.
+
+The store is the truth; this index is a cache of it that makes recall fast.
+It holds every memory version (current and retired, for ``as_of``) and a BM25
+inverted index over their text. One index exists per store object.
+
+Keeping it in step:
+
+- On first use it loads every memory from the memory graphs of the store.
+- This process's own learns and forgets update it directly after their write.
+- Every write that changes memory also adds a fresh ``trails:memoryRevision``
+  token to the memory-state graph, in the same atomic write as the change, and
+  then drops the tokens its writer had already seen. A recall first reads the
+  token set (one tiny indexed lookup); when it differs from what this index
+  last saw, another process changed memory, and the index reads the memories
+  and invalidations recorded since its watermark (less a margin for clock
+  skew between machines). Writers that race each leave a token, so a change is
+  never hidden from a reader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol, runtime_checkable
+
+from trails.memory.lexical import Bm25Index, tokenize
+from trails.memory.model import Memory
+from trails.prov.iri import Minter
+from trails.prov.vocab import NAMESPACES, T
+from trails.store.base import Solutions, Store
+from trails.store.terms import IRI, Literal, Quad, Term, literal, to_python
+
+__all__ = ["EmbeddingRanker", "MemoryIndex", "Query", "Weights", "index_for"]
+
+SKEW_MARGIN = timedelta(minutes=5)
+
+_PREFIXES = "".join(f"PREFIX {k}: <{v}>\n" for k, v in NAMESPACES.items())
+
+_MEMORIES = (
+    _PREFIXES
+    + """SELECT ?m ?content ?conf ?scope ?t ?act ?agentId ?session ?topic ?vf ?vu ?rev ?src
+WHERE {
+  GRAPH ?g {
+    ?m a trails:Memory ; prov:value ?content ; trails:confidence ?conf ; trails:scope ?scope ;
+       prov:generatedAtTime ?t ; prov:wasGeneratedBy ?act ; prov:wasAttributedTo ?agent .
+    ?agent trails:principalId ?agentId .
+    OPTIONAL { ?act trails:inSession ?session }
+    OPTIONAL { ?m trails:topic ?topic }
+    OPTIONAL { ?m trails:validFrom ?vf }
+    OPTIONAL { ?m trails:validUntil ?vu }
+    OPTIONAL { ?m prov:wasRevisionOf ?rev }
+    OPTIONAL { ?m prov:wasDerivedFrom ?src FILTER NOT EXISTS { ?m prov:wasRevisionOf ?src } }
+  }
+  %s
+}"""
+)
+_TAGS = (
+    _PREFIXES
+    + """SELECT ?m ?tag WHERE {
+  GRAPH ?g { ?m trails:tag ?tag ; prov:generatedAtTime ?t . }
+  %s
+}"""
+)
+_INVALIDATIONS = (
+    _PREFIXES
+    + """SELECT ?m ?inv ?by ?reason WHERE {
+  GRAPH ?g {
+    ?m a trails:Memory ; prov:invalidatedAtTime ?inv ; prov:wasInvalidatedBy ?by .
+    OPTIONAL { ?by trails:reason ?reason }
+  }
+  %s
+}"""
+)
+_HEAD = _PREFIXES + "SELECT ?token WHERE { ?head trails:memoryRevision ?token }"
+
+
+@runtime_checkable
+class EmbeddingRanker(Protocol):
+    """An optional semantic re-ranker (off by default): similarity of texts to a query.
+
+    ``similarity`` returns one number in 0..1 per text. Recall blends it with
+    the lexical relevance of its lexical candidates (see ``Weights.semantic``).
+    """
+
+    name: str
+
+    def similarity(self, query: str, texts: Sequence[str]) -> Sequence[float]: ...
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How recall combines its signals into one score (weights sum to 1).
+
+    ``relevance`` (lexical or blended, normalised to 0..1 within the result
+    set), ``confidence`` (0..1 as learned), ``recency`` (``0.5 ** (age /
+    half_life_days)``). ``semantic`` is the share of an embedding ranker's
+    similarity in relevance when one is set; ``depth`` how many lexical
+    candidates it re-ranks.
+    """
+
+    relevance: float = 0.75
+    confidence: float = 0.15
+    recency: float = 0.10
+    half_life_days: float = 30.0
+    semantic: float = 0.5
+    depth: int = 50
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a search looks for and who is asking (built by the service layer)."""
+
+    text: str
+    scopes: frozenset[str]
+    agent_did: str
+    session: str | None
+    topic: str | None = None
+    tags: tuple[str, ...] = ()
+    min_confidence: float = 0.0
+    as_of: datetime | None = None
+    valid_at: datetime | None = None
+    include_retired: bool = False
+
+
+def _solutions(result: object) -> Solutions:
+    assert isinstance(result, Solutions)
+    return result
+
+
+def _py(term: Term | None) -> Any:
+    return to_python(term) if term is not None else None
+
+
+class MemoryIndex:
+    """Every memory of one store, searchable; see the module docstring.
+
+    Args:
+        store: the store the memories live in.
+        minter: the minter whose base names the memory graphs.
+    """
+
+    def __init__(self, store: Store, minter: Minter) -> None:
+        self.store = store
+        self.minter = minter
+        self.lock = threading.RLock()
+        self.prefix = minter.graph("memory/")
+        self.head_graph = minter.graph("memory-state")
+        self.lexical = Bm25Index()
+        self._docs: list[Memory] = []
+        self._by_id: dict[str, int] = {}
+        self._loaded = False
+        self._seen: frozenset[str] = frozenset()
+        self._watermark: datetime | None = None
+
+    # -- keeping in step with the store ---------------------------------------
+
+    def head(self) -> frozenset[str]:
+        """The memory revision tokens now in the store."""
+        result = _solutions(self.store.query(_HEAD, default_graph=[self.head_graph]))
+        return frozenset(str(_py(t)) for t in result.column("token") if t is not None)
+
+    def refresh(self) -> None:
+        """Load on first use; afterwards read what other writers changed, if anything."""
+        with self.lock:
+            tokens = self.head()
+            if not self._loaded:
+                self._load(None)
+                self._loaded = True
+            elif tokens != self._seen:
+                since = self._watermark - SKEW_MARGIN if self._watermark else None
+                self._load(since)
+            self._seen = tokens
+
+    def reload(self) -> None:
+        """Drop everything and load again from the store."""
+        with self.lock:
+            self.lexical = Bm25Index()
+            self._docs.clear()
+            self._by_id.clear()
+            self._loaded = False
+            self._watermark = None
+            self.refresh()
+
+    def _graphs(self) -> list[IRI]:
+        return [g for g in self.store.graphs() if g.startswith(self.prefix)]
+
+    def _select(self, template: str, since: datetime | None, var: str) -> Solutions:
+        graphs = self._graphs()
+        if not graphs:
+            return Solutions([], [])
+        if since is None:
+            return _solutions(self.store.query(template % "", named_graphs=graphs))
+        text = template % f"FILTER(?{var} >= ?since)"
+        return _solutions(self.store.query(text, {"since": literal(since)}, named_graphs=graphs))
+
+    def _load(self, since: datetime | None) -> None:
+        rows = self._select(_MEMORIES, since, "t")
+        tags: dict[str, list[str]] = {}
+        for row in self._select(_TAGS, since, "t"):
+            tags.setdefault(str(row["m"]), []).append(str(_py(row["tag"])))
+        fresh: list[Memory] = []
+        ids: set[str] = set()
+        for row in rows:
+            mid = str(row["m"])
+            if mid in self._by_id or mid in ids:
+                continue
+            ids.add(mid)
+            fresh.append(
+                Memory(
+                    id=mid,
+                    content=str(_py(row["content"])),
+                    confidence=float(_py(row["conf"])),
+                    topic=_py(row.get("topic")),
+                    tags=tuple(sorted(tags.get(mid, ()))),
+                    scope=str(_py(row["scope"])),
+                    agent_did=str(_py(row["agentId"])),
+                    recorded_at=_py(row["t"]),
+                    activity=str(row["act"]),
+                    session=_str(row.get("session")),
+                    valid_from=_py(row.get("vf")),
+                    valid_until=_py(row.get("vu")),
+                    derived_from=_str(row.get("src")),
+                    revision_of=_str(row.get("rev")),
+                )
+            )
+        fresh.sort(key=lambda m: m.recorded_at)
+        for memory in fresh:
+            self._add(memory)
+        for row in self._select(_INVALIDATIONS, since, "inv"):
+            mid = str(row["m"])
+            if mid in self._by_id and self.get(mid).invalidated_at is None:
+                self._invalidate(mid, _py(row["inv"]), str(row["by"]), _py(row.get("reason")))
+
+    def _bump(self, when: datetime) -> None:
+        if self._watermark is None or when > self._watermark:
+            self._watermark = when
+
+    def _add(self, memory: Memory) -> None:
+        if memory.id in self._by_id:
+            return
+        doc = len(self._docs)
+        self._docs.append(memory)
+        self._by_id[memory.id] = doc
+        text = " ".join((memory.content, memory.topic or "", *memory.tags))
+        self.lexical.add(doc, tokenize(text))
+        self._bump(memory.recorded_at)
+        if memory.revision_of and memory.revision_of in self._by_id:
+            old = self._by_id[memory.revision_of]
+            self._docs[old] = dataclasses.replace(self._docs[old], superseded_by=memory.id)
+
+    def _invalidate(self, mid: str, at: datetime, by: str, reason: str | None) -> None:
+        doc = self._by_id[mid]
+        old = self._docs[doc]
+        successor = old.superseded_by
+        if successor is None:
+            successor = next(
+                (m.id for m in self._docs if m.revision_of == mid and m.activity == by), None
+            )
+        self._docs[doc] = dataclasses.replace(
+            old, invalidated_at=at, invalidated_by=by, superseded_by=successor, reason=reason
+        )
+        self._bump(at)
+
+    # -- this process's own writes --------------------------------------------
+
+    def revision_quads(self) -> list[Quad]:
+        """The revision tokens this index has seen, as quads to remove after a write."""
+        return [
+            Quad(self.head_graph, T.memoryRevision, Literal(token), self.head_graph)
+            for token in self._seen
+        ]
+
+    def wrote(self, token: str) -> None:
+        """Record that this process wrote a change carrying ``token``; drop older tokens."""
+        stale = [q for q in self.revision_quads() if q.object != Literal(token)]
+        if stale:
+            self.store.write((), remove=stale)
+        self._seen = frozenset({token})
+
+    def learned(self, memory: Memory) -> None:
+        """Add a memory this process just recorded (and retire what it superseded)."""
+        with self.lock:
+            self._add(memory)
+            if memory.revision_of and memory.revision_of in self._by_id:
+                self._invalidate(memory.revision_of, memory.recorded_at, memory.activity, None)
+
+    def forgot(self, mid: str, at: datetime, by: str, reason: str | None) -> None:
+        """Retire a memory this process just recorded as forgotten."""
+        with self.lock:
+            self._invalidate(mid, at, by, reason)
+
+    # -- reading ----------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __contains__(self, mid: object) -> bool:
+        return mid in self._by_id
+
+    def get(self, mid: str) -> Memory:
+        """The memory ``mid`` (``KeyError`` when unknown)."""
+        return self._docs[self._by_id[mid]]
+
+    def visible(self, memory: Memory, q: Query) -> bool:
+        """Whether ``memory`` passes the scope, agent, time and filter rules of ``q``."""
+        scope = memory.scope
+        if scope not in q.scopes:
+            return False
+        if scope == "private" and memory.agent_did != q.agent_did:
+            return False
+        if scope == "session" and memory.session != q.session:
+            return False
+        if q.as_of is not None:
+            if not memory.current_at(q.as_of):
+                return False
+        elif memory.invalidated_at is not None and not q.include_retired:
+            return False
+        if memory.confidence < q.min_confidence:
+            return False
+        if q.topic is not None and (memory.topic or "").casefold() != q.topic.casefold():
+            return False
+        if q.tags and not set(q.tags).issubset(memory.tags):
+            return False
+        return q.valid_at is None or memory.valid_at(q.valid_at)
+
+    def memories(self, q: Query) -> list[Memory]:
+        """Every memory visible to ``q``, newest first."""
+        with self.lock:
+            docs = [m for m in self._docs if self.visible(m, q)]
+        docs.sort(key=lambda m: m.recorded_at, reverse=True)
+        return docs
+
+    def search(
+        self,
+        q: Query,
+        k: int,
+        when: datetime,
+        weights: Weights,
+        ranker: EmbeddingRanker | None = None,
+    ) -> list[tuple[Memory, float, float]]:
+        """The ``k`` best memories for ``q``: ``(memory, score, relevance)``, best first.
+
+        Args:
+            q: the query, with the asker and filters.
+            k: how many to return.
+            when: the reference time for recency (``as_of`` or now).
+            weights: how relevance, confidence and recency combine.
+            ranker: an optional embedding re-ranker.
+
+        Returns:
+            Up to ``k`` triples sorted by score, then recency.
+        """
+        terms = tokenize(q.text)
+        with self.lock:
+            docs = self._docs
+            if terms:
+                raw = self.lexical.score(terms)
+                hits = [(docs[d], s) for d, s in raw.items() if self.visible(docs[d], q)]
+            else:
+                hits = [(m, 0.0) for m in docs if self.visible(m, q)]
+        if not hits:
+            return []
+        top = max(s for _, s in hits) or 1.0
+        relevance = {m.id: s / top for m, s in hits}
+        if ranker is not None and terms:
+            pool = heapq.nlargest(weights.depth, hits, key=lambda h: h[1])
+            sims = list(ranker.similarity(q.text, [m.content for m, _ in pool]))
+            if len(sims) != len(pool):
+                raise ValueError(
+                    f"ranker {ranker.name!r} returned {len(sims)} scores for {len(pool)} texts"
+                )
+            w = weights.semantic
+            for (m, _), sim in zip(pool, sims, strict=True):
+                relevance[m.id] = (1.0 - w) * relevance[m.id] + w * min(max(float(sim), 0.0), 1.0)
+            hits = pool
+        half_life = max(weights.half_life_days, 1e-9) * 86400.0
+
+        def combined(memory: Memory) -> float:
+            age = max((when - memory.recorded_at).total_seconds(), 0.0)
+            recency = float(0.5 ** (age / half_life))
+            return (
+                weights.relevance * relevance[memory.id]
+                + weights.confidence * memory.confidence
+                + weights.recency * recency
+            )
+
+        scored = [(combined(m), m.recorded_at, m) for m, _ in hits]
+        best = heapq.nlargest(k, scored, key=lambda t: (t[0], t[1]))
+        return [(m, score, relevance[m.id]) for score, _, m in best]
+
+    def chain(self, mid: str) -> list[Memory]:
+        """Every version of ``mid``'s fact, oldest first (follows ``prov:wasRevisionOf``)."""
+        with self.lock:
+            start = self.get(mid)
+            seen = {start.id}
+            older: list[Memory] = []
+            current = start
+            while current.revision_of and current.revision_of in self._by_id:
+                if current.revision_of in seen:
+                    break
+                current = self.get(current.revision_of)
+                seen.add(current.id)
+                older.append(current)
+            newer: list[Memory] = []
+            current = start
+            while current.superseded_by and current.superseded_by in self._by_id:
+                if current.superseded_by in seen:
+                    break
+                current = self.get(current.superseded_by)
+                seen.add(current.id)
+                newer.append(current)
+        return [*reversed(older), start, *newer]
+
+
+def _str(term: Term | None) -> str | None:
+    return str(term) if term is not None else None
+
+
+_indexes: weakref.WeakKeyDictionary[Store, MemoryIndex] = weakref.WeakKeyDictionary()
+_indexes_lock = threading.Lock()
+
+
+def index_for(store: Store, minter: Minter) -> MemoryIndex:
+    """The memory index of ``store`` (created, not yet loaded, on first use)."""
+    with _indexes_lock:
+        index = _indexes.get(store)
+        if index is None or index.minter.base != minter.base:
+            index = MemoryIndex(store, minter)
+            _indexes[store] = index
+        return index

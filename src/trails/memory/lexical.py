@@ -1,0 +1,152 @@
+"""The lexical side of recall: tokenising, and a BM25 inverted index.
+
+Recall must stay fast as memory grows, so relevance is computed from an
+in-process inverted index (term -> {document: term frequency}) rather than by
+scanning every memory. Only the postings of the query's terms are read; and a
+term found in a large share of the memories (a near stop word for this corpus)
+only re-scores documents that rarer query terms already found, instead of
+dragging its whole posting list in. That keeps a recall's work proportional to
+how specific the query is, not to how many memories exist.
+
+Tokens are Unicode words, NFKC-normalised and case-folded, minus English stop
+words, with a light suffix stemmer so "rejects", "rejected" and "rejecting"
+meet. Documents are content plus topic plus tags.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable
+
+__all__ = ["STOPWORDS", "Bm25Index", "stem", "tokenize"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+_STOP_TEXT = """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves"""
+STOPWORDS = frozenset(_STOP_TEXT.split())
+
+
+def stem(word: str) -> str:
+    """Strip one common English inflection from ``word`` (a light, predictable stemmer)."""
+    n = len(word)
+    if n <= 3 or not word.isascii() or not word.isalpha():
+        return word
+    if word.endswith("ies") and n > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]
+    if word.endswith("ing") and n > 5:
+        word = word[:-3]
+    elif word.endswith("ed") and n > 4:
+        word = word[:-2]
+    elif word.endswith("ly") and n > 5:
+        return word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    else:
+        return word
+    # after -ing / -ed: "stopp" -> "stop", "rejecte" never happens
+    if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
+        word = word[:-1]
+    return word
+
+
+def tokenize(text: str) -> list[str]:
+    """The index terms of ``text``: normalised, case-folded, stemmed, stop words dropped."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return [stem(w) for w in _WORD.findall(folded) if w not in STOPWORDS]
+
+
+class Bm25Index:
+    """An inverted index scored with Okapi BM25.
+
+    Documents are dense integers handed out by the caller. Not thread-safe on
+    its own: ``MemoryIndex`` serialises access.
+
+    Args:
+        k1: term-frequency saturation.
+        b: length normalisation.
+        common: share of all documents above which a term only re-scores
+            documents found by rarer terms of the same query.
+    """
+
+    def __init__(self, k1: float = 1.2, b: float = 0.75, common: float = 0.05) -> None:
+        self.k1 = k1
+        self.b = b
+        self.common = common
+        self.postings: dict[str, dict[int, int]] = {}
+        self.lengths: dict[int, int] = {}
+        self.total_length = 0
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def add(self, doc: int, terms: Iterable[str]) -> None:
+        """Index document ``doc`` with ``terms`` (replacing nothing: ids are new)."""
+        counts = Counter(terms)
+        length = sum(counts.values())
+        self.lengths[doc] = length
+        self.total_length += length
+        postings = self.postings
+        for term, tf in counts.items():
+            bucket = postings.get(term)
+            if bucket is None:
+                postings[term] = {doc: tf}
+            else:
+                bucket[doc] = tf
+
+    def idf(self, term: str) -> float:
+        """BM25 inverse document frequency of ``term`` (0 when unknown)."""
+        df = len(self.postings.get(term, ()))
+        if not df:
+            return 0.0
+        n = len(self.lengths)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def score(self, terms: Iterable[str]) -> dict[int, float]:
+        """BM25 scores of the documents that contain the query ``terms``.
+
+        Args:
+            terms: query terms (repeats count once).
+
+        Returns:
+            ``{document: score}`` for every document the query reaches.
+        """
+        n = len(self.lengths)
+        if not n:
+            return {}
+        avg = self.total_length / n or 1.0
+        k1, b = self.k1, self.b
+        norm = k1 * (1.0 - b)
+        slope = k1 * b / avg
+        lengths = self.lengths
+        unique = [t for t in dict.fromkeys(terms) if t in self.postings]
+        unique.sort(key=lambda t: len(self.postings[t]))
+        limit = max(self.common * n, 50.0)
+        acc: dict[int, float] = {}
+        for term in unique:
+            postings = self.postings[term]
+            idf = self.idf(term)
+            if acc and len(postings) > limit:
+                # A near stop word: re-score what rarer terms found, add nothing new.
+                for doc in acc:
+                    tf = postings.get(doc)
+                    if tf:
+                        acc[doc] += idf * tf * (k1 + 1.0) / (tf + norm + slope * lengths[doc])
+                continue
+            get = acc.get
+            for doc, tf in postings.items():
+                acc[doc] = get(doc, 0.0) + idf * tf * (k1 + 1.0) / (
+                    tf + norm + slope * lengths[doc]
+                )
+        return acc
