@@ -6,6 +6,11 @@
   over it and an open session context; the process defaults point at them.
 - The capability registry and the cost tracker are restored after each test,
   so tests can register capabilities freely.
+- Every graph a test leaves in the process default store (the ``store``
+  fixture, or the store trails opened by default) must conform to
+  ``ontologies/shapes.ttl``: checked after the test. A test that builds
+  non-conforming graphs on purpose says so with
+  ``@pytest.mark.allow_nonconforming``.
 """
 
 from __future__ import annotations
@@ -23,11 +28,30 @@ os.environ.pop("TRAILS_CONFIG", None)
 from trails.kernel import Context, default_tracker, reset_default_context
 from trails.kernel import registry as _registry
 from trails.prov import Recorder, reset_default_recorder
+import trails.store as _store_module
+from trails.errors import StoreError
 from trails.store import Store, open_store, set_default_store
 
 
+def _check_recorded_graphs(request: pytest.FixtureRequest) -> None:
+    store = _store_module._default
+    if store is None or request.node.get_closest_marker("allow_nonconforming"):
+        return
+    try:
+        recorded = [g for g in store.graphs() if g.startswith("urn:trails:")]
+    except StoreError:  # closed by the test
+        return
+    if recorded:
+        from trails.testing import shacl_report
+
+        conforms, text = shacl_report(store)
+        assert conforms, f"graphs recorded by this test do not conform to shapes.ttl:\n{text}"
+
+
 @pytest.fixture(autouse=True)
-def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _isolate(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TRAILS_STORE", "memory:")
     monkeypatch.setenv("TRAILS_FORBID_REAL_MODELS", "1")
@@ -35,6 +59,7 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     default_tracker().reset()
     yield
     reset_default_context()
+    _check_recorded_graphs(request)
     reset_default_recorder()
     set_default_store(None)
     _registry._handlers.clear()
