@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
-from trails.errors import BudgetExceeded, StoreError, TrailsError, UserError
+from trails.errors import BudgetExceeded, StoreError, TrailsError, UnknownCapability, UserError
 from trails.kernel.context import Context, now
 from trails.kernel.cost import CostTracker
 from trails.kernel.invoke import invoke
+from trails.kernel.registry import get_capability
 from trails.llm.types import Message, Response
 from trails.prov.events import EntityRecorded, PlanRunEnded, PlanRunStarted, Terminated
 
@@ -228,6 +229,14 @@ class Limits:
         if self.max_wall_time_s is not None:
             left["max_wall_time_s"] = max(0.0, self.max_wall_time_s - self.elapsed())
         return left
+
+
+def _registered(capability_id: str) -> bool:
+    try:
+        get_capability(capability_id)
+    except UnknownCapability:
+        return False
+    return True
 
 
 def _budget_breach(exc: BudgetExceeded) -> Breach:
@@ -464,8 +473,8 @@ class PlanRun:
 
         Returns:
             The observation; the invocation activity IRI (None when nothing was
-            invoked: an id outside the run's tools, unknown, or denied by policy);
-            and whether dispatch failed.
+            invoked: a registered id outside the run's tools, an unknown id, or a
+            policy denial); and whether dispatch failed.
 
         Raises:
             BudgetExceeded: a principal budget refused a spend (the run stops).
@@ -473,7 +482,7 @@ class PlanRun:
         """
         from trails.store.terms import IRI
 
-        if self.tools is not None and action not in self.tools:
+        if self.tools is not None and action not in self.tools and _registered(action):
             offered = ", ".join(sorted(self.tools)) or "none"
             message = f"error: capability {action!r} is not among this run's tools ({offered})"
             return message, None, True
