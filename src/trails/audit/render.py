@@ -1,0 +1,66 @@
+"""Showing query results to a person: an aligned text table of SELECT and ASK results.
+
+Machine formats (SPARQL JSON / XML / CSV / TSV, Turtle, TriG) come straight
+from the store's serialisers; this module only draws the table a terminal
+user reads, with IRIs shortened by the usual prefixes.
+"""
+
+from __future__ import annotations
+
+from trails.prov.vocab import NAMESPACES
+from trails.store.base import QueryResult, Solutions
+from trails.store.terms import Literal, Term
+
+__all__ = ["cell", "table"]
+
+_PREFIXES = sorted(NAMESPACES.items(), key=lambda kv: -len(kv[1]))
+
+
+def cell(term: Term | None, *, width: int | None = 80) -> str:
+    """One term as table text: literals by value, IRIs with known prefixes shortened.
+
+    Args:
+        term: the term, or None when unbound.
+        width: cut longer text with an ellipsis (None keeps everything).
+
+    Returns:
+        The text.
+    """
+    if term is None:
+        return ""
+    if isinstance(term, Literal):
+        text = term.value
+    else:
+        text = str(term)
+        for prefix, ns in _PREFIXES:
+            if text.startswith(ns):
+                text = f"{prefix}:{text[len(ns) :]}"
+                break
+    text = text.replace("\n", " ")
+    if width is not None and len(text) > width:
+        text = text[: width - 1] + "…"
+    return text
+
+
+def table(result: QueryResult, *, width: int | None = 80) -> str:
+    """An aligned text table of a SELECT result (or ``true``/``false`` for ASK).
+
+    Args:
+        result: what ``Store.query`` returned for a SELECT or ASK.
+        width: the widest a cell may be.
+
+    Returns:
+        The table, ending with a row count line.
+    """
+    if isinstance(result, bool):
+        return "true" if result else "false"
+    if not isinstance(result, Solutions):
+        return f"{len(result)} triples"
+    names = result.variables
+    rows = [[cell(v, width=width) for v in row] for row in result.rows]
+    widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
+    lines = ["  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(lines)

@@ -1,0 +1,103 @@
+"""``trails query``: run a pack query, a SPARQL file or inline SPARQL against the store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from trails.audit.access import reading
+from trails.audit.querypack import load_pack, resolve
+from trails.audit.render import table
+from trails.errors import QueryParameterError, UserError
+
+__all__ = ["parse_params", "register", "run"]
+
+SELECT_FORMATS = ("table", "json", "xml", "csv", "tsv")
+GRAPH_FORMATS = ("turtle", "trig", "ntriples", "nquads", "jsonld", "rdfxml")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``query`` command."""
+    p = subparsers.add_parser(
+        "query",
+        help="run a query of the pack, a SPARQL file, or inline SPARQL",
+        description="Run a regulator pack query by name, a .rq file, or SPARQL text. "
+        "Parameters are bound as typed RDF terms, never pasted into the query.",
+    )
+    p.add_argument("query", nargs="?", help="pack name, path to a .rq file, or SPARQL text")
+    p.add_argument(
+        "--param", "-p", action="append", default=[], metavar="NAME=VALUE", help="bind a parameter"
+    )
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=SELECT_FORMATS + GRAPH_FORMATS,
+        help="table (default), json, xml, csv, tsv; turtle (default) or trig ... for CONSTRUCT",
+    )
+    p.add_argument("--list", action="store_true", help="list the pack's queries and parameters")
+    p.set_defaults(func=run)
+
+
+def parse_params(pairs: list[str]) -> dict[str, str]:
+    """``["a=1", "b=x=y"]`` -> ``{"a": "1", "b": "x=y"}``.
+
+    Args:
+        pairs: the ``--param`` values.
+
+    Returns:
+        Names to raw string values.
+
+    Raises:
+        QueryParameterError: a pair without ``=``, an empty name, or a name given twice.
+    """
+    values: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip().lstrip("$?")
+        if not sep or not name:
+            raise QueryParameterError(f"--param expects NAME=VALUE, got {pair!r}")
+        if name in values:
+            raise QueryParameterError(f"--param {name} given twice")
+        values[name] = value
+    return values
+
+
+def _list() -> int:
+    for name, q in load_pack().items():
+        print(f"{name}  ({q.form}) {q.title}")
+        if q.description:
+            print(f"    {q.description}")
+        for p in q.params.values():
+            flag = "optional" if p.optional else "required"
+            print(f"    --param {p.name}=<{p.type}>  {flag}  {p.description}".rstrip())
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command; see ``register``."""
+    if args.list:
+        return _list()
+    if not args.query:
+        raise UserError("name a query (trails query --list shows the pack), a file, or SPARQL")
+    query = resolve(args.query)
+    values = parse_params(args.param)
+    bound = query.bind(values)
+    graph_result = query.form in ("CONSTRUCT", "DESCRIBE")
+    fmt = args.format or ("turtle" if graph_result else "table")
+    if graph_result and fmt not in GRAPH_FORMATS:
+        raise UserError(f"{query.name} is a {query.form}: use --format {' | '.join(GRAPH_FORMATS)}")
+    if not graph_result and fmt not in SELECT_FORMATS:
+        raise UserError(
+            f"{query.name} is a {query.form}: use --format {' | '.join(SELECT_FORMATS)}"
+        )
+    with reading(args.store) as store:
+        if fmt == "table":
+            print(table(store.query(query.text, bound)))
+            return 0
+        data = store.query_to(query.text, bound, format=fmt)
+    out = sys.stdout.buffer
+    out.write(data)
+    if data and not data.endswith(b"\n"):
+        out.write(b"\n")
+    out.flush()
+    return 0
