@@ -120,6 +120,7 @@ class MemoryLearned(Event):
             label=f"learn {self.scope} memory",
         )
         b.add(a, PROV.generated, m)
+        b.types(m, PROV.Entity)  # referenced from the session graph: typed there too
         mg = _other(b, self.memory_graph)
         mg.types(m, T.Memory, PROV.Entity)
         # Memory content is the data itself: it is kept whatever the content policy.
@@ -150,6 +151,7 @@ class MemoryLearned(Event):
                 _stub(og, a, session, self.ended)
             mg.quads.extend(og.quads)
             b.add(a, PROV.invalidated, old)
+            b.types(old, PROV.Entity)
         b.quads.extend(mg.quads)
         _revision(b, self.head_graph, self.revision)
 
@@ -182,6 +184,7 @@ class MemoryForgotten(Event):
             label="forget memory",
         )
         b.add(a, PROV.invalidated, m)
+        b.types(m, PROV.Entity)
         b.value(a, T.reason, self.reason)
         mg = _other(b, self.memory_graph)
         mg.value(m, PROV.invalidatedAtTime, self.at)
@@ -224,6 +227,7 @@ class MemoryRecalled(Event):
         b.value(a, T.scope, self.scope)
         for rank, (memory, score) in enumerate(self.hits, start=1):
             m = _iri(memory)
+            b.types(m, PROV.Entity)
             b.add(a, PROV.used, m)
             usage = Minter.part(a, f"usage-{rank}")
             b.types(usage, PROV.Usage)

@@ -44,7 +44,7 @@ _PREFIXES = "".join(f"PREFIX {k}: <{v}>\n" for k, v in NAMESPACES.items())
 
 _MEMORIES = (
     _PREFIXES
-    + """SELECT ?m ?content ?conf ?scope ?t ?act ?agentId ?session ?topic ?vf ?vu ?rev ?src
+    + """SELECT ?m ?content ?conf ?scope ?t ?act ?agentId ?session ?topic ?vf ?vu ?rev ?src ?since
 WHERE {
   GRAPH ?g {
     ?m a trails:Memory ; prov:value ?content ; trails:confidence ?conf ; trails:scope ?scope ;
@@ -62,14 +62,14 @@ WHERE {
 )
 _TAGS = (
     _PREFIXES
-    + """SELECT ?m ?tag WHERE {
+    + """SELECT ?m ?tag ?since WHERE {
   GRAPH ?g { ?m trails:tag ?tag ; prov:generatedAtTime ?t . }
   %s
 }"""
 )
 _INVALIDATIONS = (
     _PREFIXES
-    + """SELECT ?m ?inv ?by ?reason WHERE {
+    + """SELECT ?m ?inv ?by ?reason ?since WHERE {
   GRAPH ?g {
     ?m a trails:Memory ; prov:invalidatedAtTime ?inv ; prov:wasInvalidatedBy ?by .
     OPTIONAL { ?by trails:reason ?reason }
@@ -191,6 +191,7 @@ class MemoryIndex:
         return [g for g in self.store.graphs() if g.startswith(self.prefix)]
 
     def _select(self, template: str, since: datetime | None, var: str) -> Solutions:
+        # ``?since`` is projected because bound parameters must be (and stays unbound otherwise)
         graphs = self._graphs()
         if not graphs:
             return Solutions([], [])
