@@ -1,0 +1,165 @@
+"""JSON over HTTP for the httpx adapters (Ollama, OpenAI-compatible), errors translated.
+
+One place turns httpx's exceptions and HTTP error statuses into the
+``trails.llm.errors`` classes, so the adapters only parse their bodies. The
+loopback guard runs before every request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import httpx
+
+from trails.llm._net import check_host
+from trails.llm.errors import (
+    MalformedResponseError,
+    ModelAPIError,
+    ModelConnectionError,
+    ModelTimeoutError,
+    error_for_status,
+)
+
+__all__ = ["JsonHttp"]
+
+_REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-amzn-requestid")
+
+
+def _request_id(response: httpx.Response) -> str | None:
+    for name in _REQUEST_ID_HEADERS:
+        value = response.headers.get(name)
+        if value:
+            return str(value)
+    return None
+
+
+def _error_text(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return response.text[:500]
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            return str(err.get("message") or err)
+        return str(err)
+    return str(data)[:500]
+
+
+class JsonHttp:
+    """POST JSON to one base URL; answers parsed, failures translated.
+
+    Args:
+        provider: the provider name for errors.
+        base_url: the API root.
+        timeout: seconds per request (connect, read, write, pool).
+        headers: sent with every request.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        base_url: str,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.provider = provider
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._client = httpx.Client(timeout=timeout, headers=dict(headers or {}))
+
+    def url(self, path: str) -> str:
+        return f"{self.base_url}/{path.lstrip('/')}"
+
+    def _translate(self, exc: httpx.HTTPError, url: str) -> ModelAPIError:
+        if isinstance(exc, httpx.TimeoutException):
+            return ModelTimeoutError(
+                f"{self.provider}: {url} did not answer within {self.timeout} s",
+                provider=self.provider,
+            )
+        if isinstance(exc, httpx.TransportError):
+            return ModelConnectionError(
+                f"{self.provider}: cannot reach {url}: {type(exc).__name__}: {exc}",
+                provider=self.provider,
+            )
+        return ModelAPIError(f"{self.provider}: {url}: {exc}", provider=self.provider)
+
+    def _check(self, response: httpx.Response) -> None:
+        if response.status_code >= 400:
+            response.read()
+            raise error_for_status(
+                response.status_code,
+                _error_text(response),
+                provider=self.provider,
+                request_id=_request_id(response),
+                retry_after=response.headers.get("retry-after"),
+            )
+
+    def post(self, path: str, body: dict[str, Any]) -> tuple[Any, str | None]:
+        """POST ``body`` and parse the JSON answer.
+
+        Args:
+            path: appended to the base URL.
+            body: the JSON request body.
+
+        Returns:
+            ``(parsed JSON, request id or None)``.
+
+        Raises:
+            ModelAPIError: a subclass per failure kind.
+        """
+        url = self.url(path)
+        check_host(url, self.provider)
+        try:
+            response = self._client.post(url, json=body)
+        except httpx.HTTPError as exc:
+            raise self._translate(exc, url) from exc
+        self._check(response)
+        request_id = _request_id(response)
+        try:
+            return response.json(), request_id
+        except ValueError as exc:
+            raise MalformedResponseError(
+                f"{self.provider}: {url} answered {response.status_code} with a body that is "
+                f"not JSON: {response.text[:200]!r}",
+                provider=self.provider,
+                status=response.status_code,
+                request_id=request_id,
+            ) from exc
+
+    def stream_lines(
+        self, path: str, body: dict[str, Any]
+    ) -> Iterator[str | dict[str, str | None]]:
+        """POST ``body`` and yield the answer's non-empty lines as they arrive.
+
+        The first item is ``{"request_id": ...}``; the rest are text lines.
+
+        Raises:
+            ModelAPIError: a subclass per failure kind, before or during the stream.
+        """
+        url = self.url(path)
+        check_host(url, self.provider)
+        try:
+            with self._client.stream("POST", url, json=body) as response:
+                self._check(response)
+                yield {"request_id": _request_id(response)}
+                for line in response.iter_lines():
+                    if line.strip():
+                        yield line
+        except httpx.HTTPError as exc:
+            raise self._translate(exc, url) from exc
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def loads(line: str, provider: str, what: str) -> Any:
+    """Parse one streamed JSON line or event, as a ``MalformedResponseError`` when it is not JSON."""
+    try:
+        return json.loads(line)
+    except ValueError as exc:
+        raise MalformedResponseError(
+            f"{provider}: {what} is not JSON: {line[:200]!r}", provider=provider
+        ) from exc
