@@ -16,6 +16,8 @@ Every error trails raises on purpose is a ``TrailsError``. Backend exceptions
     │   │   ├── QueryParameterError
     │   │   └── QueryRefused       the endpoint will not run it (update, SERVICE, limits)
     │   ├── RDFSyntaxError         data to load or import does not parse
+    │   ├── ExportError            an export cannot be written as asked (unwritable path ...)
+    │   │   └── ExportRefused      an export rule forbids it (assurance level, domain)
     │   ├── SessionError           replay / persist misuse (no such session ...)
     │   └── MemoryInputError       bad memory input (range, scope, missing id)
     ├── RunError                   something failed while running
@@ -38,6 +40,8 @@ __all__ = [
     "BudgetExceeded",
     "CapabilityError",
     "ConfigError",
+    "ExportError",
+    "ExportRefused",
     "MemoryInputError",
     "ModelAPIError",
     "PolicyDenied",
@@ -132,6 +136,14 @@ class QueryRefused(QueryError):
 
 class RDFSyntaxError(UserError):
     """RDF data given to ``load`` / ``trails import`` does not parse; nothing was loaded."""
+
+
+class ExportError(UserError):
+    """An export cannot be written as asked (unwritable path, format that cannot hold it)."""
+
+
+class ExportRefused(ExportError):
+    """An export rule forbids the export (ADR-0013: an assurance level that may not leave its domain)."""
 
 
 class SessionError(UserError):
