@@ -103,6 +103,15 @@ SELECT ?run ?child WHERE { GRAPH ?g { ?child a trails:PlanRun ; prov:wasInformed
 """
 )
 
+SESSION_END = (
+    PREFIXES
+    + """
+SELECT ?session ?status WHERE {
+  GRAPH ?session { ?session a trails:Session ; prov:endedAtTime ?ended ; trails:status ?status }
+}
+"""
+)
+
 
 def _rows(store: Store, query: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     result = store.query(query, params)
@@ -143,6 +152,11 @@ class ProvReader:
         for row in rows:
             row["value"] = json.loads(row["value"])
         return rows
+
+    def session_status(self, session: str) -> str | None:
+        """The recorded end status of a session (None while it is open)."""
+        rows = _rows(self.store, SESSION_END, {"session": IRI(session)})
+        return rows[0]["status"] if rows else None
 
     def child_runs(self, run: str) -> list[str]:
         return [r["child"] for r in _rows(self.store, CHILD_RUNS, {"run": IRI(run)})]
