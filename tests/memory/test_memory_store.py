@@ -31,7 +31,9 @@ def test_capabilities_are_registered_on_import() -> None:
     assert not get_capability("memory.recall").side_effects
 
 
-def test_seed_example_learn_then_recall_from_another_agent(store: Store, recorder: Recorder) -> None:
+def test_seed_example_learn_then_recall_from_another_agent(
+    store: Store, recorder: Recorder
+) -> None:
     alice = Context.open("did:web:alice.example", recorder=recorder)
     trails.invoke(
         "memory.learn",
@@ -46,7 +48,9 @@ def test_seed_example_learn_then_recall_from_another_agent(store: Store, recorde
     )
     alice.close()
     bob = Context.open("did:web:bob.example", recorder=recorder)
-    hits = trails.invoke("memory.recall", {"context": "SPARQL security", "scope": "shared"}, ctx=bob)
+    hits = trails.invoke(
+        "memory.recall", {"context": "SPARQL security", "scope": "shared"}, ctx=bob
+    )
     [hit] = hits
     assert hit.content == "The SPARQL proxy rejects SERVICE queries"
     assert hit.rank == 1 and 0 < hit.score <= 1 and hit.relevance == 1.0
@@ -60,7 +64,9 @@ def test_seed_example_learn_then_recall_from_another_agent(store: Store, recorde
 
 
 def test_memory_is_provenance_in_a_scope_graph(ctx: Context) -> None:
-    m = memory.learn("Deploys freeze on Fridays", topic="ops", tags=["deploy", "policy"], scope="shared", ctx=ctx)
+    m = memory.learn(
+        "Deploys freeze on Fridays", topic="ops", tags=["deploy", "policy"], scope="shared", ctx=ctx
+    )
     graph = ctx.recorder.minter.graph("memory/shared")
     [row] = rows(
         ctx.store,
@@ -113,9 +119,13 @@ def test_derived_from_names_the_completion_it_came_from(ctx: Context) -> None:
         memory.learn("from nowhere", derived_from="urn:trails:entity:missing", ctx=ctx)
 
 
-def test_auditor_query_which_memories_influenced_a_decision(store: Store, recorder: Recorder) -> None:
+def test_auditor_query_which_memories_influenced_a_decision(
+    store: Store, recorder: Recorder
+) -> None:
     teacher = Context.open("did:local:teacher", recorder=recorder)
-    a = memory.learn("Refunds above 500 EUR need a second approver", topic="refunds", scope="shared", ctx=teacher)
+    a = memory.learn(
+        "Refunds above 500 EUR need a second approver", topic="refunds", scope="shared", ctx=teacher
+    )
     memory.learn("The cafeteria opens at eight", scope="shared", ctx=teacher)
     teacher.close()
     agent = Context.open("did:local:clerk", recorder=recorder)
@@ -154,7 +164,9 @@ def test_private_memories_only_visible_to_their_agent(store: Store, recorder: Re
     alice = Context.open("did:local:alice", recorder=recorder)
     bob = Context.open("did:local:bob", recorder=recorder)
     secret = memory.learn("alice keeps the vault key in locker 7", scope="private", ctx=alice)
-    assert [h.id for h in memory.recall("vault key locker", scope="private", ctx=alice)] == [secret.id]
+    assert [h.id for h in memory.recall("vault key locker", scope="private", ctx=alice)] == [
+        secret.id
+    ]
     assert memory.recall("vault key locker", scope="private", ctx=bob) == []
     assert memory.recall("vault key locker", scope="all", ctx=bob) == []
     assert memory.recall("vault key locker", scope="shared", ctx=alice) == []
@@ -177,13 +189,21 @@ def test_session_scope_stays_in_its_session(store: Store, recorder: Recorder) ->
 
 
 def test_supersede_retires_the_old_version_and_as_of_sees_the_past(ctx: Context) -> None:
-    old = memory.learn("The staging database listens on port 5432", topic="db", scope="shared", ctx=ctx)
+    old = memory.learn(
+        "The staging database listens on port 5432", topic="db", scope="shared", ctx=ctx
+    )
     between = datetime.now(UTC)
     new = memory.learn(
-        "The staging database listens on port 6543", topic="db", scope="shared", supersedes=old.id, ctx=ctx
+        "The staging database listens on port 6543",
+        topic="db",
+        scope="shared",
+        supersedes=old.id,
+        ctx=ctx,
     )
     assert new.revision_of == old.id
-    assert [h.id for h in memory.recall("staging database port", scope="shared", ctx=ctx)] == [new.id]
+    assert [h.id for h in memory.recall("staging database port", scope="shared", ctx=ctx)] == [
+        new.id
+    ]
     past = memory.recall("staging database port", scope="shared", as_of=between, ctx=ctx)
     assert [h.id for h in past] == [old.id]
     before_all = old.recorded_at - timedelta(seconds=1)
@@ -240,14 +260,32 @@ def test_validity_interval_is_apart_from_recording_time(ctx: Context) -> None:
 
 
 def test_ranking_uses_confidence_and_filters(ctx: Context) -> None:
-    low = memory.learn("The release train leaves on Monday", confidence=0.2, scope="shared", tags=["release"], ctx=ctx)
-    high = memory.learn("The release train leaves on Thursday", confidence=0.95, scope="shared", topic="Release", ctx=ctx)
+    low = memory.learn(
+        "The release train leaves on Monday",
+        confidence=0.2,
+        scope="shared",
+        tags=["release"],
+        ctx=ctx,
+    )
+    high = memory.learn(
+        "The release train leaves on Thursday",
+        confidence=0.95,
+        scope="shared",
+        topic="Release",
+        ctx=ctx,
+    )
     hits = memory.recall("release train", scope="shared", ctx=ctx)
     assert [h.id for h in hits] == [high.id, low.id]
     assert hits[0].score > hits[1].score
-    assert [h.id for h in memory.recall("release train", scope="shared", min_confidence=0.5, ctx=ctx)] == [high.id]
-    assert [h.id for h in memory.recall("release train", scope="shared", topic="release", ctx=ctx)] == [high.id]
-    assert [h.id for h in memory.recall("release train", scope="shared", tags=["release"], ctx=ctx)] == [low.id]
+    assert [
+        h.id for h in memory.recall("release train", scope="shared", min_confidence=0.5, ctx=ctx)
+    ] == [high.id]
+    assert [
+        h.id for h in memory.recall("release train", scope="shared", topic="release", ctx=ctx)
+    ] == [high.id]
+    assert [
+        h.id for h in memory.recall("release train", scope="shared", tags=["release"], ctx=ctx)
+    ] == [low.id]
     assert [h.id for h in memory.recall("release train", scope="shared", k=1, ctx=ctx)] == [high.id]
     # blank context: everything visible, by confidence and recency
     assert [h.id for h in memory.recall("", scope="shared", ctx=ctx)] == [high.id, low.id]
@@ -283,7 +321,7 @@ def test_embedding_ranker_is_off_by_default_and_reranks_when_set(ctx: Context) -
     assert service.config().ranker is None
     first = memory.learn("cache invalidation cache invalidation strategy", scope="shared", ctx=ctx)
     second = memory.learn("cache warmup note (preferred)", scope="shared", ctx=ctx)
-    assert [h.id for h in memory.recall("cache invalidation", scope="shared", ctx=ctx)][0] == first.id
+    assert memory.recall("cache invalidation", scope="shared", ctx=ctx)[0].id == first.id
     ranker = KeywordRanker("preferred")
     assert isinstance(ranker, memory.EmbeddingRanker)
     memory.set_ranker(ranker)
@@ -341,7 +379,14 @@ def test_index_reload_matches_what_was_learned(ctx: Context) -> None:
 
 
 def test_vocabulary_used_is_declared() -> None:
-    for term in (T.MemoryLearn, T.MemoryRecall, T.MemoryForget, T.confidence, T.scope, T.memoryRevision):
+    for term in (
+        T.MemoryLearn,
+        T.MemoryRecall,
+        T.MemoryForget,
+        T.confidence,
+        T.scope,
+        T.memoryRevision,
+    ):
         assert term.startswith("https://w3id.org/trails/ns#")
     assert PROV.invalidatedAtTime.endswith("invalidatedAtTime")
 

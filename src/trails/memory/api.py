@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from trails.errors import UnknownCapability
+from trails.errors import MemoryInputError, UnknownCapability
 from trails.kernel.context import Context, default_context
 from trails.kernel.invoke import invoke
 from trails.kernel.registry import capability, get_capability
@@ -124,7 +124,21 @@ def register() -> None:
     capability(id="memory.list")(_list)
 
 
+def _check_text(args: dict[str, Any]) -> None:
+    """Refuse text that cannot be recorded (lone surrogates) before the call is recorded."""
+    for name, value in args.items():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str):
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    raise MemoryInputError(
+                        f"{name} is not valid Unicode text (lone surrogate at position {exc.start})"
+                    ) from None
+
+
 def _call(capability_id: str, args: dict[str, Any], ctx: Context | None) -> Any:
+    _check_text(args)
     try:
         get_capability(capability_id)
     except UnknownCapability:
