@@ -282,9 +282,11 @@ def _summary(doc: ProvDocument) -> ProvSummary:
 
 
 def _typed(store: Store, cls: IRI, graph: IRI | None) -> set[str]:
-    query = f"SELECT DISTINCT ?x WHERE {{ GRAPH ?g {{ ?x {RDF.type.n3()} {cls.n3()} }} }}"
-    params = {"g": graph} if graph is not None else None
-    result = store.query(query, params)
+    pattern = f"GRAPH ?g {{ ?x {RDF.type.n3()} {cls.n3()} }}"
+    if graph is None:
+        result = store.query(f"SELECT DISTINCT ?x WHERE {{ {pattern} }}")
+    else:  # a bound variable must be projected
+        result = store.query(f"SELECT DISTINCT ?x ?g WHERE {{ {pattern} }}", {"g": graph})
     assert isinstance(result, Solutions)
     return {str(x) for x in result.column("x") if x is not None}
 
