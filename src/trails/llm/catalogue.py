@@ -303,6 +303,6 @@ def select_model(
     Raises:
         UserError: an unknown hint, or nothing fits.
     """
-    return (catalogue or default_catalogue()).select(
+    return (catalogue if catalogue is not None else default_catalogue()).select(
         task, budget_hint=budget_hint, provider=provider
     )

@@ -124,9 +124,11 @@ class LLMClient:
         self.retry = retry if retry is not None else RetryPolicy()
         if response_cache is True:
             response_cache = ResponseCache()
-        self.response_cache: ResponseCache | None = response_cache or None
+        self.response_cache: ResponseCache | None = (
+            response_cache if isinstance(response_cache, ResponseCache) else None
+        )
         self.store_cache = store_cache
-        self.catalogue = catalogue or default_catalogue()
+        self.catalogue = catalogue if catalogue is not None else default_catalogue()
 
     # -- constructors ---------------------------------------------------------------
 
@@ -597,6 +599,8 @@ class LLMClient:
         self, call: _Call, response: Response, *, retries: int, cache_hit: bool
     ) -> Response:
         ctx = call.ctx
+        if not cache_hit:
+            retries += response.retries  # attempts an adapter made itself (a fallback chain)
         provider = response.provider or self.provider
         model = response.model or call.request.model
         if cache_hit:
