@@ -16,6 +16,7 @@ from trails.agent.planners import (
     PlanStep,
     StopReason,
     plan_and_execute,
+    plan_execute_reflect,
     react,
     reflexion,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "StopReason",
     "TokenWindow",
     "plan_and_execute",
+    "plan_execute_reflect",
     "react",
     "reflexion",
 ]

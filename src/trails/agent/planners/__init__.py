@@ -1,4 +1,4 @@
-"""The planners: ReAct, Plan-and-Execute and Reflexion behind one ``run(...)`` signature.
+"""The planners: ReAct, Plan-and-Execute, Reflexion and Plan-Execute-Reflect, one ``run(...)``.
 
 Each planner is a module whose ``run(goal, *, llm, session, ctx=None, ...)``
 returns a ``PlanResult``, so swapping one strategy for another is a one-line
@@ -8,7 +8,7 @@ and ``[agent] strategy`` in trails.toml to the modules.
 
 from __future__ import annotations
 
-from trails.agent.planners import plan_and_execute, react, reflexion
+from trails.agent.planners import plan_and_execute, plan_execute_reflect, react, reflexion
 from trails.agent.planners.base import (
     BUDGET_STOPS,
     STOP_REASONS,
@@ -27,6 +27,7 @@ __all__ = [
     "PlanningStrategy",
     "StopReason",
     "plan_and_execute",
+    "plan_execute_reflect",
     "react",
     "reflexion",
 ]
@@ -36,4 +37,5 @@ STRATEGIES: dict[str, PlanningStrategy] = {
     react.NAME: react,
     plan_and_execute.NAME: plan_and_execute,
     reflexion.NAME: reflexion,
+    plan_execute_reflect.NAME: plan_execute_reflect,
 }

@@ -1,0 +1,274 @@
+"""Plan-Execute-Reflect: a planner that re-plans after every executed step.
+
+Each iteration the planner (a fresh message list: its system prompt, the
+objective, and the steps completed so far with their results) answers
+``{"steps": [...], "result": ""}`` or, when it knows the answer,
+``{"steps": [], "result": "..."}``. A non-empty ``result`` ends the run with
+``goal_achieved``; otherwise only the first step is executed, by a ReAct
+executor pass whose goal is the step text (``executor_max_iterations`` turns),
+and its answer joins the completed steps the planner reflects on next.
+``max_steps`` caps executed steps. Budgets are checked before every planner
+call and what is left of them is passed to each executor pass.
+
+Provenance: a ``trails:PlanExecuteReflectPlan`` activity; each planner turn a
+completion informed by it, its parsed plan a ``trails:PlanDocument``; each
+executor pass a ``trails:ReActPlan`` informed by the planner completion that
+chose its step. Parsed plans are appended to ``session.metadata["plans"]``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from trails.agent.planners import react
+from trails.agent.planners._loop import (
+    Breach,
+    Limits,
+    PlanRun,
+    activity_of,
+    check_limits,
+    check_positive_int,
+    per_call_tokens,
+)
+from trails.agent.planners._parse import json_candidates
+from trails.agent.planners._tools import ToolFilter, ToolsSpec, discover_tools, render_catalogue
+from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep
+from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
+from trails.llm.types import Message
+from trails.store.terms import IRI
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from trails.agent.context import Session
+    from trails.kernel.context import Context
+
+__all__ = [
+    "EXECUTOR",
+    "NAME",
+    "PLANNER_PROMPT",
+    "build_planner_messages",
+    "parse_reflection",
+    "run",
+]
+
+#: The strategy name (``Session(strategy=...)``, ``trails:strategy``).
+NAME = "plan_execute_reflect"
+
+#: The ``PlanStep.action`` of a step run by the ReAct executor.
+EXECUTOR = "executor"
+
+PLANNER_PROMPT = """\
+You are a thoughtful and analytical planner agent in a plan-execute-reflect framework. \
+Break the objective into an ordered list of atomic, self-contained steps that, if \
+executed, lead to the final result. Each step states what to do and which tool to use; \
+you do not execute tools. Use only the provided tools. After each executed step you \
+will see its result and update the plan.
+
+Respond only with one JSON object:
+{"steps": ["<step>", ...], "result": ""}   when more steps are needed, or
+{"steps": [], "result": "<final answer>"}   when you know the final result."""
+
+NUDGE = (
+    "Your last reply could not be used ({problem}). Respond only with one JSON object "
+    '{{"steps": [...], "result": "..."}}.'
+)
+
+
+def parse_reflection(text: str) -> dict[str, Any]:
+    """Extract a planner reply: ``{"steps": list[str], "result": str}``.
+
+    Args:
+        text: the raw reply.
+
+    Returns:
+        The remaining steps (dict steps JSON-encoded) and the result ("" when none).
+
+    Raises:
+        ReplyParseError: no JSON object with ``steps`` or ``result``, or neither a
+            non-empty result nor at least one step.
+    """
+    if not isinstance(text, str):
+        raise ReplyParseError(f"the reply must be text, not {type(text).__name__}")
+    for value in json_candidates(text):
+        if not isinstance(value, dict) or not ({"steps", "result"} & set(value)):
+            continue
+        steps = value.get("steps") or []
+        if not isinstance(steps, list):
+            raise ReplyParseError(f"'steps' must be a list, not {steps!r}")
+        texts = [s if isinstance(s, str) else json.dumps(s, default=str) for s in steps]
+        texts = [s for s in texts if s.strip()]
+        result = value.get("result") or ""
+        result = result if isinstance(result, str) else json.dumps(result, default=str)
+        if not result.strip() and not texts:
+            raise ReplyParseError("the reply has neither steps nor a result")
+        return {"steps": texts, "result": result}
+    raise ReplyParseError('no JSON object with "steps" or "result" found in the reply')
+
+
+def build_planner_messages(
+    goal: str,
+    tool_specs: Sequence[tuple[str, dict[str, Any]]],
+    completed: Sequence[tuple[str, str | None]],
+) -> list[Message]:
+    """The planner's fresh message list: its prompt, the objective, the completed steps.
+
+    Args:
+        goal: the objective.
+        tool_specs: the tools the executor may use.
+        completed: ``(step, result)`` pairs executed so far.
+
+    Returns:
+        The messages.
+    """
+    system = f"{PLANNER_PROMPT}\n\nTools:\n{render_catalogue(tool_specs)}"
+    lines = [f"Objective: {goal}"]
+    if completed:
+        lines += ["", "Completed steps and their results:"]
+        for i, (step, result) in enumerate(completed, 1):
+            lines += [f"{i}. {step}", f"   result: {result}"]
+        lines += ["", "Update your plan based on the latest step results."]
+    return [Message("system", system), Message("user", "\n".join(lines))]
+
+
+def run(
+    goal: str,
+    *,
+    llm: Any,
+    session: Session,
+    ctx: Context | None = None,
+    max_steps: int = 10,
+    tools: ToolsSpec = None,
+    tool_filter: ToolFilter = None,
+    executor_max_iterations: int = 5,
+    max_tokens_per_call: int | None = None,
+    temperature: float = 0.0,
+    max_cost_usd: float | None = None,
+    max_tokens: int | None = None,
+    max_wall_time_s: float | None = None,
+    max_tokens_per_step: int | None = None,
+) -> PlanResult:
+    """Plan, execute the first step with ReAct, reflect on its result, repeat.
+
+    Args:
+        goal: what the agent should achieve.
+        llm: the LLM client (planner and executor).
+        session: the conversation to continue (the executor writes into it).
+        ctx: the caller's context (default: the session's own).
+        max_steps: the cap on executed steps.
+        tools: which capabilities the executor may use.
+        tool_filter: a post-filter on them.
+        executor_max_iterations: ``max_steps`` of each ReAct executor pass.
+        max_tokens_per_call: the completion-token cap of each LLM call (default 1024).
+        temperature: the sampling temperature.
+        max_cost_usd: USD the whole run may spend.
+        max_tokens: tokens the whole run may use.
+        max_wall_time_s: seconds the whole run may take.
+        max_tokens_per_step: another name for ``max_tokens_per_call``.
+
+    Returns:
+        The ``PlanResult``; its steps are the executed plan steps (action ``executor``,
+        the step text as thought, the executor's answer as observation) and ``finish``.
+
+    Raises:
+        UserError: a bad argument (nothing is recorded then).
+        StoreError: provenance could not be recorded.
+    """
+    per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
+    limits = check_limits(
+        max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
+    )
+    max_steps = check_positive_int("max_steps", max_steps)
+    inner_steps = check_positive_int("executor_max_iterations", executor_max_iterations)
+    tool_specs = discover_tools(tools, tool_filter=tool_filter)
+    tool_ids = [cid for cid, _ in tool_specs]
+    plan = PlanRun(NAME, goal, llm=llm, session=session, ctx=ctx, tools=tool_ids)
+    budget = Limits(plan.ctx.tracker, **limits)
+    plan.start()
+    try:
+        return _loop(
+            plan,
+            budget,
+            tool_specs=tool_specs,
+            max_steps=max_steps,
+            inner_steps=inner_steps,
+            per_call=per_call,
+            temperature=temperature,
+        )
+    except BudgetExceeded as exc:
+        return plan.budget_stop(exc)
+    except BaseException as exc:
+        plan.abort(exc)
+        raise
+
+
+def _loop(
+    plan: PlanRun,
+    budget: Limits,
+    *,
+    tool_specs: list[tuple[str, dict[str, Any]]],
+    max_steps: int,
+    inner_steps: int,
+    per_call: int,
+    temperature: float,
+) -> PlanResult:
+    completed: list[tuple[str, str | None]] = []
+    position = 0
+    nudged = False
+    messages = build_planner_messages(plan.goal, tool_specs, completed)
+    while True:
+        breach = budget.breach()
+        if breach is not None:
+            return plan.finish(breach.reason, breach=breach)
+        try:
+            response = plan.complete(
+                messages, step=position, max_tokens=per_call, temperature=temperature
+            )
+        except ModelAPIError as exc:
+            return plan.finish("error", error=str(exc))
+        index, position = position, position + 1
+        completion = activity_of(response)
+        try:
+            reply = parse_reflection(response.text)
+        except ReplyParseError as exc:
+            if nudged:
+                return plan.finish("error", error=f"malformed plan after a retry: {exc}")
+            nudged = True
+            messages = [
+                *messages,
+                Message("assistant", response.text),
+                Message("user", NUDGE.format(problem=exc)),
+            ]
+            continue
+        nudged = False
+        plan.session.metadata.setdefault("plans", []).append(reply)
+        plan.record_entity("PlanDocument", reply, generated_by=completion, index=index)
+        if reply["result"].strip():
+            plan.steps.append(PlanStep("reflect", "finish", {}, None, completion))
+            return plan.finish("goal_achieved", answer=reply["result"])
+        if len(completed) >= max_steps:
+            return plan.finish("max_steps", breach=Breach("max_steps", max_steps, len(completed)))
+        step = reply["steps"][0]
+        inner = react._run(
+            step,
+            llm=plan.llm,
+            session=plan.session,
+            ctx=plan.ctx.child(parent=IRI.trusted(completion) if completion else plan.activity),
+            max_steps=inner_steps,
+            tools=[cid for cid, _ in tool_specs],
+            tool_filter=None,
+            per_call=per_call,
+            temperature=temperature,
+            limits=budget.remaining(),
+            announce_goal=True,
+        )
+        plan.steps.append(
+            PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri)
+        )
+        if inner.stopped == "error":
+            return plan.finish("error", error=inner.error)
+        if inner.stopped in BUDGET_STOPS:
+            return plan.finish(inner.stopped, breach=budget.observe(inner.stopped))
+        completed.append((step, inner.answer))
+        messages = build_planner_messages(plan.goal, tool_specs, completed)
