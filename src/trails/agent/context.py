@@ -27,8 +27,10 @@ from trails.llm.types import Message, Role
 from trails.prov.recorder import Recorder, default_recorder
 
 if TYPE_CHECKING:
+    from trails.agent.persistence import ReplayOrigin
     from trails.agent.planners.base import PlanResult
     from trails.store.base import Store
+    from trails.store.terms import IRI
 
 __all__ = [
     "BUDGET_KEYS",
@@ -292,6 +294,7 @@ class Session:
         self._recorder = recorder
         self._context: Context | None = None
         self._closed = False
+        self._origin: ReplayOrigin | None = None
 
     @classmethod
     def new(
@@ -343,6 +346,7 @@ class Session:
         """
         if self._closed:
             raise SessionError(f"session {self.id} is closed; start a new Session")
+        self._refuse_if_read_only()
         if self._context is None:
             recorder = self._recorder
             if recorder is None:
@@ -361,8 +365,80 @@ class Session:
 
     @property
     def iri(self) -> str | None:
-        """The session IRI (which names its graph), once the session is open."""
+        """The session IRI (which names its graph), once the session is open (or replayed)."""
+        if self._origin is not None:
+            return str(self._origin.session)
         return None if self._context is None else str(self._context.session)
+
+    # -- persistence (see trails.agent.persistence) ------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this is a replayed session: it records nothing and refuses to run."""
+        return self._origin is not None
+
+    @property
+    def replayed_from(self) -> ReplayOrigin | None:
+        """Where a replayed session was read from (graph, session, store, completions)."""
+        return self._origin
+
+    def _refuse_if_read_only(self) -> None:
+        if self._origin is not None:
+            raise SessionError(
+                f"session {self._origin.session} was replayed from graph {self._origin.graph} "
+                "and is read-only: call fork() to continue it in a new session"
+            )
+
+    def persist(self, *, graph: str | None = None) -> IRI:
+        """Write a replayable projection of this session (opt-in; idempotent).
+
+        Args:
+            graph: the named graph to write into (default: the session's own graph).
+
+        Returns:
+            The graph IRI, for ``Session.replay``.
+
+        Raises:
+            SessionError: a read-only replay, or ``graph`` is not an absolute IRI.
+            StoreError: the write failed; nothing was written.
+        """
+        from trails.agent.persistence import persist
+
+        return persist(self, graph=graph)
+
+    @classmethod
+    def replay(cls, iri: str, *, store: Store | None = None) -> Session:
+        """Rebuild a persisted session with SPARQL alone; read-only, writes nothing.
+
+        Args:
+            iri: the graph the session was persisted into, or the session IRI.
+            store: the store to read (default: the process default store).
+
+        Returns:
+            The replayed, read-only session.
+
+        Raises:
+            SessionError: no such session, no projection, or an incompatible one.
+        """
+        from trails.agent.persistence import replay
+
+        return replay(iri, store=store)
+
+    def fork(self, *, llm: Any = None) -> Session:
+        """Continue a replayed session as a new live session derived from it.
+
+        Args:
+            llm: the LLM client of the fork (default: this session's).
+
+        Returns:
+            The new session; its start and its ``prov:wasDerivedFrom`` link are recorded.
+
+        Raises:
+            SessionError: this session was not replayed.
+        """
+        from trails.agent.persistence import fork
+
+        return fork(self, llm=llm)
 
     def resolve_strategy(self) -> str:
         """The strategy ``run`` will use: the session's, else the configured one.
@@ -395,6 +471,7 @@ class Session:
         """
         from trails.agent.planners import STRATEGIES
 
+        self._refuse_if_read_only()
         client = llm if llm is not None else self.llm
         if client is None:
             raise UserError("Session.run needs an LLM client: pass llm= to run() or to Session")
