@@ -393,3 +393,32 @@ def test_response_usd_is_recorded_on_the_completion(store: Store, prov: Any) -> 
     result = react.run("Goal.", llm=client, session=Session(principal="did:local:alice"))
     assert result.stopped == "goal_achieved"
     assert len(prov.completions(result.activity_iri)) == 1
+
+
+def test_policy_denial_is_an_observation(
+    recorder: Recorder, notes: Any, reply: Any, prov: Any
+) -> None:
+    from trails.kernel import Decision
+
+    class NoWrites:
+        name = "no-writes"
+
+        def decide(self, spec: Any, args: dict[str, Any], ctx: Context) -> Decision:
+            return Decision("deny", "read-only session") if spec.side_effects else Decision("allow")
+
+    caller = Context.open("did:local:alice", recorder=recorder, policy=NoWrites())
+    client = LLMClient.mock(
+        response=[
+            reply("notes.tag", {"note": "n1", "label": "x"}),
+            reply("finish", final_answer="no"),
+        ]
+    )
+    session = Session(principal="did:local:alice")
+    result = react.run("Tag n1.", llm=client, session=session, ctx=caller)
+    assert result.stopped == "goal_achieved"
+    observation = result.steps[0].observation
+    assert observation == "error: policy denied 'notes.tag': read-only session"
+    assert notes["tag"] == [] and session.invocations == []
+    # nothing was invoked, so the step points at the completion that chose it
+    assert result.steps[0].activity_iri == prov.completions(result.activity_iri)[0]["completion"]
+    assert_conforms(recorder.store)
