@@ -2,7 +2,9 @@
 
 ``assert_conforms`` and ``assert_prov_readable`` check that recorded
 provenance satisfies ``ontologies/shapes.ttl`` and is read correctly by the
-``prov`` package; see ``trails.testing.conformance``.
+``prov`` package; ``record_sample_session`` records one session holding every
+kind of event, for tests of anything that reads provenance. See
+``trails.testing.conformance``.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from trails.testing.conformance import (
     assert_prov_readable,
     ontology_dir,
     prov_document,
+    record_sample_session,
     shacl_report,
     shapes_graph,
 )
@@ -23,6 +26,7 @@ __all__ = [
     "assert_prov_readable",
     "ontology_dir",
     "prov_document",
+    "record_sample_session",
     "shacl_report",
     "shapes_graph",
 ]

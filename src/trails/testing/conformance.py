@@ -39,13 +39,10 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import rdflib
 from prov.model import ProvActivity, ProvAgent, ProvDocument, ProvEntity, ProvRecord
-from pyshacl import Validator
-from pyshacl.graph_abstraction import DataGraph
-from pyshacl.shapes_graph import ShapesGraph
 from rdflib.collection import Collection as RDFList
 
 from trails.errors import RDFSyntaxError
@@ -64,6 +61,9 @@ from trails.prov.recorder import Recorder
 from trails.prov.vocab import PROV, RDF
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI
+
+if TYPE_CHECKING:  # pyshacl is a test dependency, imported when a check runs
+    from pyshacl.shapes_graph import ShapesGraph
 
 __all__ = [
     "ProvSummary",
@@ -103,6 +103,10 @@ def _cached_shapes() -> ShapesGraph:
     global _shapes
     with _lock:
         if _shapes is None:
+            try:
+                from pyshacl.shapes_graph import ShapesGraph
+            except ImportError as exc:  # pragma: no cover - depends on the installation
+                raise ImportError("SHACL checks need pyshacl: pip install 'trails[test]'") from exc
             graph = rdflib.Graph()
             graph.parse(ontology_dir() / "shapes.ttl", format="turtle")
             shapes = ShapesGraph(graph)
@@ -113,6 +117,9 @@ def _cached_shapes() -> ShapesGraph:
 
 def _validate(data: rdflib.Graph) -> tuple[bool, rdflib.Graph]:
     shapes = _cached_shapes()
+    from pyshacl import Validator
+    from pyshacl.graph_abstraction import DataGraph
+
     validator = Validator(
         DataGraph.from_rdflib(data),
         shacl_graph=shapes.graph,
