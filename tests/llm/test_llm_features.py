@@ -9,7 +9,7 @@ import pytest
 from llm_fakes import FakeServer, Reply, anthropic_message
 
 from conftest import Sleeps
-from trails.errors import ConfigError, UserError
+from trails.errors import BudgetExceeded, ConfigError, UserError
 from trails.kernel import Context
 from trails.llm import (
     Catalogue,
@@ -333,7 +333,7 @@ def test_from_spec() -> None:
     oa = LLMClient.from_spec("openai:qwen2.5@http://127.0.0.1:8000/v1")
     assert (oa.provider, oa.model) == ("openai_compatible", "qwen2.5")
     for bad in ("gpt", "anthropic", "openai:model-without-url", "cohere:x"):
-        with pytest.raises(UserError, match="accepted forms|MODEL@URL"):
+        with pytest.raises(UserError, match=r"accepted forms|MODEL@URL"):
             LLMClient.from_spec(bad)
 
 
@@ -346,8 +346,6 @@ def test_mock_stream_and_budget_checked_at_call(ctx: Context, store: Store) -> N
     assert "".join(p.text for p in parts if isinstance(p, Chunk)) == parts[-1].text
     assert len(parts) == 5  # 4 chunks of 8 characters, then the response
     ctx.tracker.set_budget(ctx.principal, tokens=1)
-    from trails.errors import BudgetExceeded
-
     with pytest.raises(BudgetExceeded):
         client.stream("q", ctx=ctx)  # raised at the call, before iteration
     assert len(client.requests) == 1
