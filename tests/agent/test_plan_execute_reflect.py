@@ -101,7 +101,10 @@ def test_executor_error_and_malformed_planner(store: Store) -> None:
 
 
 def test_session_strategy_name() -> None:
+    from trails.agent import PlanningStrategy
+
     assert STRATEGIES["plan_execute_reflect"] is plan_execute_reflect
+    assert all(isinstance(module, PlanningStrategy) for module in STRATEGIES.values())
     assert Session.new(strategy="plan-execute-reflect", principal="d:a").strategy == (
         "plan_execute_reflect"
     )
