@@ -510,11 +510,18 @@ class Endpoint:
 
     async def _run(self, job: QueryJob | WriteJob) -> Outcome:
         await self.start()
-        limit = self.config.time_limit
+        # an access-log write is never cut short by the query time limit
+        limit = (
+            self.config.time_limit
+            if isinstance(job, QueryJob)
+            else max(self.config.time_limit, 60.0)
+        )
         future = self.evaluator.submit(job, limit)
-        # A process pool stops the query itself at the limit; the grace only covers a
-        # pool that cannot answer at all. An in-process evaluator cannot stop it.
-        grace = 10.0 if getattr(self.evaluator, "stops_queries", False) else 0.0
+        # A process pool stops the query itself at the limit (after a bounded wait for a
+        # free worker); the grace only covers a pool that cannot answer at all. An
+        # in-process evaluator cannot stop a query: the answer is a 503 at the limit.
+        stops = getattr(self.evaluator, "stops_queries", False)
+        grace = max(3 * limit, 30.0) + 10.0 if stops else 0.0
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), limit + grace)
         except TimeoutError:

@@ -270,8 +270,9 @@ class _Pending:
     id: int
     job: QueryJob | WriteJob
     future: Future[Outcome]
-    deadline: float | None
+    queued_until: float | None
     limit: float | None
+    deadline: float | None = None
     tries: int = 0
     timed_out: bool = False
 
@@ -389,7 +390,9 @@ class ProcessPool:
             StoreError: the pool is closed.
         """
         future: Future[Outcome] = Future()
-        deadline = time.monotonic() + time_limit if time_limit else None
+        # The time limit runs while a worker evaluates the job; waiting for a free (or a
+        # restarting) worker has its own, longer bound.
+        queued_until = time.monotonic() + max(3 * time_limit, 30.0) if time_limit else None
         with self._lock:
             if self._closing:
                 raise StoreError("the endpoint is shutting down")
@@ -398,7 +401,7 @@ class ProcessPool:
                     f"the endpoint is busy ({len(self._backlog)} queries waiting); try again",
                     status=503,
                 )
-            self._backlog.append(_Pending(next(self._ids), job, future, deadline, time_limit))
+            self._backlog.append(_Pending(next(self._ids), job, future, queued_until, time_limit))
         self._dispatch()
         return future
 
@@ -415,6 +418,8 @@ class ProcessPool:
                     break
                 slot = min(free, key=lambda s: len(s.running))
                 item = self._backlog.popleft()
+                if item.limit:
+                    item.deadline = time.monotonic() + item.limit
                 slot.running[item.id] = item
                 sends.append((slot, item))
         for slot, item in sends:
@@ -526,7 +531,7 @@ class ProcessPool:
             kill: list[_Slot] = []
             with self._lock:
                 for item in list(self._backlog):
-                    if item.deadline is not None and now > item.deadline:
+                    if item.queued_until is not None and now > item.queued_until:
                         self._backlog.remove(item)
                         expired.append(item)
                 for slot in self._slots:

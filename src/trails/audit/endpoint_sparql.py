@@ -147,7 +147,14 @@ def analyse(text: str) -> QueryInfo:
     default: list[IRI] = []
     named: list[IRI] = []
     seen_clause = False
-    index = position
+    index = position + 1
+    if form == "CONSTRUCT" and index < len(tokens) and tokens[index][1] == "{":
+        depth = 0  # skip the template: dataset clauses come after it
+        while index < len(tokens):
+            depth += {"{": 1, "}": -1}.get(tokens[index][1], 0)
+            index += 1
+            if depth == 0:
+                break
     while index < len(tokens) and tokens[index][1] != "{":
         kind, value = tokens[index]
         if kind == "word" and value.upper() == "FROM":

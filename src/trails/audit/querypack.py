@@ -373,11 +373,40 @@ def check_syntax(query: Query) -> None:
     except QuerySyntaxError as exc:
         message = re.sub(r"^.*?SPARQL syntax error(?: at line \d+, column \d+)?: ", "", str(exc))
         message = re.sub(r"^error at \d+:\d+: ", "", message)
+        line, column = exc.line, exc.column
+        located = _locate(query.text)
+        if located is not None:
+            message, line, column = located
         source = str(query.path) if query.path else query.name
-        raise QuerySyntaxError(message, source=source, line=exc.line, column=exc.column) from exc
+        raise QuerySyntaxError(message, source=source, line=line, column=column) from exc
     except QueryParameterError:
         pass  # parses; parameters are checked by bind()
     _checked.add(query.text)
+
+
+def _locate(text: str) -> tuple[str, int, int] | None:
+    """A second opinion on where a syntax error is: rdflib's parser points at the token.
+
+    The store's parser decides whether the query is valid; when it is not, rdflib's
+    parser usually names the first offending token, where the store's often names
+    the end of the input.
+    """
+    try:
+        from pyparsing import ParseBaseException
+        from rdflib.plugins.sparql.parser import parseQuery
+    except ImportError:  # pragma: no cover - rdflib is a dependency
+        return None
+    try:
+        parseQuery(text)
+    except ParseBaseException as exc:
+        message = re.sub(r"\s*\(at char \d+\).*$", "", str(exc.msg))
+        found = text[exc.loc : exc.loc + 20].split("\n")[0].strip()
+        if found:
+            message = f"{message}, found {found!r}"
+        return message, exc.lineno, exc.col
+    except Exception:
+        return None
+    return None
 
 
 _LOOKS_LIKE_SPARQL = re.compile(r"\b(SELECT|ASK|CONSTRUCT|DESCRIBE)\b|\{", re.IGNORECASE)

@@ -1,4 +1,4 @@
-"""Showing query results to a person: an aligned text table of SELECT and ASK results.
+"""Showing results to a person: an aligned table of SELECT / ASK results, a progress bar.
 
 Machine formats (SPARQL JSON / XML / CSV / TSV, Turtle, TriG) come straight
 from the store's serialisers; this module only draws the table a terminal
@@ -7,11 +7,14 @@ user reads, with IRIs shortened by the usual prefixes.
 
 from __future__ import annotations
 
+import time
+from typing import TextIO
+
 from trails.prov.vocab import NAMESPACES
 from trails.store.base import QueryResult, Solutions
 from trails.store.terms import Literal, Term
 
-__all__ = ["cell", "table"]
+__all__ = ["ProgressBar", "cell", "table"]
 
 _PREFIXES = sorted(NAMESPACES.items(), key=lambda kv: -len(kv[1]))
 
@@ -64,3 +67,36 @@ def table(result: QueryResult, *, width: int | None = 80) -> str:
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return "\n".join(lines)
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal stream (stderr), redrawn at most ten times a second.
+
+    Args:
+        stream: where to draw (a text stream).
+        label: what is counted (``graphs``).
+    """
+
+    def __init__(self, stream: TextIO, label: str = "graphs") -> None:
+        self.stream = stream
+        self.label = label
+        self._last = 0.0
+        self._drawn = False
+
+    def __call__(self, done: int, total: int, quads: int) -> None:
+        now = time.monotonic()
+        if done < total and now - self._last < 0.1:
+            return
+        self._last = now
+        width = 30
+        filled = int(width * done / total) if total else width
+        bar = "#" * filled + "." * (width - filled)
+        self.stream.write(f"\r[{bar}] {done}/{total} {self.label}, {quads:,} quads")
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        """End the line the bar was drawn on."""
+        if self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()

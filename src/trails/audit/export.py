@@ -1,0 +1,538 @@
+"""Export and import: session graphs out in standard formats, and back in without loss.
+
+An export is a selection of named graphs (``sessions``, ``since``/``until``
+by session start, or ``all_graphs`` for the whole dataset, ledger and memory
+included) written in one format:
+
+- ``nquads`` and ``trig`` are streamed graph by graph (the store serialises
+  each graph; trails adds the graph name), with a progress callback; they are
+  the lossless formats: export -> import -> export gives the same quads;
+- ``turtle`` holds one graph only; ``jsonld`` holds the dataset with its graphs;
+- ``provn`` and ``provjson`` go through the ``prov`` package (one bundle per
+  graph) for PROV tools that do not read RDF; they are for reading, not import.
+
+Two rules from the ``[audit]`` configuration apply on the way out:
+
+- **Redaction**: ``[[audit.redact]]`` tables name entity classes
+  (``types = ["trails:Prompt"]``) and/or capabilities
+  (``capabilities = ["send_email"]``: the inputs and outputs of their
+  invocations and policy decisions) whose ``prov:value`` is dropped
+  (``action = "drop"``) or replaced by ``sha256:<hex>`` (``action = "hash"``).
+  A redacted entity carries ``trails:redaction``. Redacted graphs no longer
+  match their seals, on purpose.
+- **Assurance levels** (ADR-0013): a session whose ``trails:assuranceLevel`` is
+  listed in ``[audit] no_cross_domain`` (default ``["L1"]``) may only be
+  exported within its own ``trails:domain``: the exporter's domain
+  (``--domain``, else ``[audit] domain``) must equal it. Otherwise the whole
+  export is refused with ``ExportRefused`` naming the sessions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from trails.audit.canonical import canonical_term
+from trails.audit.querypack import get_query
+from trails.config import Settings, load_settings
+from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
+from trails.prov.iri import Minter
+from trails.prov.vocab import NAMESPACES, PROV, T
+from trails.store import Literal, Solutions, Store, open_store
+from trails.store.terms import IRI, Term
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "IMPORT_FORMATS",
+    "ExportStats",
+    "Redaction",
+    "RedactionRule",
+    "check_assurance",
+    "export",
+    "guess_format",
+    "import_file",
+    "select_graphs",
+]
+
+EXPORT_FORMATS = ("trig", "nquads", "turtle", "jsonld", "provn", "provjson")
+IMPORT_FORMATS = ("trig", "nquads", "turtle", "ntriples", "jsonld")
+_EXTENSIONS = {
+    ".trig": "trig",
+    ".nq": "nquads",
+    ".nquads": "nquads",
+    ".ttl": "turtle",
+    ".turtle": "turtle",
+    ".nt": "ntriples",
+    ".jsonld": "jsonld",
+    ".provn": "provn",
+    ".json": "provjson",
+    ".provjson": "provjson",
+}
+
+Progress = Callable[[int, int, int], None]
+"""``progress(graphs_done, graphs_total, quads_written)``."""
+
+
+@dataclass(frozen=True)
+class RedactionRule:
+    """Entities whose value a rule hides: by class and/or by capability."""
+
+    action: str
+    types: tuple[IRI, ...] = ()
+    capabilities: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """The redaction rules of an export (empty: nothing is redacted)."""
+
+    rules: tuple[RedactionRule, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> Redaction:
+        """Read ``[[audit.redact]]`` tables.
+
+        Args:
+            settings: the settings (default: ``load_settings()``).
+
+        Returns:
+            The rules.
+
+        Raises:
+            ConfigError: a rule with an unknown action, class or shape.
+        """
+        settings = settings or load_settings()
+        raw = settings.section("audit").get("redact", [])
+        if isinstance(raw, dict):
+            raw = [raw]
+        if not isinstance(raw, list):
+            raise ConfigError("[audit] redact must be a list of tables ([[audit.redact]])")
+        rules = []
+        for i, table in enumerate(raw):
+            where = f"[[audit.redact]] #{i + 1}"
+            if not isinstance(table, dict):
+                raise ConfigError(f"{where} must be a table")
+            action = table.get("action", "hash")
+            if action not in ("drop", "hash"):
+                raise ConfigError(f"{where}: action must be 'drop' or 'hash', not {action!r}")
+            types = tuple(_expand(t, where) for t in table.get("types", []))
+            caps = tuple(str(c) for c in table.get("capabilities", []))
+            if not types and not caps:
+                raise ConfigError(f"{where} names no types and no capabilities")
+            rules.append(RedactionRule(action, types, caps))
+        return cls(tuple(rules))
+
+
+def _expand(name: Any, where: str) -> IRI:
+    text = str(name)
+    prefix, sep, local = text.partition(":")
+    if sep and prefix in NAMESPACES and not local.startswith("//"):
+        return IRI.trusted(NAMESPACES[prefix] + local)
+    try:
+        return IRI(text)
+    except ValueError:
+        raise ConfigError(
+            f"{where}: {text!r} is not a class (write trails:Prompt or an IRI)"
+        ) from None
+
+
+@dataclass
+class ExportStats:
+    """What an export wrote."""
+
+    graphs: int = 0
+    quads: int = 0
+    redacted: int = 0
+    format: str = ""
+    refused: list[str] = field(default_factory=list)
+
+
+_SESSION_META = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?g ?level ?domain WHERE {
+  GRAPH ?g { ?g a trails:Session . OPTIONAL { ?g trails:assuranceLevel ?level }
+             OPTIONAL { ?g trails:domain ?domain } }
+}
+"""
+
+_BY_TYPE = """
+PREFIX prov: <http://www.w3.org/ns/prov#>
+SELECT ?g ?e ?v $type WHERE { GRAPH ?g { ?e a $type ; prov:value ?v } }
+"""
+
+_BY_CAPABILITY = """
+PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?g ?e ?v $capability WHERE {
+  GRAPH ?g {
+    { ?a prov:qualifiedAssociation/prov:hadPlan/trails:capabilityId $capability }
+    UNION { ?a a trails:PolicyDecision ; trails:capabilityId $capability }
+    { ?a prov:used ?e } UNION { ?e prov:wasGeneratedBy ?a }
+    ?e prov:value ?v .
+  }
+}
+"""
+
+_GRAPH_ROWS = "SELECT ?s ?p ?o $graph WHERE { GRAPH $graph { ?s ?p ?o } }"
+
+
+def select_graphs(
+    store: Store,
+    *,
+    sessions: Sequence[str] = (),
+    all_graphs: bool = False,
+    since: datetime | str | None = None,
+    until: datetime | str | None = None,
+) -> list[IRI]:
+    """The named graphs an export covers.
+
+    Args:
+        store: the store.
+        sessions: session IRIs (each must name a graph in the store).
+        all_graphs: every named graph (sessions, ledger, memory ...).
+        since: sessions started at or after this time.
+        until: sessions started before this time.
+
+    Returns:
+        Graph IRIs, sorted, without duplicates.
+
+    Raises:
+        ExportError: nothing selected, or a named session is not in the store.
+    """
+    chosen = [bool(sessions), all_graphs, since is not None or until is not None]
+    if sum(chosen) != 1:
+        raise ExportError("choose what to export: --session IRI ..., --all, or --since/--until")
+    present = set(store.graphs())
+    if all_graphs:
+        graphs = present
+    elif sessions:
+        graphs = set()
+        for s in sessions:
+            try:
+                iri = IRI(s)
+            except ValueError:
+                raise ExportError(f"{s!r} is not a session IRI") from None
+            if iri not in present:
+                raise ExportError(f"no session graph {s} in this store")
+            graphs.add(iri)
+    else:
+        result = get_query("sessions").run(store, since=since, until=until)
+        assert isinstance(result, Solutions)
+        graphs = {IRI.trusted(str(r["session"])) for r in result}
+    if not graphs:
+        raise ExportError("the selection is empty: no graph to export")
+    return sorted(graphs)
+
+
+def check_assurance(
+    store: Store, graphs: Iterable[IRI], *, domain: str | None, forbidden: Iterable[str]
+) -> None:
+    """Refuse sessions whose assurance level forbids export outside their domain.
+
+    Args:
+        store: the store.
+        graphs: the graphs about to be exported.
+        domain: the exporter's domain (None: unknown, so outside every domain).
+        forbidden: assurance levels that may not leave their domain.
+
+    Raises:
+        ExportRefused: at least one session may not be exported to ``domain``.
+    """
+    levels = set(forbidden)
+    if not levels:
+        return
+    wanted = set(graphs)
+    result = store.query(_SESSION_META)
+    assert isinstance(result, Solutions)
+    refused = []
+    for row in result:
+        g = IRI.trusted(str(row["g"]))
+        level = row.get("level")
+        if g not in wanted or not isinstance(level, Literal) or level.value not in levels:
+            continue
+        own = row.get("domain")
+        own_domain = own.value if isinstance(own, Literal) else None
+        if own_domain is None or own_domain != domain:
+            refused.append(f"{g} (assurance {level.value}, domain {own_domain or 'unset'})")
+    if refused:
+        where = f"domain {domain!r}" if domain else "no domain (set --domain or [audit] domain)"
+        raise ExportRefused(
+            f"export refused: assurance level forbids cross-domain export (ADR-0013) of "
+            f"{len(refused)} session(s) to {where}: {'; '.join(sorted(refused))}. "
+            f"Export them from within their own domain, or leave them out."
+        )
+
+
+def _redaction_targets(
+    store: Store, redaction: Redaction, graphs: set[IRI]
+) -> dict[IRI, dict[IRI, str]]:
+    """graph -> entity -> action, for entities with a value that a rule hides."""
+    targets: dict[IRI, dict[IRI, str]] = {}
+    for rule in redaction.rules:
+        queries: list[tuple[str, dict[str, Term]]] = [(_BY_TYPE, {"type": t}) for t in rule.types]
+        queries += [(_BY_CAPABILITY, {"capability": Literal(c)}) for c in rule.capabilities]
+        for text, params in queries:
+            result = store.query(text, params)
+            assert isinstance(result, Solutions)
+            for row in result:
+                g = IRI.trusted(str(row["g"]))
+                if g in graphs:
+                    entity = IRI.trusted(str(row["e"]))
+                    current = targets.setdefault(g, {}).get(entity)
+                    # "drop" wins over "hash" when rules overlap
+                    if current != "drop":
+                        targets[g][entity] = rule.action
+    return targets
+
+
+def _redacted_lines(store: Store, graph: IRI, hide: dict[IRI, str]) -> tuple[list[str], int]:
+    result = store.query(_GRAPH_ROWS, {"graph": graph})
+    assert isinstance(result, Solutions)
+    value, marker = str(PROV.value), T.redaction
+    lines, redacted = [], 0
+    seen: set[IRI] = set()
+    for s, p, o, _ in result.rows:
+        action = hide.get(s) if p == value else None  # type: ignore[arg-type]
+        if action is not None and isinstance(o, Literal):
+            seen.add(s)  # type: ignore[arg-type]
+            redacted += 1
+            if action == "drop":
+                continue
+            o = Literal("sha256:" + hashlib.sha256(o.value.encode("utf-8")).hexdigest())
+        lines.append(f"{canonical_term(s)} {canonical_term(p)} {canonical_term(o)}")  # type: ignore[arg-type]
+    for s in seen:
+        lines.append(f"{canonical_term(s)} <{marker}> {canonical_term(Literal(hide[s]))}")
+    lines.sort()
+    return lines, redacted
+
+
+def _graph_ntriples(
+    store: Store, graph: IRI, hide: dict[IRI, str] | None
+) -> tuple[bytes, int, int]:
+    """One graph as N-Triples bytes, its quad count and how many values were redacted."""
+    if hide:
+        lines, redacted = _redacted_lines(store, graph, hide)
+        data = "".join(line + " .\n" for line in lines).encode("utf-8")
+        return data, len(lines), redacted
+    data = store.dump(format="ntriples", graph=graph) or b""
+    return data, data.count(b"\n"), 0
+
+
+def _prefix_block(minter: Minter) -> bytes:
+    names = dict(NAMESPACES)
+    for kind in ("session", "activity", "entity", "agent", "capability", "model", "policy"):
+        names[kind] = f"{minter.base}{kind}:"
+    return "".join(f"@prefix {k}: <{v}> .\n" for k, v in names.items()).encode()
+
+
+def _stream(
+    store: Store,
+    graphs: list[IRI],
+    out: BinaryIO,
+    fmt: str,
+    targets: dict[IRI, dict[IRI, str]],
+    stats: ExportStats,
+    progress: Progress | None,
+    header: bytes = b"",
+) -> None:
+    """Write graphs as N-Quads or TriG, one graph at a time."""
+    out.write(header)
+    for i, g in enumerate(graphs, start=1):
+        data, count, redacted = _graph_ntriples(store, g, targets.get(g))
+        if fmt == "nquads":
+            out.write(data.replace(b" .\n", f" <{g}> .\n".encode()))
+        else:
+            out.write(f"<{g}> {{\n".encode())
+            out.write(data)
+            out.write(b"}\n")
+        stats.graphs += 1
+        stats.quads += count
+        stats.redacted += redacted
+        if progress is not None:
+            progress(i, len(graphs), stats.quads)
+
+
+def export(
+    store: Store,
+    out: BinaryIO,
+    graphs: list[IRI],
+    *,
+    format: str = "trig",
+    redaction: Redaction | None = None,
+    minter: Minter | None = None,
+    progress: Progress | None = None,
+) -> ExportStats:
+    """Write ``graphs`` of ``store`` to ``out`` in ``format``, redacting as the rules say.
+
+    Check ``check_assurance`` first; this function writes what it is given.
+
+    Args:
+        store: the store.
+        out: a binary stream.
+        graphs: the graphs (from ``select_graphs``).
+        format: one of ``EXPORT_FORMATS``.
+        redaction: rules to apply (None: nothing redacted).
+        minter: for the instance prefixes of TriG / PROV-N (default ``urn:trails:``).
+        progress: called after each graph of a streamed format.
+
+    Returns:
+        What was written.
+
+    Raises:
+        ExportError: an unknown format, or ``turtle`` for more than one graph.
+        StoreError: the store could not be read.
+    """
+    if format not in EXPORT_FORMATS:
+        raise ExportError(
+            f"unknown export format {format!r}; use one of {', '.join(EXPORT_FORMATS)}"
+        )
+    if format == "turtle" and len(graphs) != 1:
+        raise ExportError(
+            f"turtle holds one graph and {len(graphs)} are selected: use trig or nquads"
+        )
+    minter = minter or Minter()
+    stats = ExportStats(format=format)
+    targets = _redaction_targets(store, redaction, set(graphs)) if redaction else {}
+    if format == "nquads":
+        _stream(store, graphs, out, format, targets, stats, progress)
+        return stats
+    if format == "trig":
+        _stream(store, graphs, out, format, targets, stats, progress, _prefix_block(minter))
+        return stats
+    buffer = io.BytesIO()
+    _stream(store, graphs, buffer, "nquads", targets, stats, progress)
+    if format in ("turtle", "jsonld"):
+        scratch = open_store("memory:")
+        try:
+            scratch.load(buffer.getvalue(), format="nquads")
+            if format == "turtle":
+                scratch.dump(out, format="turtle", graph=graphs[0])
+            else:
+                scratch.dump(out, format="jsonld")
+        finally:
+            scratch.close()
+        return stats
+    from prov.model import ProvDocument
+
+    trig = io.BytesIO()
+    _stream(store, graphs, trig, "trig", targets, ExportStats(), None, _prefix_block(minter))
+    document = ProvDocument.deserialize(
+        content=trig.getvalue().decode("utf-8"), format="rdf", rdf_format="trig"
+    )
+    text = document.serialize(format="provn" if format == "provn" else "json")
+    out.write((text or "").encode("utf-8") if not isinstance(text, bytes) else text)
+    return stats
+
+
+def export_to_path(write: Callable[[BinaryIO], ExportStats], path: Path) -> ExportStats:
+    """Run ``write`` into ``path`` through a temporary file, so a failure leaves no half file.
+
+    Args:
+        write: writes the export to the stream it is given.
+        path: the final file.
+
+    Returns:
+        What ``write`` returned.
+
+    Raises:
+        ExportError: the path cannot be written.
+    """
+    partial = path.with_name(path.name + ".partial")
+    try:
+        fh = partial.open("wb")
+    except OSError as exc:
+        raise ExportError(f"cannot write the export to {path}: {exc.strerror or exc}") from exc
+    try:
+        with fh:
+            stats = write(fh)
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return stats
+
+
+def guess_format(path: str | Path) -> str:
+    """The RDF format a file name suggests (``.trig``, ``.nq``, ``.ttl``, ``.jsonld`` ...).
+
+    Args:
+        path: the file name.
+
+    Returns:
+        A format name.
+
+    Raises:
+        ExportError: the extension says nothing.
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix not in _EXTENSIONS:
+        raise ExportError(
+            f"cannot tell the format of {path} from its extension; say --format "
+            f"{' | '.join(IMPORT_FORMATS)}"
+        )
+    return _EXTENSIONS[suffix]
+
+
+def import_file(
+    store: Store, path: str | Path, *, format: str | None = None, graph: str | None = None
+) -> tuple[int, int]:
+    """Load an export into ``store``, all or nothing.
+
+    The file is parsed completely into a scratch store first, so a malformed
+    file loads nothing and the store keeps what it held.
+
+    Args:
+        store: where to load.
+        path: the file.
+        format: one of ``IMPORT_FORMATS`` (default: from the extension).
+        graph: the graph for a triples format (turtle, ntriples).
+
+    Returns:
+        ``(graphs, quads)`` loaded.
+
+    Raises:
+        ExportError: unreadable file, a format that cannot be imported, or a
+            triples format without ``graph``.
+        RDFSyntaxError: the file does not parse; nothing was loaded.
+    """
+    path = Path(path)
+    fmt = format or guess_format(path)
+    if fmt in ("provn", "provjson"):
+        raise ExportError(
+            f"{fmt} exports are for PROV tools and cannot be imported losslessly; "
+            "import a trig, nquads or jsonld export"
+        )
+    if fmt not in IMPORT_FORMATS:
+        raise ExportError(f"cannot import {fmt!r}; use one of {', '.join(IMPORT_FORMATS)}")
+    target: IRI | None = None
+    if fmt in ("turtle", "ntriples"):
+        if graph is None:
+            raise ExportError(f"{fmt} holds triples: say which graph to load them into (--graph)")
+        try:
+            target = IRI(graph)
+        except ValueError:
+            raise ExportError(f"{graph!r} is not a graph IRI") from None
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ExportError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    scratch = open_store("memory:")
+    try:
+        try:
+            scratch.load(data, format=fmt, graph=target)
+        except RDFSyntaxError as exc:
+            raise RDFSyntaxError(f"{path} is not valid {fmt}, nothing was imported: {exc}") from exc
+        counted = scratch.query("SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }")
+        assert isinstance(counted, Solutions)
+        quads = int(counted.rows[0][0].value) if counted.rows and counted.rows[0][0] else 0  # type: ignore[union-attr]
+        graphs = len(scratch.graphs())
+    finally:
+        scratch.close()
+    store.load(data, format=fmt, graph=target)
+    return graphs, quads

@@ -1,0 +1,240 @@
+"""The HTML audit report of one session: what an auditor prints and files.
+
+``render_report(store, session)`` asks the store the pack's questions about
+one session (overview, timeline, completions and cost, terminations, policy
+decisions, failed invocations, memories used, seals) and renders them with
+jinja2 into one self-contained HTML page: inline CSS, no scripts, no network,
+laid out to print on A4.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from trails.audit.querypack import get_query
+from trails.audit.render import cell
+from trails.audit.verify import verify
+from trails.errors import SessionError, VerificationError
+from trails.prov.iri import Minter
+from trails.store.base import Solutions, Store
+from trails.store.terms import IRI, Term, to_python
+
+__all__ = ["TimelineNode", "render_report", "report_data", "write_report"]
+
+_TEMPLATES = Path(__file__).with_name("templates")
+
+
+@dataclass
+class TimelineNode:
+    """One activity in the timeline tree, with the activities it informed."""
+
+    iri: str
+    kind: str
+    label: str
+    started: str
+    ended: str
+    status: str
+    cost: str = ""
+    children: list[TimelineNode] = field(default_factory=list)
+
+
+def _rows(store: Store, name: str, **values: Any) -> list[dict[str, Any]]:
+    result = get_query(name).run(store, **values)
+    assert isinstance(result, Solutions)
+    names = result.variables
+    return [{n: _py(v) for n, v in zip(names, row, strict=True)} for row in result.rows]
+
+
+def _py(term: Term | None) -> Any:
+    value = to_python(term)
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, str) and not isinstance(term, str):
+        return value
+    if isinstance(term, str):
+        return str(term)
+    return value
+
+
+def _short(kind: str) -> str:
+    return cell(IRI.trusted(kind), width=None).split(":", 1)[-1] if kind else ""
+
+
+def _timeline(store: Store, session: IRI, costs: dict[str, str]) -> list[TimelineNode]:
+    rows = _rows(store, "session-timeline", session=session)
+    nodes: dict[str, TimelineNode] = {}
+    parents: dict[str, str] = {}
+    for r in rows:
+        iri = r["activity"]
+        if iri not in nodes:
+            nodes[iri] = TimelineNode(
+                iri=iri,
+                kind=_short(r["type"] or ""),
+                label=r["label"] or "",
+                started=r["started"] or "",
+                ended=r["ended"] or "",
+                status=r["status"] or "",
+                cost=costs.get(iri, ""),
+            )
+        if r["informedBy"]:
+            parents.setdefault(iri, r["informedBy"])
+    roots: list[TimelineNode] = []
+    for iri, node in nodes.items():
+        parent = parents.get(iri)
+        if parent in nodes and parent != iri:
+            nodes[parent].children.append(node)
+        else:
+            roots.append(node)
+    return roots
+
+
+def _money(value: Any) -> str:
+    if value is None or value == "":
+        return "unknown"
+    return f"${Decimal(str(value)):.4f}"
+
+
+def report_data(store: Store, session: str, *, minter: Minter | None = None) -> dict[str, Any]:
+    """Everything the report shows, as plain values (the template's context).
+
+    Args:
+        store: the store.
+        session: the session IRI.
+        minter: names the ledger (default ``urn:trails:``).
+
+    Returns:
+        The template context.
+
+    Raises:
+        SessionError: no such session in the store.
+    """
+    try:
+        iri = IRI(session)
+    except ValueError:
+        raise SessionError(f"{session!r} is not a session IRI") from None
+    overview = _rows(store, "session-overview", session=iri)
+    if not overview:
+        raise SessionError(f"no session {session} in this store (trails sessions lists them)")
+    head = overview[0]
+    runs = [r for r in overview if r.get("run")]
+
+    completions = _rows(store, "llm-completions", session=iri)
+    completions.sort(key=lambda r: r["started"] or "")
+    costs = {r["completion"]: _money(r.get("costUSD")) for r in completions}
+    by_model: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"calls": 0, "input": 0, "output": 0, "usd": Decimal(0), "unpriced": 0}
+    )
+    for r in completions:
+        m = by_model[f"{r.get('provider', '')}:{r.get('model', '')}"]
+        m["calls"] += 1
+        m["input"] += int(r.get("inputTokens") or 0)
+        m["output"] += int(r.get("outputTokens") or 0)
+        if r.get("costUSD") is None:
+            m["unpriced"] += 1
+        else:
+            m["usd"] += Decimal(str(r["costUSD"]))
+    cost_rows = [{"model": k, **v, "usd": _money(v["usd"])} for k, v in sorted(by_model.items())]
+    total = sum(
+        (Decimal(str(r["costUSD"])) for r in completions if r.get("costUSD") is not None),
+        Decimal(0),
+    )
+
+    seal: dict[str, Any] = {"state": "unsealed", "detail": "no seal in this store"}
+    try:
+        report = verify(store, session=iri, minter=minter)
+        mine = [f for f in report.findings if f.subject == iri]
+        chain = [f for f in report.findings if f.kind in ("chain", "signature")]
+        seals = _rows(store, "seals", graph=iri)
+        if iri in report.open_sessions:
+            seal = {"state": "open", "detail": "the session has not ended, so it is not sealed yet"}
+        elif mine:
+            seal = {"state": mine[0].kind, "detail": mine[0].detail}
+        elif seals:
+            last = seals[-1]
+            seal = {
+                "state": "verified",
+                "detail": f"matches seal {last['sequence']} of {last['sealedAt']} "
+                f"({last['quadCount']} quads, sha256 {last['graphHash']})",
+            }
+        if chain:
+            seal["chain"] = [str(f) for f in chain]
+        seal["seals"] = seals
+    except VerificationError as exc:
+        seal = {"state": "unsealed", "detail": str(exc)}
+
+    return {
+        "session": iri,
+        "head": head,
+        "runs": runs,
+        "timeline": _timeline(store, iri, costs),
+        "completions": completions,
+        "cost_rows": cost_rows,
+        "total_usd": _money(total),
+        "terminations": _rows(store, "terminations", session=iri),
+        "decisions": _rows(store, "policy-decisions", session=iri),
+        "failures": _rows(store, "failed-invocations", session=iri),
+        "memories": _rows(store, "memories-used", session=iri),
+        "seal": seal,
+        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "short": _short,
+    }
+
+
+def render_report(store: Store, session: str, *, minter: Minter | None = None) -> str:
+    """The HTML report of ``session``.
+
+    Args:
+        store: the store.
+        session: the session IRI.
+        minter: names the ledger (default ``urn:trails:``).
+
+    Returns:
+        A complete, self-contained HTML document.
+
+    Raises:
+        SessionError: no such session.
+    """
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    return env.get_template("report.html.j2").render(**report_data(store, session, minter=minter))
+
+
+def write_report(
+    store: Store, session: str, out: str | Path, *, minter: Minter | None = None
+) -> Path:
+    """Render the report and write it to ``out``.
+
+    Args:
+        store: the store.
+        session: the session IRI.
+        out: the HTML file to write.
+        minter: names the ledger.
+
+    Returns:
+        The path written.
+
+    Raises:
+        SessionError: no such session.
+        ExportError: ``out`` cannot be written.
+    """
+    from trails.errors import ExportError
+
+    html = render_report(store, session, minter=minter)
+    path = Path(out)
+    try:
+        path.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        raise ExportError(f"cannot write the report to {path}: {exc.strerror or exc}") from exc
+    return path

@@ -1,0 +1,33 @@
+"""``trails report SESSION --out report.html``: the printable HTML audit report of one session."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from trails.audit.access import reading
+from trails.audit.report import render_report, write_report
+from trails.config import load_settings
+from trails.prov.iri import Minter
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``report`` command."""
+    p = subparsers.add_parser("report", help="write the HTML audit report of a session")
+    p.add_argument("session", help="the session IRI (trails sessions lists them)")
+    p.add_argument("--out", "-o", help="HTML file to write (default: standard output)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command; see ``register``."""
+    minter = Minter(load_settings().base_iri)
+    with reading(args.store) as store:
+        if args.out:
+            path = write_report(store, args.session, args.out, minter=minter)
+            print(f"wrote {path}", file=sys.stderr)
+        else:
+            sys.stdout.write(render_report(store, args.session, minter=minter))
+    return 0
