@@ -46,7 +46,14 @@ class Request:
 
 @dataclass(frozen=True)
 class Response:
-    """The result of one completion, whatever the provider."""
+    """The result of one completion, whatever the provider.
+
+    Adapters fill the provider's fields (text, model, tokens, request id, stop
+    reason); ``LLMClient`` adds ``usd`` (None when the price is unknown),
+    ``cache_hit``, ``latency_s``, ``retries``, ``activity_iri`` (the recorded
+    ``trails:LLMCompletion``) and ``call_id`` (the id of its cost envelope, for
+    a scope that books a ``dedupe="child"`` row against it).
+    """
 
     text: str
     model: str
@@ -71,7 +78,7 @@ class Response:
 
 @dataclass(frozen=True)
 class Chunk:
-    """A piece of streamed text."""
+    """A piece of streamed text; ``LLMClient.stream`` yields these, then the ``Response``."""
 
     text: str
 
