@@ -25,11 +25,11 @@ os.environ["TRAILS_FORBID_REAL_MODELS"] = "1"
 os.environ["TRAILS_STORE"] = "memory:"
 os.environ.pop("TRAILS_CONFIG", None)
 
+import trails.store as _store_module
+from trails.errors import StoreError
 from trails.kernel import Context, default_tracker, reset_default_context
 from trails.kernel import registry as _registry
 from trails.prov import Recorder, reset_default_recorder
-import trails.store as _store_module
-from trails.errors import StoreError
 from trails.store import Store, open_store, set_default_store
 
 

@@ -34,14 +34,14 @@ from trails.store.terms import IRI, Quad, Term, Triple
 
 __all__ = [
     "DATASET_FORMATS",
-    "ask",
-    "construct",
-    "select",
     "GRAPH_FORMATS",
     "RESULT_FORMATS",
     "QueryResult",
     "Solutions",
     "Store",
+    "ask",
+    "construct",
+    "select",
 ]
 
 DATASET_FORMATS = frozenset({"trig", "nquads"})
