@@ -200,7 +200,25 @@ class ModelAPIError(RunError):
 
 
 class ReplayMismatch(RunError):
-    """A replayed run made a request that the recording does not contain."""
+    """A replayed run made a request that the recording does not contain.
+
+    ``step`` is the planner step that asked, ``nearest`` the activity IRI of
+    the closest recorded request, ``differing`` the first difference between
+    them (a message, the parameters or the model), all when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: int | None = None,
+        nearest: str | None = None,
+        differing: str | None = None,
+    ) -> None:
+        self.step = step
+        self.nearest = nearest
+        self.differing = differing
+        super().__init__(message)
 
 
 class ReplyParseError(RunError):
