@@ -55,7 +55,9 @@ def register(subparsers: Any) -> None:
         action="append",
         help=f"with --hash-token: a graph pattern it may read (repeat; default {OWN_SESSIONS})",
     )
-    p.add_argument("--audit", action="store_true", help="with --hash-token: may read the access log")
+    p.add_argument(
+        "--audit", action="store_true", help="with --hash-token: may read the access log"
+    )
     p.set_defaults(func=run)
 
 
@@ -93,9 +95,7 @@ def run(args: argparse.Namespace) -> int:
             "trails serve needs --tokens FILE (or [serve] tokens in trails.toml); "
             "make entries with: trails serve --hash-token --principal NAME"
         )
-    tokens = load_tokens(
-        tokens_path if args.tokens else settings.resolve_path(str(tokens_path))
-    )
+    tokens = load_tokens(tokens_path if args.tokens else settings.resolve_path(str(tokens_path)))
     config = EndpointConfig.from_settings(
         settings,
         time_limit=args.time_limit,
