@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -324,11 +325,30 @@ def _graph_ntriples(
     return data, data.count(b"\n"), 0
 
 
-def _prefix_block(minter: Minter) -> bytes:
+def _prefixes(minter: Minter) -> dict[str, str]:
     names = dict(NAMESPACES)
     for kind in ("session", "activity", "entity", "agent", "capability", "model", "policy"):
         names[kind] = f"{minter.base}{kind}:"
-    return "".join(f"@prefix {k}: <{v}> .\n" for k, v in names.items()).encode()
+    names["graph"] = f"{minter.base}graph:"
+    return names
+
+
+def _new_prefixes(data: bytes, names: dict[str, str], known: set[str]) -> bytes:
+    """``@prefix`` lines for namespaces in ``data`` not declared yet (PROV tools need a
+    prefix for every IRI; TriG allows directives between graph blocks)."""
+    lines = []
+    for iri in sorted(set(_IRI_IN_NT.findall(data.decode("utf-8")))):
+        cut = max(iri.rfind("#"), iri.rfind("/"), iri.rfind(":"))
+        namespace = iri[: cut + 1]
+        if cut > 0 and cut + 1 < len(iri) and namespace not in known:
+            known.add(namespace)
+            prefix = f"ns{len(names) + 1}"
+            names[prefix] = namespace
+            lines.append(f"@prefix {prefix}: <{namespace}> .\n")
+    return "".join(lines).encode()
+
+
+_IRI_IN_NT = re.compile(r"<([^<>\s]+)>")
 
 
 def _stream(
@@ -339,15 +359,19 @@ def _stream(
     targets: dict[IRI, dict[IRI, str]],
     stats: ExportStats,
     progress: Progress | None,
-    header: bytes = b"",
+    minter: Minter | None = None,
 ) -> None:
     """Write graphs as N-Quads or TriG, one graph at a time."""
-    out.write(header)
+    names = _prefixes(minter or Minter())
+    known = set(names.values())
+    if fmt == "trig":
+        out.write("".join(f"@prefix {k}: <{v}> .\n" for k, v in names.items()).encode())
     for i, g in enumerate(graphs, start=1):
         data, count, redacted = _graph_ntriples(store, g, targets.get(g))
         if fmt == "nquads":
             out.write(data.replace(b" .\n", f" <{g}> .\n".encode()))
         else:
+            out.write(_new_prefixes(data, names, known))
             out.write(f"<{g}> {{\n".encode())
             out.write(data)
             out.write(b"}\n")
@@ -403,31 +427,59 @@ def export(
         _stream(store, graphs, out, format, targets, stats, progress)
         return stats
     if format == "trig":
-        _stream(store, graphs, out, format, targets, stats, progress, _prefix_block(minter))
+        _stream(store, graphs, out, format, targets, stats, progress, minter)
         return stats
     buffer = io.BytesIO()
     _stream(store, graphs, buffer, "nquads", targets, stats, progress)
-    if format in ("turtle", "jsonld"):
+    if format == "turtle":
         scratch = open_store("memory:")
         try:
             scratch.load(buffer.getvalue(), format="nquads")
-            if format == "turtle":
-                scratch.dump(out, format="turtle", graph=graphs[0])
-            else:
-                scratch.dump(out, format="jsonld")
+            scratch.dump(out, format="turtle", graph=graphs[0])
         finally:
             scratch.close()
+        return stats
+    if format == "jsonld":
+        out.write(_nquads_to_jsonld(buffer.getvalue(), minter))
         return stats
     from prov.model import ProvDocument
 
     trig = io.BytesIO()
-    _stream(store, graphs, trig, "trig", targets, ExportStats(), None, _prefix_block(minter))
+    _stream(store, graphs, trig, "trig", targets, ExportStats(), None, minter)
     document = ProvDocument.deserialize(
         content=trig.getvalue().decode("utf-8"), format="rdf", rdf_format="trig"
     )
     text = document.serialize(format="provn" if format == "provn" else "json")
     out.write((text or "").encode("utf-8") if not isinstance(text, bytes) else text)
     return stats
+
+
+def _nquads_to_jsonld(data: bytes, minter: Minter) -> bytes:
+    """JSON-LD of a dataset, named graphs kept (rdflib: the store's JSON-LD holds one graph)."""
+    import rdflib
+
+    dataset = rdflib.Dataset()
+    dataset.parse(data=data, format="nquads")
+    context = dict(_prefixes(minter))
+    text = dataset.serialize(format="json-ld", context=context, indent=1)
+    return text.encode("utf-8") if isinstance(text, str) else text
+
+
+def _jsonld_to_nquads(data: bytes) -> bytes:
+    """N-Quads of a JSON-LD document (parsed without network access).
+
+    Raises:
+        RDFSyntaxError: not JSON-LD.
+    """
+    import rdflib
+
+    dataset = rdflib.Dataset()
+    try:
+        dataset.parse(data=data, format="json-ld")
+    except Exception as exc:  # rdflib raises many kinds for bad JSON-LD
+        raise RDFSyntaxError(f"cannot parse jsonld: {exc}") from exc
+    text = dataset.serialize(format="nquads")
+    return text.encode("utf-8") if isinstance(text, str) else text
 
 
 def export_to_path(write: Callable[[BinaryIO], ExportStats], path: Path) -> ExportStats:
@@ -522,6 +574,11 @@ def import_file(
         data = path.read_bytes()
     except OSError as exc:
         raise ExportError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if fmt == "jsonld":
+        try:
+            data, fmt = _jsonld_to_nquads(data), "nquads"
+        except RDFSyntaxError as exc:
+            raise RDFSyntaxError(f"{path} is not valid jsonld, nothing was imported: {exc}") from exc
     scratch = open_store("memory:")
     try:
         try:

@@ -63,6 +63,25 @@ def _py(term: Term | None) -> Any:
     return value
 
 
+_KIND_LABELS = {
+    "ReActPlan": "ReAct run",
+    "PlanAndExecutePlan": "Plan-and-Execute run",
+    "ReflexionPlan": "Reflexion run",
+    "PlanExecuteReflectPlan": "Plan-Execute-Reflect run",
+    "BehaviourTreePlan": "Behaviour-tree run",
+    "PlanRun": "Plan run",
+    "LLMCompletion": "LLM completion",
+    "CapabilityInvocation": "Capability",
+    "PolicyDecision": "Policy",
+    "MemoryOperation": "Memory",
+}
+
+
+def _kind(kind: str) -> str:
+    short = _short(kind)
+    return _KIND_LABELS.get(short, short)
+
+
 def _short(kind: str) -> str:
     return cell(IRI.trusted(kind), width=None).split(":", 1)[-1] if kind else ""
 
@@ -76,7 +95,7 @@ def _timeline(store: Store, session: IRI, costs: dict[str, str]) -> list[Timelin
         if iri not in nodes:
             nodes[iri] = TimelineNode(
                 iri=iri,
-                kind=_short(r["type"] or ""),
+                kind=_kind(r["type"] or ""),
                 label=r["label"] or "",
                 started=r["started"] or "",
                 ended=r["ended"] or "",
