@@ -223,7 +223,9 @@ def test_a_projection_missing_a_property_names_it(store: Store, tools: Tools) ->
     entry = IRI(f"{p}:history:1")
     content = session.history[1].content
     store.write([], remove=[Quad(entry, PROV.value, Literal(content), graph)])
-    with pytest.raises(SessionError, match=rf"{p} in graph {graph} has no prov:value on history #1"):
+    with pytest.raises(
+        SessionError, match=rf"{p} in graph {graph} has no prov:value on history #1"
+    ):
         Session.replay(graph, store=store)
 
 

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 from trails.errors import SessionError
 from trails.prov.builder import QuadBuilder
-from trails.prov.content import canonical_json
 from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
@@ -144,8 +145,20 @@ def fork_iri(session: str) -> IRI:
     return Minter.part(session, "fork")
 
 
+def _jsonable(value: Any) -> Any:
+    try:
+        return to_jsonable_python(value)
+    except Exception:  # pydantic raises its own error for unknown types
+        return str(value)
+
+
 def _json(value: Any) -> str:
-    return canonical_json(value)
+    """JSON that keeps key order (a replayed observation must print as the original did).
+
+    Hashes are still taken over ``canonical_json``; this text only has to load back
+    into an equal value with the same key order.
+    """
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_jsonable)
 
 
 def projection_quads(
