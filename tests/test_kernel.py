@@ -283,3 +283,39 @@ def test_cost_tracker_counts_children_once_and_enforces_budgets() -> None:
     tracker.check("q")  # no budget: never raises
     tracker.set_budget("q", tokens=10)
     tracker.check("q")
+
+
+def test_calls_inside_a_handler_link_to_its_invocation_without_ctx(
+    recorder: Recorder, store: Store
+) -> None:
+    """The seed's ``ctx.llm.complete(...)`` and a bare nested ``invoke`` need no ``ctx=``."""
+    from trails.llm import LLMClient
+
+    ctx = Context.open("did:local:alice", recorder=recorder, llm=LLMClient.mock("a summary"))
+
+    @capability(id="evidence.lookup")
+    def lookup() -> str:
+        return "the text"
+
+    @capability(id="evidence.summarize")
+    def summarize(ctx: Context, text: str) -> str:
+        source = invoke("evidence.lookup", {})
+        return str(ctx.llm.complete(f"Summarize:\n{text} {source}").text)
+
+    assert invoke("evidence.summarize", {"text": "filing"}, ctx=ctx) == "a summary"
+    rows = store.query(
+        PREFIXES
+        + """SELECT ?kind ?parentCap WHERE { GRAPH ?g {
+            ?child prov:wasInformedBy ?call ; a ?kind .
+            ?call prov:qualifiedAssociation/prov:hadPlan/trails:capabilityId ?parentCap .
+            FILTER(?kind IN (trails:LLMCompletion, trails:CapabilityInvocation)) } }"""
+    )
+    got = sorted((str(r["kind"]).rsplit("#")[-1], to_python(r["parentCap"])) for r in rows)  # type: ignore[union-attr]
+    assert got == [
+        ("CapabilityInvocation", "evidence.summarize"),
+        ("LLMCompletion", "evidence.summarize"),
+    ]
+    # outside any handler, the process default session is used again
+    from trails.kernel import current_context, default_context
+
+    assert current_context() is default_context()

@@ -6,7 +6,7 @@ import random
 from collections.abc import Iterator
 
 import pytest
-from llm_fakes import FakeServer
+from llm_fakes import FakeServer, Sleeps
 
 from trails.llm import RetryPolicy
 
@@ -16,13 +16,6 @@ def server() -> Iterator[FakeServer]:
     s = FakeServer()
     yield s
     s.close()
-
-
-class Sleeps(list[float]):
-    """A ``sleep`` that records the delays instead of waiting."""
-
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
 
 
 @pytest.fixture

@@ -297,3 +297,10 @@ def openai_stream(
     events.append(sse(None, usage))
     events.append(sse(None, "[DONE]"))
     return events
+
+
+class Sleeps(list[float]):
+    """A ``sleep`` that records the delays instead of waiting."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)

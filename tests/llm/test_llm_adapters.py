@@ -15,6 +15,7 @@ import pytest
 from llm_fakes import (
     FakeServer,
     Reply,
+    Sleeps,
     anthropic_error,
     anthropic_message,
     anthropic_stream,
@@ -24,7 +25,6 @@ from llm_fakes import (
     openai_stream,
 )
 
-from conftest import Sleeps
 from trails.kernel import Context
 from trails.llm import (
     Chunk,

@@ -6,9 +6,8 @@ import random
 from typing import Any
 
 import pytest
-from llm_fakes import FakeServer, Reply, anthropic_message
+from llm_fakes import FakeServer, Reply, Sleeps, anthropic_message
 
-from conftest import Sleeps
 from trails.errors import BudgetExceeded, ConfigError, UserError
 from trails.kernel import Context
 from trails.llm import (

@@ -7,14 +7,18 @@ with ``prov:wasInformedBy``), and optional tool policy, LLM client and
 application extras (``ctx.graph`` in the seed is an extra).
 
 ``Context.open`` starts a session and records it; ``close`` ends it. Code
-that calls ``invoke`` with no context gets the process default context, a
-session opened on first use for the configured principal, so nothing is ever
-recorded outside a session graph.
+that calls ``invoke`` or ``LLMClient.complete`` with no context gets
+``current_context()``: inside a capability handler, the handler's own context
+(so a nested call is linked to the invocation that made it, as in
+``ctx.llm.complete(...)``); elsewhere, the process default context, a session
+opened on first use for the configured principal. Nothing is ever recorded
+outside a session graph.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextvars
 import dataclasses
 import logging
 import threading
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Context",
     "Decision",
+    "current_context",
     "InvocationRecord",
     "ToolPolicy",
     "default_context",
@@ -188,6 +193,17 @@ def default_context() -> Context:
         if _default is None or _default.recorder is not recorder:
             _default = Context.open(recorder=recorder, label="default session")
         return _default
+
+
+_current: contextvars.ContextVar[Context | None] = contextvars.ContextVar(
+    "trails_current_context", default=None
+)
+
+
+def current_context() -> Context:
+    """The context of the capability handler running now, else the process default."""
+    ctx = _current.get()
+    return ctx if ctx is not None else default_context()
 
 
 def reset_default_context() -> None:

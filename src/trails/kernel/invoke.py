@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from trails.errors import CapabilityError, PolicyDenied, TrailsError, ValidationError
-from trails.kernel.context import Context, InvocationRecord, default_context, now
+from trails.kernel.context import Context, InvocationRecord, _current, current_context, now
 from trails.kernel.registry import CapabilitySpec, get_capability
 from trails.prov.content import canonical_json, sha256_hex
 from trails.prov.events import CapabilityInvoked, PolicyDecided
@@ -32,7 +32,8 @@ def invoke(
     Args:
         capability_id: the id given to ``@capability``.
         args: keyword arguments for the handler (validated against its signature).
-        ctx: the calling context; the process default session when omitted.
+        ctx: the calling context; when omitted, the context of the capability
+            handler running now (a nested call), else the process default session.
 
     Returns:
         Whatever the handler returned.
@@ -46,7 +47,7 @@ def invoke(
     """
     spec = get_capability(capability_id)
     if ctx is None:
-        ctx = default_context()
+        ctx = current_context()
     activity = ctx.recorder.minter.activity()
     started = now()
     raw_args: Any = dict(args) if isinstance(args, Mapping) else args
@@ -57,11 +58,10 @@ def invoke(
         raise
     if ctx.policy is not None:
         _ask_policy(ctx, spec, kwargs, raw_args)
+    inner = ctx.child(parent=activity, step=None)
+    token = _current.set(inner)
     try:
-        if spec.takes_ctx:
-            result = spec.handler(ctx.child(parent=activity, step=None), **kwargs)
-        else:
-            result = spec.handler(**kwargs)
+        result = spec.handler(inner, **kwargs) if spec.takes_ctx else spec.handler(**kwargs)
     except TrailsError as exc:
         _finish(ctx, spec, activity, started, "error", raw_args, None, str(exc))
         raise
@@ -69,6 +69,8 @@ def invoke(
         message = f"{type(exc).__name__}: {exc}"
         _finish(ctx, spec, activity, started, "error", raw_args, None, message)
         raise CapabilityError(spec.id, message) from exc
+    finally:
+        _current.reset(token)
     _finish(ctx, spec, activity, started, "ok", raw_args, result, None)
     return result
 

@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from trails.errors import ModelAPIError, TrailsError, UserError
-from trails.kernel.context import Context, default_context, now
+from trails.kernel.context import Context, current_context, now
 from trails.kernel.cost import CostTracker, default_tracker
 from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params
 from trails.llm.catalogue import Catalogue, ModelSpec, default_catalogue
@@ -559,7 +559,7 @@ class LLMClient:
         if isinstance(stop, str):
             stop = [stop]
         model_id = model.model if isinstance(model, ModelSpec) else (model or self.model)
-        ctx = ctx if ctx is not None else default_context()
+        ctx = ctx if ctx is not None else current_context()
         ctx.tracker.check(ctx.principal)
         params = request_params(max_tokens, temperature, stop, extra)
         request = Request(
