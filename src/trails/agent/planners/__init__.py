@@ -1,4 +1,4 @@
-"""The planners: ReAct, Plan-and-Execute, Reflexion and Plan-Execute-Reflect, one ``run(...)``.
+"""The planners: ReAct, Plan-and-Execute, Reflexion, Plan-Execute-Reflect, behaviour tree.
 
 Each planner is a module whose ``run(goal, *, llm, session, ctx=None, ...)``
 returns a ``PlanResult``, so swapping one strategy for another is a one-line
@@ -8,7 +8,13 @@ and ``[agent] strategy`` in trails.toml to the modules.
 
 from __future__ import annotations
 
-from trails.agent.planners import plan_and_execute, plan_execute_reflect, react, reflexion
+from trails.agent.planners import (
+    behaviour_tree,
+    plan_and_execute,
+    plan_execute_reflect,
+    react,
+    reflexion,
+)
 from trails.agent.planners.base import (
     BUDGET_STOPS,
     STOP_REASONS,
@@ -26,6 +32,7 @@ __all__ = [
     "PlanStep",
     "PlanningStrategy",
     "StopReason",
+    "behaviour_tree",
     "plan_and_execute",
     "plan_execute_reflect",
     "react",
@@ -38,4 +45,5 @@ STRATEGIES: dict[str, PlanningStrategy] = {
     plan_and_execute.NAME: plan_and_execute,
     reflexion.NAME: reflexion,
     plan_execute_reflect.NAME: plan_execute_reflect,
+    behaviour_tree.NAME: behaviour_tree,
 }

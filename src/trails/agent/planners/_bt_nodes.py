@@ -1,0 +1,262 @@
+"""The nodes of a behaviour tree and how a tree is read from JSON or built in code.
+
+The behaviour-tree planner runs a tree of control nodes (``Sequence``,
+``Fallback``, ``Parallel``) over leaves (``Action``: one capability dispatch;
+``AgentNode``: a ReAct-style sub-goal). A tree comes either from the caller,
+as node objects or as a dict, or from the model, as a fenced JSON block; both
+are read by one parser here so they obey the same rules (known node types,
+non-empty children, a bounded size and depth). Keeping the node types apart
+from the run loop keeps each module small and lets callers import the node
+classes without the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from trails.agent.planners._parse import json_candidates
+from trails.errors import ReplyParseError, TrailsError, UserError
+
+__all__ = [
+    "CONTROL_TYPES",
+    "LEAF_TYPES",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "Action",
+    "AgentNode",
+    "Fallback",
+    "Node",
+    "Parallel",
+    "Sequence",
+    "build_tree",
+    "child_id",
+    "count_nodes",
+    "parse_tree_reply",
+    "tree_to_dict",
+]
+
+#: The most nodes a tree may hold (controls and leaves).
+MAX_NODES = 64
+
+#: The deepest a tree may nest (the root is depth 1).
+MAX_DEPTH = 8
+
+#: The JSON ``type`` of each control node.
+CONTROL_TYPES: tuple[str, ...] = ("sequence", "fallback", "parallel")
+
+#: The JSON ``type`` of each leaf.
+LEAF_TYPES: tuple[str, ...] = ("action", "agent")
+
+
+@dataclass(frozen=True)
+class Action:
+    """A leaf that dispatches one capability; it fails when dispatch fails.
+
+    Attributes:
+        action: the capability id.
+        action_input: its arguments.
+    """
+
+    action: str
+    action_input: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AgentNode:
+    """A leaf that works on a sub-goal with ReAct-style turns until finish or fail.
+
+    Attributes:
+        goal: the sub-goal text.
+        max_turns: the node's cap on LLM turns (None: the run's ``agent_max_turns``).
+    """
+
+    goal: str
+    max_turns: int | None = None
+
+
+@dataclass(frozen=True, init=False)
+class _Control:
+    """A control node: its children, in order (at least one)."""
+
+    children: tuple[Node, ...]
+    type_name = ""
+
+    def __init__(self, *children: Node) -> None:
+        object.__setattr__(self, "children", tuple(children))
+
+
+@dataclass(frozen=True, init=False)
+class Sequence(_Control):
+    """Succeeds when every child succeeds; stops at the first failing child."""
+
+    type_name = "sequence"
+
+
+@dataclass(frozen=True, init=False)
+class Fallback(_Control):
+    """Succeeds at the first succeeding child; fails when every child fails."""
+
+    type_name = "fallback"
+
+
+@dataclass(frozen=True, init=False)
+class Parallel(_Control):
+    """Runs every child (one after another) and succeeds when a strict majority succeed."""
+
+    type_name = "parallel"
+
+
+Node: TypeAlias = Sequence | Fallback | Parallel | Action | AgentNode
+"""Any node of a behaviour tree."""
+
+_CONTROLS: dict[str, type[_Control]] = {
+    "sequence": Sequence,
+    "fallback": Fallback,
+    "parallel": Parallel,
+}
+
+
+def child_id(parent: str, index: int) -> str:
+    """The id of a parent's ``index``-th child (0-based): ``"1.2"`` for ``("1", 1)``."""
+    return f"{parent}.{index + 1}"
+
+
+class _Reader:
+    """Reads one tree, counting nodes; errors are raised as ``error`` (UserError or parse)."""
+
+    def __init__(self, error: type[TrailsError]) -> None:
+        self.error = error
+        self.nodes = 0
+
+    def fail(self, where: str, message: str) -> TrailsError:
+        return self.error(f"tree node {where}: {message}")
+
+    def read(self, value: Any, where: str, depth: int) -> Node:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise self.error(f"the tree has more than {MAX_NODES} nodes")
+        if depth > MAX_DEPTH:
+            raise self.fail(where, f"the tree is deeper than {MAX_DEPTH} levels")
+        if isinstance(value, _Control):
+            return self._control(type(value), value.children, where, depth)
+        if isinstance(value, Action):
+            return self._action(value.action, value.action_input, where)
+        if isinstance(value, AgentNode):
+            return self._agent(value.goal, value.max_turns, where)
+        if not isinstance(value, Mapping):
+            raise self.fail(where, f"must be a node or a JSON object, not {value!r}")
+        kind = value.get("type")
+        if kind in _CONTROLS:
+            children = value.get("children")
+            if not isinstance(children, list | tuple):
+                raise self.fail(where, f"'children' must be a list, not {children!r}")
+            return self._control(_CONTROLS[kind], children, where, depth)
+        if kind == "action":
+            return self._action(value.get("action"), value.get("action_input", {}), where)
+        if kind == "agent":
+            return self._agent(value.get("goal"), value.get("max_turns"), where)
+        known = ", ".join((*CONTROL_TYPES, *LEAF_TYPES))
+        raise self.fail(where, f"'type' must be one of {known}, not {kind!r}")
+
+    def _control(self, cls: type[_Control], children: Any, where: str, depth: int) -> Node:
+        if not children:
+            raise self.fail(where, f"a {cls.type_name} needs at least one child")
+        read = [self.read(c, child_id(where, i), depth + 1) for i, c in enumerate(children)]
+        node = cls(*read)
+        assert isinstance(node, Sequence | Fallback | Parallel)
+        return node
+
+    def _action(self, action: Any, action_input: Any, where: str) -> Action:
+        if not isinstance(action, str) or not action.strip():
+            raise self.fail(where, f"'action' must be a non-empty string, not {action!r}")
+        if action_input is None:
+            action_input = {}
+        if not isinstance(action_input, Mapping):
+            raise self.fail(where, f"'action_input' must be a JSON object, not {action_input!r}")
+        return Action(action.strip(), dict(action_input))
+
+    def _agent(self, goal: Any, max_turns: Any, where: str) -> AgentNode:
+        if not isinstance(goal, str) or not goal.strip():
+            raise self.fail(where, f"'goal' must be a non-empty string, not {goal!r}")
+        if max_turns is not None and (
+            isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
+        ):
+            raise self.fail(where, f"'max_turns' must be an int >= 1, not {max_turns!r}")
+        return AgentNode(goal.strip(), max_turns)
+
+
+def build_tree(value: Any, *, error: type[TrailsError] = UserError) -> Node:
+    """Check a tree given as node objects or as a dict (or a mix) and return it as nodes.
+
+    Args:
+        value: the root: a node object, or ``{"type": ..., ...}``.
+        error: the exception class of a malformed tree.
+
+    Returns:
+        The root node.
+
+    Raises:
+        UserError: (or ``error``) an unknown node type, an empty control node, a leaf
+            without its action or goal, or a tree past ``MAX_NODES`` / ``MAX_DEPTH``.
+    """
+    return _Reader(error).read(value, "1", 1)
+
+
+def parse_tree_reply(text: str) -> Node:
+    """Extract a behaviour tree from a model reply: ``{"tree": {...}}`` or the root itself.
+
+    Args:
+        text: the raw reply.
+
+    Returns:
+        The root node.
+
+    Raises:
+        ReplyParseError: no JSON object with ``type`` (or ``tree``), or a malformed tree.
+    """
+    if not isinstance(text, str):
+        raise ReplyParseError(f"the reply must be text, not {type(text).__name__}")
+    for value in json_candidates(text):
+        if isinstance(value, dict) and isinstance(value.get("tree"), dict):
+            value = value["tree"]
+        if isinstance(value, dict) and "type" in value:
+            return build_tree(value, error=ReplyParseError)
+    raise ReplyParseError('no JSON tree found; expected {"type": ..., "children": [...]}')
+
+
+def tree_to_dict(node: Node, node_id: str = "1") -> dict[str, Any]:
+    """The tree as plain JSON data, each node carrying its ``id`` (``"1"``, ``"1.2"`` ...).
+
+    Args:
+        node: the root.
+        node_id: the root's id.
+
+    Returns:
+        The dict the planner records as the run's ``PlanDocument``.
+    """
+    if isinstance(node, Action):
+        return {
+            "id": node_id,
+            "type": "action",
+            "action": node.action,
+            "action_input": dict(node.action_input),
+        }
+    if isinstance(node, AgentNode):
+        out: dict[str, Any] = {"id": node_id, "type": "agent", "goal": node.goal}
+        if node.max_turns is not None:
+            out["max_turns"] = node.max_turns
+        return out
+    return {
+        "id": node_id,
+        "type": node.type_name,
+        "children": [tree_to_dict(c, child_id(node_id, i)) for i, c in enumerate(node.children)],
+    }
+
+
+def count_nodes(node: Node) -> int:
+    """How many nodes the tree holds."""
+    if isinstance(node, Action | AgentNode):
+        return 1
+    return 1 + sum(count_nodes(c) for c in node.children)

@@ -1,0 +1,486 @@
+"""Behaviour tree: run a goal as a tree of sequence, fallback and parallel nodes.
+
+Some goals have a shape a flat loop hides: "try the cache, else the index, else
+ask", "do these three things and go on if most of them worked". A behaviour
+tree states that shape. Control nodes: a ``sequence`` fails at its first
+failing child; a ``fallback`` succeeds at its first succeeding child; a
+``parallel`` runs every child (one after another, in order: nothing runs
+concurrently) and succeeds when a strict majority succeeded. Leaves: an
+``action`` dispatches one capability and fails when dispatch raises a
+``TrailsError`` (the observation is ``"error: <message>"``, as in ReAct); an
+``agent`` node works on its sub-goal with ReAct-style turns until the model
+says ``finish`` (success) or ``fail`` (failure), or its turns run out (failure).
+
+The tree comes from the caller (``tree=``: node objects or a dict), or, when
+none is given, from one LLM call that decomposes the goal into a fenced JSON
+tree (one nudge-retry on a malformed tree). ``max_steps`` counts every LLM turn
+and every action dispatch in the run; budgets are checked before each of them.
+A run whose root succeeds ends ``goal_achieved`` with the root's output as the
+answer (a sequence's last child, a fallback's succeeding child, a parallel's
+last succeeding child; an action's observation, an agent's final answer): no
+summarising turn is added, as no other planner adds one. A run whose root fails
+ends ``stopped="error"``, naming the failed leaf. Leaf results are written to a
+working memory (``trails.memory.WorkingMemory``) shown to every agent node.
+
+Provenance: one ``trails:BehaviourTreePlan`` activity per run; the tree, each
+node with its id (``"1"``, ``"1.2"`` ...), a ``trails:PlanDocument`` generated
+by the decomposing completion (or by the run for a given tree); each LLM turn a
+``trails:LLMCompletion`` informed by the run; each invocation informed by the
+completion that chose it: the agent turn, the decomposing completion for an
+action leaf of a model-built tree, or the run itself for one of a given tree.
+Completions and invocations are numbered in one ``trails:stepIndex`` sequence.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from trails.agent.planners._bt_nodes import (
+    Action,
+    AgentNode,
+    Fallback,
+    Node,
+    Parallel,
+    Sequence,
+    build_tree,
+    child_id,
+    parse_tree_reply,
+    tree_to_dict,
+)
+from trails.agent.planners._loop import (
+    Breach,
+    Limits,
+    PlanRun,
+    activity_of,
+    check_limits,
+    check_positive_int,
+    per_call_tokens,
+    stringify,
+)
+from trails.agent.planners._parse import parse_step
+from trails.agent.planners._tools import ToolFilter, ToolsSpec, discover_tools, render_catalogue
+from trails.agent.planners.base import PlanResult, PlanStep, StopReason
+from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError, UserError
+from trails.llm.types import Message, Response
+
+if TYPE_CHECKING:
+    from trails.agent.context import Session
+    from trails.kernel.context import Context
+    from trails.memory.working import WorkingMemory
+
+__all__ = [
+    "AGENT_PROMPT",
+    "DECOMPOSE_PROMPT",
+    "NAME",
+    "Action",
+    "ActionValidator",
+    "AgentNode",
+    "Fallback",
+    "Node",
+    "Parallel",
+    "Sequence",
+    "build_tree",
+    "parse_tree_reply",
+    "run",
+    "tree_to_dict",
+]
+
+#: The strategy name (``Session(strategy=...)``, ``trails:strategy``).
+NAME = "behaviour_tree"
+
+ActionValidator: TypeAlias = Callable[[str, dict[str, Any]], str | None]
+"""``validate_action(capability_id, action_input)``: None to allow, a reason to refuse."""
+
+DECOMPOSE_PROMPT = """\
+You are the planner of a behaviour-tree agent. Decompose the goal into a behaviour \
+tree whose leaves use only the tools listed below; you do not call tools yourself.
+
+Reply with exactly one fenced ```json block holding the root node. Node types:
+{"type": "sequence", "children": [...]}   runs children in order; fails at the first failing child
+{"type": "fallback", "children": [...]}   tries children in order; succeeds at the first success
+{"type": "parallel", "children": [...]}   runs every child; succeeds when a majority succeed
+{"type": "action", "action": "<tool id>", "action_input": {<arguments>}}   one tool call; \
+fails when the call fails
+{"type": "agent", "goal": "<sub-goal>"}   an agent works on the sub-goal step by step with the tools
+The answer of the run is the output of the root: a sequence's last child, a fallback's \
+succeeding child."""
+
+AGENT_PROMPT = """\
+You are an agent node of a behaviour tree. Work toward your sub-goal one step at a \
+time: think, call one tool, read its observation, repeat.
+
+Reply on every turn with exactly one fenced ```json block holding one object:
+{"thought": "<your reasoning>", "action": "<a tool id>", "action_input": {<arguments>}}
+When the sub-goal is achieved:
+{"thought": "<why>", "action": "finish", "action_input": {}, "final_answer": "<result>"}
+When it cannot be achieved with these tools:
+{"thought": "<why>", "action": "fail", "action_input": {"reason": "<reason>"}}
+Observations come back as user messages starting with "Observation:". An observation \
+starting with "error:" means the call failed: read the message and correct course."""
+
+TREE_NUDGE = (
+    "Your last reply could not be used ({problem}). Reply with exactly one fenced ```json "
+    'block holding the root node, e.g. {{"type": "sequence", "children": [...]}}.'
+)
+
+STEP_NUDGE = (
+    "Your last reply could not be used ({problem}). Reply with exactly one fenced ```json "
+    'block holding {{"thought": ..., "action": ..., "action_input": {{...}}}}, '
+    '"action": "finish" with "final_answer", or "action": "fail".'
+)
+
+
+def run(
+    goal: str,
+    *,
+    llm: Any,
+    session: Session,
+    ctx: Context | None = None,
+    max_steps: int = 10,
+    tools: ToolsSpec = None,
+    tool_filter: ToolFilter = None,
+    tree: Node | Mapping[str, Any] | None = None,
+    agent_max_turns: int = 5,
+    working_memory: WorkingMemory | None = None,
+    tool_budgets: Mapping[str, int] | None = None,
+    validate_action: ActionValidator | None = None,
+    max_tokens_per_call: int | None = None,
+    temperature: float = 0.0,
+    max_cost_usd: float | None = None,
+    max_tokens: int | None = None,
+    max_wall_time_s: float | None = None,
+    max_tokens_per_step: int | None = None,
+) -> PlanResult:
+    """Run ``goal`` as a behaviour tree: the given one, or one the model decomposes it into.
+
+    Args:
+        goal: what the agent should achieve.
+        llm: the LLM client (decomposition and agent nodes).
+        session: the conversation to continue (the goal is appended to its history).
+        ctx: the caller's context (default: the session's own).
+        max_steps: the cap on LLM turns plus action dispatches, over the whole run.
+        tools: which capabilities the tree may use (see ``discover_tools``).
+        tool_filter: a post-filter on them.
+        tree: the tree to run (node objects, or a dict of the JSON shape); None asks
+            the model for one.
+        agent_max_turns: the LLM-turn cap of an agent node without its own ``max_turns``.
+        working_memory: the scratchpad leaf results are written to and agent nodes
+            read (default: a fresh one; pass one to read it after the run).
+        tool_budgets: capability id -> how many times the run may dispatch it; past
+            that, the action fails with ``"error: tool budget ..."`` and agent nodes
+            no longer see the tool.
+        validate_action: called before every dispatch; a returned reason refuses the
+            action, which fails with ``"error: refused: <reason>"``, nothing invoked.
+        max_tokens_per_call: the completion-token cap of each LLM call (default 1024).
+        temperature: the sampling temperature.
+        max_cost_usd: USD the run may spend, sampled before every turn and dispatch.
+        max_tokens: tokens the run may use, sampled likewise.
+        max_wall_time_s: seconds the run may take, sampled likewise.
+        max_tokens_per_step: another name for ``max_tokens_per_call``.
+
+    Returns:
+        The ``PlanResult``: ``goal_achieved`` with the root's output when the root
+        succeeds; ``error`` when it fails (or on a malformed tree after a retry, a
+        provider failure, a malformed agent reply after a retry); a budget or
+        ``max_steps`` stop with the last observation as best-effort answer. Its steps
+        are every action dispatch and agent turn, in order.
+
+    Raises:
+        UserError: a bad argument or a malformed given tree (nothing is recorded then).
+        StoreError: provenance could not be recorded.
+    """
+    per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
+    limits = check_limits(
+        max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
+    )
+    max_steps = check_positive_int("max_steps", max_steps)
+    agent_turns = check_positive_int("agent_max_turns", agent_max_turns)
+    budgets = _check_budgets(tool_budgets)
+    if validate_action is not None and not callable(validate_action):
+        raise UserError(f"validate_action= must be callable, not {validate_action!r}")
+    root = None if tree is None else build_tree(tree)
+    tool_specs = discover_tools(tools, tool_filter=tool_filter)
+    memory = _working_memory(working_memory)
+    plan = PlanRun(
+        NAME, goal, llm=llm, session=session, ctx=ctx, tools=[cid for cid, _ in tool_specs]
+    )
+    runner = _TreeRun(
+        plan,
+        Limits(plan.ctx.tracker, **limits),
+        tool_specs=tool_specs,
+        max_steps=max_steps,
+        agent_turns=agent_turns,
+        per_call=per_call,
+        temperature=temperature,
+        memory=memory,
+        budgets=budgets,
+        validate=validate_action,
+    )
+    plan.start()
+    try:
+        session.history.append("user", f"Goal: {goal}")
+        return runner.execute(root)
+    except BudgetExceeded as exc:
+        return plan.budget_stop(exc)
+    except BaseException as exc:
+        plan.abort(exc)
+        raise
+
+
+def _check_budgets(tool_budgets: Any) -> dict[str, int]:
+    if tool_budgets is None:
+        return {}
+    if not isinstance(tool_budgets, Mapping):
+        raise UserError(f"tool_budgets= must map capability ids to ints, not {tool_budgets!r}")
+    for cid, limit in tool_budgets.items():
+        if not isinstance(cid, str) or not cid:
+            raise UserError(f"tool_budgets= keys must be capability ids, not {cid!r}")
+        check_positive_int(f"tool_budgets[{cid!r}]", limit, minimum=0)
+    return dict(tool_budgets)
+
+
+def _working_memory(given: Any) -> WorkingMemory:
+    # imported on use: importing trails.memory registers the memory.* capabilities
+    from trails.memory.working import WorkingMemory
+
+    if given is None:
+        return WorkingMemory()
+    if not isinstance(given, WorkingMemory):
+        raise UserError(f"working_memory= must be a WorkingMemory, not {type(given).__name__}")
+    return given
+
+
+class _Stop(Exception):
+    """Unwinds the tree walk when the run must stop (a limit, a fatal reply, a provider)."""
+
+    def __init__(
+        self, reason: StopReason, *, breach: Breach | None = None, error: str | None = None
+    ) -> None:
+        super().__init__(reason)
+        self.reason: StopReason = reason
+        self.breach = breach
+        self.error = error
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """A node's result: success or failure, its output text, and the leaf that failed."""
+
+    success: bool
+    output: str | None
+    failed_leaf: str | None = None
+
+
+class _TreeRun:
+    """One walk of a tree: the shared step count, tool counts and working memory."""
+
+    def __init__(
+        self,
+        plan: PlanRun,
+        budget: Limits,
+        *,
+        tool_specs: list[tuple[str, dict[str, Any]]],
+        max_steps: int,
+        agent_turns: int,
+        per_call: int,
+        temperature: float,
+        memory: WorkingMemory,
+        budgets: dict[str, int],
+        validate: ActionValidator | None,
+    ) -> None:
+        self.plan = plan
+        self.budget = budget
+        self.tool_specs = tool_specs
+        self.max_steps = max_steps
+        self.agent_turns = agent_turns
+        self.per_call = per_call
+        self.temperature = temperature
+        self.memory = memory
+        self.budgets = budgets
+        self.validate = validate
+        self.used = 0
+        self.calls: Counter[str] = Counter()
+        self.tree_by: str | None = None
+
+    # -- the run ----------------------------------------------------------------
+
+    def execute(self, root: Node | None) -> PlanResult:
+        """Build (when needed) and record the tree, walk it, end the run."""
+        plan = self.plan
+        try:
+            if root is None:
+                root, index = self._decompose()
+            else:
+                index = 0
+            document = tree_to_dict(root)
+            plan.session.metadata.setdefault("plans", []).append(document)
+            plan.record_entity("PlanDocument", document, generated_by=self.tree_by, index=index)
+            outcome = self._tick(root, "1")
+        except _Stop as stop:
+            return plan.finish(stop.reason, breach=stop.breach, error=stop.error)
+        if outcome.success:
+            return plan.finish("goal_achieved", answer=outcome.output)
+        kind = document["type"]
+        error = f"the behaviour tree failed: its root {kind} failed"
+        if outcome.failed_leaf is not None:
+            error += f" (last failing leaf: node {outcome.failed_leaf})"
+        return plan.finish("error", answer=outcome.output, error=error)
+
+    def _claim(self) -> int:
+        """Claim the next step (an LLM turn or a dispatch): budgets, then ``max_steps``."""
+        breach = self.budget.breach()
+        if breach is not None:
+            raise _Stop(breach.reason, breach=breach)
+        if self.used >= self.max_steps:
+            raise _Stop("max_steps", breach=Breach("max_steps", self.max_steps, self.used))
+        index, self.used = self.used, self.used + 1
+        return index
+
+    def _complete(self, messages: list[Message]) -> tuple[Response, int]:
+        index = self._claim()
+        try:
+            response = self.plan.complete(
+                messages, step=index, max_tokens=self.per_call, temperature=self.temperature
+            )
+        except ModelAPIError as exc:
+            raise _Stop("error", error=str(exc)) from exc
+        return response, index
+
+    def _decompose(self) -> tuple[Node, int]:
+        """Ask the model for the tree: one call, one nudge-retry on a malformed reply."""
+        system = f"{DECOMPOSE_PROMPT}\n\nTools:\n{render_catalogue(self.tool_specs)}"
+        messages = [Message("system", system), Message("user", f"Goal: {self.plan.goal}")]
+        nudged = False
+        while True:
+            response, index = self._complete(messages)
+            try:
+                root = parse_tree_reply(response.text)
+            except ReplyParseError as exc:
+                if nudged:
+                    raise _Stop("error", error=f"malformed tree after a retry: {exc}") from exc
+                nudged = True
+                messages = [
+                    *messages,
+                    Message("assistant", response.text),
+                    Message("user", TREE_NUDGE.format(problem=exc)),
+                ]
+                continue
+            self.plan.session.history.append("assistant", response.text)
+            self.tree_by = activity_of(response)
+            return root, index
+
+    # -- nodes --------------------------------------------------------------------
+
+    def _tick(self, node: Node, node_id: str) -> _Outcome:
+        if isinstance(node, Action):
+            outcome = self._action(node, node_id)
+        elif isinstance(node, AgentNode):
+            outcome = self._agent(node, node_id)
+        else:
+            return self._control(node, node_id)
+        status = "success" if outcome.success else "failure"
+        self.memory.set(node_id, f"{status}: {outcome.output}")
+        return outcome
+
+    def _control(self, node: Sequence | Fallback | Parallel, node_id: str) -> _Outcome:
+        outcomes: list[_Outcome] = []
+        for i, child in enumerate(node.children):
+            outcome = self._tick(child, child_id(node_id, i))
+            outcomes.append(outcome)
+            if isinstance(node, Sequence) and not outcome.success:
+                return outcome
+            if isinstance(node, Fallback) and outcome.success:
+                return outcome
+        if isinstance(node, Parallel):
+            won = 2 * sum(o.success for o in outcomes) > len(outcomes)
+            last = [o for o in outcomes if o.success == won][-1]
+            failed = next((o.failed_leaf for o in reversed(outcomes) if not o.success), None)
+            return _Outcome(won, last.output, None if won else failed)
+        # a sequence whose children all succeeded, or a fallback whose children all failed
+        return outcomes[-1]
+
+    def _action(self, node: Action, node_id: str) -> _Outcome:
+        informed_by = self.tree_by
+        observation, activity, failed = self._dispatch(
+            node.action, dict(node.action_input), informed_by=informed_by
+        )
+        self.plan.steps.append(
+            PlanStep(
+                f"behaviour tree node {node_id}",
+                node.action,
+                dict(node.action_input),
+                observation,
+                activity or informed_by or str(self.plan.activity),
+            )
+        )
+        return _Outcome(not failed, stringify(observation), node_id if failed else None)
+
+    def _dispatch(
+        self, action: str, action_input: dict[str, Any], *, informed_by: str | None
+    ) -> tuple[Any, str | None, bool]:
+        index = self._claim()
+        limit = self.budgets.get(action)
+        if limit is not None and self.calls[action] >= limit:
+            return f"error: tool budget of {action!r} exhausted ({limit} calls)", None, True
+        if self.validate is not None:
+            reason = self.validate(action, action_input)
+            if reason is not None:
+                return f"error: refused: {reason}", None, True
+        self.calls[action] += 1
+        return self.plan.dispatch(action, action_input, informed_by=informed_by, step=index)
+
+    def _agent_messages(self, node: AgentNode) -> list[Message]:
+        specs = [
+            (cid, meta)
+            for cid, meta in self.tool_specs
+            if cid not in self.budgets or self.calls[cid] < self.budgets[cid]
+        ]
+        system = (
+            f"{AGENT_PROMPT}\n\nOverall goal: {self.plan.goal}\nYour sub-goal: {node.goal}"
+            f"\n\nTools:\n{render_catalogue(specs)}"
+        )
+        if len(self.memory):
+            system += f"\n\nWorking memory (results of earlier nodes):\n{self.memory.render()}"
+        return [Message("system", system), Message("user", f"Sub-goal: {node.goal}")]
+
+    def _agent(self, node: AgentNode, node_id: str) -> _Outcome:
+        messages = self._agent_messages(node)
+        turns = node.max_turns or self.agent_turns
+        nudged = False
+        last: str | None = None
+        for _ in range(turns):
+            response, _index = self._complete(messages)
+            messages.append(Message("assistant", response.text))
+            try:
+                parsed = parse_step(response.text)
+            except ReplyParseError as exc:
+                if nudged:
+                    raise _Stop("error", error=f"malformed reply after a retry: {exc}") from exc
+                nudged = True
+                messages.append(Message("user", STEP_NUDGE.format(problem=exc)))
+                continue
+            nudged = False
+            completion = activity_of(response)
+            thought, action, action_input = (
+                parsed["thought"],
+                parsed["action"],
+                parsed["action_input"],
+            )
+            if action in ("finish", "fail"):
+                self.plan.steps.append(PlanStep(thought, action, action_input, None, completion))
+                if action == "finish":
+                    return _Outcome(True, parsed["final_answer"])
+                reason = stringify(action_input.get("reason") or thought or "failed")
+                return _Outcome(False, reason, node_id)
+            observation, activity, _failed = self._dispatch(
+                action, action_input, informed_by=completion
+            )
+            self.plan.steps.append(
+                PlanStep(thought, action, action_input, observation, activity or completion)
+            )
+            last = stringify(observation)
+            messages.append(Message("user", f"Observation: {last}"))
+        return _Outcome(False, last or f"sub-goal not reached in {turns} turns", node_id)
