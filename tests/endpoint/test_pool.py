@@ -33,6 +33,7 @@ from tests.endpoint.test_live import LOG_QUERY
 from trails.audit.endpoint import EndpointConfig, create_app
 from trails.audit.endpoint_auth import TokenTable, load_tokens
 from trails.audit.endpoint_pool import ProcessPool
+from trails.errors import StoreError
 from trails.store import IRI, Literal, Quad, open_store
 
 # A cross product of 150 triples with itself three times: millions of rows to count.
@@ -105,7 +106,7 @@ def test_a_locked_store_fails_at_start_with_a_clear_message(
     held = open_store(on_disk[0])
     try:
         pool = ProcessPool(str(on_disk[0]), threads=1, start_timeout=60)
-        with pytest.raises(Exception, match="already open"):
+        with pytest.raises(StoreError, match="already open"):
             pool.start()
     finally:
         held.close()
