@@ -1,0 +1,135 @@
+"""``trails replay`` and ``trails diff``: read a persisted session back, rerun it, compare runs.
+
+``trails replay IRI`` prints the session rebuilt from its projection (writes
+nothing). ``--rerun`` re-executes it with the recorded completions and exits
+1 when it diverges, naming the first differing activity; ``--import MODULE``
+imports the modules that register its capabilities first. ``trails diff A B``
+compares two recorded sessions' trajectories, read by SPARQL from both
+graphs, and exits 1 when they differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Any
+
+from trails.agent import Session
+from trails.errors import UserError
+from trails.store import open_store
+from trails.testing.replay import resolve_session
+from trails.testing.rerun import compare, rerun, trajectory
+
+__all__ = ["diff", "register", "replay"]
+
+
+def register(sub: Any) -> None:
+    """Add the ``replay`` and ``diff`` commands.
+
+    Args:
+        sub: the subparsers of the ``trails`` parser.
+    """
+    parser = sub.add_parser(
+        "replay", help="print a persisted session; --rerun checks it still runs"
+    )
+    parser.add_argument("iri", help="the graph the session was persisted into, or its IRI")
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="re-execute with the recorded completions; exit 1 on divergence",
+    )
+    parser.add_argument(
+        "--capabilities",
+        choices=("live", "recorded"),
+        default="recorded",
+        help="with --rerun: run capabilities live, or answer them from the recording (default)",
+    )
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="with --rerun: import MODULE first (it registers the capabilities); repeatable",
+    )
+    parser.add_argument("--planner", help="with --rerun: run every plan with this strategy")
+    parser.set_defaults(func=replay)
+
+    parser = sub.add_parser("diff", help="where two recorded sessions diverge")
+    parser.add_argument("a", help="the reference session (IRI or persisted graph)")
+    parser.add_argument("b", help="the session to compare with it")
+    parser.set_defaults(func=diff)
+
+
+def _print_session(session: Session) -> None:
+    origin = session.replayed_from
+    assert origin is not None
+    print(f"session    {origin.session}")
+    print(f"graph      {origin.graph}")
+    print(f"principal  {session.principal}")
+    print(f"strategy   {session.strategy or '(settings)'}")
+    print(f"budget     {session.budget or '(none)'}")
+    print(f"card       {session.card if session.card is not None else '(none)'}")
+    print(f"\nhistory ({len(session.history)} entries, {session.history.total_tokens} tokens):")
+    for i, e in enumerate(session.history):
+        pin = " pinned" if e.pinned else ""
+        text = e.content.replace("\n", " ")
+        print(f"  {i:>3} {e.role:<9} {e.tokens:>6} tok{pin}  {text[:100]}")
+    print(f"\ninvocations ({len(session.invocations)}):")
+    for i, r in enumerate(session.invocations):
+        tail = f"  {r.error}" if r.error else ""
+        print(f"  {i:>3} {r.capability} [{r.status}] args {r.args_sha256[:12]}{tail}")
+    print(f"\nLLM completions ({len(origin.completions)}):")
+    for i, a in enumerate(origin.completions):
+        print(f"  {i:>3} {a}")
+    for key, value in session.metadata.items():
+        count = f"{len(value)} item(s)" if isinstance(value, list) else repr(value)[:100]
+        print(f"\nmetadata {key}: {count}")
+
+
+def replay(args: argparse.Namespace) -> int:
+    """``trails replay IRI [--rerun]``.
+
+    Returns:
+        0; with ``--rerun``, 1 when the re-execution diverged.
+
+    Raises:
+        UserError: a module given to ``--import`` cannot be imported.
+        SessionError: the IRI names no persisted session.
+    """
+    for name in args.imports:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise UserError(f"--import {name}: {exc}") from exc
+    with open_store(args.store) as store:
+        session = Session.replay(args.iri, store=store)
+        if not args.rerun:
+            _print_session(session)
+            return 0
+        report = rerun(args.iri, store=store, capabilities=args.capabilities, planner=args.planner)
+        print(report.describe())
+        return 0 if report.identical else 1
+
+
+def diff(args: argparse.Namespace) -> int:
+    """``trails diff A B``: compare two sessions' trajectories.
+
+    Returns:
+        0 when they are identical, 1 when they diverge.
+
+    Raises:
+        SessionError: an IRI names no session.
+    """
+    with open_store(args.store) as store:
+        a, b = resolve_session(args.a, store), resolve_session(args.b, store)
+        left, right = trajectory(store, a), trajectory(store, b)
+        print(f"A {a}: {len(left)} activities\nB {b}: {len(right)} activities")
+        found = compare(left, right)
+        if found is None:
+            print("identical: same actions, inputs and observations in the same order")
+            return 0
+        print(found.describe("A", "B"))
+        sys.stdout.flush()
+        return 1
