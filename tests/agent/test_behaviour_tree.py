@@ -580,3 +580,32 @@ def test_registered_as_a_strategy() -> None:
     assert STRATEGIES["behaviour_tree"] is behaviour_tree
     assert isinstance(behaviour_tree, PlanningStrategy)
     assert Session.new(strategy="behaviour-tree", principal="d:a").strategy == "behaviour_tree"
+
+
+def test_session_run_and_caller_ctx(
+    store: Store, ctx: Any, notes: dict[str, list[Any]], reply: Any, prov: Any
+) -> None:
+    from trails.kernel import default_tracker
+
+    # Session.run picks the planner by name and passes the tree through
+    session = Session.new(strategy="behaviour_tree", principal="did:local:alice")
+    result = session.run(
+        "Search.",
+        llm=no_model(),
+        tree={"type": "action", "action": "notes.search", "action_input": {"tag": "urgent"}},
+    )
+    assert result.strategy == "behaviour_tree" and result.answer == HITS
+    assert [r.capability for r in session.invocations] == ["notes.search"]
+
+    # with ctx=, the run is a child of the caller and its model calls are booked for it
+    parent = ctx.recorder.minter.activity()
+    other = Session(principal="did:local:bob")
+    client = LLMClient.mock(response=[reply("finish", final_answer="ok")])
+    result = behaviour_tree.run(
+        "Think.", llm=client, session=other, ctx=ctx.child(parent=parent), tree=AgentNode("Think.")
+    )
+    assert result.stopped == "goal_achieved" and result.answer == "ok"
+    run = prov.run(result.activity_iri)
+    assert run["parent"] == parent and run["principal"] == "did:local:alice"
+    assert not other.opened
+    assert {e.principal for e in default_tracker().envelopes()} == {"did:local:alice"}
