@@ -347,6 +347,10 @@ class MemoryIndex:
     ) -> list[tuple[Memory, float, float]]:
         """The ``k`` best memories for ``q``: ``(memory, score, relevance)``, best first.
 
+        Two stages: BM25 picks the best ``max(10 k, 50)`` lexical candidates the
+        asker may see (exactly, with MaxScore pruning), then relevance,
+        confidence and recency are combined to rank those candidates.
+
         Args:
             q: the query, with the asker and filters.
             k: how many to return.
@@ -358,11 +362,15 @@ class MemoryIndex:
             Up to ``k`` triples sorted by score, then recency.
         """
         terms = tokenize(q.text)
+        pool_size = max(weights.depth if ranker is not None else 0, 10 * k, 50)
         with self.lock:
             docs = self._docs
             if terms:
-                raw = self.lexical.score(terms)
-                hits = [(docs[d], s) for d, s in raw.items() if self.visible(docs[d], q)]
+                raw = self.lexical.score(terms, depth=pool_size)
+                hits, cutoff = self._visible_top(raw, q, pool_size)
+                if len(hits) < k and cutoff > 0.0:
+                    # many matches are not visible to this asker: look at all of them
+                    hits, _ = self._visible_top(self.lexical.score(terms), q, 0)
             else:
                 hits = [(m, 0.0) for m in docs if self.visible(m, q)]
         if not hits:
@@ -394,6 +402,21 @@ class MemoryIndex:
         scored = [(combined(m), m.recorded_at, m) for m, _ in hits]
         best = heapq.nlargest(k, scored, key=lambda t: (t[0], t[1]))
         return [(m, score, relevance[m.id]) for score, _, m in best]
+
+    def _visible_top(
+        self, raw: dict[int, float], q: Query, size: int
+    ) -> tuple[list[tuple[Memory, float]], float]:
+        """The visible matches of ``raw`` among its best ``size`` (all when 0), and the cutoff.
+
+        The cutoff is the best raw score left out (0.0 when nothing was left out).
+        """
+        docs = self._docs
+        if size <= 0 or len(raw) <= size:
+            return [(docs[d], s) for d, s in raw.items() if self.visible(docs[d], q)], 0.0
+        ordered = heapq.nlargest(size + 1, raw.items(), key=lambda x: x[1])
+        cutoff = ordered[-1][1]
+        kept = [(docs[d], s) for d, s in ordered[:-1] if self.visible(docs[d], q)]
+        return kept, cutoff
 
     def chain(self, mid: str) -> list[Memory]:
         """Every version of ``mid``'s fact, oldest first (follows ``prov:wasRevisionOf``)."""

@@ -15,6 +15,7 @@ meet. Documents are content plus topic plus tags.
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import unicodedata
@@ -113,14 +114,21 @@ class Bm25Index:
         n = len(self.lengths)
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
-    def score(self, terms: Iterable[str]) -> dict[int, float]:
+    def score(self, terms: Iterable[str], depth: int = 0) -> dict[int, float]:
         """BM25 scores of the documents that contain the query ``terms``.
+
+        Terms are taken rarest first. With ``depth`` > 0, once the ``depth``-th
+        best score so far exceeds what all remaining terms together could add
+        (their upper bounds, MaxScore style), the remaining terms only re-score
+        documents already found: a document they alone would bring in could not
+        reach the top ``depth``. The top ``depth`` is then still exact.
 
         Args:
             terms: query terms (repeats count once).
+            depth: how many best documents must be exact (0: score every match).
 
         Returns:
-            ``{document: score}`` for every document the query reaches.
+            ``{document: score}`` for the documents reached.
         """
         n = len(self.lengths)
         if not n:
@@ -130,19 +138,27 @@ class Bm25Index:
         norm = k1 * (1.0 - b)
         slope = k1 * b / avg
         lengths = self.lengths
-        unique = [t for t in dict.fromkeys(terms) if t in self.postings]
-        unique.sort(key=lambda t: len(self.postings[t]))
+        postings_of = self.postings
+        unique = [t for t in dict.fromkeys(terms) if t in postings_of]
+        unique.sort(key=lambda t: len(postings_of[t]))
+        idfs = [self.idf(t) for t in unique]
+        # most one term can add to a document: tf / (tf + k1 (1 - b)) < 1, times (k1 + 1)
+        bounds = [idf * (k1 + 1.0) for idf in idfs]
+        remaining = sum(bounds)
         limit = max(self.common * n, 50.0)
         acc: dict[int, float] = {}
-        for term in unique:
-            postings = self.postings[term]
-            idf = self.idf(term)
-            if acc and len(postings) > limit:
-                # A near stop word: re-score what rarer terms found, add nothing new.
-                for doc in acc:
+        for term, idf, bound in zip(unique, idfs, bounds, strict=True):
+            remaining -= bound
+            postings = postings_of[term]
+            essential = not acc or (
+                len(postings) <= limit and not self._pruned(acc, depth, bound + remaining)
+            )
+            if not essential:
+                # re-score what rarer terms found, add nothing new
+                for doc, old in acc.items():
                     tf = postings.get(doc)
                     if tf:
-                        acc[doc] += idf * tf * (k1 + 1.0) / (tf + norm + slope * lengths[doc])
+                        acc[doc] = old + idf * tf * (k1 + 1.0) / (tf + norm + slope * lengths[doc])
                 continue
             get = acc.get
             for doc, tf in postings.items():
@@ -150,3 +166,11 @@ class Bm25Index:
                     tf + norm + slope * lengths[doc]
                 )
         return acc
+
+    @staticmethod
+    def _pruned(acc: dict[int, float], depth: int, reachable: float) -> bool:
+        """True when a document scored only by the remaining terms cannot enter the top ``depth``."""
+        if depth <= 0 or len(acc) < depth:
+            return False
+        threshold = heapq.nlargest(depth, acc.values())[-1]
+        return threshold > reachable
