@@ -542,6 +542,7 @@ def test_tool_budgets_and_action_validator(
         ({"tool_budgets": {"notes.search": -1}}, "tool_budgets"),
         ({"validate_action": "yes"}, "validate_action"),
         ({"working_memory": {}}, "working_memory"),
+        ({"episodic": object()}, "episodic"),
         ({"max_steps": 0}, "max_steps"),
     ],
 )
@@ -609,3 +610,52 @@ def test_session_run_and_caller_ctx(
     assert run["parent"] == parent and run["principal"] == "did:local:alice"
     assert not other.opened
     assert {e.principal for e in default_tracker().envelopes()} == {"did:local:alice"}
+
+
+def test_agent_nodes_keep_and_find_episodes(
+    store: Store, ctx: Any, notes: dict[str, list[Any]], reply: Any
+) -> None:
+    from trails.memory import StoreEpisodicMemory
+
+    episodic = StoreEpisodicMemory(ctx)
+    first = LLMClient.mock(
+        response=[
+            reply("notes.tag", {"note": "n1", "label": "seen"}),
+            reply("finish", final_answer="n1 tagged"),
+        ]
+    )
+    result = behaviour_tree.run(
+        "Tag.",
+        llm=first,
+        session=Session(principal="did:local:alice"),
+        tree=AgentNode("Tag the urgent note n1 as seen."),
+        episodic=episodic,
+    )
+    assert result.stopped == "goal_achieved"
+    assert "Past episodes" not in first.adapter.requests[0].messages[0].content
+    [kept] = episodic.retrieve("Tag the urgent note n1", k=3)
+    assert (kept.goal, kept.steps, kept.outcome, kept.result) == (
+        "Tag the urgent note n1 as seen.",
+        ('notes.tag {"label": "seen", "note": "n1"}',),
+        "success",
+        "n1 tagged",
+    )
+
+    # the next similar sub-goal sees the episode in its prompt; a failure is kept too
+    second = LLMClient.mock(response=[reply("fail", {"reason": "n2 is locked"})])
+    result = behaviour_tree.run(
+        "Tag.",
+        llm=second,
+        session=Session(principal="did:local:alice"),
+        tree=AgentNode("Tag the urgent note n2 as seen."),
+        episodic=episodic,
+    )
+    prompt = second.adapter.requests[0].messages[0].content
+    assert "Past episodes of similar sub-goals:" in prompt
+    assert "Goal: Tag the urgent note n1 as seen.\nOutcome: success" in prompt
+    assert result.stopped == "error" and result.answer == "n2 is locked"
+    failures = episodic.retrieve("Tag the urgent note n2", outcome="failure")
+    assert [(e.goal, e.result) for e in failures] == [
+        ("Tag the urgent note n2 as seen.", "n2 is locked")
+    ]
+    assert_conforms(store)

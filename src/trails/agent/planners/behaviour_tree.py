@@ -20,7 +20,9 @@ answer (a sequence's last child, a fallback's succeeding child, a parallel's
 last succeeding child; an action's observation, an agent's final answer): no
 summarising turn is added, as no other planner adds one. A run whose root fails
 ends ``stopped="error"``, naming the failed leaf. Leaf results are written to a
-working memory (``trails.memory.WorkingMemory``) shown to every agent node.
+working memory (``trails.memory.WorkingMemory``) shown to every agent node;
+given ``episodic=``, agent nodes see past episodes of similar sub-goals and
+keep their own.
 
 Provenance: one ``trails:BehaviourTreePlan`` activity per run; the tree, each
 node with its id (``"1"``, ``"1.2"`` ...), a ``trails:PlanDocument`` generated
@@ -33,6 +35,7 @@ Completions and invocations are numbered in one ``trails:stepIndex`` sequence.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -69,6 +72,7 @@ from trails.llm.types import Message, Response
 if TYPE_CHECKING:
     from trails.agent.context import Session
     from trails.kernel.context import Context
+    from trails.memory.episodic import EpisodicMemory
     from trails.memory.working import WorkingMemory
 
 __all__ = [
@@ -145,6 +149,7 @@ def run(
     tree: Node | Mapping[str, Any] | None = None,
     agent_max_turns: int = 5,
     working_memory: WorkingMemory | None = None,
+    episodic: EpisodicMemory | None = None,
     tool_budgets: Mapping[str, int] | None = None,
     validate_action: ActionValidator | None = None,
     max_tokens_per_call: int | None = None,
@@ -169,6 +174,8 @@ def run(
         agent_max_turns: the LLM-turn cap of an agent node without its own ``max_turns``.
         working_memory: the scratchpad leaf results are written to and agent nodes
             read (default: a fresh one; pass one to read it after the run).
+        episodic: where agent nodes find past episodes of similar sub-goals (shown
+            in their prompt) and keep their own when they end (None: no episodes).
         tool_budgets: capability id -> how many times the run may dispatch it; past
             that, the action fails with ``"error: tool budget ..."`` and agent nodes
             no longer see the tool.
@@ -204,6 +211,10 @@ def run(
     root = None if tree is None else build_tree(tree)
     tool_specs = discover_tools(tools, tool_filter=tool_filter)
     memory = _working_memory(working_memory)
+    if episodic is not None and not (
+        callable(getattr(episodic, "store", None)) and callable(getattr(episodic, "retrieve", None))
+    ):
+        raise UserError(f"episodic= must be an EpisodicMemory, not {type(episodic).__name__}")
     plan = PlanRun(
         NAME, goal, llm=llm, session=session, ctx=ctx, tools=[cid for cid, _ in tool_specs]
     )
@@ -216,6 +227,7 @@ def run(
         per_call=per_call,
         temperature=temperature,
         memory=memory,
+        episodic=episodic,
         budgets=budgets,
         validate=validate_action,
     )
@@ -288,6 +300,7 @@ class _TreeRun:
         per_call: int,
         temperature: float,
         memory: WorkingMemory,
+        episodic: EpisodicMemory | None,
         budgets: dict[str, int],
         validate: ActionValidator | None,
     ) -> None:
@@ -299,6 +312,7 @@ class _TreeRun:
         self.per_call = per_call
         self.temperature = temperature
         self.memory = memory
+        self.episodic = episodic
         self.budgets = budgets
         self.validate = validate
         self.used = 0
@@ -444,9 +458,29 @@ class _TreeRun:
         )
         if len(self.memory):
             system += f"\n\nWorking memory (results of earlier nodes):\n{self.memory.render()}"
+        episodes = self.episodic.retrieve(node.goal, k=3) if self.episodic is not None else []
+        if episodes:
+            past = "\n\n".join(e.render() for e in episodes)
+            system += f"\n\nPast episodes of similar sub-goals:\n{past}"
         return [Message("system", system), Message("user", f"Sub-goal: {node.goal}")]
 
     def _agent(self, node: AgentNode, node_id: str) -> _Outcome:
+        tried: list[str] = []
+        outcome = self._agent_turns(node, node_id, tried)
+        if self.episodic is not None:
+            from trails.memory.episodic import Episode
+
+            self.episodic.store(
+                Episode(
+                    goal=node.goal,
+                    steps=tuple(tried),
+                    outcome="success" if outcome.success else "failure",
+                    result=outcome.output,
+                )
+            )
+        return outcome
+
+    def _agent_turns(self, node: AgentNode, node_id: str, tried: list[str]) -> _Outcome:
         messages = self._agent_messages(node)
         turns = node.max_turns or self.agent_turns
         nudged = False
@@ -482,5 +516,6 @@ class _TreeRun:
                 PlanStep(thought, action, action_input, observation, activity or completion)
             )
             last = stringify(observation)
+            tried.append(f"{action} {json.dumps(action_input, sort_keys=True, default=str)}")
             messages.append(Message("user", f"Observation: {last}"))
         return _Outcome(False, last or f"sub-goal not reached in {turns} turns", node_id)
