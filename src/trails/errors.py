@@ -24,7 +24,8 @@ Every error trails raises on purpose is a ``TrailsError``. Backend exceptions
     │   ├── CapabilityError        a handler raised; the cause is attached
     │   ├── QueryTimeout           a query ran past its time limit and was stopped
     │   ├── StoreError             the store failed or refused
-    │   │   └── StoreLockedError   the directory is held by another process
+    │   │   ├── StoreLockedError   the directory is held by another process
+    │   │   └── RemoteStoreError   a SPARQL server failed: HTTP status and its message
     │   ├── ModelAPIError          an LLM provider failed (subclasses per kind)
     │   ├── ReplayMismatch         a replayed run asked for an unrecorded completion
     │   ├── ReplyParseError        an LLM reply lacks the JSON a planner asked for
@@ -51,6 +52,7 @@ __all__ = [
     "QuerySyntaxError",
     "QueryTimeout",
     "RDFSyntaxError",
+    "RemoteStoreError",
     "ReplayMismatch",
     "ReplyParseError",
     "RunError",
@@ -180,6 +182,22 @@ class StoreError(RunError):
 
 class StoreLockedError(StoreError):
     """An on-disk store is already opened by another process."""
+
+
+class RemoteStoreError(StoreError):
+    """A SPARQL server refused a request or could not be reached.
+
+    ``status`` is the HTTP status (``None`` when no answer came), ``server_message``
+    what the server said, ``url`` the endpoint (without credentials).
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, server_message: str = "", url: str = ""
+    ) -> None:
+        self.status = status
+        self.server_message = server_message
+        self.url = url
+        super().__init__(message)
 
 
 class ModelAPIError(RunError):
