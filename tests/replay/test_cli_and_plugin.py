@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,13 @@ from trails.cli import main
 from trails.store import open_store
 
 SUPPORT = Path(__file__).resolve().parent
+
+# the plugin is loaded by its pytest11 entry point once trails is installed; name it
+# explicitly only when the installed metadata predates the entry point
+_INSTALLED = any(
+    ep.value == "trails.testing.pytest_plugin" for ep in entry_points(group="pytest11")
+)
+PLUGIN = [] if _INSTALLED else ["-p", "trails.testing.pytest_plugin"]
 
 
 def _record(location: Path, tools: Tools) -> tuple[str, str, str]:
@@ -115,8 +123,7 @@ def test_the_pytest_plugin_turns_a_session_into_a_test(
             "-m",
             "pytest",
             "-q",
-            "-p",
-            "trails.testing.pytest_plugin",
+            *PLUGIN,
             "-p",
             "no:cacheprovider",
             "--rootdir",
@@ -166,8 +173,7 @@ def test_the_marker_needs_one_iri(tmp_path: Path) -> None:
             "-m",
             "pytest",
             "-q",
-            "-p",
-            "trails.testing.pytest_plugin",
+            *PLUGIN,
             "-p",
             "no:cacheprovider",
             "--rootdir",
