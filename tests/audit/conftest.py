@@ -7,11 +7,11 @@ Four sessions on a frozen clock (one second per tick):
   ``send_email`` (side effects) ok at step 1, whose handler makes a nested
   completion by anthropic:claude-haiku (0.005 USD); ``pay`` denied by policy;
   ``flaky`` raises (error); ``search`` with a bad argument (invalid). A memory is
-  learned. Ends ok, goal achieved.
+  learned (memory.learn). Ends ok, goal achieved.
 - B (bob, 2025-03-02 10:00, health, L1): Plan-and-Execute, a plan document,
   two openai:gpt-4o completions (unpriced, 0.5 USD), ``search`` ok, budget
   termination (limit 0.4, observed 0.5). Ends with status error.
-- C (alice, 2025-03-03 10:00, finance): Reflexion; recalls A's memory, then a
+- C (alice, 2025-03-03 10:00, finance): Reflexion; recalls A's memory (memory.recall), then a
   completion (0.04 USD) informed by the recall; a critique; step limit (3).
 - D (carol, 2025-03-04 10:00): a run terminated by an error; never ended.
 
@@ -28,25 +28,22 @@ from typing import Any
 
 import pytest
 
-kcontext = importlib.import_module("trails.kernel.context")
-kinvoke = importlib.import_module("trails.kernel.invoke")
-
+import trails.memory as memory
 from trails.audit.seal import install_sealer
 from trails.kernel import Context, Decision, capability, invoke
 from trails.prov import (
-    PROV,
     EntityRecorded,
-    Event,
     LLMCompleted,
     PlanRunEnded,
     PlanRunStarted,
-    QuadBuilder,
     Recorder,
     SessionStarted,
-    T,
     Terminated,
 )
-from trails.store import IRI, Store
+from trails.store import IRI, Literal, Store
+
+kcontext = importlib.import_module("trails.kernel.context")
+kinvoke = importlib.import_module("trails.kernel.invoke")  # the module, not the function
 
 ALICE = "did:local:alice"
 BOB = "did:local:bob"
@@ -76,53 +73,6 @@ class DenyPay:
         return Decision("allow", "")
 
 
-class MemoryLearned(Event):
-    """Test stand-in for the memory room: a learn activity in a session graph."""
-
-    activity: str
-    memory: str
-    at: datetime
-
-    def emit(self, b: QuadBuilder) -> None:
-        a = IRI.trusted(self.activity)
-        b.activity(a, T.MemoryOperation, self.at, self.at)
-        b.child_of(a, self.graph, self.graph)
-        b.label(a, "learn")
-        b.add(IRI.trusted(self.memory), PROV.wasGeneratedBy, a)
-
-
-class MemoryEntity(Event):
-    """The memory itself, in the memory graph."""
-
-    memory_graph: str
-    memory: str
-    content: str
-    generated_by: str
-    at: datetime
-
-    @property
-    def graph(self) -> IRI:
-        return IRI.trusted(self.memory_graph)
-
-    def emit(self, b: QuadBuilder) -> None:
-        m = IRI.trusted(self.memory)
-        b.entity(m, T.Memory, self.content, generated_by=IRI.trusted(self.generated_by), at=self.at, as_json=False)
-
-
-class MemoryRecalled(Event):
-    activity: str
-    parent: str
-    memory: str
-    at: datetime
-
-    def emit(self, b: QuadBuilder) -> None:
-        a = IRI.trusted(self.activity)
-        b.activity(a, T.MemoryOperation, self.at, self.at)
-        b.child_of(a, IRI.trusted(self.parent), self.graph)
-        b.label(a, "recall")
-        b.add(a, PROV.used, IRI.trusted(self.memory))
-
-
 @dataclass
 class Fixture:
     store: Store
@@ -138,17 +88,37 @@ class Fixture:
 
 
 def _completion(
-    fx: Fixture, ctx: Context, name: str, *, parent: str, model: str, provider: str = "anthropic",
-    usd: float | None, tokens: tuple[int, int], step: int | None, text: str,
+    fx: Fixture,
+    ctx: Context,
+    name: str,
+    *,
+    parent: str,
+    model: str,
+    provider: str = "anthropic",
+    usd: float | None,
+    tokens: tuple[int, int],
+    step: int | None,
+    text: str,
 ) -> IRI:
     activity = fx.recorder.minter.activity()
     started = fx.clock()
     fx.recorder.record(
         LLMCompleted(
-            session=ctx.session, activity=activity, parent=parent, principal=ctx.principal,
-            provider=provider, model=model, started=started, ended=fx.clock(),
-            messages=[{"role": "user", "content": f"prompt for {name}"}], request_hash="h-" + name,
-            text=text, input_tokens=tokens[0], output_tokens=tokens[1], usd=usd, step=step,
+            session=ctx.session,
+            activity=activity,
+            parent=parent,
+            principal=ctx.principal,
+            provider=provider,
+            model=model,
+            started=started,
+            ended=fx.clock(),
+            messages=[{"role": "user", "content": f"prompt for {name}"}],
+            request_hash="h-" + name,
+            text=text,
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
+            usd=usd,
+            step=step,
         )
     )
     fx.completions[name] = activity
@@ -158,7 +128,9 @@ def _completion(
 def _open(fx: Fixture, key: str, principal: str, day: int, **kw: Any) -> Context:
     fx.clock.set(datetime(2025, 3, day, 10, 0, tzinfo=UTC) - timedelta(seconds=1))
     session = fx.recorder.minter.session(f"session-{key}")
-    fx.recorder.record(SessionStarted(session=session, principal=principal, started=fx.clock(), **kw))
+    fx.recorder.record(
+        SessionStarted(session=session, principal=principal, started=fx.clock(), **kw)
+    )
     fx.sessions[key] = session
     return Context(principal=principal, session=session, recorder=fx.recorder, parent=session)
 
@@ -166,8 +138,15 @@ def _open(fx: Fixture, key: str, principal: str, day: int, **kw: Any) -> Context
 def _run(fx: Fixture, ctx: Context, key: str, strategy: str, goal: str) -> IRI:
     run = fx.recorder.minter.activity()
     fx.recorder.record(
-        PlanRunStarted(session=ctx.session, activity=run, parent=ctx.session, principal=ctx.principal,
-                       strategy=strategy, goal=goal, started=fx.clock())
+        PlanRunStarted(
+            session=ctx.session,
+            activity=run,
+            parent=ctx.session,
+            principal=ctx.principal,
+            strategy=strategy,
+            goal=goal,
+            started=fx.clock(),
+        )
     )
     fx.runs[key] = run
     return run
@@ -181,6 +160,16 @@ def _invoke(fx: Fixture, ctx: Context, key: str, cap: str, args: dict[str, Any])
         new = set(_invocations(fx.store)) - before
         if new:
             fx.invocations[key] = next(iter(new))
+
+
+def _last_activity(store: Store, session: IRI, cls: str) -> IRI:
+    rows = store.query(
+        "SELECT ?a ?t $g $cls WHERE { GRAPH $g { ?a a ?c ; "
+        "<http://www.w3.org/ns/prov#startedAtTime> ?t } "
+        'FILTER(?c = IRI(CONCAT("https://w3id.org/trails/ns#", $cls))) } ORDER BY DESC(?t) LIMIT 1',
+        {"g": session, "cls": Literal(cls)},
+    )
+    return rows.rows[0][0]  # type: ignore[union-attr,index,return-value]
 
 
 def _invocations(store: Store) -> list[IRI]:
@@ -206,8 +195,17 @@ def build(store: Store, monkeypatch: pytest.MonkeyPatch, *, seal: bool = True) -
 
     @capability(id="send_email", description="Send an e-mail", side_effects=True)
     def send_email(ctx: Context, to: str, body: str) -> str:
-        _completion(fx, ctx, "nested", parent=ctx.parent or ctx.session, model="claude-haiku",
-                    usd=0.005, tokens=(50, 10), step=None, text="polished body")
+        _completion(
+            fx,
+            ctx,
+            "nested",
+            parent=ctx.parent or ctx.session,
+            model="claude-haiku",
+            usd=0.005,
+            tokens=(50, 10),
+            step=None,
+            text="polished body",
+        )
         return f"sent to {to}"
 
     @capability(id="pay", description="Pay an invoice", side_effects=True)
@@ -223,72 +221,180 @@ def build(store: Store, monkeypatch: pytest.MonkeyPatch, *, seal: bool = True) -
     a.policy = DenyPay()
     run = _run(fx, a, "A", "react", "email the summary")
     step = a.child(parent=run)
-    _completion(fx, a, "c0", parent=run, model="claude-sonnet", usd=0.01, tokens=(100, 20), step=0,
-                text='{"action": "search"}')
+    _completion(
+        fx,
+        a,
+        "c0",
+        parent=run,
+        model="claude-sonnet",
+        usd=0.01,
+        tokens=(100, 20),
+        step=0,
+        text='{"action": "search"}',
+    )
     _invoke(fx, step.child(step=0), "search", "search", {"query": "quarterly figures"})
-    _completion(fx, a, "c1", parent=run, model="claude-sonnet", usd=0.02, tokens=(100, 30), step=1,
-                text='{"action": "send_email"}')
-    _invoke(fx, step.child(step=1), "send_email", "send_email", {"to": "cfo@example.com", "body": "hi"})
+    _completion(
+        fx,
+        a,
+        "c1",
+        parent=run,
+        model="claude-sonnet",
+        usd=0.02,
+        tokens=(100, 30),
+        step=1,
+        text='{"action": "send_email"}',
+    )
+    _invoke(
+        fx, step.child(step=1), "send_email", "send_email", {"to": "cfo@example.com", "body": "hi"}
+    )
     with pytest.raises(Exception, match="payments need a human"):
         invoke("pay", {"amount": 12.5}, ctx=step.child(step=1))
     with pytest.raises(Exception, match="upstream timeout"):
         _invoke(fx, step.child(step=2), "flaky", "flaky", {})
     with pytest.raises(Exception, match="invalid arguments"):
         _invoke(fx, step.child(step=2), "invalid", "search", {"query": {"not": "a string"}})
-    learn = fx.recorder.minter.activity()
-    fx.memory_graph = fx.recorder.minter.graph("memory")
-    fx.memory = IRI.trusted("urn:trails:memory:prefers-email")
-    at = clock()
-    fx.recorder.record(MemoryLearned(session=a.session, activity=learn, memory=fx.memory, at=at))
-    fx.recorder.record(MemoryEntity(session=a.session, memory_graph=fx.memory_graph, memory=fx.memory,
-                                    content="the CFO prefers e-mail", generated_by=learn, at=at))
-    fx.runs["A-learn"] = learn
-    _completion(fx, a, "c2", parent=run, model="claude-sonnet", usd=0.03, tokens=(200, 40), step=2,
-                text="done")
-    fx.recorder.record(PlanRunEnded(session=a.session, activity=run, ended=clock(),
-                                    stop_reason="goal_achieved", answer="the summary was sent"))
+    learned = memory.learn("the CFO prefers e-mail", confidence=0.9, scope="shared", ctx=step)
+    fx.memory = IRI.trusted(learned.id)
+    fx.runs["A-learn"] = IRI.trusted(learned.activity)
+    _completion(
+        fx,
+        a,
+        "c2",
+        parent=run,
+        model="claude-sonnet",
+        usd=0.03,
+        tokens=(200, 40),
+        step=2,
+        text="done",
+    )
+    fx.recorder.record(
+        PlanRunEnded(
+            session=a.session,
+            activity=run,
+            ended=clock(),
+            stop_reason="goal_achieved",
+            answer="the summary was sent",
+        )
+    )
     a.close("ok")
 
     # -- B: bob, Plan-and-Execute, stopped by the budget ------------------------
     b = _open(fx, "B", BOB, 2, label="beta", assurance_level="L1", domain="health")
     run = _run(fx, b, "B", "plan_and_execute", "triage the inbox")
-    fx.recorder.record(EntityRecorded(session=b.session, entity=fx.recorder.minter.entity(),
-                                      kind="PlanDocument", content={"steps": ["search"]},
-                                      generated_by=run, at=clock(), index=0))
-    _completion(fx, b, "b0", parent=run, model="gpt-4o", provider="openai", usd=None, tokens=(300, 50),
-                step=0, text="plan")
+    fx.recorder.record(
+        EntityRecorded(
+            session=b.session,
+            entity=fx.recorder.minter.entity(),
+            kind="PlanDocument",
+            content={"steps": ["search"]},
+            generated_by=run,
+            at=clock(),
+            index=0,
+        )
+    )
+    _completion(
+        fx,
+        b,
+        "b0",
+        parent=run,
+        model="gpt-4o",
+        provider="openai",
+        usd=None,
+        tokens=(300, 50),
+        step=0,
+        text="plan",
+    )
     _invoke(fx, b.child(parent=run, step=0), "b-search", "search", {"query": "inbox"})
-    _completion(fx, b, "b1", parent=run, model="gpt-4o", provider="openai", usd=0.5, tokens=(100, 10),
-                step=1, text="next")
-    fx.recorder.record(Terminated(session=b.session, activity=run, kind="budget", reason="max_cost",
-                                  limit=0.4, observed=0.5, at=clock()))
-    fx.recorder.record(PlanRunEnded(session=b.session, activity=run, ended=clock(), stop_reason="max_cost"))
+    _completion(
+        fx,
+        b,
+        "b1",
+        parent=run,
+        model="gpt-4o",
+        provider="openai",
+        usd=0.5,
+        tokens=(100, 10),
+        step=1,
+        text="next",
+    )
+    fx.recorder.record(
+        Terminated(
+            session=b.session,
+            activity=run,
+            kind="budget",
+            reason="max_cost",
+            limit=0.4,
+            observed=0.5,
+            at=clock(),
+        )
+    )
+    fx.recorder.record(
+        PlanRunEnded(session=b.session, activity=run, ended=clock(), stop_reason="max_cost")
+    )
     b.close("error")
 
     # -- C: alice, Reflexion, recalls A's memory, hits the step limit ------------
     c = _open(fx, "C", ALICE, 3, label="gamma", domain="finance")
     run = _run(fx, c, "C", "reflexion", "follow up with the CFO")
-    recall = fx.recorder.minter.activity()
-    fx.recorder.record(MemoryRecalled(session=c.session, activity=recall, parent=run, memory=fx.memory,
-                                      at=clock()))
+    hits = memory.recall("how to reach the CFO", scope="shared", ctx=c.child(parent=run, step=0))
+    assert [h.memory.id for h in hits] == [fx.memory]
+    recall = _last_activity(fx.store, c.session, "MemoryRecall")
     fx.recall = recall
-    _completion(fx, c, "r0", parent=recall, model="claude-sonnet", usd=0.04, tokens=(80, 20), step=0,
-                text="write an e-mail")
-    fx.recorder.record(EntityRecorded(session=c.session, entity=fx.recorder.minter.entity(),
-                                      kind="Critique", content="too vague", generated_by=run,
-                                      at=clock(), index=0))
-    fx.recorder.record(Terminated(session=c.session, activity=run, kind="step_limit",
-                                  reason="max_steps", limit=3, observed=3, at=clock()))
-    fx.recorder.record(PlanRunEnded(session=c.session, activity=run, ended=clock(), stop_reason="max_steps"))
+    _completion(
+        fx,
+        c,
+        "r0",
+        parent=recall,
+        model="claude-sonnet",
+        usd=0.04,
+        tokens=(80, 20),
+        step=0,
+        text="write an e-mail",
+    )
+    fx.recorder.record(
+        EntityRecorded(
+            session=c.session,
+            entity=fx.recorder.minter.entity(),
+            kind="Critique",
+            content="too vague",
+            generated_by=run,
+            at=clock(),
+            index=0,
+        )
+    )
+    fx.recorder.record(
+        Terminated(
+            session=c.session,
+            activity=run,
+            kind="step_limit",
+            reason="max_steps",
+            limit=3,
+            observed=3,
+            at=clock(),
+        )
+    )
+    fx.recorder.record(
+        PlanRunEnded(session=c.session, activity=run, ended=clock(), stop_reason="max_steps")
+    )
     c.close("ok")
 
     # -- D: carol, an error, still open -----------------------------------------
     d = _open(fx, "D", CAROL, 4, label="delta")
     run = _run(fx, d, "D", "react", "crash")
-    fx.recorder.record(Terminated(session=d.session, activity=run, kind="error",
-                                  reason="ModelAPIError: 503", at=clock()))
-    fx.recorder.record(PlanRunEnded(session=d.session, activity=run, ended=clock(), stop_reason="error",
-                                    error="ModelAPIError: 503"))
+    fx.recorder.record(
+        Terminated(
+            session=d.session, activity=run, kind="error", reason="ModelAPIError: 503", at=clock()
+        )
+    )
+    fx.recorder.record(
+        PlanRunEnded(
+            session=d.session,
+            activity=run,
+            ended=clock(),
+            stop_reason="error",
+            error="ModelAPIError: 503",
+        )
+    )
     return fx
 
 

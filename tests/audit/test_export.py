@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import rdflib
 from prov.model import ProvDocument
-
 from tests.audit.conftest import Fixture
+
 from trails.audit.export import (
     Redaction,
     RedactionRule,
@@ -21,8 +21,8 @@ from trails.audit.export import (
     select_graphs,
 )
 from trails.audit.verify import verify
-from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
 from trails.config import load_settings
+from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
 from trails.prov import T
 from trails.store import IRI, Solutions, Store, open_store
 
@@ -39,7 +39,7 @@ def test_selection_by_session_time_and_all(fx: Fixture) -> None:
         fx.sessions["B"]
     ]
     everything = select_graphs(fx.store, all_graphs=True)
-    assert set(everything) == set(fx.store.graphs()) and len(everything) == 6
+    assert set(everything) == set(fx.store.graphs()) and len(everything) == 7
     with pytest.raises(ExportError, match="no session graph urn:trails:session:nope"):
         select_graphs(fx.store, sessions=["urn:trails:session:nope"])
     with pytest.raises(ExportError, match="choose what to export"):
@@ -112,7 +112,7 @@ def test_export_import_export_is_lossless_and_still_verifies(
     with first.open("wb") as fh:
         export(fx.store, fh, graphs, format=fmt)
     other = open_store("memory:")
-    assert import_file(other, first)[0] == 6
+    assert import_file(other, first)[0] == 7
     assert nquads_set(other) == nquads_set(fx.store)
     second = tmp_path / first.name.replace("first", "second")
     with second.open("wb") as fh:
@@ -165,7 +165,7 @@ def test_redaction_rules_from_config(tmp_path: Path) -> None:
 
 def test_l1_sessions_do_not_leave_their_domain(fx: Fixture) -> None:
     b = fx.sessions["B"]  # L1, domain health
-    with pytest.raises(ExportRefused, match="ADR-0013.*session-B.*assurance L1, domain health"):
+    with pytest.raises(ExportRefused, match=r"ADR-0013.*session-B.*assurance L1, domain health"):
         check_assurance(fx.store, [b], domain="finance", forbidden=["L1"])
     with pytest.raises(ExportRefused, match="no domain"):
         check_assurance(fx.store, fx.store.graphs(), domain=None, forbidden=["L1"])
@@ -175,7 +175,9 @@ def test_l1_sessions_do_not_leave_their_domain(fx: Fixture) -> None:
 
 def test_unwritable_path_leaves_nothing(fx: Fixture, tmp_path: Path) -> None:
     with pytest.raises(ExportError, match="cannot write the export to"):
-        export_to_path(lambda fh: export(fx.store, fh, [fx.sessions["A"]]), tmp_path / "no" / "x.trig")
+        export_to_path(
+            lambda fh: export(fx.store, fh, [fx.sessions["A"]]), tmp_path / "no" / "x.trig"
+        )
 
     def boom(fh: object) -> object:
         raise RuntimeError("disk full")
@@ -195,7 +197,9 @@ def test_a_malformed_import_loads_nothing(fx: Fixture, tmp_path: Path) -> None:
         good.getvalue().replace(b"urn:trails:session:session-A", b"urn:trails:session:new")
         + b'<urn:a> <urn:b> "unterminated .\n'
     )
-    with pytest.raises(RDFSyntaxError, match="broken.nq is not valid nquads, nothing was imported"):
+    with pytest.raises(
+        RDFSyntaxError, match=r"broken\.nq is not valid nquads, nothing was imported"
+    ):
         import_file(fx.store, broken)
     assert nquads_set(fx.store) == before
 
@@ -218,4 +222,7 @@ def test_provjson_is_valid_json(fx: Fixture) -> None:
     out = io.BytesIO()
     export(fx.store, out, [fx.sessions["C"]], format="provjson")
     data = json.loads(out.getvalue())
-    assert "bundle" in data and fx.sessions["C"].replace("urn:trails:session:", "session:") in data["bundle"]
+    assert (
+        "bundle" in data
+        and fx.sessions["C"].replace("urn:trails:session:", "session:") in data["bundle"]
+    )

@@ -7,8 +7,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-
 from tests.audit.conftest import ALICE, BOB, CAROL, Fixture
+
 from trails.audit.querypack import check_syntax, get_query, load_pack, parse_query, resolve
 from trails.errors import QueryParameterError, QuerySyntaxError, UnknownQuery
 from trails.store import IRI, Literal, Solutions, Store, to_python
@@ -34,24 +34,33 @@ def test_every_query_has_a_header_and_parses(name: str) -> None:
 
 def test_the_pack_covers_the_regulator_questions() -> None:
     assert {
-        "sessions", "session-timeline", "llm-completions", "decision-evidence", "lineage",
-        "cost-by-principal", "cost-by-model", "terminations", "policy-denials",
-        "memories-used", "agents", "failed-invocations", "side-effects",
+        "sessions",
+        "session-timeline",
+        "llm-completions",
+        "decision-evidence",
+        "lineage",
+        "cost-by-principal",
+        "cost-by-model",
+        "terminations",
+        "policy-denials",
+        "memories-used",
+        "agents",
+        "failed-invocations",
+        "side-effects",
     } <= set(PACK)
 
 
 def test_sessions_by_principal_status_and_time(fx: Fixture) -> None:
-    assert [r["session"] for r in rows(fx.store, "sessions")] == [
-        fx.sessions[k] for k in "DCBA"
-    ]
+    assert [r["session"] for r in rows(fx.store, "sessions")] == [fx.sessions[k] for k in "DCBA"]
     assert {r["session"] for r in rows(fx.store, "sessions", principal=ALICE)} == {
-        fx.sessions["A"], fx.sessions["C"]
+        fx.sessions["A"],
+        fx.sessions["C"],
     }
     assert [r["session"] for r in rows(fx.store, "sessions", status="error")] == [fx.sessions["B"]]
     window = rows(fx.store, "sessions", since="2025-03-02T00:00:00Z", until="2025-03-04T00:00:00Z")
     assert [r["session"] for r in window] == [fx.sessions["C"], fx.sessions["B"]]
     a = next(r for r in rows(fx.store, "sessions") if r["session"] == fx.sessions["A"])
-    assert a["label"] == "alpha" and a["endStatus"] == "ok" and a["activities"] == 14
+    assert a["label"] == "alpha" and a["endStatus"] == "ok" and a["activities"] == 16
 
 
 def test_session_timeline_is_in_order_with_most_specific_types(fx: Fixture) -> None:
@@ -71,9 +80,15 @@ def test_llm_completions_filter_by_model_session_and_period(fx: Fixture) -> None
     assert {r["principal"] for r in gpt} == {BOB}
     assert sorted((r["inputTokens"], r["outputTokens"]) for r in gpt) == [(100, 10), (300, 50)]
     assert [r.get("costUSD") for r in gpt if r["completion"] == fx.completions["b0"]] == [None]
-    day1 = rows(fx.store, "llm-completions", since=datetime(2025, 3, 1, tzinfo=UTC),
-                until=datetime(2025, 3, 2, tzinfo=UTC))
-    assert {r["completion"] for r in day1} == {fx.completions[k] for k in ("c0", "c1", "c2", "nested")}
+    day1 = rows(
+        fx.store,
+        "llm-completions",
+        since=datetime(2025, 3, 1, tzinfo=UTC),
+        until=datetime(2025, 3, 2, tzinfo=UTC),
+    )
+    assert {r["completion"] for r in day1} == {
+        fx.completions[k] for k in ("c0", "c1", "c2", "nested")
+    }
     assert len(rows(fx.store, "llm-completions", session=fx.sessions["C"])) == 1
 
 
@@ -120,7 +135,9 @@ def test_decision_evidence_links_invocation_completion_prompt_and_observations(f
     assert e["observedFrom"] == fx.invocations["search"]
     assert e["observation"] == fx.invocations["search"] + ":output"
     first = rows(fx.store, "decision-evidence", invocation=fx.invocations["search"])
-    assert [(r["completion"], r.get("observation")) for r in first] == [(fx.completions["c0"], None)]
+    assert [(r["completion"], r.get("observation")) for r in first] == [
+        (fx.completions["c0"], None)
+    ]
     in_b = rows(fx.store, "decision-evidence", session=fx.sessions["B"])
     assert [r["invocation"] for r in in_b] == [fx.invocations["b-search"]]
 
@@ -155,7 +172,14 @@ def test_policy_denials(fx: Fixture) -> None:
     assert rows(fx.store, "policy-denials", principal=BOB) == []
     assert rows(fx.store, "policy-denials", capability="search") == []
     decisions = rows(fx.store, "policy-decisions", session=fx.sessions["A"])
-    assert [r["decision"] for r in decisions] == ["allow", "allow", "deny", "allow"]
+    assert [r["capability"] for r in decisions] == [
+        "search",
+        "send_email",
+        "pay",
+        "flaky",
+        "memory.learn",
+    ]
+    assert [r["decision"] for r in decisions] == ["allow", "allow", "deny", "allow", "allow"]
     assert len(rows(fx.store, "policy-decisions", decision="deny")) == 1
 
 
@@ -186,16 +210,23 @@ def test_agents_and_delegation(fx: Fixture) -> None:
 
 def test_failed_invocations(fx: Fixture) -> None:
     failed = rows(fx.store, "failed-invocations")
-    assert [(r["capability"], r["status"]) for r in failed] == [("flaky", "error"), ("search", "invalid")]
+    assert [(r["capability"], r["status"]) for r in failed] == [
+        ("flaky", "error"),
+        ("search", "invalid"),
+    ]
     assert failed[0]["error"] == "RuntimeError: upstream timeout"
     assert failed[0]["agent"] == ALICE
-    assert [r["status"] for r in rows(fx.store, "failed-invocations", capability="search")] == ["invalid"]
+    assert [r["status"] for r in rows(fx.store, "failed-invocations", capability="search")] == [
+        "invalid"
+    ]
     assert rows(fx.store, "failed-invocations", session=fx.sessions["B"]) == []
 
 
 def test_side_effects_that_ran(fx: Fixture) -> None:
-    (s,) = rows(fx.store, "side-effects")
-    assert s["capability"] == "send_email" and s["status"] == "ok"
+    ran = rows(fx.store, "side-effects")
+    assert [r["capability"] for r in ran] == ["send_email", "memory.learn"]  # pay never ran
+    s = ran[0]
+    assert s["status"] == "ok"
     assert s["invocation"] == fx.invocations["send_email"]
     assert "cfo@example.com" in str(s["inputValue"])
 
@@ -205,8 +236,13 @@ def test_invocations_by_capability(fx: Fixture) -> None:
     assert (by["search"]["invocations"], by["search"]["failures"]) == (3, 1)
     assert (by["flaky"]["invocations"], by["flaky"]["failures"]) == (1, 1)
     assert (by["send_email"]["invocations"], by["send_email"]["failures"]) == (1, 0)
+    assert (by["memory.recall"]["invocations"], by["memory.recall"]["failures"]) == (1, 0)
+    assert "pay" not in by  # denied before it ran: a policy decision, not an invocation
     later = rows(fx.store, "invocations-by-capability", since="2025-03-02T00:00:00Z")
-    assert [(r["capability"], r["invocations"]) for r in later] == [("search", 1)]
+    assert sorted((r["capability"], r["invocations"]) for r in later) == [
+        ("memory.recall", 1),
+        ("search", 1),
+    ]
 
 
 def test_seals_query_lists_the_chain(fx: Fixture) -> None:
@@ -220,7 +256,9 @@ def test_session_prov_is_plain_prov(fx: Fixture) -> None:
     triples = get_query("session-prov").run(fx.store, session=fx.sessions["A"])
     assert isinstance(triples, list) and len(triples) > 100
     for t in triples:
-        assert t.predicate.startswith(("http://www.w3.org/ns/prov#", "http://www.w3.org/2000/01/rdf-schema#label")) or (
+        assert t.predicate.startswith(
+            ("http://www.w3.org/ns/prov#", "http://www.w3.org/2000/01/rdf-schema#label")
+        ) or (
             t.object.startswith("http://www.w3.org/ns/prov#")  # type: ignore[union-attr]
         )
 
@@ -230,9 +268,10 @@ def test_session_prov_is_plain_prov(fx: Fixture) -> None:
     ['alice" } ; DROP ALL ; #', "x } UNION { ?s ?p ?o }", "' OR 1=1 --", "a\nb\\c", "}"],
 )
 def test_injection_through_string_parameters_is_bound_as_a_value(fx: Fixture, evil: str) -> None:
+    before = fx.store.graphs()
     assert rows(fx.store, "sessions", status=evil) == []
     assert rows(fx.store, "failed-invocations", capability=evil) == []
-    assert len(fx.store.graphs()) == 6  # nothing dropped
+    assert fx.store.graphs() == before  # nothing dropped
 
 
 def test_iri_parameters_refuse_text_that_is_not_an_iri(fx: Fixture) -> None:

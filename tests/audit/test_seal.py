@@ -14,8 +14,8 @@ from cryptography.hazmat.primitives.serialization import (
     PrivateFormat,
     PublicFormat,
 )
-
 from tests.audit.conftest import Fixture, build
+
 from trails.audit.canonical import canonical_lines, graph_digest
 from trails.audit.seal import install_sealer, ledger_iri, read_seals
 from trails.audit.verify import verify
@@ -40,14 +40,19 @@ def one_literal(store: Store, graph: IRI) -> Quad:
     return Quad(s, p, o, graph)  # type: ignore[arg-type]
 
 
+@pytest.mark.allow_nonconforming  # tampered on purpose
 def test_canonical_form_matches_rdfc_1_0_for_graphs_without_blank_nodes(store: Store) -> None:
     g = IRI("urn:trails:session:c")
-    tricky = ["a\tb\x01c\"d\\e\nf\rg\x7fé\x08\x0c", "plain", "ünï €"]
+    tricky = ['a\tb\x01c"d\\e\nf\rg\x7fé\x08\x0c', "plain", "ünï €"]
     quads = [Quad(IRI(f"urn:s{i}"), IRI("urn:p"), Literal(v), g) for i, v in enumerate(tricky)]
     quads.append(Quad(IRI("urn:s"), IRI("urn:p"), Literal("x", language="EN-us"), g))
     quads.append(
-        Quad(IRI("urn:s"), IRI("urn:q"),
-             Literal("2025-03-01T10:00:00.100Z", "http://www.w3.org/2001/XMLSchema#dateTime"), g)
+        Quad(
+            IRI("urn:s"),
+            IRI("urn:q"),
+            Literal("2025-03-01T10:00:00.100Z", "http://www.w3.org/2001/XMLSchema#dateTime"),
+            g,
+        )
     )
     store.write(quads)
     rows = store.query("SELECT ?s ?p ?o WHERE { GRAPH <urn:trails:session:c> { ?s ?p ?o } }")
@@ -55,7 +60,9 @@ def test_canonical_form_matches_rdfc_1_0_for_graphs_without_blank_nodes(store: S
     ours = canonical_lines(rows.rows, g)
     dataset = ox.Dataset(ox.parse(store.dump(format="nquads"), format=ox.RdfFormat.N_QUADS))
     dataset.canonicalize(ox.CanonicalizationAlgorithm.RDFC_1_0)
-    reference = ox.serialize(dataset, format=ox.RdfFormat.N_QUADS).decode().splitlines(keepends=True)
+    reference = (
+        ox.serialize(dataset, format=ox.RdfFormat.N_QUADS).decode().splitlines(keepends=True)
+    )
     assert ours == sorted(reference)
 
 
@@ -70,12 +77,16 @@ def test_sessions_are_sealed_when_they_end_in_a_chain(fx: Fixture) -> None:
     assert report.head == seals[-1].seal_hash
 
 
+@pytest.mark.allow_nonconforming  # tampered on purpose
 def test_changing_one_literal_is_caught(fx: Fixture) -> None:
     q = one_literal(fx.store, fx.sessions["B"])
-    fx.store.write([q._replace(object=Literal(q.object.value + "!", q.object.datatype))], remove=[q])  # type: ignore[union-attr]
+    fx.store.write(
+        [q._replace(object=Literal(q.object.value + "!", q.object.datatype))], remove=[q]
+    )  # type: ignore[union-attr]
     assert kinds(fx.store) == [("altered", fx.sessions["B"])]
 
 
+@pytest.mark.allow_nonconforming  # tampered on purpose
 def test_deleting_a_quad_is_caught(fx: Fixture) -> None:
     _, before = graph_digest(fx.store, fx.sessions["A"])
     fx.store.write([], remove=[one_literal(fx.store, fx.sessions["A"])])
@@ -85,6 +96,7 @@ def test_deleting_a_quad_is_caught(fx: Fixture) -> None:
     assert f"now {before - 1} quads" in report.findings[0].detail
 
 
+@pytest.mark.allow_nonconforming  # tampered on purpose
 def test_adding_a_quad_is_caught(fx: Fixture) -> None:
     g = fx.sessions["C"]
     fx.store.write([Quad(IRI("urn:x"), IRI("urn:p"), Literal("forged"), g)])
@@ -96,16 +108,22 @@ def test_dropping_a_graph_is_caught(fx: Fixture) -> None:
     assert kinds(fx.store) == [("missing", fx.sessions["A"])]
 
 
+@pytest.mark.allow_nonconforming  # tampered on purpose
 def test_an_edited_seal_breaks_the_chain(fx: Fixture) -> None:
     seal = read_seals(fx.store, LEDGER)[1]
-    old = Quad(seal.iri, IRI("https://w3id.org/trails/ns#quadCount"),
-               Literal(str(seal.quad_count), "http://www.w3.org/2001/XMLSchema#integer"), LEDGER)
+    old = Quad(
+        seal.iri,
+        IRI("https://w3id.org/trails/ns#quadCount"),
+        Literal(str(seal.quad_count), "http://www.w3.org/2001/XMLSchema#integer"),
+        LEDGER,
+    )
     fx.store.write([old._replace(object=Literal("999", old.object.datatype))], remove=[old])  # type: ignore[union-attr]
     found = kinds(fx.store)
     assert ("chain", f"seal 2 ({seal.iri})") in found
     assert ("altered", fx.sessions["B"]) in found  # the graph no longer matches what the seal says
 
 
+@pytest.mark.allow_nonconforming  # tampered on purpose
 def test_a_removed_seal_breaks_the_chain(fx: Fixture) -> None:
     seal = read_seals(fx.store, LEDGER)[0]
     rows = fx.store.query("SELECT ?p ?o $s WHERE { GRAPH ?g { $s ?p ?o } }", {"s": seal.iri})
@@ -116,11 +134,18 @@ def test_a_removed_seal_breaks_the_chain(fx: Fixture) -> None:
     assert any(kind == "chain" for kind, _ in found)
 
 
+@pytest.mark.allow_nonconforming  # tampered on purpose
 def test_an_unsealed_ended_session_is_a_finding(fx: Fixture) -> None:
     plain = Minter().session("never-sealed")
     fx.store.write(
-        [Quad(plain, IRI("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"),
-              IRI("https://w3id.org/trails/ns#Session"), plain)]
+        [
+            Quad(
+                plain,
+                IRI("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"),
+                IRI("https://w3id.org/trails/ns#Session"),
+                plain,
+            )
+        ]
     )
     Recorder(fx.store).record(SessionEnded(session=plain, ended=fx.clock()))  # no sealer here
     assert kinds(fx.store) == [("unsealed", plain)]
@@ -129,8 +154,15 @@ def test_an_unsealed_ended_session_is_a_finding(fx: Fixture) -> None:
 def test_late_writes_are_resealed_not_silent(fx: Fixture) -> None:
     a = fx.sessions["A"]
     event = CapabilityInvoked(
-        session=a, activity=fx.recorder.minter.activity(), parent=a, principal="did:local:alice",
-        capability_id="search", started=fx.clock(), ended=fx.clock(), status="ok", output=["late"],
+        session=a,
+        activity=fx.recorder.minter.activity(),
+        parent=a,
+        principal="did:local:alice",
+        capability_id="search",
+        started=fx.clock(),
+        ended=fx.clock(),
+        status="ok",
+        output=["late"],
     )
     fx.recorder.record(event)  # persist-after-close: the same recorder reseals
     fresh = Recorder(fx.store)
