@@ -319,3 +319,23 @@ def test_calls_inside_a_handler_link_to_its_invocation_without_ctx(
     from trails.kernel import current_context, default_context
 
     assert current_context() is default_context()
+
+
+def test_text_that_is_not_unicode_is_refused_clearly_and_recorded(
+    ctx: Context, store: Store
+) -> None:
+    @capability(id="echo")
+    def echo(x: str) -> str:
+        return x
+
+    @capability(id="bad.out")
+    def bad_out() -> str:
+        return "a\ud800b"
+
+    with pytest.raises(ValidationError, match="not valid Unicode"):
+        invoke("echo", {"x": "lone \ud800 surrogate"}, ctx=ctx)
+    with pytest.raises(CapabilityError, match="cannot be recorded"):
+        invoke("bad.out", {}, ctx=ctx)
+    rows = {r["cap"]: r for r in invocations(store)}
+    assert rows["echo"]["status"] == "invalid" and "\\ud800" in rows["echo"]["input"]
+    assert rows["bad.out"]["status"] == "error" and "output" not in rows["bad.out"]

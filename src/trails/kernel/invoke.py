@@ -17,7 +17,7 @@ from typing import Any
 from trails.errors import CapabilityError, PolicyDenied, TrailsError, ValidationError
 from trails.kernel.context import Context, InvocationRecord, _current, current_context, now
 from trails.kernel.registry import CapabilitySpec, get_capability
-from trails.prov.content import canonical_json, sha256_hex
+from trails.prov.content import canonical_json, sha256_hex, unicode_problem
 from trails.prov.events import CapabilityInvoked, PolicyDecided
 from trails.store.terms import IRI
 
@@ -51,6 +51,11 @@ def invoke(
     activity = ctx.recorder.minter.activity()
     started = now()
     raw_args: Any = dict(args) if isinstance(args, Mapping) else args
+    problem = unicode_problem(raw_args)
+    if problem is not None:
+        error = ValidationError(spec.id, f"arguments contain {problem}")
+        _finish(ctx, spec, activity, started, "invalid", problem, None, str(error))
+        raise error
     try:
         kwargs = spec.validate(args)
     except ValidationError as exc:
@@ -71,6 +76,11 @@ def invoke(
         raise CapabilityError(spec.id, message) from exc
     finally:
         _current.reset(token)
+    problem = unicode_problem(result)
+    if problem is not None:
+        message = f"the result cannot be recorded: it contains {problem}"
+        _finish(ctx, spec, activity, started, "error", raw_args, None, message)
+        raise CapabilityError(spec.id, message)
     _finish(ctx, spec, activity, started, "ok", raw_args, result, None)
     return result
 

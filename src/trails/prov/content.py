@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-__all__ = ["canonical_json", "sha256_hex"]
+__all__ = ["canonical_json", "sha256_hex", "unicode_problem"]
 
 
 def _fallback(value: Any) -> Any:
@@ -34,3 +34,20 @@ def canonical_json(value: Any) -> str:
 
 def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def unicode_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be recorded as RDF text (lone surrogates), or None when it can.
+
+    RDF literals hold Unicode scalar values only; Python strings may also hold
+    unpaired surrogates (from ``surrogateescape`` decoding, for instance).
+    """
+    text = canonical_json(value)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (
+            f"text that is not valid Unicode (unpaired surrogate {text[exc.start]!r} at "
+            f"character {exc.start} of its JSON form): {text.encode('utf-8', 'backslashreplace').decode()[:200]}"
+        )
+    return None
