@@ -33,8 +33,7 @@ from trails.prov import Recorder, reset_default_recorder
 from trails.store import Store, open_store, set_default_store
 
 
-def _check_recorded_graphs(request: pytest.FixtureRequest) -> None:
-    store = _store_module._default
+def _check_recorded_graphs(request: pytest.FixtureRequest, store: Store | None) -> None:
     if store is None or request.node.get_closest_marker("allow_nonconforming"):
         return
     try:
@@ -59,7 +58,7 @@ def _isolate(
     default_tracker().reset()
     yield
     reset_default_context()
-    _check_recorded_graphs(request)
+    _check_recorded_graphs(request, _store_module._default)
     reset_default_recorder()
     set_default_store(None)
     _registry._handlers.clear()
@@ -68,14 +67,18 @@ def _isolate(
 
 
 @pytest.fixture
-def store() -> Iterator[Store]:
-    """A fresh in-memory store, also made the process default."""
+def store(request: pytest.FixtureRequest) -> Iterator[Store]:
+    """A fresh in-memory store, also made the process default; checked against the shapes."""
     s = open_store("memory:")
     set_default_store(s)
     reset_default_recorder()
     yield s
-    set_default_store(None)
-    s.close()
+    try:
+        reset_default_context()
+        _check_recorded_graphs(request, s)
+    finally:
+        set_default_store(None)
+        s.close()
 
 
 @pytest.fixture
