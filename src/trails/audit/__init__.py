@@ -1,11 +1,67 @@
-"""What auditors use: the query pack, exports, seals and verification, the HTML report, the endpoint.
+"""What auditors use: the query pack, exports, seals and verification, the HTML report.
 
-Everything here only reads the provenance the rest of trails recorded, with
-SPARQL over the store.
+Everything here reads the provenance the rest of trails recorded, with SPARQL
+over the store; the one writer is the ``Sealer``, which appends seals to the
+ledger graph when sessions end. The SPARQL endpoint lives here too
+(``trails.audit.endpoint``) and serves the pack by name.
 """
 
 from __future__ import annotations
 
-from trails.audit.querypack import Param, Query, get_query, load_pack, load_query, parse_query
+from trails.audit.canonical import canonical_term, graph_digest
+from trails.audit.export import (
+    EXPORT_FORMATS,
+    IMPORT_FORMATS,
+    ExportStats,
+    Redaction,
+    RedactionRule,
+    check_assurance,
+    export,
+    import_file,
+    select_graphs,
+)
+from trails.audit.querypack import (
+    Param,
+    Query,
+    check_syntax,
+    get_query,
+    load_pack,
+    load_query,
+    parse_query,
+    resolve,
+)
+from trails.audit.report import render_report, write_report
+from trails.audit.seal import Sealed, Sealer, install_sealer, ledger_iri, read_seals
+from trails.audit.verify import Finding, VerifyReport, verify
 
-__all__ = ["Param", "Query", "get_query", "load_pack", "load_query", "parse_query"]
+__all__ = [
+    "EXPORT_FORMATS",
+    "IMPORT_FORMATS",
+    "ExportStats",
+    "Finding",
+    "Param",
+    "Query",
+    "Redaction",
+    "RedactionRule",
+    "Sealed",
+    "Sealer",
+    "VerifyReport",
+    "canonical_term",
+    "check_assurance",
+    "check_syntax",
+    "export",
+    "get_query",
+    "graph_digest",
+    "import_file",
+    "install_sealer",
+    "ledger_iri",
+    "load_pack",
+    "load_query",
+    "parse_query",
+    "read_seals",
+    "render_report",
+    "resolve",
+    "select_graphs",
+    "verify",
+    "write_report",
+]

@@ -293,9 +293,12 @@ class Sealer:
     def __call__(self, recorder: Recorder, event: Event) -> None:
         if isinstance(event, Sealed):
             return
-        graph = event.graph
-        if isinstance(event, SessionEnded) or self._is_sealed(recorder, graph):
-            self.seal(recorder, graph)
+        if isinstance(event, SessionEnded):
+            self.seal(recorder, event.graph)
+            return
+        for graph in _graphs_written(recorder, event):
+            if self._is_sealed(recorder, graph):
+                self.seal(recorder, graph)
 
     def _is_sealed(self, recorder: Recorder, graph: IRI) -> bool:
         if graph in self._sealed:
@@ -377,6 +380,14 @@ class Sealer:
             return None
         mine = [s for s in read_seals(store, ledger) if s.graph == graph]
         return mine[-1].iri if mine else None
+
+
+def _graphs_written(recorder: Recorder, event: Event) -> list[IRI]:
+    """The graphs an event wrote to: its own, plus any other for events from outside
+    ``trails.prov.events`` (memory operations write to a memory graph and the session's)."""
+    if type(event).__module__ == SessionEnded.__module__:
+        return [event.graph]
+    return sorted({q.graph for q in recorder.quads(event)} | {event.graph})
 
 
 def _sha256(data: bytes) -> str:
