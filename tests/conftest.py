@@ -32,6 +32,8 @@ from trails.kernel import registry as _registry
 from trails.prov import Recorder, reset_default_recorder
 from trails.store import Store, open_store, set_default_store
 
+pytest_plugins = ["servers"]  # oxigraph_server, remote_store, any_store
+
 
 def _check_recorded_graphs(request: pytest.FixtureRequest, store: Store | None) -> None:
     if store is None or request.node.get_closest_marker("allow_nonconforming"):
