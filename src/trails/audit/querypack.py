@@ -27,6 +27,7 @@ given to ``resolve`` are checked that way before they run.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Mapping
@@ -198,7 +199,7 @@ def load_query(path: str | Path, *, name: str | None = None) -> Query:
         stat = path.stat()
     except OSError as exc:
         raise UnknownQuery(f"cannot read query file {path}: {exc}") from exc
-    key = path.resolve()
+    key = path.absolute()
     with _cache_lock:
         hit = _cache.get(key)
     if hit is not None and hit[0] == stat.st_mtime_ns and hit[1] == stat.st_size:
@@ -302,7 +303,19 @@ def parse_query(text: str, *, name: str = "inline", path: Path | None = None) ->
 
 
 def find_pack_dir() -> Path:
-    """The folder of the shipped query pack (installed package, else the source tree)."""
+    """The folder of the shipped query pack (installed package, else the source tree).
+
+    Returns:
+        The folder (looked up once per process).
+
+    Raises:
+        UnknownQuery: the installation has no pack.
+    """
+    return _pack_dir()
+
+
+@functools.lru_cache(maxsize=1)
+def _pack_dir() -> Path:
     here = Path(__file__).resolve()
     for candidate in (
         here.parent.parent / "_data" / "queries",
@@ -340,11 +353,18 @@ def get_query(name: str, folder: str | Path | None = None) -> Query:
         UnknownQuery: no such query; the message lists the pack.
     """
     base = Path(folder) if folder is not None else find_pack_dir()
-    path = base / f"{name}.rq"
-    if not path.is_file():
-        names = ", ".join(sorted(p.stem for p in base.glob("*.rq")))
-        raise UnknownQuery(f"no query named {name!r} in the pack (available: {names})")
-    return load_query(path)
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or name.startswith("."):
+        raise UnknownQuery(f"no query named {name!r} in the pack (available: {_names(base)})")
+    try:
+        return load_query(base / f"{name}.rq")
+    except UnknownQuery:
+        raise UnknownQuery(
+            f"no query named {name!r} in the pack (available: {_names(base)})"
+        ) from None
+
+
+def _names(base: Path) -> str:
+    return ", ".join(sorted(p.stem for p in base.glob("*.rq")))
 
 
 _checker: Store | None = None
