@@ -145,6 +145,15 @@ def test_replayed_session_is_read_only(recorded: Session, store: Store) -> None:
         _ = replayed.context
     with pytest.raises(SessionError, match="read-only replay"):
         replayed.persist()
+    from trails.agent.planners import react
+    from trails.kernel import Context
+    from trails.llm import LLMClient
+    from trails.prov import Recorder
+
+    outside = Context.open("did:local:mallory", recorder=Recorder(store))
+    before = quads(store)
+    with pytest.raises(SessionError, match="read-only"):  # a caller's ctx does not bypass it
+        react.run("more", llm=LLMClient.mock("finish"), session=replayed, ctx=outside)
     replayed.close()
     assert quads(store) == before
 

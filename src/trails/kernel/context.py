@@ -42,9 +42,9 @@ if TYPE_CHECKING:
 __all__ = [
     "Context",
     "Decision",
-    "current_context",
     "InvocationRecord",
     "ToolPolicy",
+    "current_context",
     "default_context",
     "now",
     "reset_default_context",

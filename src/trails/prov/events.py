@@ -319,6 +319,8 @@ class EntityRecorded(Event):
 
     def emit(self, b: QuadBuilder) -> None:
         e = _iri(self.entity)
-        b.entity(e, TRAILS[self.kind], self.content, generated_by=_iri(self.generated_by), at=self.at)
+        b.entity(
+            e, TRAILS[self.kind], self.content, generated_by=_iri(self.generated_by), at=self.at
+        )
         b.value(e, T.stepIndex, self.index)
         b.label(e, f"{self.kind} {self.index}" if self.index is not None else self.kind)

@@ -281,6 +281,7 @@ class PlanRun:
             raise UserError(f"llm= must be an LLM client with complete(), not {llm!r}")
         if ctx is not None and not isinstance(ctx, Context):
             raise UserError(f"ctx= must be a trails Context, not {type(ctx).__name__}")
+        session._refuse_if_read_only()  # a replayed session runs nothing, whatever the ctx
         self.strategy = strategy
         self.goal = goal
         self.llm = llm
