@@ -21,7 +21,7 @@ from trails.errors import (
     RDFSyntaxError,
     StoreError,
 )
-from trails.store import IRI, BNode, Literal, Quad, Solutions, Store, Triple, literal
+from trails.store import IRI, BNode, Literal, Quad, Solutions, Store, Triple, literal, open_store
 from trails.store.base import DATASET_FORMATS
 
 G1, G2, G3 = IRI("urn:test:g1"), IRI("urn:test:g2"), IRI("urn:test:g3")
@@ -386,3 +386,55 @@ def test_blank_nodes_can_be_written_and_read_back(any_store: Store) -> None:
         "SELECT ?o WHERE { GRAPH ?g { ?b <urn:test:p> ?o . <urn:test:s> <urn:test:q> ?b } }"
     )
     assert isinstance(result, Solutions) and result.rows == [(Literal("x"),)]
+
+
+PARITY = [
+    # a subquery that projects the parameter, and one that groups on it
+    "SELECT ?s ?o WHERE { GRAPH ?g { ?s ?p ?o } { SELECT ?s WHERE { GRAPH ?h { ?s ?q ?r } } } }",
+    "SELECT ?s ?n WHERE { { SELECT ?s (COUNT(?o) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } "
+    "GROUP BY ?s } }",
+    # EXISTS and NOT EXISTS see the value
+    "SELECT ?s ?o WHERE { GRAPH ?g { ?x ?p ?o } FILTER EXISTS { GRAPH ?g { ?s ?p ?o } } }",
+    "SELECT ?s ?o WHERE { GRAPH ?g { ?x ?p ?o } FILTER NOT EXISTS { GRAPH ?g { ?s ?p ?o } } }",
+    # look-alikes in strings, IRIs and comments are not the parameter
+    "SELECT ?s ?o # ?s in a comment\nWHERE { GRAPH ?g { ?x ?p ?o } FILTER(?o != '?s' && "
+    '?o != "$s") FILTER(?x != <urn:test:?s>) }',
+    "SELECT * WHERE { GRAPH ?g { ?s ?p ?o } }",
+    "SELECT DISTINCT ?s WHERE { GRAPH ?g { ?x ?p ?o } } ORDER BY ?s LIMIT 5",
+    "SELECT ?s ?o WHERE { GRAPH ?g { ?x ?p ?o } OPTIONAL { GRAPH ?g { ?s ?p ?o } } }",
+    "SELECT ?s ?o WHERE { { GRAPH ?g { ?s ?p ?o } } UNION { GRAPH ?g { ?x ?p ?o } } }",
+]
+
+
+@pytest.mark.parametrize("sparql", PARITY)
+def test_binding_semantics_match_the_embedded_store(any_store: Store, sparql: str) -> None:
+    """The expected rows are computed by the embedded store: the remote run must agree."""
+    data = [Quad(S, P, Literal("x"), G1), Quad(IRI("urn:test:s2"), P, Literal("y"), G1),
+            Quad(S, Q, Literal("z"), G2)]  # fmt: skip
+    any_store.write(data)
+    reference = open_store("memory:")
+    reference.write(data)
+    try:
+        for params in ({"s": S}, {"s": IRI("urn:test:s2")}, {"s": IRI("urn:test:none")}):
+            expected = reference.query(sparql, params)
+            got = any_store.query(sparql, params)
+            assert isinstance(expected, Solutions) and isinstance(got, Solutions)
+            assert got.variables == expected.variables
+            assert sorted(map(repr, got.rows)) == sorted(map(repr, expected.rows)), params
+    finally:
+        reference.close()
+
+
+@pytest.mark.parametrize(
+    "sparql",
+    [
+        "SELECT ?s WHERE { GRAPH ?g { ?x ?p ?o } BIND(?x AS ?s) }",
+        "SELECT ?s WHERE { GRAPH ?g { ?s ?p ?o } VALUES ?s { <urn:test:s> } }",
+    ],
+    ids=["bind", "values"],
+)
+def test_a_parameter_the_query_assigns_is_refused_remotely(
+    remote_store: Store, sparql: str
+) -> None:
+    with pytest.raises(QueryParameterError):
+        remote_store.query(sparql, {"s": S})
