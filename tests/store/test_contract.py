@@ -306,13 +306,6 @@ def test_dataset_dump_load_round_trip(any_store: Store, fmt: str, tmp_path: Path
 
 
 def test_load_from_a_path(any_store: Store, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    if "embedded" in request.node.callspec.id:
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="OxigraphStore.load hands str(path) to pyoxigraph as data, not as path=",
-            )
-        )
     path = tmp_path / "data.nq"
     path.write_bytes(b'<urn:test:s> <urn:test:p> "x" <urn:test:g1> .\n')
     any_store.load(path, format="nquads")

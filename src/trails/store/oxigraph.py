@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import IO, Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import pyoxigraph as ox
 
@@ -287,12 +287,15 @@ class OxigraphStore(Store):
         fmt = rdf_format(format)
         if graph is None and format not in DATASET_FORMATS:
             raise StoreError(f"{format} holds triples: say which graph to load them into")
-        source: bytes | IO[bytes] | str = str(data) if isinstance(data, Path) else data
         kwargs: dict[str, Any] = {"format": fmt}
+        if isinstance(data, Path):
+            kwargs["path"] = str(data)
+        else:
+            kwargs["input"] = data
         if graph is not None:
             kwargs["to_graph"] = _named(graph)
         try:
-            store.load(source, **kwargs)
+            store.load(**kwargs)
         except SyntaxError as exc:
             raise RDFSyntaxError(f"cannot parse {format}, nothing loaded: {exc}") from exc
         except OSError as exc:
