@@ -27,11 +27,11 @@ import pyoxigraph as ox
 import rdflib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import interleaved, write_section  # noqa: E402
+from _report import interleaved, write_section
 
-from trails.audit.export import export, select_graphs  # noqa: E402
-from trails.audit.querypack import get_query, load_pack  # noqa: E402
-from trails.prov import (  # noqa: E402
+from trails.audit.export import export, select_graphs
+from trails.audit.querypack import get_query, load_pack
+from trails.prov import (
     CapabilityInvoked,
     LLMCompleted,
     PlanRunEnded,
@@ -42,8 +42,8 @@ from trails.prov import (  # noqa: E402
     SessionStarted,
     Terminated,
 )
-from trails.store import IRI, open_store  # noqa: E402
-from trails.store.oxigraph import OxigraphStore, _to_ox  # noqa: E402
+from trails.store import IRI, open_store
+from trails.store.oxigraph import OxigraphStore, _to_ox
 
 START = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -63,45 +63,95 @@ def generate(recorder: Recorder, sessions: int, seed: int = 7) -> tuple[list[IRI
         run = m.activity()
         events: list = [
             SessionStarted(session=s, principal=principal, started=t, label=f"bench {i}"),
-            PlanRunStarted(session=s, activity=run, parent=s, principal=principal,
-                           strategy="react", goal=f"goal {i}", started=t),
+            PlanRunStarted(
+                session=s,
+                activity=run,
+                parent=s,
+                principal=principal,
+                strategy="react",
+                goal=f"goal {i}",
+                started=t,
+            ),
         ]
         for step in range(3):
             c = m.activity()
             model = "claude-sonnet" if step < 2 else "claude-haiku"
-            events.append(LLMCompleted(
-                session=s, activity=c, parent=run, principal=principal, provider="anthropic",
-                model=model, started=t + timedelta(seconds=10 * step),
-                ended=t + timedelta(seconds=10 * step + 2),
-                messages=[{"role": "user", "content": f"step {step} of {i}"}],
-                request_hash=f"{i}-{step}", text=f"answer {step}", input_tokens=100 + step,
-                output_tokens=20, usd=0.001 * (step + 1), step=step,
-            ))
+            events.append(
+                LLMCompleted(
+                    session=s,
+                    activity=c,
+                    parent=run,
+                    principal=principal,
+                    provider="anthropic",
+                    model=model,
+                    started=t + timedelta(seconds=10 * step),
+                    ended=t + timedelta(seconds=10 * step + 2),
+                    messages=[{"role": "user", "content": f"step {step} of {i}"}],
+                    request_hash=f"{i}-{step}",
+                    text=f"answer {step}",
+                    input_tokens=100 + step,
+                    output_tokens=20,
+                    usd=0.001 * (step + 1),
+                    step=step,
+                )
+            )
             if step < 2:
                 a = m.activity()
                 failed = rng.random() < 0.1
-                events.append(CapabilityInvoked(
-                    session=s, activity=a, parent=run, principal=principal,
-                    capability_id="send" if step else "search", side_effects=bool(step),
-                    started=t + timedelta(seconds=10 * step + 3),
-                    ended=t + timedelta(seconds=10 * step + 4),
-                    status="error" if failed else "ok", inputs={"q": i},
-                    output=None if failed else [i], error="boom" if failed else None, step=step,
-                ))
+                events.append(
+                    CapabilityInvoked(
+                        session=s,
+                        activity=a,
+                        parent=run,
+                        principal=principal,
+                        capability_id="send" if step else "search",
+                        side_effects=bool(step),
+                        started=t + timedelta(seconds=10 * step + 3),
+                        ended=t + timedelta(seconds=10 * step + 4),
+                        status="error" if failed else "ok",
+                        inputs={"q": i},
+                        output=None if failed else [i],
+                        error="boom" if failed else None,
+                        step=step,
+                    )
+                )
                 sample.setdefault("invocation", a)
                 sample.setdefault("entity", f"{a}:output")
         if rng.random() < 0.2:
-            events.append(PolicyDecided(
-                session=s, activity=m.activity(), parent=run, principal=principal,
-                policy="guard", capability_id="pay", decision="deny", reason="no",
-                at=t + timedelta(seconds=25),
-            ))
+            events.append(
+                PolicyDecided(
+                    session=s,
+                    activity=m.activity(),
+                    parent=run,
+                    principal=principal,
+                    policy="guard",
+                    capability_id="pay",
+                    decision="deny",
+                    reason="no",
+                    at=t + timedelta(seconds=25),
+                )
+            )
         if rng.random() < 0.1:
-            events.append(Terminated(session=s, activity=run, kind="step_limit",
-                                     reason="max_steps", limit=3, observed=3,
-                                     at=t + timedelta(seconds=30)))
-        events.append(PlanRunEnded(session=s, activity=run, ended=t + timedelta(seconds=31),
-                                   stop_reason="goal_achieved", answer="done"))
+            events.append(
+                Terminated(
+                    session=s,
+                    activity=run,
+                    kind="step_limit",
+                    reason="max_steps",
+                    limit=3,
+                    observed=3,
+                    at=t + timedelta(seconds=30),
+                )
+            )
+        events.append(
+            PlanRunEnded(
+                session=s,
+                activity=run,
+                ended=t + timedelta(seconds=31),
+                stop_reason="goal_achieved",
+                answer="done",
+            )
+        )
         events.append(SessionEnded(session=s, ended=t + timedelta(seconds=32)))
         for e in events:
             batch.extend(recorder.quads(e))
@@ -120,8 +170,16 @@ def params_for(name: str, sample: dict[str, str]) -> dict[str, str]:
     for p in q.params.values():
         if not p.optional and p.name in sample:
             values[p.name] = sample[p.name]
-    if name in ("session-timeline", "decision-evidence", "terminations", "llm-completions",
-                "session-overview", "policy-decisions", "failed-invocations", "side-effects"):
+    if name in (
+        "session-timeline",
+        "decision-evidence",
+        "terminations",
+        "llm-completions",
+        "session-overview",
+        "policy-decisions",
+        "failed-invocations",
+        "side-effects",
+    ):
         values["session"] = sample["session"]
     if name == "seals":
         values["graph"] = sample["session"]
@@ -148,8 +206,10 @@ def main() -> None:
     iris, sample = generate(recorder, args.sessions)
     raw = store.raw
     quads = len(raw)
-    print(f"generated {args.sessions} sessions, {quads} quads in {time.perf_counter() - t0:.1f}s",
-          file=sys.stderr)
+    print(
+        f"generated {args.sessions} sessions, {quads} quads in {time.perf_counter() - t0:.1f}s",
+        file=sys.stderr,
+    )
 
     # the 100-session subset, for rdflib
     subset = open_store("memory:")
@@ -182,12 +242,19 @@ def main() -> None:
 
         sub_values = params_for(name, sub_sample)
         sub_bound = q.bind(sub_values)
-        init = {rdflib.Variable(k): (rdflib.URIRef(v) if isinstance(v, str) and not isinstance(v, tuple)
-                                     else rdflib.Literal(v.value, datatype=v.datatype))
-                for k, v in sub_bound.items()}
+        init = {
+            rdflib.Variable(k): (
+                rdflib.URIRef(v)
+                if isinstance(v, str) and not isinstance(v, tuple)
+                else rdflib.Literal(v.value, datatype=v.datatype)
+            )
+            for k, v in sub_bound.items()
+        }
 
-        def rdflib_path(text=text, init=init) -> object:
-            return ds.query(text, initBindings=init).serialize(format="json" if fmt == "json" else "turtle")
+        def rdflib_path(text=text, init=init, fmt=fmt) -> object:
+            return ds.query(text, initBindings=init).serialize(
+                format="json" if fmt == "json" else "turtle"
+            )
 
         def trails_sub(name=name, values=sub_values, fmt=fmt) -> bytes:
             return trails_path(name, values, fmt, subset)
@@ -199,8 +266,11 @@ def main() -> None:
         except Exception as exc:  # rdflib cannot run some SPARQL 1.1 forms
             vs_rdflib = f"n/a ({type(exc).__name__})"
         rows.append((name, t_raw, t_trails, t_trails / t_raw, vs_rdflib))
-        print(f"{name:28} raw {t_raw * 1e3:9.2f} ms  trails/raw {t_trails / t_raw:6.3f}  "
-              f"trails/rdflib {vs_rdflib}", file=sys.stderr)
+        print(
+            f"{name:28} raw {t_raw * 1e3:9.2f} ms  trails/raw {t_trails / t_raw:6.3f}  "
+            f"trails/rdflib {vs_rdflib}",
+            file=sys.stderr,
+        )
 
     graphs = select_graphs(store, all_graphs=True)
 
@@ -226,7 +296,9 @@ def main() -> None:
         "| query | raw pyoxigraph (ms) | trails / raw | trails / rdflib (100 sessions) |",
         "| --- | ---: | ---: | ---: |",
     ]
-    lines += [f"| {n} | {raw_t * 1e3:.2f} | {ratio:.3f} | {vr} |" for n, raw_t, _, ratio, vr in rows]
+    lines += [
+        f"| {n} | {raw_t * 1e3:.2f} | {ratio:.3f} | {vr} |" for n, raw_t, _, ratio, vr in rows
+    ]
     lines += [
         "",
         f"Worst trails / raw ratio: **{worst:.3f}** (target <= 1.1).",

@@ -199,7 +199,7 @@ def load_query(path: str | Path, *, name: str | None = None) -> Query:
         stat = path.stat()
     except OSError as exc:
         raise UnknownQuery(f"cannot read query file {path}: {exc}") from exc
-    key = path.absolute()
+    key = path if path.is_absolute() else path.absolute()
     with _cache_lock:
         hit = _cache.get(key)
     if hit is not None and hit[0] == stat.st_mtime_ns and hit[1] == stat.st_size:
