@@ -24,6 +24,18 @@ _INSTALLED = any(
 PLUGIN = [] if _INSTALLED else ["-p", "trails.testing.pytest_plugin"]
 
 
+@pytest.fixture(autouse=True)
+def _only_support_tools(tools: Tools) -> None:
+    """Record and rerun with only the support tools registered, as the processes that rerun
+    these sessions have (other test modules register capabilities of their own, which would
+    otherwise be part of the recorded tool catalogue). The registry is restored after each test.
+    """
+    from trails.kernel import registry
+
+    registry._handlers.clear()
+    tools.register()
+
+
 def _record(location: Path, tools: Tools) -> tuple[str, str, str]:
     """Two identical react sessions and a plan-and-execute one, persisted; the store closed."""
     store = open_store(location)

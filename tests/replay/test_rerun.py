@@ -98,7 +98,9 @@ def test_a_changed_prompt_is_caught_at_the_first_completion(store: Store, tools:
     assert report.mismatch is not None
     assert "step 0" in report.mismatch and "message #0 (system)" in report.mismatch
     # the re-registered capability moved to the end of the catalogue: the tool list differs
-    assert "differs at character" in report.mismatch and "Tools:" in report.mismatch
+    # where the recording listed kb.lookup (the excerpt around it depends on what else is registered)
+    assert "differs at character" in report.mismatch
+    assert "kb.lookup: Look a term up in the knowledge base." in report.mismatch
 
 
 def test_a_recording_with_a_failed_step_reruns_to_the_same_failure(
