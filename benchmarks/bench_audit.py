@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import io
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -284,6 +285,9 @@ def main() -> None:
     store.close()
 
     worst = max(r[3] for r in rows)
+    overhead = statistics.median((t - r) * 1e6 for _, r, t, _, _ in rows)
+    big = [ratio for _, r, _, ratio, _ in rows if r >= 1e-3] or [0.0]
+    small = [ratio for _, r, _, ratio, _ in rows if r < 1e-3] or [0.0]
     lines = [
         "## Audit: query pack and export",
         "",
@@ -302,6 +306,11 @@ def main() -> None:
     lines += [
         "",
         f"Worst trails / raw ratio: **{worst:.3f}** (target <= 1.1).",
+        "",
+        f"Queries that take 1 ms or more on pyoxigraph: worst ratio **{max(big):.3f}**. Below 1 ms "
+        f"the ratio is dominated by a fixed cost of about {overhead:.0f} µs per query (median of "
+        "trails minus raw over all queries: pack lookup, typed binding, term conversion), so "
+        f"those per-session queries miss the 1.1 target (worst {max(small):.3f}).",
         "",
         "| export | quads/s | ratio |",
         "| --- | ---: | ---: |",
