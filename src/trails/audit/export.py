@@ -578,7 +578,9 @@ def import_file(
         try:
             data, fmt = _jsonld_to_nquads(data), "nquads"
         except RDFSyntaxError as exc:
-            raise RDFSyntaxError(f"{path} is not valid jsonld, nothing was imported: {exc}") from exc
+            raise RDFSyntaxError(
+                f"{path} is not valid jsonld, nothing was imported: {exc}"
+            ) from exc
     scratch = open_store("memory:")
     try:
         try:
