@@ -47,12 +47,22 @@ class Recorder:
     def from_settings(
         cls, settings: Settings | None = None, store: Store | None = None
     ) -> Recorder:
+        """A recorder configured by the settings, sealing sessions as they end.
+
+        Unless ``[audit] seal = false``, the audit room's sealer is subscribed: each
+        session graph gets a seal in the ledger when it ends (see ``trails.audit.seal``).
+        """
         settings = settings or load_settings()
-        return cls(
+        recorder = cls(
             store if store is not None else default_store(),
             base_iri=settings.base_iri,
             content=settings.record_content,
         )
+        if settings.section("audit").get("seal", True):
+            from trails.audit.seal import install_sealer  # audit reads; imported on use
+
+            install_sealer(recorder, settings)
+        return recorder
 
     def quads(self, event: Event) -> list[Quad]:
         """The quads ``event`` becomes, without writing them."""
