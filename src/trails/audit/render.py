@@ -8,6 +8,7 @@ user reads, with IRIs shortened by the usual prefixes.
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from typing import TextIO
 
 from trails.prov.vocab import NAMESPACES
@@ -45,12 +46,14 @@ def cell(term: Term | None, *, width: int | None = 80) -> str:
     return text
 
 
-def table(result: QueryResult, *, width: int | None = 80) -> str:
+def table(result: QueryResult, *, width: int | None = 80, hide: Collection[str] = ()) -> str:
     """An aligned text table of a SELECT result (or ``true``/``false`` for ASK).
 
     Args:
         result: what ``Store.query`` returned for a SELECT or ASK.
         width: the widest a cell may be.
+        hide: columns to leave out when no row has a value in them (the projected
+            parameters a user did not give).
 
     Returns:
         The table, ending with a row count line.
@@ -59,8 +62,13 @@ def table(result: QueryResult, *, width: int | None = 80) -> str:
         return "true" if result else "false"
     if not isinstance(result, Solutions):
         return f"{len(result)} triples"
-    names = result.variables
-    rows = [[cell(v, width=width) for v in row] for row in result.rows]
+    keep = [
+        i
+        for i, name in enumerate(result.variables)
+        if name not in hide or any(row[i] is not None for row in result.rows)
+    ]
+    names = [result.variables[i] for i in keep]
+    rows = [[cell(row[i], width=width) for i in keep] for row in result.rows]
     widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
     lines = ["  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         )
     with reading(args.store) as store:
         if fmt == "table":
-            print(table(store.query(query.text, bound)))
+            print(table(store.query(query.text, bound), hide=set(query.params) - set(bound)))
             return 0
         data = store.query_to(query.text, bound, format=fmt)
     out = sys.stdout.buffer

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     bound = query.bind(values)
     with reading(args.store) as store:
         if args.format == "table":
-            print(table(store.query(query.text, bound)))
+            print(table(store.query(query.text, bound), hide=set(query.params) - set(bound)))
             return 0
         data = store.query_to(query.text, bound, format=args.format)
     sys.stdout.buffer.write(data)
