@@ -86,6 +86,16 @@ def test_provn_and_provjson_through_the_prov_package(fx: Fixture) -> None:
     assert text.startswith("document") and "bundle session:session-B" in text
     assert "wasAssociatedWith(" in text and "actedOnBehalfOf(" in text
     assert text.count("activity(") == 5
+    # only the prefixes the document uses are declared (rdflib binds dozens by default)
+    assert "prefix brick" not in text and "prefix foaf" not in text
+    assert "prefix trails <https://w3id.org/trails/ns#>" in text
+    assert "brick" not in json.loads(_provjson(fx))["prefix"]
+
+
+def _provjson(fx: Fixture) -> str:
+    out = io.BytesIO()
+    export(fx.store, out, [fx.sessions["B"]], format="provjson")
+    return out.getvalue().decode()
 
 
 def test_turtle_holds_one_graph_and_jsonld_the_dataset(fx: Fixture) -> None:

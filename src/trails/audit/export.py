@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -450,8 +451,40 @@ def export(
         content=trig.getvalue().decode("utf-8"), format="rdf", rdf_format="trig"
     )
     text = document.serialize(format="provn" if format == "provn" else "json")
-    out.write((text or "").encode("utf-8") if not isinstance(text, bytes) else text)
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    text = _drop_unused_prefixes(text or "", provn=format == "provn")
+    out.write(text.encode("utf-8"))
     return stats
+
+
+def _drop_unused_prefixes(text: str, *, provn: bool) -> str:
+    """Leave out prefix declarations nothing uses (rdflib binds dozens by default)."""
+    if provn:
+        lines = text.splitlines(keepends=True)
+        body = "".join(line for line in lines if not _PROVN_PREFIX.match(line))
+        kept = [
+            line
+            for line in lines
+            if not (m := _PROVN_PREFIX.match(line)) or f"{m.group(1)}:" in body
+        ]
+        return "".join(kept)
+    document = json.loads(text)
+    rest = json.dumps({k: v for k, v in document.items() if k != "prefix"})
+
+    def prune(node: Any) -> None:
+        if isinstance(node, dict):
+            prefixes = node.get("prefix")
+            if isinstance(prefixes, dict):
+                node["prefix"] = {p: iri for p, iri in prefixes.items() if f"{p}:" in rest}
+            for value in node.values():
+                prune(value)
+
+    prune(document)
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+_PROVN_PREFIX = re.compile(r"^\s*prefix\s+([A-Za-z_][\w.-]*)\s+<")
 
 
 def _nquads_to_jsonld(data: bytes, minter: Minter) -> bytes:
