@@ -8,7 +8,8 @@
   so tests can register capabilities freely.
 - Every graph a test leaves in the process default store (the ``store``
   fixture, or the store trails opened by default) must conform to
-  ``ontologies/shapes.ttl``: checked after the test. A test that builds
+  ``ontologies/shapes.ttl`` and be read by the ``prov`` package with every
+  activity, entity and agent in it: checked after the test. A test that builds
   non-conforming graphs on purpose says so with
   ``@pytest.mark.allow_nonconforming``.
 """
@@ -43,10 +44,11 @@ def _check_recorded_graphs(request: pytest.FixtureRequest, store: Store | None) 
     except StoreError:  # closed by the test
         return
     if recorded:
-        from trails.testing import shacl_report
+        from trails.testing import assert_prov_readable, shacl_report
 
         conforms, text = shacl_report(store)
         assert conforms, f"graphs recorded by this test do not conform to shapes.ttl:\n{text}"
+        assert_prov_readable(store)  # the prov package reads every activity, entity and agent
 
 
 @pytest.fixture(autouse=True)
