@@ -100,3 +100,15 @@ def test_hostile_parameter_values_are_bound_not_spliced(store: Store) -> None:
     assert len(q.run(store, s='"} ; DROP ALL #')) == 1  # type: ignore[arg-type]
     assert len(q.run(store, s="} UNION { ?x ?p ?o")) == 0  # type: ignore[arg-type]
     assert store.graphs() == ["urn:g"]
+
+
+def test_get_query_serves_from_memory_until_the_file_changes(tmp_path: Path) -> None:
+    path = tmp_path / "q.rq"
+    path.write_text("# title: One\nSELECT ?s WHERE { ?s ?p ?o }\n")
+    first = get_query("q", tmp_path)
+    assert get_query("q", tmp_path) is first  # cached
+    path.write_text("# title: Two, longer\nSELECT ?s WHERE { ?s ?p ?o }\n")
+    assert get_query("q", tmp_path).title == "Two, longer"
+    path.unlink()
+    with pytest.raises(UnknownQuery):
+        get_query("q", tmp_path)

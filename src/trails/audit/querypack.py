@@ -28,6 +28,7 @@ given to ``resolve`` are checked that way before they run.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import threading
 from collections.abc import Mapping
@@ -352,15 +353,33 @@ def get_query(name: str, folder: str | Path | None = None) -> Query:
     Raises:
         UnknownQuery: no such query; the message lists the pack.
     """
+    key = (name, None if folder is None else str(folder))
+    hit = _by_name.get(key)
+    if hit is not None:
+        path_text, query, mtime, size = hit
+        try:
+            stat = os.stat(path_text)
+        except OSError:
+            stat = None
+        if stat is not None and stat.st_mtime_ns == mtime and stat.st_size == size:
+            return query  # served from memory: one stat, no path parsing
     base = Path(folder) if folder is not None else find_pack_dir()
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or name.startswith("."):
         raise UnknownQuery(f"no query named {name!r} in the pack (available: {_names(base)})")
+    path = base / f"{name}.rq"
     try:
-        return load_query(base / f"{name}.rq")
-    except UnknownQuery:
+        query = load_query(path)
+        stat = path.stat()
+    except (UnknownQuery, OSError):
         raise UnknownQuery(
             f"no query named {name!r} in the pack (available: {_names(base)})"
         ) from None
+    _by_name[key] = (str(path), query, stat.st_mtime_ns, stat.st_size)
+    return query
+
+
+# name (and folder) -> (file, parsed query, mtime, size): the fast path of get_query
+_by_name: dict[tuple[str, str | None], tuple[str, Query, int, int]] = {}
 
 
 def _names(base: Path) -> str:
