@@ -238,6 +238,58 @@ def test_dataset_restriction(any_store: Store) -> None:
     assert triples == [Triple(S, P, Literal("g2"))]
 
 
+def test_union_default_graph(any_store: Store) -> None:
+    any_store.write([Quad(S, P, Literal(g[-2:]), g) for g in (G1, G2, G3)])
+    default = "SELECT ?o WHERE { ?s ?p ?o }"
+    everything = {(Literal("g1"),), (Literal("g2"),), (Literal("g3"),)}
+    assert rows(any_store, default) == set()  # the store's own default graph is empty
+    assert rows(any_store, default, union_default_graph=True) == everything
+    # named graphs stay visible, every one of them
+    named = "SELECT ?g ?o WHERE { GRAPH ?g { ?s ?p ?o } }"
+    assert rows(any_store, named, union_default_graph=True) == {
+        (G1, Literal("g1")), (G2, Literal("g2")), (G3, Literal("g3")),
+    }  # fmt: skip
+    assert any_store.query("ASK { ?s ?p 'g2' }", union_default_graph=True) is True
+    assert any_store.query("ASK { ?s ?p 'g2' }") is False
+    triples = any_store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", union_default_graph=True)
+    assert isinstance(triples, list) and len(triples) == 3
+    data = json.loads(any_store.query_to(default, format="json", union_default_graph=True))
+    assert {b["o"]["value"] for b in data["results"]["bindings"]} == {"g1", "g2", "g3"}
+    counted = "SELECT (COUNT(*) AS ?n) WHERE { ?s ?p ?o }"
+    assert rows(any_store, counted, union_default_graph=True) == {(literal(3),)}
+    for dataset in ({"default_graph": [G1]}, {"named_graphs": [G1]}):
+        with pytest.raises(StoreError, match="cannot be combined"):
+            any_store.query(default, union_default_graph=True, **dataset)  # type: ignore[arg-type]
+
+
+def test_union_default_graph_on_an_empty_store(any_store: Store) -> None:
+    assert rows(any_store, "SELECT ?o WHERE { ?s ?p ?o }", union_default_graph=True) == set()
+    assert any_store.query("ASK { ?s ?p ?o }", union_default_graph=True) is False
+
+
+@pytest.mark.remote
+@pytest.mark.parametrize("mode", ["param", "list", "auto"])
+def test_remote_union_modes_agree(remote_store: Store, oxigraph_server: str, mode: str) -> None:
+    from trails.store.sparql import SparqlStore
+
+    remote_store.write([Quad(S, P, Literal(f"v{n}"), IRI(f"urn:test:many:{n}")) for n in range(80)])
+    store = SparqlStore(f"{oxigraph_server}/query", union_default_graph=mode)
+    try:
+        assert store.union_mode() == ("param" if mode != "list" else "list")  # it is Oxigraph
+        found = rows(store, "SELECT ?o WHERE { ?s ?p ?o }", union_default_graph=True)
+        assert found == {(Literal(f"v{n}"),) for n in range(80)}
+    finally:
+        store.close()
+
+
+def test_an_unknown_union_mode_is_a_config_error() -> None:
+    from trails.errors import ConfigError
+    from trails.store.sparql import SparqlStore
+
+    with pytest.raises(ConfigError, match="union_default_graph"):
+        SparqlStore("http://127.0.0.1:1/query", union_default_graph="sometimes")
+
+
 def test_query_to_serialises_in_the_asked_format(any_store: Store) -> None:
     any_store.write([Quad(S, P, Literal("x"), G1)])
     select = "SELECT ?s ?o WHERE { GRAPH ?g { ?s ?p ?o } }"

@@ -11,7 +11,12 @@ contract tests. The contract:
   ``named_graphs`` restrict the dataset the query sees (the SPARQL protocol's
   ``default-graph-uri`` / ``named-graph-uri``): graphs outside it are
   invisible to the query, not filtered afterwards. Without them the default
-  graph is the store's default graph and every named graph is visible. ``query_to`` does the same
+  graph is the store's default graph and every named graph is visible.
+  ``union_default_graph=True`` instead makes the default graph the union of
+  every graph of the store, with no dataset restriction at all (it cannot be
+  combined with ``default_graph`` / ``named_graphs``). trails never writes to
+  the store's own default graph, so for trails data that union is the union of
+  the named graphs. ``query_to`` does the same
   but returns the result already serialised (SPARQL JSON/XML/CSV/TSV, or an RDF
   format for graph results), which is the fast path for the CLI and endpoint.
 - ``graphs`` / ``clear`` list and drop named graphs; ``dump`` / ``load`` move
@@ -87,6 +92,7 @@ class Store(Protocol):
         *,
         default_graph: Sequence[IRI] | None = None,
         named_graphs: Sequence[IRI] | None = None,
+        union_default_graph: bool = False,
     ) -> QueryResult:
         """Evaluate a query with ``params`` bound to its variables (``?name``/``$name``)."""
         ...
@@ -99,6 +105,7 @@ class Store(Protocol):
         format: str = "json",
         default_graph: Sequence[IRI] | None = None,
         named_graphs: Sequence[IRI] | None = None,
+        union_default_graph: bool = False,
     ) -> bytes:
         """Evaluate a query and return the serialised result in ``format``."""
         ...
@@ -147,14 +154,23 @@ def select(
     store: Store,
     sparql: str,
     params: Mapping[str, Term] | None = None,
-    **dataset: Sequence[IRI] | None,
+    *,
+    default_graph: Sequence[IRI] | None = None,
+    named_graphs: Sequence[IRI] | None = None,
+    union_default_graph: bool = False,
 ) -> Solutions:
     """Run a SELECT query and return its ``Solutions`` (typed shorthand for ``store.query``).
 
     Raises:
         QueryError: the query is not a SELECT.
     """
-    result = store.query(sparql, params, **dataset)
+    result = store.query(
+        sparql,
+        params,
+        default_graph=default_graph,
+        named_graphs=named_graphs,
+        union_default_graph=union_default_graph,
+    )
     if not isinstance(result, Solutions):
         from trails.errors import QueryError
 

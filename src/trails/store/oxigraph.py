@@ -48,6 +48,10 @@ _RESULT_FORMATS = {
     "csv": ox.QueryResultsFormat.CSV,
     "tsv": ox.QueryResultsFormat.TSV,
 }
+_UNION_ALONE = (
+    "union_default_graph replaces the dataset: it cannot be combined with "
+    "default_graph or named_graphs"
+)
 _POSITION = re.compile(r"(?:error at |line )(\d+)(?::| between columns )(\d+)")
 
 T = TypeVar("T")
@@ -198,9 +202,14 @@ class OxigraphStore(Store):
         params: Mapping[str, Term] | None,
         default_graph: Sequence[IRI] | None,
         named_graphs: Sequence[IRI] | None,
+        union_default_graph: bool = False,
     ) -> Any:
         store = self.raw
         kw: dict[str, Any] = {}
+        if union_default_graph:
+            if default_graph is not None or named_graphs is not None:
+                raise StoreError(_UNION_ALONE)
+            kw["use_default_graph_as_union"] = True
         if default_graph is not None:
             kw["default_graph"] = [_named(g) for g in default_graph]
         if named_graphs is not None:
@@ -224,8 +233,9 @@ class OxigraphStore(Store):
         *,
         default_graph: Sequence[IRI] | None = None,
         named_graphs: Sequence[IRI] | None = None,
+        union_default_graph: bool = False,
     ) -> QueryResult:
-        result = self._run(sparql, params, default_graph, named_graphs)
+        result = self._run(sparql, params, default_graph, named_graphs, union_default_graph)
         if isinstance(result, ox.QueryBoolean):
             return bool(result)
         if isinstance(result, ox.QuerySolutions):
@@ -245,8 +255,9 @@ class OxigraphStore(Store):
         format: str = "json",
         default_graph: Sequence[IRI] | None = None,
         named_graphs: Sequence[IRI] | None = None,
+        union_default_graph: bool = False,
     ) -> bytes:
-        result = self._run(sparql, params, default_graph, named_graphs)
+        result = self._run(sparql, params, default_graph, named_graphs, union_default_graph)
         if isinstance(result, ox.QueryTriples):
             fmt: Any = rdf_format(format if format not in RESULT_FORMATS else "turtle")
         else:

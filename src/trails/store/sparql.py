@@ -16,8 +16,12 @@ How the contract maps onto the wire:
   quad is written inside an explicit ``GRAPH`` block: servers disagree on what
   the default graph is, so trails never relies on it.
 - ``query`` sends the query (POST ``application/sparql-query``, or an HTML
-  form for servers that want one) with ``default-graph-uri`` /
-  ``named-graph-uri`` for a restricted dataset; SELECT and ASK come back as
+  form for servers that want one, or when the dataset is long) with
+  ``default-graph-uri`` / ``named-graph-uri`` for a restricted dataset.
+  ``union_default_graph`` is Oxigraph server's ``union-default-graph``
+  parameter; on other servers it lists every graph as a ``default-graph-uri``
+  (correct, but one extra query and a long request). ``auto`` picks by the
+  server's ``Server`` header. SELECT and ASK come back as
   SPARQL JSON, CONSTRUCT and DESCRIBE as N-Triples. Parameters are bound in
   the text by ``trails.store._sparql_bind``, from validated terms only.
 - ``dump`` / ``load`` use the Graph Store HTTP Protocol (``GET`` / ``POST``
@@ -98,6 +102,9 @@ _TRANSIENT = (
 )
 _POSITION = re.compile(r"(?:error at |line )(\d+)(?::(\d+))?")
 _TRUE = frozenset({"1", "true", "yes", "on"})
+_UNION_MODES = ("auto", "param", "list")
+# A dataset longer than this goes in a form body, not the URL (servers limit URL length).
+_LONG_DATASET = 64
 
 
 def _safe(url: str) -> str:
@@ -166,9 +173,14 @@ class SparqlStore(Store):
         form_post: send queries and updates as HTML forms (servers that do not
             take ``application/sparql-query`` bodies, like Virtuoso 7).
         headers: extra headers for every request.
+        union_default_graph: how ``union_default_graph=True`` reaches the server:
+            ``param`` sends Oxigraph server's ``union-default-graph`` parameter,
+            ``list`` lists every graph as a ``default-graph-uri`` (any server),
+            ``auto`` uses ``param`` when the server says it is Oxigraph.
 
     Raises:
-        ConfigError: both ``auth`` and ``token``, or a URL that is not http(s).
+        ConfigError: both ``auth`` and ``token``, a URL that is not http(s), or
+            an unknown ``union_default_graph`` mode.
     """
 
     def __init__(
@@ -184,12 +196,20 @@ class SparqlStore(Store):
         backoff: float = 0.1,
         form_post: bool = False,
         headers: Mapping[str, str] | None = None,
+        union_default_graph: str = "auto",
     ) -> None:
         for url in (query_url, update_url, gsp_url):
             if url is not None and not url.startswith(("http://", "https://")):
                 raise ConfigError(f"a SPARQL store URL must be http(s)://..., not {_safe(url)!r}")
         if auth is not None and token:
             raise ConfigError("give the SPARQL store basic auth or a bearer token, not both")
+        if union_default_graph not in _UNION_MODES:
+            raise ConfigError(
+                f"union_default_graph must be one of {', '.join(_UNION_MODES)}, "
+                f"not {union_default_graph!r}"
+            )
+        self.union_default_graph = union_default_graph
+        self._server: str | None = None  # the query endpoint's Server header, once seen
         self.query_url = query_url
         self.update_url = update_url
         self.gsp_url = gsp_url
@@ -223,7 +243,9 @@ class SparqlStore(Store):
         the protocol off, or the updates: a read-only store); auth by
         ``TRAILS_STORE_TOKEN`` / ``token`` (bearer) or ``TRAILS_STORE_USER`` +
         ``TRAILS_STORE_PASSWORD`` / ``user`` + ``password`` (basic); and
-        ``TRAILS_STORE_TIMEOUT``, ``TRAILS_STORE_RETRIES``, ``TRAILS_STORE_FORM_POST``.
+        ``TRAILS_STORE_TIMEOUT``, ``TRAILS_STORE_RETRIES``, ``TRAILS_STORE_FORM_POST``,
+        ``TRAILS_STORE_UNION_DEFAULT_GRAPH`` / ``union_default_graph`` (``auto``,
+        ``param`` or ``list``).
 
         Args:
             url: the ``TRAILS_STORE`` value.
@@ -280,6 +302,7 @@ class SparqlStore(Store):
             timeout=timeout,
             retries=retries,
             form_post=(option("form_post") or "").lower() in _TRUE,
+            union_default_graph=(option("union_default_graph") or "auto").lower(),
         )
 
     def __repr__(self) -> str:
@@ -315,6 +338,8 @@ class SparqlStore(Store):
                 ) from exc
             else:
                 if response.status_code < 400:
+                    if self._server is None and url == self.query_url:
+                        self._server = response.headers.get("server", "")
                     return response
                 if response.status_code not in _RETRY_STATUS or attempt >= self.retries:
                     raise self._error(what, url, response, kind)
@@ -342,10 +367,39 @@ class SparqlStore(Store):
             url=_safe(url),
         )
 
+    def union_mode(self) -> str:
+        """How a union default graph is asked for: ``param`` or ``list`` (``auto`` resolved).
+
+        ``auto`` looks at the query endpoint's ``Server`` header (an ``ASK {}``
+        when no answer has been seen yet): Oxigraph takes the parameter.
+        """
+        if self.union_default_graph != "auto":
+            return self.union_default_graph
+        if self._server is None:
+            self._send(
+                "probe", "POST", self.query_url, kind="query", content=b"ASK {}",
+                headers={"Content-Type": "application/sparql-query",
+                         "Accept": RESULT_MEDIA_TYPES["json"]},
+            )  # fmt: skip
+        return "param" if (self._server or "").lower().startswith("oxigraph") else "list"
+
     def _dataset(
-        self, default_graph: Sequence[IRI] | None, named_graphs: Sequence[IRI] | None
+        self,
+        default_graph: Sequence[IRI] | None,
+        named_graphs: Sequence[IRI] | None,
+        union_default_graph: bool = False,
     ) -> list[tuple[str, str]]:
         """Protocol parameters giving the embedded store's dataset semantics."""
+        if union_default_graph:
+            if default_graph is not None or named_graphs is not None:
+                raise StoreError(
+                    "union_default_graph replaces the dataset: it cannot be combined with "
+                    "default_graph or named_graphs"
+                )
+            if self.union_mode() == "param":
+                return [("union-default-graph", "")]
+            every = self.graphs()  # any server: the union, spelled out
+            return self._dataset(every, every)
         if default_graph is None and named_graphs is None:
             return []
         if named_graphs is None:  # a chosen default graph, every named graph still visible
@@ -365,14 +419,15 @@ class SparqlStore(Store):
         accept: str,
         default_graph: Sequence[IRI] | None,
         named_graphs: Sequence[IRI] | None,
+        union_default_graph: bool = False,
     ) -> httpx.Response:
         text = bind_params(sparql, params)
         try:
-            dataset = self._dataset(default_graph, named_graphs)
+            dataset = self._dataset(default_graph, named_graphs, union_default_graph)
         except ValueError as exc:
             raise StoreError(f"bad graph name in the query dataset: {exc}") from exc
         headers = {"Accept": accept}
-        if self.form_post:
+        if self.form_post or len(dataset) > _LONG_DATASET:
             return self._send(
                 "query", "POST", self.query_url, kind="query",
                 data={"query": text, **_multi(dataset)}, headers=headers,
@@ -419,15 +474,15 @@ class SparqlStore(Store):
         *,
         default_graph: Sequence[IRI] | None = None,
         named_graphs: Sequence[IRI] | None = None,
+        union_default_graph: bool = False,
     ) -> QueryResult:
         form = query_form(sparql)
+        dataset = (default_graph, named_graphs, union_default_graph)
         if form in ("CONSTRUCT", "DESCRIBE"):
             accept = RDF_MEDIA_TYPES["ntriples"]
-            response = self._query(sparql, params, accept, default_graph, named_graphs)
+            response = self._query(sparql, params, accept, *dataset)
             return self._triples(response)
-        response = self._query(
-            sparql, params, RESULT_MEDIA_TYPES["json"], default_graph, named_graphs
-        )
+        response = self._query(sparql, params, RESULT_MEDIA_TYPES["json"], *dataset)
         try:
             data = response.json()
             if "boolean" in data:
@@ -461,6 +516,7 @@ class SparqlStore(Store):
         format: str = "json",
         default_graph: Sequence[IRI] | None = None,
         named_graphs: Sequence[IRI] | None = None,
+        union_default_graph: bool = False,
     ) -> bytes:
         if query_form(sparql) in ("CONSTRUCT", "DESCRIBE"):
             name = "turtle" if format in RESULT_FORMATS else format
@@ -475,7 +531,8 @@ class SparqlStore(Store):
             raise StoreError(
                 f"unknown results format {format!r}; use one of {', '.join(sorted(RESULT_FORMATS))}"
             )
-        return self._query(sparql, params, accept, default_graph, named_graphs).content
+        dataset = (default_graph, named_graphs, union_default_graph)
+        return self._query(sparql, params, accept, *dataset).content
 
     def graphs(self) -> list[IRI]:
         result = self.query("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
