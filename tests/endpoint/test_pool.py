@@ -34,7 +34,9 @@ from trails.audit.endpoint import EndpointConfig, create_app
 from trails.audit.endpoint_auth import TokenTable, load_tokens
 from trails.audit.endpoint_pool import ProcessPool
 from trails.errors import StoreError
-from trails.store import IRI, Literal, Quad, open_store
+from trails.prov.vocab import T
+from trails.store import IRI, Literal, Quad, Solutions, open_store
+from trails.testing import assert_conforms
 
 # A cross product of 150 triples with itself three times: millions of rows to count.
 SLOW = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?a ?b ?c . ?d ?e ?f . ?h ?i ?j } }"
@@ -90,7 +92,7 @@ def test_slow_query_is_stopped_and_the_others_are_served(
         again = client.get("/sparql", params={"query": FAST}, headers=auth("alice"))
         assert again.status_code == 200
         log = client.get(
-            "/sparql",
+            "/access-log/sparql",
             params={"query": LOG_QUERY, "default-graph-uri": ACCESS_LOG},
             headers=auth("auditor"),
         )
@@ -145,12 +147,25 @@ def test_trails_serve_command_end_to_end(on_disk: tuple[Path, Seeded], tmp_path:
     finally:
         process.terminate()
         process.wait(timeout=30)
-    # the server recorded both requests in the store's access log
+    # the server recorded both requests in its access log, a store beside the data
     store = open_store(on_disk[0])
     try:
-        assert ACCESS_LOG in store.graphs()
+        assert ACCESS_LOG not in store.graphs()
     finally:
         store.close()
+    log = open_store(on_disk[0].with_name(on_disk[0].name + ".access-log"))
+    try:
+        assert log.graphs() == [ACCESS_LOG]
+        statuses = log.query(
+            "SELECT ?status ?p WHERE { GRAPH ?g { ?a ?p ?status } } ORDER BY ?status",
+            {"p": T.status},
+        )
+        assert isinstance(statuses, Solutions)
+        found = [v.value for v in statuses.column("status") if isinstance(v, Literal)]
+        assert found == ["ok", "unauthorized"]
+        assert_conforms(log, ACCESS_LOG)
+    finally:
+        log.close()
 
 
 def test_hash_token_prints_an_entry_that_loads(tmp_path: Path) -> None:

@@ -11,16 +11,20 @@ without access to the machine that holds it:
   Description (Turtle).
 - ``/queries/NAME?param=...``: the regulator query pack by name, parameters
   bound as RDF terms, never spliced into the text; ``/queries`` lists it.
+- ``/access-log/sparql``: the same protocol over the access log, for tokens
+  with ``audit = true`` only.
 
 Every query needs a bearer token (``endpoint_auth``); it is evaluated over the
 graphs the token may read and nothing else (the store's dataset restriction:
-other graphs are invisible, not filtered). The query's own ``FROM`` /
+other graphs are invisible, not filtered; a token that may read every graph
+runs unrestricted, see ``endpoint_graphs``). The query's own ``FROM`` /
 ``FROM NAMED`` and the protocol's graph parameters only narrow that set.
 Updates, ``LOAD`` and ``SERVICE`` are refused before any store sees them
 (``endpoint_sparql``); queries and results have size limits; a query past its
 time limit is stopped (``endpoint_pool``). Every request, answered or not, is
-recorded as provenance in the access-log graph (``endpoint_log``) before the
-answer is sent: if the log cannot be written, the answer is withheld.
+recorded as provenance in the access log (``endpoint_log``), a store of its
+own that the server process writes, before the answer is sent: if the log
+cannot be written, the answer is withheld.
 """
 
 from __future__ import annotations
@@ -40,15 +44,15 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from trails.audit.endpoint_auth import Grant, TokenTable
-from trails.audit.endpoint_log import ACCESS_LOG, QueryReceived, Status, access_log_quads
-from trails.audit.endpoint_pool import (
-    Evaluator,
-    InlineEvaluator,
-    Outcome,
-    ProcessPool,
-    QueryJob,
-    WriteJob,
+from trails.audit.endpoint_log import (
+    ACCESS_LOG,
+    AccessLog,
+    QueryReceived,
+    Status,
+    access_log_location,
+    access_log_quads,
 )
+from trails.audit.endpoint_pool import Evaluator, InlineEvaluator, Outcome, ProcessPool, QueryJob
 from trails.audit.endpoint_sparql import analyse, parse_graph_iri
 from trails.audit.querypack import Query, load_pack
 from trails.config import Settings
@@ -242,7 +246,8 @@ def service_description() -> str:
         '    rdfs:label "trails SPARQL endpoint" ;\n'
         '    rdfs:comment "Read-only and authenticated (Authorization: Bearer). Each token '
         "reads only the named graphs it is granted; the default graph is their union. "
-        "SPARQL Update, LOAD and SERVICE are refused. The query pack is at /queries/NAME."
+        "SPARQL Update, LOAD and SERVICE are refused. The query pack is at /queries/NAME; "
+        "audit tokens read the access log at /access-log/sparql."
         '" .\n'
     )
 
@@ -260,6 +265,7 @@ class _Record:
     query: str = ""
     query_name: str | None = None
     params: dict[str, Any] | None = None
+    of_access_log: bool = False
     status: Status = "ok"
     http_status: int = 200
     results: int | None = None
@@ -275,10 +281,11 @@ class Endpoint:
     """The endpoint: an evaluator, the token table, limits, the pack; ``app`` serves it.
 
     Args:
-        evaluator: where queries run (``InlineEvaluator`` or ``ProcessPool``).
+        evaluator: where queries over the data run (``InlineEvaluator`` or ``ProcessPool``).
         tokens: the bearer tokens and their grants.
         config: limits and settings.
         pack: the query pack by name (default: the shipped pack).
+        access_log: the access log (default: a new in-memory store of its own).
     """
 
     def __init__(
@@ -287,6 +294,8 @@ class Endpoint:
         tokens: TokenTable,
         config: EndpointConfig | None = None,
         pack: Mapping[str, Query] | None = None,
+        *,
+        access_log: AccessLog | None = None,
     ) -> None:
         self.evaluator = evaluator
         self.tokens = tokens
@@ -297,6 +306,7 @@ class Endpoint:
             except UnknownQuery:
                 pack = {}
         self.pack = dict(pack)
+        self.access_log = access_log or AccessLog.open("memory:", threads=self.config.threads)
         self.minter = Minter(self.config.base_iri)
         self.log_graph = self.minter.graph(ACCESS_LOG)
         self._started = False
@@ -304,6 +314,7 @@ class Endpoint:
         self.app = Starlette(
             routes=[
                 Route("/sparql", self.sparql, methods=["GET", "POST"]),
+                Route("/access-log/sparql", self.access_log_sparql, methods=["GET", "POST"]),
                 Route("/queries", self.list_queries, methods=["GET"]),
                 Route("/queries/{name}", self.pack_query, methods=["GET"]),
             ],
@@ -332,14 +343,22 @@ class Endpoint:
                 self._started = True
 
     def close(self) -> None:
-        """Stop the evaluator."""
+        """Stop the evaluator, then the access log (after the writes already queued)."""
         self.evaluator.close()
+        self.access_log.close()
 
     # -- routes -----------------------------------------------------------------
 
     async def sparql(self, request: Request) -> Response:
         """The SPARQL 1.1 Protocol query operation, or the service description."""
-        record = _Record(received=_now())
+        return await self._sparql(request, of_access_log=False)
+
+    async def access_log_sparql(self, request: Request) -> Response:
+        """The same protocol over the access log, for tokens with ``audit = true``."""
+        return await self._sparql(request, of_access_log=True)
+
+    async def _sparql(self, request: Request, *, of_access_log: bool) -> Response:
+        record = _Record(received=_now(), of_access_log=of_access_log)
         try:
             fields = await self._fields(request, record)
             if not fields.get("query") and not fields.get("update"):
@@ -349,6 +368,8 @@ class Endpoint:
             grant = self._authenticate(request, record)
             if fields.get("update"):
                 raise QueryRefused("SPARQL Update is refused: this endpoint is read-only")
+            if of_access_log and not grant.audit:
+                raise QueryRefused("this token may not read the access log (it needs audit = true)")
             if len(fields["query"]) > 1:
                 raise QueryRefused("the request has more than one query parameter", status=400)
             response = await self._evaluate(request, record, grant, record.query, {})
@@ -472,6 +493,7 @@ class Endpoint:
         params: Mapping[str, Term],
     ) -> Response:
         info = analyse(text)
+        log = record.of_access_log
         fmt = negotiate(request.headers.get("accept"), info.form)
         default = tuple(
             parse_graph_iri(v, "default-graph-uri") for v in record.fields.get(_GRAPH_PARAMS[0], [])
@@ -485,8 +507,9 @@ class Endpoint:
         )
         job = QueryJob(
             sparql=text,
-            grant=grant,
-            log_graph=self.log_graph,
+            # the log store holds the log alone: an audit token reads all of it there
+            grant=Grant(grant.principal, ("*",), audit=True) if log else grant,
+            reserved=None if log else self.log_graph,
             format=fmt,
             params=dict(params),
             default_graphs=dataset[0],
@@ -495,7 +518,7 @@ class Endpoint:
             max_results=self.config.max_results,
             max_bytes=self.config.max_result_bytes,
         )
-        outcome = await self._run(job)
+        outcome = await self._run(job, self.access_log.reader if log else self.evaluator)
         if outcome.kind == "syntax":
             raise QueryRefused(outcome.message, status=400)
         if outcome.kind == "parameter":
@@ -508,19 +531,14 @@ class Endpoint:
         record.results = outcome.count
         return Response(outcome.data, media_type=_MEDIA[fmt])
 
-    async def _run(self, job: QueryJob | WriteJob) -> Outcome:
+    async def _run(self, job: QueryJob, evaluator: Evaluator) -> Outcome:
         await self.start()
-        # an access-log write is never cut short by the query time limit
-        limit = (
-            self.config.time_limit
-            if isinstance(job, QueryJob)
-            else max(self.config.time_limit, 60.0)
-        )
-        future = self.evaluator.submit(job, limit)
+        limit = self.config.time_limit
+        future = evaluator.submit(job, limit)
         # A process pool stops the query itself at the limit (after a bounded wait for a
         # free worker); the grace only covers a pool that cannot answer at all. An
         # in-process evaluator cannot stop a query: the answer is a 503 at the limit.
-        stops = getattr(self.evaluator, "stops_queries", False)
+        stops = getattr(evaluator, "stops_queries", False)
         grace = max(3 * limit, 30.0) + 10.0 if stops else 0.0
         try:
             return await asyncio.wait_for(asyncio.wrap_future(future), limit + grace)
@@ -573,16 +591,17 @@ class Endpoint:
             http_status=record.http_status,
             results=record.results,
             message=record.message,
+            of_access_log=record.of_access_log,
         )
         quads = access_log_quads(event, self.minter, self.config.record_content)
+        # one atomic write in the log's own thread; never cut short by the query limit
+        limit = max(self.config.time_limit, 60.0)
         try:
-            outcome = await self._run(WriteJob(tuple(quads)))
-        except TrailsError as exc:
-            outcome = Outcome("store", message=str(exc))
-        if outcome.kind != "ok":
+            await asyncio.wait_for(asyncio.wrap_future(self.access_log.write(quads)), limit)
+        except Exception as exc:  # whatever failed, the answer must not go out unlogged
+            reason = str(exc) if isinstance(exc, TrailsError) else type(exc).__name__
             return PlainTextResponse(
-                f"the access log could not be written, so the answer is withheld: "
-                f"{outcome.message}\n",
+                f"the access log could not be written, so the answer is withheld: {reason}\n",
                 status_code=500,
             )
         return response
@@ -594,6 +613,8 @@ def create_app(
     config: EndpointConfig | None = None,
     *,
     pack: Mapping[str, Query] | None = None,
+    access_log: Store | str | Path | None = None,
+    settings: Settings | None = None,
 ) -> Endpoint:
     """Build the endpoint over a store object or a store location.
 
@@ -604,11 +625,27 @@ def create_app(
         tokens: the bearer tokens.
         config: limits and settings (default ``EndpointConfig()``).
         pack: the query pack (default: the shipped one).
+        access_log: the access log's store, or its location; by default
+            ``access_log_location`` picks one (``PATH.access-log`` beside a
+            directory store, in memory for ``memory:`` or a store object,
+            ``.trails/access-log`` for a SPARQL server store).
+        settings: resolves the default log location of a SPARQL server store.
 
     Returns:
         The endpoint; serve ``endpoint.app`` with any ASGI server.
+
+    Raises:
+        ConfigError: the access log would be the data store itself.
+        StoreError: the access log's store cannot be opened.
     """
     config = config or EndpointConfig()
+    if isinstance(access_log, Store):
+        if access_log is store:
+            raise ConfigError("the access log must be a store of its own")
+        log = AccessLog(access_log, threads=config.threads)
+    else:
+        location = access_log_location(store, access_log, settings)
+        log = AccessLog.open(location, threads=config.threads)
     evaluator: Evaluator
     if isinstance(store, Store):
         evaluator = InlineEvaluator(store, threads=config.threads)
@@ -624,4 +661,4 @@ def create_app(
             threads=config.threads,
             max_pending=config.max_pending,
         )
-    return Endpoint(evaluator, tokens, config, pack)
+    return Endpoint(evaluator, tokens, config, pack, access_log=log)

@@ -18,8 +18,9 @@ digest is enough; no salt or slow hash is needed against guessing)::
 A graph pattern is an IRI in which ``*`` matches any run of characters
 (``urn:trails:session:*``, or ``*`` for everything), or the word
 ``own-sessions``: every session graph whose session is associated with the
-token's principal. The access-log graph matches no pattern: only a token with
-``audit = true`` can read it. ``trails serve --hash-token`` makes new entries.
+token's principal. The endpoint's access log is a store of its own that no
+pattern reaches: only a token with ``audit = true`` reads it, at
+``/access-log/sparql``. ``trails serve --hash-token`` makes new entries.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class Grant:
     Args:
         principal: who the token speaks for (a DID or a name).
         patterns: graph patterns (see the module docstring).
-        audit: may read the access-log graph too.
+        audit: may read the access log (``/access-log/sparql``).
     """
 
     principal: str
@@ -85,6 +86,11 @@ class Grant:
     def own_sessions(self) -> bool:
         """Whether the grant includes the principal's own session graphs."""
         return OWN_SESSIONS in self.patterns
+
+    @property
+    def universal(self) -> bool:
+        """Whether a pattern of the grant matches every IRI (``*``)."""
+        return any(p != OWN_SESSIONS and set(p) == {"*"} for p in self.patterns)
 
     def matches(self, graph: str) -> bool:
         """Whether ``graph`` matches one of the IRI patterns (``own-sessions`` aside)."""

@@ -8,18 +8,20 @@ stops an overrunning query by killing the process that runs it:
   store itself with ``open_store(location)`` and evaluating up to ``threads``
   jobs at once (pyoxigraph releases the GIL while it evaluates). A watchdog
   thread kills a worker whose job passes its deadline; that job fails with
-  ``QueryTimeout``, the worker's other jobs (all read-only, or idempotent
-  writes of the same quads) run again on a fresh worker, and the endpoint goes
-  on serving. A directory store may have one writer process only (RocksDB
-  locks it), so for a directory the pool has one worker, which also writes the
-  access log; a SPARQL server store (``http(s)://``) takes any number.
+  ``QueryTimeout``, the worker's other jobs (all read-only) run again on a
+  fresh worker, and the endpoint goes on serving. A directory store may be
+  opened by one process only (RocksDB locks it), so for a directory the pool
+  has one worker; a SPARQL server store (``http(s)://``) takes any number.
+  Workers only read: the access log is a store of the server process.
 - ``InlineEvaluator`` runs jobs in threads over a ``Store`` object of this
   process (an in-memory store, tests, embedding the endpoint in an
   application). It cannot stop a query: the endpoint answers 503 at the time
   limit and the thread finishes in the background.
 
 ``run_job`` is the one function both run: resolve the graphs the token may
-read, evaluate over exactly that dataset, serialise, count, check the limits.
+read (``endpoint_graphs``: from a graph list each evaluator keeps for a
+second), evaluate over that dataset (or unrestricted, for a token that may
+read everything), serialise, count, check the limits.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
 from trails.audit.endpoint_auth import Grant
+from trails.audit.endpoint_graphs import GRAPH_LIST_TTL, GraphCache, dataset
 from trails.errors import (
     QueryParameterError,
     QueryRefused,
@@ -46,11 +49,9 @@ from trails.errors import (
     StoreError,
     TrailsError,
 )
-from trails.prov.iri import agent_iri
-from trails.prov.vocab import PROV, T
-from trails.store import Solutions, Store, open_store
+from trails.store import Store, open_store
 from trails.store.results import count_results
-from trails.store.terms import IRI, Quad, Term
+from trails.store.terms import IRI, Term
 
 __all__ = [
     "Evaluator",
@@ -58,24 +59,22 @@ __all__ = [
     "Outcome",
     "ProcessPool",
     "QueryJob",
-    "WriteJob",
-    "allowed_graphs",
     "run_job",
 ]
-
-# Every IRI is bound as a parameter, none is written into the text.
-_OWN_SESSIONS = (
-    "SELECT DISTINCT ?g ?cls ?assoc ?agent WHERE { GRAPH ?g { ?g a ?cls ; ?assoc ?agent } }"
-)
 
 
 @dataclass(frozen=True)
 class QueryJob:
-    """One query to evaluate for one grant, with the limits that apply to it."""
+    """One query to evaluate for one grant, with the limits that apply to it.
+
+    ``reserved`` is a graph no grant reads in the store the job runs on (the
+    access log's IRI in the data store), or None. ``default_graphs`` /
+    ``named_graphs`` are the request's own dataset (None: it names none).
+    """
 
     sparql: str
     grant: Grant
-    log_graph: IRI
+    reserved: IRI | None
     format: str = "json"
     params: Mapping[str, Term] = field(default_factory=dict)
     default_graphs: tuple[IRI, ...] | None = None
@@ -83,13 +82,6 @@ class QueryJob:
     base_iri: str = "urn:trails:"
     max_results: int = 100_000
     max_bytes: int = 64 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class WriteJob:
-    """Quads to write atomically (the access log)."""
-
-    quads: tuple[Quad, ...]
 
 
 @dataclass(frozen=True)
@@ -108,64 +100,25 @@ class Outcome:
     column: int | None = None
 
 
-def allowed_graphs(store: Store, grant: Grant, log_graph: IRI, base_iri: str) -> list[IRI]:
-    """The named graphs ``grant`` may read in ``store`` now.
-
-    Args:
-        store: the store to look in.
-        grant: the token's grant.
-        log_graph: the access-log graph, readable only with ``grant.audit``.
-        base_iri: the base under which principals' IRIs are minted.
-
-    Returns:
-        The sorted graph IRIs.
-    """
-    allowed = {g for g in store.graphs() if g != log_graph and grant.matches(g)}
-    if grant.own_sessions:
-        params: dict[str, Term] = {
-            "cls": T.Session,
-            "assoc": PROV.wasAssociatedWith,
-            "agent": agent_iri(grant.principal, base_iri),
-        }
-        result = store.query(_OWN_SESSIONS, params)
-        if isinstance(result, Solutions):
-            allowed |= {IRI.trusted(g) for g in result.column("g") if isinstance(g, str)}
-        allowed.discard(log_graph)
-    if grant.audit:
-        allowed.add(log_graph)
-    return sorted(allowed)
-
-
-def run_job(store: Store, job: QueryJob | WriteJob) -> Outcome:
-    """Run one job against ``store``; every failure becomes an ``Outcome``.
+def run_job(store: Store, job: QueryJob, graphs: GraphCache | None = None) -> Outcome:
+    """Run one query against ``store``; every failure becomes an ``Outcome``.
 
     Args:
         store: the store (of this process).
-        job: the query or write.
+        job: the query.
+        graphs: the evaluator's graph list of ``store`` (default: list it now).
 
     Returns:
         The result bytes and count, or the kind and message of the failure.
     """
     try:
-        if isinstance(job, WriteJob):
-            store.write(job.quads)
-            return Outcome()
-        allowed = allowed_graphs(store, job.grant, job.log_graph, job.base_iri)
-        visible = set(allowed)
-        default = (
-            allowed
-            if job.default_graphs is None
-            else [g for g in job.default_graphs if g in visible]
-        )
-        named = (
-            allowed if job.named_graphs is None else [g for g in job.named_graphs if g in visible]
-        )
+        cache = graphs if graphs is not None else GraphCache(store, ttl=0)
+        readable = cache.readable(job.grant, job.reserved, job.base_iri)
         data = store.query_to(
             job.sparql,
             dict(job.params) or None,
             format=job.format,
-            default_graph=default,
-            named_graphs=named,
+            **dataset(readable, job.default_graphs, job.named_graphs),
         )
         if len(data) > job.max_bytes:
             return Outcome(
@@ -198,7 +151,7 @@ class Evaluator(Protocol):
         """Get ready to run jobs (idempotent)."""
         ...
 
-    def submit(self, job: QueryJob | WriteJob, time_limit: float | None) -> Future[Outcome]:
+    def submit(self, job: QueryJob, time_limit: float | None) -> Future[Outcome]:
         """Queue ``job``; the future fails with ``QueryTimeout`` when it overruns."""
         ...
 
@@ -213,33 +166,38 @@ class InlineEvaluator:
     Args:
         store: the store to evaluate on.
         threads: how many jobs run at once.
+        graph_ttl: seconds the store's graph list is kept (see ``GraphCache``).
     """
 
     stops_queries = False
 
-    def __init__(self, store: Store, *, threads: int = 4) -> None:
+    def __init__(
+        self, store: Store, *, threads: int = 4, graph_ttl: float = GRAPH_LIST_TTL
+    ) -> None:
         self.store = store
+        self.graphs = GraphCache(store, graph_ttl)
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="trails-endpoint")
 
     def start(self) -> None:
         """Nothing to start: the store is open."""
 
-    def submit(self, job: QueryJob | WriteJob, time_limit: float | None) -> Future[Outcome]:
+    def submit(self, job: QueryJob, time_limit: float | None) -> Future[Outcome]:
         """Run ``job`` in a thread (the caller enforces ``time_limit``)."""
-        return self._executor.submit(run_job, self.store, job)
+        return self._executor.submit(run_job, self.store, job, self.graphs)
 
     def close(self) -> None:
         """Stop the threads after the jobs already running."""
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _worker_main(conn: Connection, location: str, threads: int) -> None:
-    """A worker process: open the store, then run jobs until the pipe closes."""
+def _worker_main(conn: Connection, location: str, threads: int, graph_ttl: float) -> None:
+    """A worker process: open the store, then run queries until the pipe closes."""
     try:
         store = open_store(location)
     except Exception as exc:  # reported to the pool, which explains it to the operator
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
+    graphs = GraphCache(store, graph_ttl)
     conn.send(("ready", None))
     send_lock = threading.Lock()
 
@@ -260,7 +218,7 @@ def _worker_main(conn: Connection, location: str, threads: int) -> None:
             if message is None:
                 break
             job_id, job = message
-            future = executor.submit(run_job, store, job)
+            future = executor.submit(run_job, store, job, graphs)
             future.add_done_callback(functools.partial(finish, job_id))
     store.close()
 
@@ -268,7 +226,7 @@ def _worker_main(conn: Connection, location: str, threads: int) -> None:
 @dataclass(eq=False)
 class _Pending:
     id: int
-    job: QueryJob | WriteJob
+    job: QueryJob
     future: Future[Outcome]
     queued_until: float | None
     limit: float | None
@@ -298,6 +256,7 @@ class ProcessPool:
         max_pending: jobs allowed to wait for a free thread before the pool
             refuses more with a 503.
         start_timeout: seconds a worker may take to open the store.
+        graph_ttl: seconds each worker keeps the store's graph list.
     """
 
     stops_queries = True
@@ -310,6 +269,7 @@ class ProcessPool:
         threads: int = 4,
         max_pending: int = 256,
         start_timeout: float = 60.0,
+        graph_ttl: float = GRAPH_LIST_TTL,
     ) -> None:
         remote = location.startswith(("http://", "https://"))
         self.location = location
@@ -317,6 +277,7 @@ class ProcessPool:
         self.threads = max(1, threads)
         self.max_pending = max_pending
         self.start_timeout = start_timeout
+        self.graph_ttl = graph_ttl
         self._context = multiprocessing.get_context("spawn")
         self._lock = threading.RLock()
         self._slots: list[_Slot | None] = [None] * self.processes
@@ -382,7 +343,7 @@ class ProcessPool:
 
     # -- jobs -------------------------------------------------------------------
 
-    def submit(self, job: QueryJob | WriteJob, time_limit: float | None) -> Future[Outcome]:
+    def submit(self, job: QueryJob, time_limit: float | None) -> Future[Outcome]:
         """Queue ``job``; it fails with ``QueryTimeout`` past ``time_limit`` seconds.
 
         Raises:
@@ -435,7 +396,7 @@ class ProcessPool:
         parent, child = self._context.Pipe()
         process = self._context.Process(
             target=_worker_main,
-            args=(child, self.location, self.threads),
+            args=(child, self.location, self.threads, self.graph_ttl),
             name="trails-endpoint-worker",
             daemon=True,
         )

@@ -3,6 +3,8 @@
 A thin shell over ``trails.audit.endpoint``: read the settings, the tokens file
 and the limits, then run the app under uvicorn. Loopback is the default bind
 address; anything else is the operator's explicit choice (put TLS in front).
+The access log is a store of its own (``--access-log``; by default beside a
+directory store as ``PATH.access-log``).
 ``trails serve --hash-token`` prints a new token and its ``[[token]]`` entry.
 """
 
@@ -37,6 +39,12 @@ def register(subparsers: Any) -> None:
     p.add_argument("--host", help="address to bind (default 127.0.0.1, [serve] host)")
     p.add_argument("--port", type=int, help="port (default 8080, [serve] port)")
     p.add_argument("--tokens", help="TOML file of [[token]] entries ([serve] tokens)")
+    p.add_argument(
+        "--access-log",
+        metavar="LOCATION",
+        help="store of the access log: a directory, memory: or http(s):// ([serve] access_log; "
+        "default: PATH.access-log beside a directory store, .trails/access-log for a server)",
+    )
     p.add_argument("--time-limit", type=float, help="seconds a query may run (default 30)")
     p.add_argument("--max-query-bytes", type=int, help="largest query accepted (default 65536)")
     p.add_argument("--max-results", type=int, help="most results per answer (default 100000)")
@@ -115,10 +123,19 @@ def run(args: argparse.Namespace) -> int:
             f"put TLS in front of it",
             file=sys.stderr,
         )
-    endpoint = create_app(location, tokens, config)
+    log_location: str | None = args.access_log
+    if log_location is None and section.get("access_log"):
+        configured = str(section["access_log"])
+        log_location = (
+            configured
+            if configured.startswith(("http://", "https://", "memory:"))
+            else str(settings.resolve_path(configured))
+        )
+    endpoint = create_app(location, tokens, config, access_log=log_location, settings=settings)
     print(
-        f"trails serve: {len(tokens)} token(s), store {location}, "
-        f"http://{host}:{port}/sparql (time limit {config.time_limit:g} s)",
+        f"trails serve: {len(tokens)} token(s), store {location}, access log "
+        f"{endpoint.access_log.store!r}, http://{host}:{port}/sparql "
+        f"(time limit {config.time_limit:g} s)",
         file=sys.stderr,
     )
     uvicorn.run(endpoint.app, host=host, port=port, log_level="warning")
