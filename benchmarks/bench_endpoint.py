@@ -1,12 +1,22 @@
 """Queries per second of ``trails serve`` against ``oxigraph serve`` on the same data.
 
 Both servers run as their own processes on loopback, each over its own copy of
-the same on-disk data (recorded trails sessions), in the same run; one client
-alternates between them (``interleaved``) so both see the same machine noise.
+the same on-disk data (recorded trails sessions, one named graph each), in the
+same run; one client alternates between them (``interleaved``) so both see the
+same machine noise. Two store sizes (300 and 3,000 sessions) and two tokens:
+
+- ``*``: may read every graph. trails evaluates it with no dataset restriction
+  and the union default graph; Oxigraph gets the same query as is (or with
+  ``union-default-graph`` for a query over the default graph).
+- a pattern token matching one session graph in 600 (five at 3,000): trails
+  evaluates it over exactly those graphs; Oxigraph gets the same query with
+  those graphs as ``named-graph-uri``, the same dataset.
+
 The trails endpoint does more per query than Oxigraph's server: it checks the
-bearer token, lists the graphs the token may read, evaluates in a worker
-process over exactly that dataset, counts the results and writes the request
-to the access log before answering. The ratio says what that costs.
+bearer token, resolves the graphs the token may read (from a graph list cached
+for a second), evaluates in a worker process, counts the results and writes the
+request to the access log (its own store, in the server process) before
+answering. The ratio says what that costs.
 
 Run: ``python benchmarks/bench_endpoint.py`` (writes its section of docs/benchmarks.md).
 """
@@ -19,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,12 +44,16 @@ from trails.audit.endpoint_auth import token_entry
 from trails.prov import PROV, Recorder, SessionEnded, SessionStarted, T
 from trails.store import open_store
 
-SESSIONS = 300
-TOKEN = "bench-token-0123456789abcdef0123456789"
-QUERY = (
+SIZES = (300, 3000)
+ALL_TOKEN = "bench-token-0123456789abcdef0123456789"
+TEAM_TOKEN = "bench-team-0123456789abcdef0123456789"
+TEAM_EVERY = 600  # every 600th session belongs to the team: five graphs at 3,000
+LATEST = (
     f"SELECT ?s ?started WHERE {{ GRAPH ?g {{ ?s a {T.Session.n3()} ; "
     f"{PROV.startedAtTime.n3()} ?started }} }} ORDER BY DESC(?started) LIMIT 10"
 )
+# Over the default graph (the union of the readable graphs): no GRAPH clause.
+COUNT = f"SELECT (COUNT(?s) AS ?n) WHERE {{ ?s a {T.Session.n3()} }}"
 
 
 def free_port() -> int:
@@ -48,7 +63,7 @@ def free_port() -> int:
 
 
 def wait_up(url: str, process: subprocess.Popen[bytes]) -> None:
-    for _ in range(600):
+    for _ in range(1200):
         if process.poll() is not None:
             raise RuntimeError(f"{url} exited: {process.communicate()[1].decode()[-2000:]}")
         try:
@@ -59,12 +74,19 @@ def wait_up(url: str, process: subprocess.Popen[bytes]) -> None:
     raise RuntimeError(f"{url} did not start")
 
 
-def make_data(folder: Path) -> bytes:
+def session_name(n: int) -> str:
+    return f"team-{n}" if n % TEAM_EVERY == 0 else f"bench-{n}"
+
+
+def make_data(folder: Path, sessions: int) -> tuple[bytes, list[str]]:
     store = open_store(folder / "trails")
     recorder = Recorder(store)
     start = datetime(2025, 1, 1, tzinfo=UTC)
-    for n in range(SESSIONS):
-        s = recorder.minter.session(f"bench-{n}")
+    team = []
+    for n in range(sessions):
+        s = recorder.minter.session(session_name(n))
+        if n % TEAM_EVERY == 0:
+            team.append(str(s))
         recorder.record(
             SessionStarted(
                 session=s, principal=f"did:example:p{n % 7}", started=start + timedelta(minutes=n)
@@ -74,113 +96,127 @@ def make_data(folder: Path) -> bytes:
     data = store.dump(format="nquads")
     store.close()
     assert data is not None
-    return data
+    return data, team
+
+
+def concurrent(fn: Callable[[], None], total: int = 400, clients: int = 8) -> float:
+    """Queries per second of ``total`` calls from ``clients`` threads."""
+    start = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(lambda _: fn(), range(total)))
+    return total / (time.perf_counter() - start)
+
+
+def measure(folder: Path, sessions: int) -> list[tuple[str, float, float]]:
+    """Rows of (measure, trails qps, oxigraph qps) for one store size."""
+    data, team = make_data(folder, sessions)
+    team_pattern = str(team[0]).rsplit(":", 1)[0] + ":team-*"
+    (folder / "data.nq").write_bytes(data)
+    subprocess.run(
+        ["oxigraph", "load", "--location", str(folder / "oxigraph"),
+         "--file", str(folder / "data.nq")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    tokens = folder / "tokens.toml"
+    tokens.write_text(
+        token_entry(ALL_TOKEN, "did:example:bench", ["*"])
+        + token_entry(TEAM_TOKEN, "did:example:team", [team_pattern])
+    )
+    ox_port, tr_port = free_port(), free_port()
+    oxigraph = subprocess.Popen(
+        ["oxigraph", "serve", "--location", str(folder / "oxigraph"),
+         "--bind", f"127.0.0.1:{ox_port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    trails = subprocess.Popen(
+        [sys.executable, "-m", "trails.cli", "--store", str(folder / "trails"), "serve",
+         "--port", str(tr_port), "--tokens", str(tokens), "--threads", "4",
+         "--time-limit", "120"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "TRAILS_STORE": "memory:"},
+    )  # fmt: skip
+    out: list[tuple[str, float, float]] = []
+    try:
+        ox_url = f"http://127.0.0.1:{ox_port}/query"
+        tr_url = f"http://127.0.0.1:{tr_port}/sparql"
+        wait_up(ox_url, oxigraph)
+        wait_up(tr_url, trails)
+        accept = {"Accept": "application/sparql-results+json"}
+        with httpx.Client(timeout=300) as ox, httpx.Client(timeout=300) as tr:
+
+            def client_pair(
+                query: str, token: str, ox_params: list[tuple[str, str]], expect: int
+            ) -> tuple[Callable[[], None], Callable[[], None]]:
+                headers = {**accept, "Authorization": f"Bearer {token}"}
+
+                def ask_tr() -> None:
+                    r = tr.get(tr_url, params={"query": query}, headers=headers)
+                    assert r.status_code == 200, r.text
+                    assert len(r.json()["results"]["bindings"]) == expect
+
+                def ask_ox() -> None:
+                    r = ox.get(ox_url, params=[("query", query), *ox_params], headers=accept)
+                    assert r.status_code == 200, r.text
+                    assert len(r.json()["results"]["bindings"]) == expect
+
+                return ask_tr, ask_ox
+
+            team_graphs = [("named-graph-uri", g) for g in team]
+            cases = [
+                ("`*` token, latest sessions (GRAPH ?g)", LATEST, ALL_TOKEN, [], 10, 100, True),
+                ("`*` token, count over the default graph", COUNT, ALL_TOKEN,
+                 [("union-default-graph", "")], 1, 20, False),
+                (f"pattern token ({len(team)} graph{'s' if len(team) > 1 else ''}), "
+                 "latest sessions", LATEST, TEAM_TOKEN,
+                 team_graphs, min(10, len(team)), 100, True),
+            ]  # fmt: skip
+            for label, query, token, ox_params, expect, number, parallel in cases:
+                ask_tr, ask_ox = client_pair(query, token, ox_params, expect)
+                for _ in range(5):  # warm both
+                    ask_ox()
+                    ask_tr()
+                t_tr, t_ox = interleaved(ask_tr, ask_ox, rounds=5, number=number)
+                out.append((f"{sessions:,} sessions, {label}, 1 client", 1 / t_tr, 1 / t_ox))
+                if parallel:
+                    c_tr, c_ox = concurrent(ask_tr), concurrent(ask_ox)
+                    out.append((f"{sessions:,} sessions, {label}, 8 clients", c_tr, c_ox))
+    finally:
+        for process in (trails, oxigraph):
+            process.terminate()
+            process.wait(timeout=30)
+    return out
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        data = make_data(folder)
-        (folder / "data.nq").write_bytes(data)
-        subprocess.run(
-            [
-                "oxigraph",
-                "load",
-                "--location",
-                str(folder / "oxigraph"),
-                "--file",
-                str(folder / "data.nq"),
-            ],
-            check=True,
-            capture_output=True,
-        )
-        tokens = folder / "tokens.toml"
-        tokens.write_text(token_entry(TOKEN, "did:example:bench", ["*"]))
-        ox_port, tr_port = free_port(), free_port()
-        oxigraph = subprocess.Popen(
-            [
-                "oxigraph",
-                "serve",
-                "--location",
-                str(folder / "oxigraph"),
-                "--bind",
-                f"127.0.0.1:{ox_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        trails = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "trails.cli",
-                "--store",
-                str(folder / "trails"),
-                "serve",
-                "--port",
-                str(tr_port),
-                "--tokens",
-                str(tokens),
-                "--threads",
-                "4",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env={**os.environ, "TRAILS_STORE": "memory:"},
-        )
-        try:
-            ox_url, tr_url = (
-                f"http://127.0.0.1:{ox_port}/query",
-                f"http://127.0.0.1:{tr_port}/sparql",
-            )
-            wait_up(ox_url, oxigraph)
-            wait_up(tr_url, trails)
-            accept = {"Accept": "application/sparql-results+json"}
-            with httpx.Client(timeout=60) as ox, httpx.Client(timeout=60) as tr:
-                auth = {**accept, "Authorization": f"Bearer {TOKEN}"}
-
-                def ask_ox() -> None:
-                    r = ox.get(ox_url, params={"query": QUERY}, headers=accept)
-                    assert r.status_code == 200 and len(r.json()["results"]["bindings"]) == 10
-
-                def ask_tr() -> None:
-                    r = tr.get(tr_url, params={"query": QUERY}, headers=auth)
-                    assert r.status_code == 200 and len(r.json()["results"]["bindings"]) == 10
-
-                for _ in range(20):  # warm both
-                    ask_ox()
-                    ask_tr()
-                t_tr, t_ox = interleaved(ask_tr, ask_ox, rounds=5, number=100)
-
-                def concurrent(fn: object, total: int = 400, clients: int = 8) -> float:
-                    start = time.perf_counter()
-                    with ThreadPoolExecutor(clients) as pool:
-                        list(pool.map(lambda _: fn(), range(total)))  # type: ignore[operator]
-                    return total / (time.perf_counter() - start)
-
-                c_tr = concurrent(ask_tr)
-                c_ox = concurrent(ask_ox)
-        finally:
-            for process in (trails, oxigraph):
-                process.terminate()
-                process.wait(timeout=30)
-    q_tr, q_ox = 1 / t_tr, 1 / t_ox
+    rows: list[tuple[str, float, float]] = []
+    for sessions in SIZES:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows += measure(Path(tmp), sessions)
+            print(rows[-1], flush=True)
+    table = "\n".join(
+        f"| {label} | {tr:.0f} | {ox:.0f} | {tr / ox:.2f} |" for label, tr, ox in rows
+    )
     text = f"""## SPARQL endpoint: `trails serve` against `oxigraph serve`
 
-Same data ({SESSIONS} recorded sessions, one named graph each), each server over its
-own on-disk copy, same machine, same run; one keep-alive HTTP client. The query
-lists the ten latest sessions across all graphs (SPARQL JSON). `trails serve` runs
-with a `*` token, one worker process with 4 threads, and writes every request to
-its access log before answering.
+Same data (recorded sessions, one named graph each), each server over its own
+on-disk copy, same machine, same run; keep-alive HTTP clients; SPARQL JSON.
+"Latest sessions" lists the ten latest sessions across the readable graphs
+(`GRAPH ?g`); "count" counts sessions over the default graph (no `GRAPH`).
+The `*` token may read every graph; the pattern token matches one session
+graph in 600 (Oxigraph gets the same graphs as `named-graph-uri`, the `*` count
+gets `union-default-graph`). `trails serve` runs one worker process with 4 threads
+and writes every request to its access log (a store of its own) before
+answering. Figures are queries per second: one client is the median of 5
+interleaved rounds; 8 clients send 400 queries.
 
 | measure | trails serve | oxigraph serve | ratio (trails / oxigraph) |
 | --- | ---: | ---: | ---: |
-| one client, queries per second (median of 5 interleaved rounds of 100) | {q_tr:.0f} | {q_ox:.0f} | {q_tr / q_ox:.2f} |
-| 8 parallel clients, 400 queries, queries per second | {c_tr:.0f} | {c_ox:.0f} | {c_tr / c_ox:.2f} |
+{table}
 
-Per query, trails adds token check, graph listing, the hop to the worker process,
-result counting and an access-log write (an atomic store write) to Oxigraph's own
-evaluation: {1000 * (t_tr - t_ox):.2f} ms at one client.
+Per query, trails adds the token check, the graph resolution, the hop to the
+worker process, result counting and the access-log write to Oxigraph's own
+evaluation. A `*` token is evaluated with no dataset restriction (the union
+default graph); a pattern token over exactly its graphs.
 """
     write_section("endpoint", text)
     print(text)
