@@ -1,18 +1,24 @@
 """The ``Store`` contract, run on the embedded store and on a real SPARQL server alike.
 
-Every test takes ``any_store`` (tests/servers.py), so it runs once on an
-in-memory ``OxigraphStore`` and once on a ``SparqlStore`` talking to a real
-``oxigraph serve`` process, with the same expectations.
+Every test takes ``any_store`` (tests/store/conftest.py), so it runs on an
+in-memory ``OxigraphStore``, on a ``SparqlStore`` talking to a real
+``oxigraph serve`` process and on one talking to a real Virtuoso (when
+installed), with the same expectations. Where Virtuoso differs in a way the
+contract allows, the expectation says so (``on_virtuoso``); where a Virtuoso
+run fails for a known reason, that case is a strict xfail
+(``xfail_on_virtuoso``); docs/remote-store.md lists both.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyoxigraph
 import pytest
 
 from trails.errors import (
@@ -28,6 +34,18 @@ G1, G2, G3 = IRI("urn:test:g1"), IRI("urn:test:g2"), IRI("urn:test:g3")
 S, P, Q = IRI("urn:test:s"), IRI("urn:test:p"), IRI("urn:test:q")
 LANG = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
 ALL = "SELECT ?g ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } }"
+
+
+def on_virtuoso(request: pytest.FixtureRequest) -> bool:
+    """Whether this run of the test is the Virtuoso one."""
+    callspec = getattr(request.node, "callspec", None)
+    return callspec is not None and callspec.params.get("any_store") == "virtuoso"
+
+
+def xfail_on_virtuoso(request: pytest.FixtureRequest, reason: str) -> None:
+    """Mark the Virtuoso run of this test as a known failure (strict: a pass is reported)."""
+    if on_virtuoso(request):
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
 
 def rows(store: Store, sparql: str = ALL, params: dict | None = None, **kw: object) -> set[tuple]:
@@ -152,7 +170,14 @@ def test_parameters_are_pre_bound_variables(any_store: Store) -> None:
     assert constructed == [Triple(S, P, Literal("x"))]
 
 
-def test_typed_and_language_parameters_match_exactly(any_store: Store) -> None:
+def test_typed_and_language_parameters_match_exactly(
+    any_store: Store, request: pytest.FixtureRequest
+) -> None:
+    xfail_on_virtuoso(
+        request,
+        "Virtuoso 7.2 orders a language-tagged string against an xsd:dateTime "
+        '(FILTER(?o >= $since) keeps "x"@en); SPARQL makes that comparison an error',
+    )
     when = literal(datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC))
     any_store.write(
         [Quad(S, P, when, G1), Quad(S, P, Literal("x", LANG, "en"), G1), Quad(S, P, literal(7), G1)]
@@ -214,7 +239,12 @@ def test_bad_iris_in_parameters_are_rejected(any_store: Store, iri: str) -> None
     assert len(rows(any_store)) == 1
 
 
-def test_dataset_restriction(any_store: Store) -> None:
+def test_dataset_restriction(any_store: Store, request: pytest.FixtureRequest) -> None:
+    xfail_on_virtuoso(
+        request,
+        "Virtuoso 7.2 answers ASK { GRAPH <g> {...} } over a graph left out of "
+        "named-graph-uri (SELECT with the same pattern is restricted correctly)",
+    )
     any_store.write([Quad(S, P, Literal(g[-2:]), g) for g in (G1, G2, G3)])
     named = "SELECT ?g ?o WHERE { GRAPH ?g { ?s ?p ?o } }"
     assert rows(any_store, named, named_graphs=[G1, G2]) == {
@@ -238,11 +268,13 @@ def test_dataset_restriction(any_store: Store) -> None:
     assert triples == [Triple(S, P, Literal("g2"))]
 
 
-def test_union_default_graph(any_store: Store) -> None:
+def test_union_default_graph(any_store: Store, request: pytest.FixtureRequest) -> None:
     any_store.write([Quad(S, P, Literal(g[-2:]), g) for g in (G1, G2, G3)])
     default = "SELECT ?o WHERE { ?s ?p ?o }"
     everything = {(Literal("g1"),), (Literal("g2"),), (Literal("g3"),)}
-    assert rows(any_store, default) == set()  # the store's own default graph is empty
+    # the store's own default graph: empty, except on Virtuoso, whose default graph
+    # is the union of all graphs (the contract leaves the default graph to the store)
+    assert rows(any_store, default) == (everything if on_virtuoso(request) else set())
     assert rows(any_store, default, union_default_graph=True) == everything
     # named graphs stay visible, every one of them
     named = "SELECT ?g ?o WHERE { GRAPH ?g { ?s ?p ?o } }"
@@ -250,7 +282,7 @@ def test_union_default_graph(any_store: Store) -> None:
         (G1, Literal("g1")), (G2, Literal("g2")), (G3, Literal("g3")),
     }  # fmt: skip
     assert any_store.query("ASK { ?s ?p 'g2' }", union_default_graph=True) is True
-    assert any_store.query("ASK { ?s ?p 'g2' }") is False
+    assert any_store.query("ASK { ?s ?p 'g2' }") is on_virtuoso(request)
     triples = any_store.query("CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }", union_default_graph=True)
     assert isinstance(triples, list) and len(triples) == 3
     data = json.loads(any_store.query_to(default, format="json", union_default_graph=True))
@@ -262,7 +294,17 @@ def test_union_default_graph(any_store: Store) -> None:
             any_store.query(default, union_default_graph=True, **dataset)  # type: ignore[arg-type]
 
 
-def test_union_default_graph_on_an_empty_store(any_store: Store) -> None:
+UNION_PROBE_HANGS = (
+    "SparqlStore.union_mode() probes the server with an application/sparql-query "
+    "body even with form_post, and Virtuoso 7.2 never answers such a request: "
+    "the probe times out"
+)
+
+
+def test_union_default_graph_on_an_empty_store(
+    any_store: Store, request: pytest.FixtureRequest
+) -> None:
+    xfail_on_virtuoso(request, UNION_PROBE_HANGS)
     assert rows(any_store, "SELECT ?o WHERE { ?s ?p ?o }", union_default_graph=True) == set()
     assert any_store.query("ASK { ?s ?p ?o }", union_default_graph=True) is False
 
@@ -296,18 +338,38 @@ def test_query_to_serialises_in_the_asked_format(any_store: Store) -> None:
     data = json.loads(any_store.query_to(select, format="json"))
     assert data["head"]["vars"] == ["s", "o"]
     assert data["results"]["bindings"][0]["o"]["value"] == "x"
-    assert any_store.query_to(select, format="csv").splitlines()[0] == b"s,o"
-    assert any_store.query_to(select, format="tsv").splitlines()[0] == b"?s\t?o"
+    # RFC 4180 lets a server quote any field (Virtuoso quotes the header): read it as CSV
+    header = next(csv.reader(io.StringIO(any_store.query_to(select, format="csv").decode())))
+    assert header == ["s", "o"]
     assert b"<sparql" in any_store.query_to(select, format="xml")
     assert json.loads(any_store.query_to("ASK { GRAPH ?g { ?s ?p ?o } }"))["boolean"] is True
     construct = "CONSTRUCT { ?s ?p ?o } WHERE { GRAPH ?g { ?s ?p ?o } }"
     nt = any_store.query_to(construct, format="ntriples")
-    assert nt.strip() == b'<urn:test:s> <urn:test:p> "x" .'
-    assert b"urn:test:s" in any_store.query_to(construct, format="turtle")
+    # N-Triples lets a server separate terms with spaces or tabs (Virtuoso uses tabs)
+    parsed = [str(t) for t in pyoxigraph.parse(nt, format=pyoxigraph.RdfFormat.N_TRIPLES)]
+    assert parsed == ['<urn:test:s> <urn:test:p> "x"']
+    turtle = any_store.query_to(construct, format="turtle")  # prefixes are the server's choice
+    parsed = [str(t) for t in pyoxigraph.parse(turtle, format=pyoxigraph.RdfFormat.TURTLE)]
+    assert parsed == ['<urn:test:s> <urn:test:p> "x"']
     filtered = any_store.query_to(select, {"o": Literal("nope")}, format="json")
     assert json.loads(filtered)["results"]["bindings"] == []
     with pytest.raises(StoreError):
         any_store.query_to(select, format="yaml")
+
+
+def test_query_to_tsv_writes_variables_with_question_marks(
+    any_store: Store, request: pytest.FixtureRequest
+) -> None:
+    xfail_on_virtuoso(
+        request,
+        'Virtuoso 7.2 writes the TSV header as "s"<TAB>"o": SPARQL 1.1 TSV wants ?s<TAB>?o, '
+        "and query_to passes the server's bytes through",
+    )
+    any_store.write([Quad(S, P, Literal("x"), G1)])
+    select = "SELECT ?s ?o WHERE { GRAPH ?g { ?s ?p ?o } }"
+    assert any_store.query_to(select, format="tsv").splitlines() == [
+        b"?s\t?o", b'<urn:test:s>\t"x"',
+    ]  # fmt: skip
 
 
 def test_syntax_errors_carry_the_parser_message(any_store: Store) -> None:
@@ -425,7 +487,14 @@ def test_context_manager_closes(any_store: Store) -> None:
         any_store.graphs()
 
 
-def test_blank_nodes_can_be_written_and_read_back(any_store: Store) -> None:
+def test_blank_nodes_can_be_written_and_read_back(
+    any_store: Store, request: pytest.FixtureRequest
+) -> None:
+    xfail_on_virtuoso(
+        request,
+        "Virtuoso 7.2 refuses blank nodes in INSERT DATA (SP031: blank node not allowed "
+        "in a constant clause), which SPARQL 1.1 allows; SparqlStore.write sends INSERT DATA",
+    )
     any_store.write([Quad(BNode("b1"), P, Literal("x"), G1), Quad(S, Q, BNode("b1"), G1)])
     result = any_store.query(
         "SELECT ?o WHERE { GRAPH ?g { ?b <urn:test:p> ?o . <urn:test:s> <urn:test:q> ?b } }"
@@ -464,6 +533,13 @@ def test_binding_semantics_match_the_embedded_store(any_store: Store, sparql: st
             expected = reference.query(sparql, params)
             got = any_store.query(sparql, params)
             assert isinstance(expected, Solutions) and isinstance(got, Solutions)
+            if sparql.startswith("SELECT *"):  # SPARQL leaves the order of * to the server
+                assert sorted(got.variables) == sorted(expected.variables)
+                by_name = [sorted(row.items()) for row in got]
+                assert sorted(map(repr, by_name)) == sorted(
+                    repr(sorted(row.items())) for row in expected
+                ), params
+                continue
             assert got.variables == expected.variables
             assert sorted(map(repr, got.rows)) == sorted(map(repr, expected.rows)), params
     finally:
