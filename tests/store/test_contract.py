@@ -294,17 +294,9 @@ def test_union_default_graph(any_store: Store, request: pytest.FixtureRequest) -
             any_store.query(default, union_default_graph=True, **dataset)  # type: ignore[arg-type]
 
 
-UNION_PROBE_HANGS = (
-    "SparqlStore.union_mode() probes the server with an application/sparql-query "
-    "body even with form_post, and Virtuoso 7.2 never answers such a request: "
-    "the probe times out"
-)
-
-
 def test_union_default_graph_on_an_empty_store(
     any_store: Store, request: pytest.FixtureRequest
 ) -> None:
-    xfail_on_virtuoso(request, UNION_PROBE_HANGS)
     assert rows(any_store, "SELECT ?o WHERE { ?s ?p ?o }", union_default_graph=True) == set()
     assert any_store.query("ASK { ?s ?p ?o }", union_default_graph=True) is False
 
@@ -490,11 +482,6 @@ def test_context_manager_closes(any_store: Store) -> None:
 def test_blank_nodes_can_be_written_and_read_back(
     any_store: Store, request: pytest.FixtureRequest
 ) -> None:
-    xfail_on_virtuoso(
-        request,
-        "Virtuoso 7.2 refuses blank nodes in INSERT DATA (SP031: blank node not allowed "
-        "in a constant clause), which SPARQL 1.1 allows; SparqlStore.write sends INSERT DATA",
-    )
     any_store.write([Quad(BNode("b1"), P, Literal("x"), G1), Quad(S, Q, BNode("b1"), G1)])
     result = any_store.query(
         "SELECT ?o WHERE { GRAPH ?g { ?b <urn:test:p> ?o . <urn:test:s> <urn:test:q> ?b } }"

@@ -376,11 +376,17 @@ class SparqlStore(Store):
         if self.union_default_graph != "auto":
             return self.union_default_graph
         if self._server is None:
-            self._send(
-                "probe", "POST", self.query_url, kind="query", content=b"ASK {}",
-                headers={"Content-Type": "application/sparql-query",
-                         "Accept": RESULT_MEDIA_TYPES["json"]},
-            )  # fmt: skip
+            accept = {"Accept": RESULT_MEDIA_TYPES["json"]}
+            if self.form_post:  # some servers never answer a direct POST body
+                self._send(
+                    "probe", "POST", self.query_url, kind="query", data={"query": "ASK {}"},
+                    headers=accept,
+                )  # fmt: skip
+            else:
+                self._send(
+                    "probe", "POST", self.query_url, kind="query", content=b"ASK {}",
+                    headers={"Content-Type": "application/sparql-query", **accept},
+                )  # fmt: skip
         return "param" if (self._server or "").lower().startswith("oxigraph") else "list"
 
     def _dataset(
@@ -456,7 +462,7 @@ class SparqlStore(Store):
             added = _graph_blocks(quads, what="write")
             removed = _graph_blocks(remove, what="remove")
             if not removed:
-                text = f"INSERT DATA {{ {added} }}" if added else ""
+                text = _insert(added) if added else ""
             else:
                 text = f"DELETE {{ {removed} }} INSERT {{ {added} }} WHERE {{}}"
             text.encode("utf-8")
@@ -644,7 +650,7 @@ class SparqlStore(Store):
             for g, lines in blocks.items()
         )
         if text:
-            self._update("load", f"INSERT DATA {{ {text} }}")
+            self._update("load", _insert(text))
 
     def close(self) -> None:
         if self._client is not None:
@@ -657,3 +663,15 @@ def _multi(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
     for key, value in pairs:
         out.setdefault(key, []).append(value)
     return out
+
+
+def _insert(blocks: str) -> str:
+    """One operation adding ``blocks``: ``INSERT DATA``, or ``INSERT {...} WHERE {}`` for blank nodes.
+
+    SPARQL 1.1 allows blank nodes in ``INSERT DATA``, but some servers (Virtuoso)
+    refuse them there; as a template each label is still one new blank node.
+    trails itself writes no blank nodes; imported data may hold them.
+    """
+    if "_:" in blocks:
+        return f"INSERT {{ {blocks} }} WHERE {{}}"
+    return f"INSERT DATA {{ {blocks} }}"
