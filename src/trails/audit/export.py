@@ -60,6 +60,7 @@ __all__ = [
     "guess_format",
     "import_file",
     "select_graphs",
+    "with_prefixes",
 ]
 
 EXPORT_FORMATS = ("trig", "nquads", "turtle", "jsonld", "provn", "provjson")
@@ -350,6 +351,19 @@ def _new_prefixes(data: bytes, names: dict[str, str], known: set[str]) -> bytes:
 
 
 _IRI_IN_NT = re.compile(r"<([^<>\s]+)>")
+
+
+def with_prefixes(data: bytes, minter: Minter | None = None) -> bytes:
+    """TriG (or Turtle) ``data`` with an ``@prefix`` for every namespace it uses.
+
+    The ``prov`` package needs a namespace for every IRI it turns into a qualified
+    name; without declarations, whether it finds one can depend on the order it
+    reads the triples in. Exports always carry them; this gives the same to any dump.
+    """
+    names = _prefixes(minter or Minter())
+    known = set(names.values())
+    head = "".join(f"@prefix {p}: <{iri}> .\n" for p, iri in names.items()).encode()
+    return head + _new_prefixes(data, names, known) + data
 
 
 def _stream(

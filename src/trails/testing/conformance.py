@@ -251,8 +251,12 @@ def prov_document(store: Store, graph: IRI | str | None = None) -> ProvDocument:
     else:
         data = store.dump(format="trig", graph=IRI(str(graph)))
     assert data is not None
+    from trails.audit.export import with_prefixes  # what an exported graph declares
+
     try:
-        return ProvDocument.deserialize(content=data, format="rdf", rdf_format="trig")
+        return ProvDocument.deserialize(
+            content=with_prefixes(data), format="rdf", rdf_format="trig"
+        )
     except Exception as exc:  # the prov package raises many kinds of errors
         raise RDFSyntaxError(f"the prov package cannot read the recorded graph: {exc}") from exc
 
