@@ -50,6 +50,28 @@ def test_demo_on_a_disk_store_prints_an_audit(
     assert main(["--store", str(store_dir), "verify"]) == 0
 
 
+def test_the_demo_session_replays_as_a_regression_test(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store_dir = str(tmp_path / "store")
+    assert main(["--store", store_dir, "demo"]) == 0
+    session = next(
+        line.split()[1]
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("session")
+    )
+    assert main(["--store", store_dir, "replay", session]) == 0
+    assert "notes.tag" in capsys.readouterr().out
+    # a fresh process replays it with the recorded completions and live capabilities
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "trails"), "--store", store_dir, "replay", session,
+         "--rerun", "--import", "trails.demo"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "identical" in result.stdout
+
+
 def test_demo_console_script_uses_the_default_store(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRAILS_")}
     result = subprocess.run(

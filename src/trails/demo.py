@@ -4,7 +4,9 @@ It registers a few note-keeping capabilities and runs the ReAct planner on a
 goal, with a scripted LLM by default (so it runs offline) or a real model
 (``--llm anthropic:MODEL`` ...). Then it answers audit questions from what was
 recorded, by SPARQL alone: what happened in order, why each capability ran
-(the completion that chose it), and what the models cost.
+(the completion that chose it), and what the models cost. The session is also
+persisted, so ``trails replay IRI --rerun --import trails.demo`` can replay it
+as a regression test (importing this module registers the capabilities).
 """
 
 from __future__ import annotations
@@ -168,6 +170,7 @@ def run_demo(
             GOAL, llm=client, session=session, tools=["notes.search", "notes.read", "notes.tag"]
         )
         iri = str(session.context.session)
+        session.persist()  # opt-in: a replayable projection, for trails replay
     timeline = [(str(r["label"]), str(r["started"])) for r in _rows(store, TIMELINE, iri)]
     return DemoResult(
         session=iri,
@@ -178,3 +181,6 @@ def run_demo(
         decisions=_rows(store, DECISIONS, iri),
         cost=_rows(store, COST, iri),
     )
+
+
+register_capabilities()  # importing the demo makes its capabilities available (replay --import)

@@ -51,4 +51,5 @@ def run(args: argparse.Namespace) -> int:
             )
         print(f"\nStore: {store!r}")
         print(f"Next:  trails query session-timeline --param session={result.session}")
+        print(f"       trails replay {result.session} --rerun --import trails.demo")
     return 0
