@@ -339,3 +339,26 @@ def test_text_that_is_not_unicode_is_refused_clearly_and_recorded(
     rows = {r["cap"]: r for r in invocations(store)}
     assert rows["echo"]["status"] == "invalid" and "\\ud800" in rows["echo"]["input"]
     assert rows["bad.out"]["status"] == "error" and "output" not in rows["bad.out"]
+
+
+def test_envelope_hashes_match_the_recorded_content(recorder: Recorder, store: Store) -> None:
+    ctx = Context.open("did:local:alice", recorder=recorder, invocations=[])
+
+    @capability(id="echo")
+    def echo(x: str) -> dict[str, str]:
+        return {"x": x}
+
+    invoke("echo", {"x": "é"}, ctx=ctx)
+    with pytest.raises(ValidationError):
+        invoke("echo", {"x": "\ud800"}, ctx=ctx)
+    assert ctx.invocations is not None
+    ok, bad = ctx.invocations
+    rows = store.query(
+        PREFIXES
+        + """SELECT ?a ?in ?out WHERE { GRAPH ?g {
+            ?a a trails:CapabilityInvocation ; prov:used/trails:sha256 ?in .
+            OPTIONAL { ?o prov:wasGeneratedBy ?a ; trails:sha256 ?out } } }"""
+    )
+    recorded = {str(r["a"]): (to_python(r["in"]), to_python(r.get("out"))) for r in rows}  # type: ignore[union-attr]
+    assert recorded[ok.activity] == (ok.args_sha256, ok.result_sha256)
+    assert recorded[bad.activity] == (bad.args_sha256, None) and bad.result_sha256 is None

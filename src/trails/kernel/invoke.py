@@ -51,15 +51,17 @@ def invoke(
     activity = ctx.recorder.minter.activity()
     started = now()
     raw_args: Any = dict(args) if isinstance(args, Mapping) else args
-    problem = unicode_problem(raw_args)
+    args_text = canonical_json(raw_args)  # checked here, hashed again only by the recorder
+    problem = unicode_problem(args_text)
     if problem is not None:
         error = ValidationError(spec.id, f"arguments contain {problem}")
-        _finish(ctx, spec, activity, started, "invalid", problem, None, str(error))
+        recorded = canonical_json(problem)  # the escaped description is what gets recorded
+        _finish(ctx, spec, activity, started, "invalid", problem, None, str(error), recorded)
         raise error
     try:
         kwargs = spec.validate(args)
     except ValidationError as exc:
-        _finish(ctx, spec, activity, started, "invalid", raw_args, None, str(exc))
+        _finish(ctx, spec, activity, started, "invalid", raw_args, None, str(exc), args_text)
         raise
     if ctx.policy is not None:
         _ask_policy(ctx, spec, kwargs, raw_args)
@@ -68,20 +70,21 @@ def invoke(
     try:
         result = spec.handler(inner, **kwargs) if spec.takes_ctx else spec.handler(**kwargs)
     except TrailsError as exc:
-        _finish(ctx, spec, activity, started, "error", raw_args, None, str(exc))
+        _finish(ctx, spec, activity, started, "error", raw_args, None, str(exc), args_text)
         raise
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
-        _finish(ctx, spec, activity, started, "error", raw_args, None, message)
+        _finish(ctx, spec, activity, started, "error", raw_args, None, message, args_text)
         raise CapabilityError(spec.id, message) from exc
     finally:
         _current.reset(token)
-    problem = unicode_problem(result)
+    result_text = canonical_json(result)
+    problem = unicode_problem(result_text)
     if problem is not None:
         message = f"the result cannot be recorded: it contains {problem}"
-        _finish(ctx, spec, activity, started, "error", raw_args, None, message)
+        _finish(ctx, spec, activity, started, "error", raw_args, None, message, args_text)
         raise CapabilityError(spec.id, message)
-    _finish(ctx, spec, activity, started, "ok", raw_args, result, None)
+    _finish(ctx, spec, activity, started, "ok", raw_args, result, None, args_text, result_text)
     return result
 
 
@@ -94,6 +97,8 @@ def _finish(
     args: Any,
     result: Any,
     error: str | None,
+    args_text: str,
+    result_text: str | None = None,
 ) -> None:
     ended = now()
     ctx.recorder.record(
@@ -121,8 +126,8 @@ def _finish(
                 capability=spec.id,
                 args=args,
                 result=result,
-                args_sha256=sha256_hex(canonical_json(args)),
-                result_sha256=sha256_hex(canonical_json(result)) if status == "ok" else None,
+                args_sha256=sha256_hex(args_text),
+                result_sha256=sha256_hex(result_text) if result_text is not None else None,
                 status=status,
                 activity=activity,
                 error=error,

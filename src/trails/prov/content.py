@@ -36,13 +36,12 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def unicode_problem(value: Any) -> str | None:
-    """Why ``value`` cannot be recorded as RDF text (lone surrogates), or None when it can.
+def unicode_problem(text: str) -> str | None:
+    """Why ``text`` (a canonical JSON form) cannot be recorded as RDF, or None when it can.
 
     RDF literals hold Unicode scalar values only; Python strings may also hold
     unpaired surrogates (from ``surrogateescape`` decoding, for instance).
     """
-    text = canonical_json(value)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
