@@ -13,6 +13,11 @@ projection it was derived from.
 
 The session's ``auth`` (a credential) is never persisted: a replayed or
 forked session has ``auth=None``.
+
+Sealed evidence is read-only to ``persist``: it refuses the graphs trails
+keeps for itself (``<base>graph:...``: the ledger, the access log, memory)
+and any graph the ledger has sealed, unless it is the session's own graph,
+before anything is written (``_refusal``).
 """
 
 from __future__ import annotations
@@ -22,8 +27,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trails.agent.context import HistoryEntry, Session
+from trails.config import load_settings
 from trails.errors import SessionError
 from trails.kernel.context import InvocationRecord, now
+from trails.prov.iri import Minter
 from trails.prov.projection import (
     ProjectedEntry,
     ProjectedInvocation,
@@ -36,13 +43,15 @@ from trails.prov.projection import (
     recorded_completion_refs,
     stored_projection_quads,
 )
+from trails.prov.vocab import T
 from trails.store import default_store
+from trails.store.base import ask
 from trails.store.terms import IRI
 
 if TYPE_CHECKING:
     from trails.store.base import Store
 
-__all__ = ["ReplayOrigin", "fork", "persist", "project", "replay"]
+__all__ = ["ReplayOrigin", "fork", "is_sealed", "persist", "project", "replay"]
 
 
 @dataclass(frozen=True)
@@ -64,9 +73,7 @@ class ReplayOrigin:
     completions: tuple[str, ...] = ()
 
 
-def _graph(graph: str | None, session: IRI) -> IRI:
-    if graph is None:
-        return session
+def _graph(graph: str) -> IRI:
     try:
         return IRI(graph)
     except (ValueError, TypeError) as exc:
@@ -74,6 +81,55 @@ def _graph(graph: str | None, session: IRI) -> IRI:
             f"persist(graph={graph!r}): a graph name must be an absolute IRI "
             "(urn:..., https://..., audit:...)"
         ) from exc
+
+
+_SEALED = f"ASK {{ GRAPH ?ledger {{ ?seal {T.sealedGraph.n3()} ?graph }} }}"
+
+# What each graph trails keeps for itself holds (``Minter.graph`` names), for the refusal.
+_RESERVED = (
+    ("ledger", "the ledger, the chain of seals that proves the record unaltered"),
+    ("access-log", "the access log, the endpoint's record of every query"),
+    ("memory", "an agent memory graph, written only by the memory capabilities"),
+)
+
+
+def is_sealed(store: Store, minter: Minter, graph: IRI) -> bool:
+    """Whether the ledger (``<base>graph:ledger``) holds a seal of ``graph``.
+
+    The one place ``persist`` asks the ledger; a bound-parameter ASK.
+    """
+    return ask(store, _SEALED, {"ledger": minter.graph("ledger"), "graph": graph})
+
+
+def _where(session: Session) -> tuple[Store, Minter]:
+    """The store and minter the session records with, without opening it."""
+    if session.opened:
+        recorder = session.context.recorder
+        return recorder.store, recorder.minter
+    if session._recorder is not None:
+        return session._recorder.store, session._recorder.minter
+    store = session._store if session._store is not None else default_store()
+    return store, Minter(load_settings().base_iri)
+
+
+def _refusal(session: Session, target: IRI) -> str | None:
+    """Why ``persist`` must not write into ``target``, or None when it may."""
+    store, minter = _where(session)
+    if target == minter.session(session.id):
+        return None  # its own graph, sealed or not: a later seal revises the earlier one
+    reserved = minter.graph("")
+    if target.startswith(reserved):
+        name = target[len(reserved) :]
+        why = next(
+            (text for prefix, text in _RESERVED if name.startswith(prefix)),
+            "a graph trails keeps for itself",
+        )
+        return f"it is {why}"
+    if is_sealed(store, minter, target):
+        return (
+            "it is sealed evidence (the ledger holds a seal of it) and not this session's own graph"
+        )
+    return None
 
 
 def project(session: Session) -> Projection:
@@ -141,12 +197,23 @@ def persist(session: Session, *, graph: str | None = None) -> IRI:
         The graph IRI, which ``Session.replay`` accepts.
 
     Raises:
-        SessionError: the session is a read-only replay, or ``graph`` is not an IRI.
+        SessionError: the session is a read-only replay, ``graph`` is not an IRI, or
+            it is a graph sealed evidence lives in (the ledger, the access log, a
+            memory graph, another session's sealed graph); nothing was written.
         StoreError: the write failed; nothing was written.
     """
+    chosen = None if graph is None else _graph(graph)
+    if chosen is not None and not session.read_only:
+        why = _refusal(session, chosen)
+        if why is not None:
+            raise SessionError(
+                f"persist(graph={str(chosen)!r}) refused: {why}; sealed evidence is "
+                "read-only. Persist into the session's own graph (the default) or a graph "
+                "of your own"
+            )
     projection = project(session)
     ctx = session.context
-    target = _graph(graph, ctx.session)
+    target = ctx.session if chosen is None else chosen
     quads = projection_quads(projection, target, ctx.recorder.minter, now())
     old = stored_projection_quads(ctx.store, target, projection.session)
     ctx.store.write(quads, remove=old)
