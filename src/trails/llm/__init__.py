@@ -20,6 +20,7 @@ from trails.llm.cache import (
 from trails.llm.catalogue import Catalogue, ModelSpec, default_catalogue, select_model
 from trails.llm.client import LLMClient, Prompt, module_tracker, to_messages
 from trails.llm.errors import (
+    IncompleteStreamError,
     MalformedResponseError,
     MockScriptExhausted,
     ModelAPIError,
@@ -41,6 +42,7 @@ __all__ = [
     "CacheStats",
     "Catalogue",
     "Chunk",
+    "IncompleteStreamError",
     "LLMClient",
     "MalformedResponseError",
     "Message",

@@ -18,6 +18,7 @@ from typing import Any
 
 from trails.llm._net import check_host
 from trails.llm.errors import (
+    IncompleteStreamError,
     MalformedResponseError,
     ModelAPIError,
     ModelAuthenticationError,
@@ -218,8 +219,12 @@ class AnthropicAdapter:
     def stream(self, request: Request) -> Iterator[Chunk | Response]:
         """The SSE event stream: text deltas as chunks, then the assembled response.
 
+        The response comes only after ``message_stop``: a stream that ends
+        before it is cut, and raises ``IncompleteStreamError``.
+
         Raises:
             ModelAPIError: a subclass per failure kind (also for an ``error`` event mid-stream).
+            IncompleteStreamError: the stream ended before ``message_stop``.
         """
         client = self._client()
         try:
@@ -231,10 +236,13 @@ class AnthropicAdapter:
         model = request.model
         usage: dict[str, int] = {}
         stop_reason: str | None = None
+        stopped = False
         try:
             for event in events:
                 kind = getattr(event, "type", "")
-                if kind == "message_start":
+                if kind == "message_stop":
+                    stopped = True
+                elif kind == "message_start":
                     model = event.message.model or model
                     u = event.message.usage
                     usage["input"] = int(u.input_tokens or 0)
@@ -258,6 +266,15 @@ class AnthropicAdapter:
         if "input" not in usage:
             raise MalformedResponseError(
                 "anthropic: the stream had no message_start event",
+                provider=self.provider,
+                request_id=request_id,
+            )
+        if not stopped:
+            received = "".join(parts)
+            raise IncompleteStreamError(
+                f"anthropic: the stream ended before message_stop, after {len(received)} "
+                "characters of text: the completion is incomplete",
+                received=received,
                 provider=self.provider,
                 request_id=request_id,
             )

@@ -33,7 +33,7 @@ from trails.kernel.context import Context, current_context, now
 from trails.kernel.cost import CostTracker, default_tracker
 from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params
 from trails.llm.catalogue import Catalogue, ModelSpec, default_catalogue
-from trails.llm.errors import MalformedResponseError
+from trails.llm.errors import IncompleteStreamError
 from trails.llm.mock import MockAdapter, MockScript
 from trails.llm.retry import RetryError, RetryPolicy, call_with_retries
 from trails.llm.types import Adapter, Chunk, Message, Request, Response
@@ -526,17 +526,22 @@ class LLMClient:
                     provider=self.provider,
                 ),
                 retries,
+                received="".join(received),
             )
             raise
         except Exception as exc:
             _close(it)
-            error = self._fail(call, exc, retries)
+            error = self._fail(call, exc, retries, received="".join(received))
             raise error from error.__cause__
         if not isinstance(item, Response):
-            error = MalformedResponseError(
-                f"{self.provider} stream ended without a final message", provider=self.provider
+            text = "".join(received)
+            error = IncompleteStreamError(
+                f"{self.provider} stream ended without a final message, after {len(text)} "
+                "characters of text",
+                received=text,
+                provider=self.provider,
             )
-            raise self._fail(call, error, retries)
+            raise self._fail(call, error, retries, received=text)
         yield self._succeed(call, item, retries=retries, cache_hit=False)
 
     # -- the envelope around every call ---------------------------------------------
@@ -664,8 +669,15 @@ class LLMClient:
             call_id=envelope.call_id,
         )
 
-    def _fail(self, call: _Call, error: BaseException, retries: int) -> BaseException:
-        """Record a failed completion and return the error to raise (translated if foreign)."""
+    def _fail(
+        self, call: _Call, error: BaseException, retries: int, *, received: str = ""
+    ) -> BaseException:
+        """Record a failed completion and return the error to raise (translated if foreign).
+
+        ``received`` is the text a stream delivered before it failed; it is
+        recorded as the failed completion's content (a cut stream's partial
+        answer is evidence too), never as an answer: the status is ``error``.
+        """
         if not isinstance(error, TrailsError):
             translated: BaseException = ModelAPIError(
                 f"{self.provider} adapter raised {type(error).__name__}: {error}",
@@ -691,6 +703,7 @@ class LLMClient:
                 latency_ms=(time.perf_counter() - call.t0) * 1000.0,
                 retries=retries,
                 request_id=getattr(error, "request_id", None),
+                text=received or None,
                 status="error",
                 error=f"{type(error).__name__}: {error}",
                 step=ctx.step,

@@ -13,6 +13,7 @@ fallback chain decide from the class alone, never from message text::
     ├── ModelTimeoutError          the call did not finish in time retried
     ├── ModelConnectionError       could not reach the provider    retried
     ├── MalformedResponseError     a 2xx body that does not parse  never retried
+    │   └── IncompleteStreamError  a stream cut before its end-of-message event
     ├── RealModelsForbidden        TRAILS_FORBID_REAL_MODELS=1 and a non-loopback host
     ├── MockScriptExhausted        a scripted mock ran out of answers
     └── ProvidersUnavailable       every client of a fallback chain failed or is open
@@ -26,6 +27,7 @@ from __future__ import annotations
 from trails.errors import ModelAPIError
 
 __all__ = [
+    "IncompleteStreamError",
     "MalformedResponseError",
     "MockScriptExhausted",
     "ModelAPIError",
@@ -93,6 +95,26 @@ class ModelConnectionError(ModelAPIError):
 
 class MalformedResponseError(ModelAPIError):
     """A successful status with a body that is not the provider's wire format."""
+
+
+class IncompleteStreamError(MalformedResponseError):
+    """A stream ended before the provider's end-of-message event: a failed completion.
+
+    ``received`` is the text that arrived before the cut; the client records it
+    as the failed completion's content (status ``error``).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        received: str = "",
+        provider: str = "",
+        status: int | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        self.received = received
+        super().__init__(message, provider=provider, status=status, request_id=request_id)
 
 
 class RealModelsForbidden(ModelAPIError):

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from trails.llm._http import JsonHttp, loads
-from trails.llm.errors import MalformedResponseError
+from trails.llm.errors import IncompleteStreamError, MalformedResponseError
 from trails.llm.types import Chunk, Request, Response
 
 __all__ = ["OllamaAdapter"]
@@ -93,6 +93,7 @@ class OllamaAdapter:
 
         Raises:
             ModelAPIError: a subclass per failure kind.
+            IncompleteStreamError: the stream ended before a ``"done": true`` line.
         """
         parts: list[str] = []
         request_id: str | None = None
@@ -112,4 +113,11 @@ class OllamaAdapter:
             if data.get("done"):
                 yield self._response(data, "".join(parts), request, request_id)
                 return
-        raise self._malformed("the stream ended without a done line", request_id)
+        received = "".join(parts)
+        raise IncompleteStreamError(
+            f'ollama: the stream ended before its "done": true line, after {len(received)} '
+            "characters of text: the completion is incomplete",
+            received=received,
+            provider=self.provider,
+            request_id=request_id,
+        )

@@ -17,7 +17,7 @@ from typing import Any
 
 from trails.llm._http import JsonHttp, loads
 from trails.llm._net import host_of, is_local_url
-from trails.llm.errors import MalformedResponseError
+from trails.llm.errors import IncompleteStreamError, MalformedResponseError
 from trails.llm.types import Chunk, Request, Response
 
 __all__ = ["OpenAICompatAdapter"]
@@ -116,8 +116,13 @@ class OpenAICompatAdapter:
     def stream(self, request: Request) -> Iterator[Chunk | Response]:
         """The SSE stream: a chunk per content delta, then the response with usage.
 
+        The response comes only after ``data: [DONE]``, the end of the stream
+        (the usage chunk comes after the last ``finish_reason``); a stream that
+        ends before it raises ``IncompleteStreamError``.
+
         Raises:
             ModelAPIError: a subclass per failure kind.
+            IncompleteStreamError: the stream ended before ``data: [DONE]``.
         """
         parts: list[str] = []
         request_id: str | None = None
@@ -150,8 +155,15 @@ class OpenAICompatAdapter:
                     parts.append(piece)
                     yield Chunk(piece)
                 finish = choice.get("finish_reason") or finish
-        if not done and finish is None:
-            raise self._malformed("the stream ended without [DONE]", request_id)
+        if not done:
+            received = "".join(parts)
+            raise IncompleteStreamError(
+                f"{self.provider}: the stream ended before data: [DONE], after {len(received)} "
+                "characters of text: the completion is incomplete (its usage may be missing)",
+                received=received,
+                provider=self.provider,
+                request_id=request_id,
+            )
         yield Response(
             text="".join(parts),
             model=model,
