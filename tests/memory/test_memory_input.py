@@ -48,7 +48,7 @@ def memory_quads(store: Store) -> int:
         ({"content": "x", "tags": ["t"] * 2 + [str(i) for i in range(40)]}, "the limit is 32"),
         ({"content": "x", "topic": "t" * 201}, "topic is 201 characters"),
         ({"content": "x", "agent_did": " "}, "agent_did must be a non-empty string"),
-        ({"content": "bad \ud800 surrogate"}, "lone surrogate"),
+        ({"content": "bad \ud800 surrogate"}, "content is not valid Unicode text"),
         (
             {"content": "x", "valid_from": "2024-01-02", "valid_until": "2024-01-01"},
             "valid_until",

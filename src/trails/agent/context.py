@@ -25,6 +25,7 @@ from trails.errors import ConfigError, SessionError, UserError
 from trails.kernel.context import Context, InvocationRecord
 from trails.llm.types import Message, Role
 from trails.prov.recorder import Recorder, default_recorder
+from trails.text import check_text
 
 if TYPE_CHECKING:
     from trails.agent.persistence import ReplayOrigin
@@ -280,6 +281,8 @@ class Session:
     ) -> None:
         if not isinstance(principal, str) or not principal.strip():
             raise UserError(f"Session principal must be a non-empty str, not {principal!r}")
+        check_text(principal, "Session principal")
+        check_text(session_id, "Session session_id")
         self.principal = principal
         self.id = session_id or str(uuid.uuid4())
         self.history = TokenWindow(max_tokens=max_tokens, pin_head=pin_head)
@@ -472,6 +475,7 @@ class Session:
         from trails.agent.planners import STRATEGIES
 
         self._refuse_if_read_only()
+        check_text(goal, "Session.run goal")
         client = llm if llm is not None else self.llm
         if client is None:
             raise UserError("Session.run needs an LLM client: pass llm= to run() or to Session")

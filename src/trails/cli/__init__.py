@@ -3,7 +3,9 @@
 Each command group lives in its own module of this package with a
 ``register(subparsers)`` function; ``main`` loads the modules listed in
 ``COMMANDS``. Errors from the trails tree print one clear line and exit
-non-zero (2 for misuse, 1 for a failure while running).
+non-zero (2 for misuse, 1 for a failure while running). An argument that is
+not valid text (bytes that are not UTF-8 reach Python as unpaired surrogates)
+is misuse too: ``check_arguments`` names it before any command runs.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import sys
 from collections.abc import Sequence
 
 from trails.errors import TrailsError, UserError
+from trails.text import check_text
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "check_arguments", "main"]
 
 COMMANDS = (
     "demo",
@@ -50,6 +53,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _names(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, str]:
+    """How each destination of the chosen (sub)commands is spelled on the command line."""
+    names: dict[str, str] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                names.update(_names(chosen, args))
+        elif action.dest not in names:
+            names[action.dest] = (
+                "/".join(action.option_strings) if action.option_strings else action.dest.upper()
+            )
+    return names
+
+
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse an argument that is not valid text, naming it (``argument --topic ...``).
+
+    Raises:
+        UserError: a value holds an unpaired surrogate (its bytes were not UTF-8).
+    """
+    names = _names(parser, args)
+    for dest, value in vars(args).items():
+        for item in value if isinstance(value, list | tuple) else [value]:
+            check_text(item, f"argument {names.get(dest, dest)}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     parser = build_parser()
@@ -58,6 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        check_arguments(parser, args)
         status = args.func(args)
     except UserError as exc:
         print(f"trails: error: {exc}", file=sys.stderr)

@@ -34,6 +34,7 @@ from trails.kernel.cost import CostTracker, default_tracker
 from trails.prov.events import SessionEnded, SessionStarted
 from trails.prov.recorder import Recorder, default_recorder
 from trails.store.terms import IRI
+from trails.text import check_text
 
 if TYPE_CHECKING:
     from trails.kernel.registry import CapabilitySpec
@@ -141,10 +142,19 @@ class Context:
         """Start a session, record its start, and return its context.
 
         Raises:
+            UserError: a principal, label or other text that is not valid Unicode.
             StoreError: the session start could not be recorded.
         """
         recorder = recorder or default_recorder()
         principal = principal or load_settings().principal
+        for name, value in (
+            ("principal", principal),
+            ("session_id", session_id),
+            ("label", label),
+            ("assurance_level", assurance_level),
+            ("domain", domain),
+        ):
+            check_text(value, f"Context.open {name}")
         session = recorder.minter.session(session_id)
         recorder.record(
             SessionStarted(

@@ -38,6 +38,7 @@ from trails.llm.mock import MockAdapter, MockScript
 from trails.llm.retry import RetryError, RetryPolicy, call_with_retries
 from trails.llm.types import Adapter, Chunk, Message, Request, Response
 from trails.prov.events import LLMCompleted
+from trails.text import check_text
 
 __all__ = ["LLMClient", "Prompt", "to_messages"]
 
@@ -564,6 +565,11 @@ class LLMClient:
         if isinstance(stop, str):
             stop = [stop]
         model_id = model.model if isinstance(model, ModelSpec) else (model or self.model)
+        for i, m in enumerate(msgs):
+            check_text(m.content, f"message #{i} content")
+        check_text(model_id, "model")
+        for s in stop:
+            check_text(s, "stop sequence")
         ctx = ctx if ctx is not None else current_context()
         ctx.tracker.check(ctx.principal)
         params = request_params(max_tokens, temperature, stop, extra)

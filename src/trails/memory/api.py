@@ -23,6 +23,7 @@ from trails.kernel.invoke import invoke
 from trails.kernel.registry import capability, get_capability
 from trails.memory import service
 from trails.memory.model import Memory, Recalled
+from trails.text import check_text
 
 __all__ = ["CAPABILITIES", "forget", "history", "learn", "list_memories", "recall", "register"]
 
@@ -125,16 +126,10 @@ def register() -> None:
 
 
 def _check_text(args: dict[str, Any]) -> None:
-    """Refuse text that cannot be recorded (lone surrogates) before the call is recorded."""
+    """Refuse text that cannot be recorded (unpaired surrogates) before the call is recorded."""
     for name, value in args.items():
         for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, str):
-                try:
-                    item.encode("utf-8")
-                except UnicodeEncodeError as exc:
-                    raise MemoryInputError(
-                        f"{name} is not valid Unicode text (lone surrogate at position {exc.start})"
-                    ) from None
+            check_text(item, name, MemoryInputError)
 
 
 def _call(capability_id: str, args: dict[str, Any], ctx: Context | None) -> Any:
@@ -335,6 +330,7 @@ def history(
     Raises:
         MemoryInputError: unknown id, or another agent's private memory.
     """
+    _check_text({"memory_id": memory_id, "agent_did": agent_did})
     return service.history(
         ctx if ctx is not None else default_context(), memory_id, agent_did=agent_did
     )

@@ -21,6 +21,7 @@ from typing import Literal
 
 from trails.errors import MemoryInputError
 from trails.store.terms import IRI
+from trails.text import check_text
 
 __all__ = [
     "MAX_CONTENT_CHARS",
@@ -131,12 +132,7 @@ class Recalled:
 
 
 def _utf8(field: str, value: str) -> None:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise MemoryInputError(
-            f"{field} is not valid Unicode text (lone surrogate at position {exc.start})"
-        ) from None
+    check_text(value, field, MemoryInputError)
 
 
 def check_content(content: object, limit: int = MAX_CONTENT_CHARS) -> str:

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, TypeVar
 import pyoxigraph as ox
 
 from trails.errors import (
+    QueryError,
     QueryParameterError,
     QuerySyntaxError,
     RDFSyntaxError,
@@ -29,7 +30,8 @@ from trails.errors import (
     StoreLockedError,
 )
 from trails.store.base import DATASET_FORMATS, RESULT_FORMATS, QueryResult, Solutions, Store
-from trails.store.terms import IRI, BNode, Literal, Quad, Term, Triple
+from trails.store.terms import IRI, BNode, Literal, Quad, Term, Triple, check_term
+from trails.text import check_text
 
 __all__ = ["OxigraphStore", "rdf_format", "results_format"]
 
@@ -214,6 +216,9 @@ class OxigraphStore(Store):
             kw["default_graph"] = [_named(g) for g in default_graph]
         if named_graphs is not None:
             kw["named_graphs"] = [_named(g) for g in named_graphs]
+        check_text(sparql, "the query text", QueryError)
+        for name, term in (params or {}).items():
+            check_term(term, f"query parameter {name!r}", QueryParameterError)
         try:
             if params:
                 kw["substitutions"] = {ox.Variable(k): _to_ox(v) for k, v in params.items()}

@@ -49,6 +49,8 @@ import pyoxigraph as ox
 from trails.config import Settings
 from trails.errors import (
     ConfigError,
+    QueryError,
+    QueryParameterError,
     QuerySyntaxError,
     RDFSyntaxError,
     RemoteStoreError,
@@ -62,7 +64,8 @@ from trails.store.base import (
     Solutions,
     Store,
 )
-from trails.store.terms import IRI, XSD, BNode, Literal, Quad, Term, Triple
+from trails.store.terms import IRI, XSD, BNode, Literal, Quad, Term, Triple, check_term
+from trails.text import check_text
 
 __all__ = ["NO_GRAPH", "RDF_MEDIA_TYPES", "RESULT_MEDIA_TYPES", "SparqlStore"]
 
@@ -427,6 +430,9 @@ class SparqlStore(Store):
         named_graphs: Sequence[IRI] | None,
         union_default_graph: bool = False,
     ) -> httpx.Response:
+        check_text(sparql, "the query text", QueryError)
+        for name, term in (params or {}).items():
+            check_term(term, f"query parameter {name!r}", QueryParameterError)
         text = bind_params(sparql, params)
         try:
             dataset = self._dataset(default_graph, named_graphs, union_default_graph)

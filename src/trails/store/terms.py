@@ -14,9 +14,12 @@ end the string.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any, NamedTuple
+
+from trails.text import check_text
 
 __all__ = [
     "IRI",
@@ -26,6 +29,7 @@ __all__ = [
     "Quad",
     "Term",
     "Triple",
+    "check_term",
     "literal",
     "to_python",
 ]
@@ -110,6 +114,26 @@ class Triple(NamedTuple):
     subject: IRI | BNode
     predicate: IRI
     object: Term
+
+
+def check_term(term: object, field: str, error: Callable[[str], Exception]) -> None:
+    """Refuse a term whose text UTF-8 cannot hold (an unpaired surrogate), naming ``field``.
+
+    Both store backends call it on every query parameter before converting it
+    (to a pyoxigraph term, or to SPARQL text): the caller gets ``error``, not a
+    ``UnicodeEncodeError`` from the conversion or the HTTP body.
+
+    Args:
+        term: an ``IRI``, ``BNode`` or ``Literal`` (anything else passes).
+        field: what the term is, for the message (``"query parameter 'x'"``).
+        error: builds the exception from the message.
+    """
+    if isinstance(term, Literal):
+        check_text(term.value, field, error)
+        check_text(term.datatype, f"{field} (its datatype)", error)
+        check_text(term.language, f"{field} (its language tag)", error)
+    else:
+        check_text(term, field, error)
 
 
 def _format_datetime(value: datetime) -> str:
