@@ -19,11 +19,17 @@ import pytest
 
 from trails import memory
 from trails.agent import Session
-from trails.errors import MemoryInputError, QueryError, QueryParameterError, UserError
+from trails.errors import (
+    MemoryInputError,
+    QueryError,
+    QueryParameterError,
+    SessionError,
+    UserError,
+)
 from trails.kernel import Context
-from trails.llm import LLMClient
-from trails.prov import Recorder
-from trails.store import IRI, Literal, Store
+from trails.llm import LLMClient, MalformedResponseError
+from trails.prov import Recorder, T
+from trails.store import IRI, Literal, Solutions, Store, to_python
 from trails.text import check_text, text_problem
 
 BAD = "alice\ud800"
@@ -99,6 +105,49 @@ def test_llm_messages(ctx: Context, store: Store) -> None:
         "message #1 content",
     )
     refused(store, lambda: client.complete("hi", stop=[BAD], ctx=ctx), "stop sequence")
+
+
+def test_capability_id_and_description() -> None:
+    from trails.kernel.registry import capability
+
+    def handler(x: int) -> int:
+        return x
+
+    with pytest.raises(UserError, match="capability id is not valid Unicode"):
+        capability(id="pay." + BAD)(handler)
+    with pytest.raises(UserError, match="capability 'pay' description is not valid Unicode"):
+        capability(id="pay", description=BAD)(handler)
+
+
+def test_history_and_persisted_state(any_store: Store) -> None:
+    session = Session(principal="alice", store=any_store)
+    with pytest.raises(UserError, match="history content is not valid Unicode"):
+        session.history.append("user", BAD)
+    assert len(session.history) == 0
+    session.metadata["note"] = BAD
+    refused(any_store, session.persist, "session metadata", SessionError)
+    session.metadata.clear()
+    session.persist()  # fine once the bad text is gone
+    session.close()
+
+
+def test_a_completion_text_that_is_not_unicode_is_a_failed_completion(
+    ctx: Context, store: Store
+) -> None:
+    """A provider may send a lone surrogate as a JSON escape; it is refused, recorded as failed."""
+    client = LLMClient.mock(["pay " + BAD])
+    with pytest.raises(
+        MalformedResponseError, match="completion text is not valid Unicode"
+    ) as info:
+        client.complete("hi", ctx=ctx)
+    rows = store.query(
+        f"SELECT ?a ?status ?err WHERE {{ GRAPH ?g {{ ?a {T.status.n3()} ?status ; "
+        f"{T.errorMessage.n3()} ?err }} }}",
+        {"a": IRI(info.value.activity_iri)},  # type: ignore[attr-defined]
+    )
+    assert isinstance(rows, Solutions)
+    [row] = list(rows)
+    assert to_python(row["status"]) == "error" and "ud800" in to_python(row["err"])
 
 
 # -- queries on both backends ------------------------------------------------------------

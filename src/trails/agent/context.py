@@ -135,6 +135,7 @@ class TokenWindow:
             raise UserError(f"history role must be one of {', '.join(_ROLES)}, not {role!r}")
         if not isinstance(content, str):
             raise UserError(f"history content must be a str, not {type(content).__name__}")
+        check_text(content, "history content")
         count = self.count_tokens(content) if tokens is None else tokens
         return HistoryEntry(role, content, count)  # type: ignore[arg-type]
 

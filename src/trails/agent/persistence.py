@@ -30,6 +30,7 @@ from trails.agent.context import HistoryEntry, Session
 from trails.config import load_settings
 from trails.errors import SessionError
 from trails.kernel.context import InvocationRecord, now
+from trails.prov.content import canonical_json
 from trails.prov.iri import Minter
 from trails.prov.projection import (
     ProjectedEntry,
@@ -47,6 +48,7 @@ from trails.prov.vocab import T
 from trails.store import default_store
 from trails.store.base import ask
 from trails.store.terms import IRI
+from trails.text import check_text
 
 if TYPE_CHECKING:
     from trails.store.base import Store
@@ -132,6 +134,14 @@ def _refusal(session: Session, target: IRI) -> str | None:
     return None
 
 
+def _check_recordable(session: Session) -> None:
+    """Refuse state RDF cannot hold (text that is not valid Unicode), naming the field."""
+    for field, value in (("metadata", session.metadata), ("card", session.card)):
+        check_text(canonical_json(value), f"session {field}", SessionError)
+    for i, entry in enumerate(session.history):
+        check_text(entry.content, f"history entry #{i} content", SessionError)
+
+
 def project(session: Session) -> Projection:
     """The projection of a live session's current state (nothing is written).
 
@@ -199,7 +209,8 @@ def persist(session: Session, *, graph: str | None = None) -> IRI:
     Raises:
         SessionError: the session is a read-only replay, ``graph`` is not an IRI, or
             it is a graph sealed evidence lives in (the ledger, the access log, a
-            memory graph, another session's sealed graph); nothing was written.
+            memory graph, another session's sealed graph), or the metadata, card or
+            history hold text that is not valid Unicode; nothing was written.
         StoreError: the write failed; nothing was written.
     """
     chosen = None if graph is None else _graph(graph)
@@ -211,6 +222,7 @@ def persist(session: Session, *, graph: str | None = None) -> IRI:
                 "read-only. Persist into the session's own graph (the default) or a graph "
                 "of your own"
             )
+    _check_recordable(session)
     projection = project(session)
     ctx = session.context
     target = ctx.session if chosen is None else chosen

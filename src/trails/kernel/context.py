@@ -145,7 +145,6 @@ class Context:
             UserError: a principal, label or other text that is not valid Unicode.
             StoreError: the session start could not be recorded.
         """
-        recorder = recorder or default_recorder()
         principal = principal or load_settings().principal
         for name, value in (
             ("principal", principal),
@@ -155,6 +154,7 @@ class Context:
             ("domain", domain),
         ):
             check_text(value, f"Context.open {name}")
+        recorder = recorder or default_recorder()
         session = recorder.minter.session(session_id)
         recorder.record(
             SessionStarted(

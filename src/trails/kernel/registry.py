@@ -19,6 +19,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 
 from trails.errors import UnknownCapability, UserError, ValidationError
+from trails.text import check_text
 
 __all__ = [
     "CapabilitySpec",
@@ -205,10 +206,12 @@ def capability(
         annotations: free-form tool annotations (e.g. ``{"tags": "read-only"}``).
 
     Raises:
-        UserError: an empty id or an unsupported signature.
+        UserError: an empty id, an unsupported signature, or an id or description
+            that is not valid Unicode text.
     """
     if not isinstance(id, str) or not id.strip():
         raise UserError("capability id must be a non-empty string")
+    check_text(id, "capability id")
 
     def register(fn: F) -> F:
         spec = _build_spec(
@@ -220,6 +223,7 @@ def capability(
             terminal=terminal,
             annotations=annotations,
         )
+        check_text(spec.description, f"capability {id!r} description")
         with _lock:
             _handlers.pop(id, None)
             _handlers[id] = spec

@@ -33,12 +33,12 @@ from trails.kernel.context import Context, current_context, now
 from trails.kernel.cost import CostTracker, default_tracker
 from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params
 from trails.llm.catalogue import Catalogue, ModelSpec, default_catalogue
-from trails.llm.errors import IncompleteStreamError
+from trails.llm.errors import IncompleteStreamError, MalformedResponseError
 from trails.llm.mock import MockAdapter, MockScript
 from trails.llm.retry import RetryError, RetryPolicy, call_with_retries
 from trails.llm.types import Adapter, Chunk, Message, Request, Response
 from trails.prov.events import LLMCompleted
-from trails.text import check_text
+from trails.text import check_text, text_problem
 
 __all__ = ["LLMClient", "Prompt", "to_messages"]
 
@@ -614,6 +614,19 @@ class LLMClient:
             retries += response.retries  # attempts an adapter made itself (a fallback chain)
         provider = response.provider or self.provider
         model = response.model or call.request.model
+        for what, value in (("completion text", response.text), ("model id", model)):
+            problem = text_problem(value)
+            if problem is not None:  # e.g. a "\ud800" escape in the provider's JSON
+                raise self._fail(
+                    call,
+                    MalformedResponseError(
+                        f"{provider}: the {what} is not valid Unicode text ({problem}), "
+                        "so it cannot be recorded",
+                        provider=provider,
+                        request_id=response.request_id,
+                    ),
+                    retries,
+                )
         if cache_hit:
             usd: float | None = 0.0
         elif response.usd is not None:
@@ -692,6 +705,11 @@ class LLMClient:
             translated.__cause__ = error
             error = translated
         retries += int(getattr(error, "inner_retries", 0))
+        message = f"{type(error).__name__}: {error}"
+        if text_problem(message) is not None:  # a provider's message may hold anything
+            message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+        if text_problem(received) is not None:
+            received = ""  # not recordable as it came; the error says how much arrived
         ctx = call.ctx
         ctx.recorder.record(
             LLMCompleted(
@@ -711,7 +729,7 @@ class LLMClient:
                 request_id=getattr(error, "request_id", None),
                 text=received or None,
                 status="error",
-                error=f"{type(error).__name__}: {error}",
+                error=message,
                 step=ctx.step,
             )
         )
