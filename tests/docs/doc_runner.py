@@ -19,7 +19,9 @@ shell at all. The rules, which are also what the docs promise their readers:
   environment running the tests.
 - Placeholders a reader replaces are replaced the same way: ``SESSION``,
   ``IRI`` and ``urn:trails:session:...`` by the newest persisted session (else
-  the newest session), ``IRI_A`` / ``IRI_B`` by the two newest sessions; the
+  the newest session), ``IRI_A`` / ``IRI_B`` by that same session (so ``trails
+  diff`` compares a session with itself and exits 0, as the reader's would on
+  two runs that agree); the
   token printed by ``trails serve --hash-token`` becomes ``$TOKEN`` (and
   ``$AUDIT_TOKEN`` when made with ``--audit``). Every ``127.0.0.1:PORT`` /
   ``localhost:PORT`` is mapped to a free port (the same one for the whole
@@ -27,7 +29,7 @@ shell at all. The rules, which are also what the docs promise their readers:
 - **Long-running** commands (``trails serve`` without ``--hash-token``,
   ``oxigraph serve``) are started in the background; the block goes on once
   their port accepts connections (or fails with their output if they exit), and
-  they are stopped when the block ends.
+  they are stopped when the document ends (later blocks may still query them).
 - A block whose info string names a file (```` ```sparql file=q.rq ````) is
   written to that file before anything runs, so commands can use it.
 - A block that genuinely cannot run is preceded by a visible line
@@ -53,7 +55,7 @@ NOT_RUN = re.compile(r"^\*Not run by the docs tests: (?P<reason>.*\S.*)\.\*\s*$"
 NOT_RUN_LOOSE = re.compile(r"not run by the docs tests", re.IGNORECASE)
 FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 PORT = re.compile(r"\b(127\.0\.0\.1|localhost):(\d{2,5})\b")
-LONG_RUNNING = re.compile(r"(^|\s)(trails(\s+--store\s+\S+)?\s+serve|oxigraph\s+serve)\b")
+LONG_RUNNING = re.compile(r"(^|\s|/)(trails(\s+--store\s+\S+)?\s+serve|oxigraph\s+serve)\b")
 READY_SECONDS = 60.0
 
 
@@ -146,6 +148,7 @@ class Runner:
         self.ports: dict[str, int] = {}
         self.env = dict(os.environ)
         self.bin = Path(sys.executable).parent
+        self.background: list[subprocess.Popen[bytes]] = []
         self.env["PATH"] = f"{self.bin}{os.pathsep}{self.env.get('PATH', '')}"
 
     # -- python ----------------------------------------------------------------
@@ -172,14 +175,15 @@ class Runner:
             return [], []
         prefixes = "".join(f"PREFIX {n}: <{i}>\n" for n, i in NAMESPACES.items())
         query = (
-            prefixes + "SELECT ?s (MAX(?p) AS ?persisted) WHERE { GRAPH ?g { ?s a trails:Session ;"
-            " prov:startedAtTime ?t } OPTIONAL { GRAPH ?h { ?x a trails:SessionProjection }"
-            " BIND(?g = ?h AS ?p) } } GROUP BY ?s ?t ORDER BY DESC(?t)"
+            prefixes
+            + "SELECT ?s ?t (COUNT(?x) AS ?persisted) WHERE { GRAPH ?g { ?s a trails:Session ;"
+            " prov:startedAtTime ?t } OPTIONAL { GRAPH ?h { ?x a trails:SessionProjection ;"
+            " trails:projectionOf ?s } } } GROUP BY ?s ?t ORDER BY DESC(?t)"
         )
         with open_store(str(location)) as store:
             rows = [{k: to_python(v) for k, v in r.items()} for r in store.query(query)]  # type: ignore[union-attr]
         every = [str(r["s"]) for r in rows]
-        return every, [str(r["s"]) for r in rows if r.get("persisted")]
+        return every, [str(r["s"]) for r in rows if int(r["persisted"]) > 0]
 
     def _substitute(self, command: str) -> str:
         command = re.sub(r"(^|(?<=\s))\.venv/bin/", f"{self.bin}/", command)
@@ -194,11 +198,8 @@ class Runner:
             if not every:
                 raise DocFailure(f"{self.label}: a command names a session, but none was recorded")
             newest = (persisted or every)[0]
-            b = every[0]
-            a = every[1] if len(every) > 1 else every[0]
             command = command.replace("urn:trails:session:...", newest)
-            command = re.sub(r"\bIRI_A\b", a, command)
-            command = re.sub(r"\bIRI_B\b", b, command)
+            command = re.sub(r"\bIRI_[AB]\b", newest, command)
             command = re.sub(r"\b(SESSION|IRI)\b", newest, command)
         return command
 
@@ -247,30 +248,34 @@ class Runner:
 
     def shell(self, block: Block) -> None:
         release_store()
-        background: list[subprocess.Popen[bytes]] = []
-        try:
-            for offset, raw in commands(block.body, block.lang):
-                where = f"{self.label}:{block.line + offset}"
-                command = self._substitute(raw)
-                print(f"$ {command}", flush=True)
-                if LONG_RUNNING.search(command) and "--hash-token" not in command:
-                    background.append(self._start(command, where))
-                    continue
-                done = subprocess.run(
-                    ["bash", "-c", command], env=self.env, capture_output=True, text=True
+        for offset, raw in commands(block.body, block.lang):
+            where = f"{self.label}:{block.line + offset}"
+            command = self._substitute(raw)
+            print(f"$ {command}", flush=True)
+            if LONG_RUNNING.search(command) and "--hash-token" not in command:
+                self.background.append(self._start(command, where))
+                continue
+            done = subprocess.run(
+                ["bash", "-c", command], env=self.env, capture_output=True, text=True
+            )
+            sys.stdout.write(done.stdout)
+            sys.stdout.write(done.stderr)
+            if done.returncode != 0:
+                raise DocFailure(
+                    f"{where}: `{raw}` exited with {done.returncode}\n"
+                    f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
                 )
-                sys.stdout.write(done.stdout)
-                sys.stdout.write(done.stderr)
-                if done.returncode != 0:
-                    raise DocFailure(
-                        f"{where}: `{raw}` exited with {done.returncode}\n"
-                        f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-                    )
-                if "--hash-token" in command:
-                    self._remember_token(command, done.stdout + "\n" + done.stderr)
-        finally:
-            for proc in background:
-                self._stop(proc)
+            if "--hash-token" in command:
+                output = done.stdout + "\n" + done.stderr
+                target = re.search(r">>?\s*(\S+)\s*$", command)
+                if target and Path(target.group(1)).is_file():  # the reader reads it there
+                    output += "\n" + Path(target.group(1)).read_text(encoding="utf-8")
+                self._remember_token(command, output)
+
+    def stop_servers(self) -> None:
+        """Stop the long-running commands the document started."""
+        for proc in self.background:
+            self._stop(proc)
 
     def _remember_token(self, command: str, output: str) -> None:
         found = re.search(r"token\b[^\n]*?:\s*(\S{16,})\s*$", output, re.MULTILINE)
@@ -288,6 +293,12 @@ class Runner:
         for block in found:
             if block.file:
                 Path(block.file).write_text(block.body, encoding="utf-8")
+        try:
+            self._blocks(found)
+        finally:
+            self.stop_servers()
+
+    def _blocks(self, found: list[Block]) -> None:
         ran = 0
         for block in found:
             if block.lang != "python" and block.lang not in SHELLS:
