@@ -25,7 +25,7 @@ from trails.errors import ConfigError
 from trails.kernel import capability
 from trails.llm import LLMClient, ModelSpec, configured, select_model
 from trails.prov.vocab import NAMESPACES
-from trails.store import IRI, Solutions, Store, to_python
+from trails.store import Solutions, Store, to_python
 
 PREFIXES = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in NAMESPACES.items())
 
@@ -262,4 +262,3 @@ def test_handler_completion_graph_is_the_invocations(store: Store) -> None:
         " ?inv a trails:CapabilityInvocation } }"
     )
     assert isinstance(rows, Solutions) and len(list(rows)) == 1
-    assert IRI  # the parameterised queries above bind nothing here
