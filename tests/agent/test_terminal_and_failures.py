@@ -200,3 +200,15 @@ def test_a_provider_failure_returns_error_and_logs_one_warning(
     assert warnings[0].name == "trails.agent"
     assert result.error in warnings[0].getMessage()
     assert "\n" not in warnings[0].getMessage()
+
+
+def test_a_missing_api_key_is_a_provider_failure_too(
+    store: Store, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    client = LLMClient.anthropic("claude-haiku-4-5", base_url=f"http://127.0.0.1:{_closed_port()}")
+    with caplog.at_level(logging.WARNING):
+        result = react.run("Find urgent notes.", llm=client, session=Session(principal="did:l:a"))
+    assert result.stopped == "error" and "no API key" in (result.error or "")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "no API key" in warnings[0]
