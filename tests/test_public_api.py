@@ -13,6 +13,7 @@ FROZEN = {
         "ConfigError",
         "Context",
         "PolicyDenied",
+        "Session",
         "StoreError",
         "TrailsError",
         "UnknownCapability",

@@ -3,10 +3,16 @@
 The kernel surface lives here: ``@capability``, ``invoke``, ``Context`` and
 the error tree. Planners (``trails.agent``), the LLM client (``trails.llm``),
 memory (``trails.memory``) and the audit tools (``trails.audit``) are imported
-on use, so ``import trails`` stays light.
+on use, so ``import trails`` stays light. ``trails.Session`` (as in
+``from trails import capability, Session``) is such a lazy export: the agent
+package is imported the first time the name is looked up. Likewise the
+built-in ``memory.*`` capabilities register themselves the first time
+``invoke`` looks up a ``memory.`` id.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from trails.errors import (
     BudgetExceeded,
@@ -21,7 +27,29 @@ from trails.errors import (
 )
 from trails.kernel import Context, all_capabilities, capability, get_capability, invoke
 
+if TYPE_CHECKING:
+    from trails.agent.context import Session
+
 __version__ = "0.1.0"
+
+#: Names exported lazily: name -> (module, attribute), imported on first lookup.
+_LAZY: dict[str, tuple[str, str]] = {"Session": ("trails.agent.context", "Session")}
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'trails' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "BudgetExceeded",
@@ -29,6 +57,7 @@ __all__ = [
     "ConfigError",
     "Context",
     "PolicyDenied",
+    "Session",
     "StoreError",
     "TrailsError",
     "UnknownCapability",

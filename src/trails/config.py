@@ -15,6 +15,10 @@ so tests never depend on the machine they run on.
     [agent]
     strategy = "react"
     principal = "did:local:anonymous"
+    [llm]
+    model = "anthropic:claude-haiku-4-5"   # the default client, as trails demo --llm
+    [llm.providers]                        # who serves a ModelSpec of another provider
+    ollama = "ollama:qwen3:8b@http://127.0.0.1:11434"
 
 Other rooms keep their own sections (``[llm]``, ``[serve]``, ``[audit]`` ...)
 and read them with ``settings.section(name)``.
@@ -42,6 +46,7 @@ _FIELDS: dict[str, tuple[str, str, str, str]] = {
     "record_content": ("TRAILS_RECORD_CONTENT", "prov", "record_content", "full"),
     "strategy": ("TRAILS_STRATEGY", "agent", "strategy", "react"),
     "principal": ("TRAILS_PRINCIPAL", "agent", "principal", "did:local:anonymous"),
+    "llm": ("TRAILS_LLM", "llm", "model", ""),
 }
 
 
@@ -54,6 +59,7 @@ class Settings:
     record_content: str = "full"
     strategy: str = "react"
     principal: str = "did:local:anonymous"
+    llm: str = ""
     config_path: Path | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     toml: Mapping[str, Any] = field(default_factory=dict)

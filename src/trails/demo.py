@@ -120,6 +120,7 @@ class DemoResult:
     timeline: list[tuple[str, str]]
     decisions: list[dict[str, Any]]
     cost: list[dict[str, Any]]
+    error: str | None = None
 
 
 def register_capabilities() -> None:
@@ -180,6 +181,7 @@ def run_demo(
         timeline=timeline,
         decisions=_rows(store, DECISIONS, iri),
         cost=_rows(store, COST, iri),
+        error=result.error,
     )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from trails.agent import HistoryEntry, Session, TokenWindow
+from trails.agent import AuthState, HistoryEntry, Session, TokenWindow
 from trails.errors import ConfigError, SessionError, UserError
 from trails.kernel import InvocationRecord, default_tracker
 from trails.llm import LLMClient, Message
@@ -121,12 +121,12 @@ def test_session_defaults_and_nothing_recorded_before_a_run(store: Store) -> Non
     assert isinstance(s.history, TokenWindow)
     assert (s.history.max_tokens, s.history.pin_head) == (32_000, 1)
     assert s.invocations == [] and s.metadata == {}
-    assert s.auth is None and s.card is None
+    assert s.auth == AuthState("did:local:alice", did="did:local:alice") and s.card is None
     assert s.id != Session(principal="did:local:alice").id
     assert not s.opened and s.iri is None
     assert store.graphs() == []
     s2 = Session(principal="did:local:bob", max_tokens=500, pin_head=2, auth="tok", card={"n": 1})
-    assert (s2.history.max_tokens, s2.history.pin_head, s2.auth, s2.card) == (
+    assert (s2.history.max_tokens, s2.history.pin_head, s2.auth.credential, s2.card) == (
         500,
         2,
         "tok",

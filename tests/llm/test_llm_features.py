@@ -314,7 +314,7 @@ def test_catalogue_file_errors(tmp_path: Any) -> None:
 
 def test_model_spec_as_model_argument(ctx: Context) -> None:
     client = LLMClient.mock(response="x")
-    spec = select_model("summarize", budget_hint="cheap")
+    spec = select_model("chat", provider="mock")  # another provider's spec: test_seed_api
     assert client.complete("q", ctx=ctx, model=spec).model == spec.model
 
 

@@ -8,7 +8,7 @@ write into. See ``trails.agent.planners`` for the strategies.
 
 from __future__ import annotations
 
-from trails.agent.context import HistoryEntry, Session, TokenWindow
+from trails.agent.context import AuthState, HistoryEntry, Session, TokenWindow
 from trails.agent.planners import (
     STRATEGIES,
     PlanningStrategy,
@@ -24,6 +24,7 @@ from trails.agent.planners import (
 
 __all__ = [
     "STRATEGIES",
+    "AuthState",
     "HistoryEntry",
     "PlanResult",
     "PlanStep",

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUDGET_KEYS",
+    "AuthState",
     "HistoryEntry",
     "Session",
     "TokenWindow",
@@ -217,6 +218,37 @@ class TokenWindow:
         self._total = sum(e.tokens for e in self._entries)
 
 
+@dataclass(frozen=True)
+class AuthState:
+    """Who a session acts for: its principal, that principal's DID, and the credential given.
+
+    Attributes:
+        principal: the session's principal.
+        did: the DID the agent acts as: ``auth=`` when it is a DID (or a DID
+            document's ``id``), else the principal when it is a DID, else None.
+        credential: the credential given as ``Session(auth=...)`` (a biscuit, a
+            token, a DID document ...), kept as given; never persisted.
+    """
+
+    principal: str
+    did: str | None = None
+    credential: Any = None
+
+    @classmethod
+    def of(cls, principal: str, auth: Any) -> AuthState:
+        """The auth state of a session with ``principal`` given ``auth=``."""
+        if isinstance(auth, AuthState):
+            return auth
+        did: str | None = principal if principal.startswith("did:") else None
+        if isinstance(auth, str) and auth.startswith("did:"):
+            did = auth
+        elif isinstance(auth, Mapping):
+            given = auth.get("did") or auth.get("id")
+            if isinstance(given, str) and given.startswith("did:"):
+                did = given
+        return cls(principal=principal, did=did, credential=auth)
+
+
 def _normalise_strategy(name: str, *, source: str) -> str:
     from trails.agent.planners import STRATEGIES
 
@@ -252,13 +284,16 @@ class Session:
         principal: who the agent acts for (a DID or any principal id).
         max_tokens: the history window's token budget.
         pin_head: how many leading history entries are never evicted.
-        auth: the auth state (a biscuit, token or DID document), kept as given.
+        auth: a credential (a biscuit, token, DID or DID document), kept as
+            ``session.auth.credential``; ``session.auth`` is an ``AuthState`` with
+            the principal and its DID (``session.auth.did``).
         card: the bound agent card, kept as given.
         store: the store to record into (default: the process default store).
         recorder: a recorder to record with (takes precedence over ``store``).
         strategy: the planner ``run`` uses when none is named (default: settings).
         budget: default run budget: ``usd``, ``tokens``, ``wall_time_s``.
-        llm: the LLM client ``run`` uses when none is passed.
+        llm: the LLM client ``run`` uses when none is passed (default: the
+            configured one, ``TRAILS_LLM`` / ``[llm] model``, built on first use).
         session_id: the session id (default: a new UUID); names the session graph.
 
     Raises:
@@ -289,7 +324,7 @@ class Session:
         self.history = TokenWindow(max_tokens=max_tokens, pin_head=pin_head)
         self.invocations: list[InvocationRecord] = []
         self.metadata: dict[str, Any] = {}
-        self.auth = auth
+        self.auth = AuthState.of(principal, auth)
         self.card = card
         self.strategy = _normalise_strategy(strategy, source="strategy=") if strategy else None
         self.budget = _check_budget(budget)
@@ -470,7 +505,8 @@ class Session:
             The planner's ``PlanResult``.
 
         Raises:
-            UserError: no LLM client, or a bad planner keyword.
+            UserError: a bad planner keyword.
+            ConfigError: no client given and none configured (``TRAILS_LLM``).
             SessionError: the session was closed.
         """
         from trails.agent.planners import STRATEGIES
@@ -479,7 +515,11 @@ class Session:
         check_text(goal, "Session.run goal")
         client = llm if llm is not None else self.llm
         if client is None:
-            raise UserError("Session.run needs an LLM client: pass llm= to run() or to Session")
+            from trails.llm.configured import configured_client
+
+            client = configured_client(
+                purpose="Session.run needs an LLM client: pass llm= to run() or to Session"
+            )
         options: dict[str, Any] = {BUDGET_KEYS[k]: v for k, v in self.budget.items()}
         options.update(kwargs)
         planner = STRATEGIES[self.resolve_strategy()]

@@ -11,8 +11,8 @@ read-only ``Session``: it records nothing and refuses to run. ``fork`` turns
 a replayed session into a new, live one whose provenance says which
 projection it was derived from.
 
-The session's ``auth`` (a credential) is never persisted: a replayed or
-forked session has ``auth=None``.
+The session's credential (``auth=``) is never persisted: a replayed or
+forked session has ``auth.credential`` None.
 
 Sealed evidence is read-only to ``persist``: it refuses the graphs trails
 keeps for itself (``<base>graph:...``: the ledger, the access log, memory)

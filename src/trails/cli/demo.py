@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from trails.demo import run_demo
@@ -52,4 +53,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"\nStore: {store!r}")
         print(f"Next:  trails query session-timeline --param session={result.session}")
         print(f"       trails replay {result.session} --rerun --import trails.demo")
+    if result.stopped == "error":
+        print(f"trails: error: the run failed: {result.error}", file=sys.stderr)
+        return 1
     return 0

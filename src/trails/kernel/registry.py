@@ -9,6 +9,7 @@ entry and moves it to the end ("most recently registered").
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import threading
 from collections.abc import Callable, Mapping
@@ -233,16 +234,37 @@ def capability(
     return register
 
 
+#: Built-in capability families registered on first lookup, so ``import trails`` stays
+#: light: id prefix -> the module whose ``register()`` registers them.
+_BUILT_IN: dict[str, str] = {"memory.": "trails.memory.api"}
+
+
+def _register_built_in(capability_id: str) -> bool:
+    """Register the built-in family ``capability_id`` belongs to; whether there is one."""
+    for prefix, module in _BUILT_IN.items():
+        if capability_id.startswith(prefix):
+            register = getattr(importlib.import_module(module), "register", None)
+            if callable(register):
+                register()
+                return True
+    return False
+
+
 def get_capability(capability_id: str) -> CapabilitySpec:
     """The registered capability ``capability_id``.
+
+    A built-in id (``memory.learn``, ``memory.recall`` ...) is registered on its
+    first lookup when nothing has registered it yet.
 
     Raises:
         UnknownCapability: nothing is registered under that id.
     """
-    try:
-        return _handlers[capability_id]
-    except KeyError:
-        raise UnknownCapability(capability_id, list(_handlers)) from None
+    spec = _handlers.get(capability_id)
+    if spec is None and _register_built_in(capability_id):
+        spec = _handlers.get(capability_id)
+    if spec is None:
+        raise UnknownCapability(capability_id, list(_handlers))
+    return spec
 
 
 def all_capabilities() -> list[CapabilitySpec]:

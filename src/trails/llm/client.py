@@ -22,6 +22,7 @@ completions agree (see ``docs/llm.md``, "Cost accounting").
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -219,7 +220,7 @@ class LLMClient:
         cls,
         model: str = "qwen3:8b",
         *,
-        host: str = "http://localhost:11434",
+        host: str | None = None,
         timeout: float = 120.0,
         retry: RetryPolicy | None = None,
         response_cache: ResponseCache | bool | None = None,
@@ -230,7 +231,8 @@ class LLMClient:
 
         Args:
             model: the model tag (``qwen3:8b`` ...).
-            host: the server root.
+            host: the server root (default: ``OLLAMA_HOST``, as the Ollama CLI reads
+                it, else ``http://localhost:11434``).
             timeout: seconds per attempt.
             retry: retry policy.
             response_cache: see ``LLMClient``.
@@ -242,6 +244,10 @@ class LLMClient:
         """
         from trails.llm.ollama import OllamaAdapter
 
+        if host is None:
+            host = os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
+            if "://" not in host:
+                host = f"http://{host}"
         return cls(
             OllamaAdapter(model, host=host, timeout=timeout),
             retry=retry,
@@ -255,7 +261,7 @@ class LLMClient:
         cls,
         model: str,
         *,
-        base_url: str = "http://localhost:8000/v1",
+        base_url: str | None = None,
         api_key: str | None = None,
         provider: str | None = None,
         timeout: float = 120.0,
@@ -268,7 +274,8 @@ class LLMClient:
 
         Args:
             model: the model id the server knows.
-            base_url: the API root, including ``/v1``.
+            base_url: the API root, including ``/v1`` (default: ``OPENAI_BASE_URL``,
+                as the OpenAI SDK reads it, else ``http://localhost:8000/v1``).
             api_key: sent as a bearer token when given (default: ``OPENAI_API_KEY``
                 for ``api.openai.com`` only).
             provider: the provider name to record (default ``openai`` for
@@ -284,6 +291,8 @@ class LLMClient:
         """
         from trails.llm.openai_compat import OpenAICompatAdapter
 
+        if base_url is None:
+            base_url = os.environ.get("OPENAI_BASE_URL") or "http://localhost:8000/v1"
         return cls(
             OpenAICompatAdapter(
                 model, base_url=base_url, api_key=api_key, provider=provider, timeout=timeout
@@ -429,7 +438,9 @@ class LLMClient:
             temperature: sampling temperature.
             ctx: the calling context (principal, session, parent activity, step,
                 tracker); the process default context when omitted.
-            model: override the client's model for this call (an id or a ``ModelSpec``).
+            model: override the client's model for this call: an id, or a ``ModelSpec``
+                (one of another provider is served by the client configured for
+                that provider, see ``trails.llm.configured``).
             stop: stop sequences.
             **extra: further provider parameters (recorded, hashed, passed on).
 
@@ -441,7 +452,20 @@ class LLMClient:
             ModelAPIError: the provider failed (a subclass per kind); a failed
                 completion was recorded first.
             UserError: the messages or parameters are invalid.
+            ConfigError: ``model`` is a ``ModelSpec`` of a provider no client is
+                configured for.
         """
+        routed = self._route(model)
+        if routed is not None:
+            return routed.complete(
+                messages,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                ctx=ctx,
+                model=routed.model,
+                stop=stop,
+                **extra,
+            )
         call = self._begin(messages, max_tokens, temperature, ctx, model, stop, extra)
         cached = self._cached(call)
         if cached is not None:
@@ -489,6 +513,17 @@ class LLMClient:
             BudgetExceeded: at the call, before anything is sent.
             ModelAPIError: while iterating, after the failure was recorded.
         """
+        routed = self._route(model)
+        if routed is not None:
+            return routed.stream(
+                messages,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                ctx=ctx,
+                model=routed.model,
+                stop=stop,
+                **extra,
+            )
         call = self._begin(messages, max_tokens, temperature, ctx, model, stop, extra)
         return self._stream(call)
 
@@ -544,6 +579,20 @@ class LLMClient:
             )
             raise self._fail(call, error, retries, received=text)
         yield self._succeed(call, item, retries=retries, cache_hit=False)
+
+    def _route(self, model: str | ModelSpec | None) -> LLMClient | None:
+        """The client serving a ``ModelSpec`` of another provider (None: this one serves it).
+
+        Raises:
+            ConfigError: nobody is configured to serve that provider.
+        """
+        if not isinstance(model, ModelSpec) or _same_provider(model.provider, self.provider):
+            return None
+        from trails.llm.configured import provider_client
+
+        return provider_client(
+            model.provider, model.model, asked_by=f"{self.provider}:{self.model}"
+        )
 
     # -- the envelope around every call ---------------------------------------------
 
@@ -736,6 +785,11 @@ class LLMClient:
         error.activity_iri = call.activity  # type: ignore[attr-defined]
         error.retries = retries  # type: ignore[attr-defined]
         return error
+
+
+def _same_provider(wanted: str, serving: str) -> bool:
+    """Whether a client of provider ``serving`` serves models of provider ``wanted``."""
+    return wanted == serving
 
 
 def _close(it: Iterator[Any]) -> None:

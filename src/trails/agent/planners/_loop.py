@@ -8,7 +8,11 @@ three strategies behave identically where the guide says they do:
 - ``PlanRun`` records the plan-run root activity, makes each reasoning turn a
   child of it, dispatches actions informed by the completion that chose them,
   and ends the run with a ``PlanResult``, writing a best-effort
-  ``trails:wasTerminatedBy`` for every stop that is not ``goal_achieved``.
+  ``trails:wasTerminatedBy`` for every stop that is not ``goal_achieved``;
+- a successful call of a ``terminal=True`` capability ends the run on every
+  planner (``finish_terminal``), with the capability's result as the answer;
+- a provider failure ends the run with ``stopped="error"`` and one warning
+  line through ``logging`` (``provider_failed``).
 """
 
 from __future__ import annotations
@@ -21,7 +25,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
-from trails.errors import BudgetExceeded, StoreError, TrailsError, UnknownCapability, UserError
+from trails.errors import (
+    BudgetExceeded,
+    ModelAPIError,
+    StoreError,
+    TrailsError,
+    UnknownCapability,
+    UserError,
+)
 from trails.kernel.context import Context, now
 from trails.kernel.cost import CostTracker
 from trails.kernel.invoke import invoke
@@ -287,11 +298,18 @@ class PlanRun:
         self.llm = llm
         self.session = session
         base = ctx if ctx is not None else session.context
-        self.ctx = base.child(invocations=session.invocations)
+        # handlers run by the planner see the run's client as ``ctx.llm`` (unless the
+        # caller's context already carries one), so ``ctx.llm.complete(...)`` inside a
+        # capability is recorded, costed and linked to the invocation that made it
+        self.ctx = base.child(
+            invocations=session.invocations, llm=base.llm if base.llm is not None else llm
+        )
         self.tools = None if tools is None else frozenset(tools)
         self.activity = self.ctx.recorder.minter.activity()
         self.steps: list[PlanStep] = []
         self.ended = False
+        #: the ``terminal=True`` capability a successful dispatch ran, and its result
+        self.terminal: tuple[str, Any] | None = None
 
     # -- recording -------------------------------------------------------------
 
@@ -365,6 +383,7 @@ class PlanRun:
         error: str | None = None,
         breach: Breach | None = None,
         steps: list[PlanStep] | None = None,
+        terminated_by: str | None = None,
     ) -> PlanResult:
         """End the run: record termination (unless the goal was achieved) and the end.
 
@@ -374,6 +393,8 @@ class PlanRun:
             error: the error message for ``stopped == "error"``.
             breach: the crossed budget, for its limit and observed value.
             steps: the trajectory to return (default: the run's own).
+            terminated_by: the terminal capability that ended the run (default:
+                the one this run dispatched, if any).
 
         Returns:
             The run's ``PlanResult``.
@@ -407,7 +428,32 @@ class PlanRun:
             error=error,
             strategy=self.strategy,
             activity_iri=str(self.activity),
+            terminated_by=terminated_by
+            or (self.terminal[0] if self.terminal and stopped == "goal_achieved" else None),
         )
+
+    def finish_terminal(self) -> PlanResult | None:
+        """End the run if a ``terminal=True`` capability ran: its result is the answer.
+
+        Returns:
+            The ``goal_achieved`` result, or None when no terminal capability ran.
+        """
+        if self.terminal is None:
+            return None
+        capability_id, observation = self.terminal
+        return self.finish(
+            "goal_achieved", answer=stringify(observation), terminated_by=capability_id
+        )
+
+    def provider_failed(self, exc: ModelAPIError) -> PlanResult:
+        """End the run with ``stopped="error"`` because the provider failed.
+
+        One warning line goes through ``logging`` (logger ``trails.agent``) with
+        the provider's message, so a run that returns quietly is still visible.
+        """
+        message = str(exc)
+        log.warning("%s run stopped: the model provider failed: %s", self.strategy, message)
+        return self.finish("error", error=message)
 
     def abort(self, exc: BaseException) -> None:
         """Best-effort end of a run an unexpected exception is leaving (the caller re-raises)."""
@@ -499,4 +545,6 @@ class PlanRun:
         activity = None
         if len(self.session.invocations) > before:
             activity = str(self.session.invocations[-1].activity)
+        if not failed and get_capability(action).terminal:
+            self.terminal = (action, observation)
         return observation, activity, failed

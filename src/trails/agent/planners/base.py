@@ -77,6 +77,8 @@ class PlanResult:
         error: the error message when ``stopped == "error"``.
         strategy: the planner that produced the result.
         activity_iri: the run's plan-run activity in the provenance graph.
+        terminated_by: the ``terminal=True`` capability whose call ended the run
+            (its result is the answer; the model was not asked again), or None.
     """
 
     answer: str | None
@@ -85,6 +87,7 @@ class PlanResult:
     error: str | None = None
     strategy: str = "react"
     activity_iri: str | None = None
+    terminated_by: str | None = None
 
 
 class CompletionClient(Protocol):

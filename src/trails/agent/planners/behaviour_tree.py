@@ -19,7 +19,9 @@ A run whose root succeeds ends ``goal_achieved`` with the root's output as the
 answer (a sequence's last child, a fallback's succeeding child, a parallel's
 last succeeding child; an action's observation, an agent's final answer): no
 summarising turn is added, as no other planner adds one. A run whose root fails
-ends ``stopped="error"``, naming the failed leaf. Leaf results are written to a
+ends ``stopped="error"``, naming the failed leaf. A successful call of a
+``terminal=True`` capability, by an action leaf or an agent node, ends the run
+at once with ``goal_achieved`` and its result as the answer. Leaf results are written to a
 working memory (``trails.memory.WorkingMemory``) shown to every agent node;
 given ``episodic=``, agent nodes see past episodes of similar sub-goals and
 keep their own.
@@ -269,12 +271,20 @@ class _Stop(Exception):
     """Unwinds the tree walk when the run must stop (a limit, a fatal reply, a provider)."""
 
     def __init__(
-        self, reason: StopReason, *, breach: Breach | None = None, error: str | None = None
+        self,
+        reason: StopReason,
+        *,
+        breach: Breach | None = None,
+        error: str | None = None,
+        answer: str | None = None,
+        provider: ModelAPIError | None = None,
     ) -> None:
         super().__init__(reason)
         self.reason: StopReason = reason
         self.breach = breach
         self.error = error
+        self.answer = answer
+        self.provider = provider
 
 
 @dataclass(frozen=True)
@@ -334,7 +344,11 @@ class _TreeRun:
             plan.record_entity("PlanDocument", document, generated_by=self.tree_by, index=index)
             outcome = self._tick(root, "1")
         except _Stop as stop:
-            return plan.finish(stop.reason, breach=stop.breach, error=stop.error)
+            if stop.provider is not None:
+                return plan.provider_failed(stop.provider)
+            return plan.finish(
+                stop.reason, breach=stop.breach, error=stop.error, answer=stop.answer
+            )
         if outcome.success:
             return plan.finish("goal_achieved", answer=outcome.output)
         kind = document["type"]
@@ -360,7 +374,7 @@ class _TreeRun:
                 messages, step=index, max_tokens=self.per_call, temperature=self.temperature
             )
         except ModelAPIError as exc:
-            raise _Stop("error", error=str(exc)) from exc
+            raise _Stop("error", error=str(exc), provider=exc) from exc
         return response, index
 
     def _decompose(self) -> tuple[Node, int]:
@@ -430,6 +444,7 @@ class _TreeRun:
                 activity or informed_by or str(self.plan.activity),
             )
         )
+        self._end_if_terminal(observation)
         return _Outcome(not failed, stringify(observation), node_id if failed else None)
 
     def _dispatch(
@@ -445,6 +460,11 @@ class _TreeRun:
                 return f"error: refused: {reason}", None, True
         self.calls[action] += 1
         return self.plan.dispatch(action, action_input, informed_by=informed_by, step=index)
+
+    def _end_if_terminal(self, observation: Any) -> None:
+        """Unwind the walk when the dispatch just made ran a ``terminal=True`` capability."""
+        if self.plan.terminal is not None:
+            raise _Stop("goal_achieved", answer=stringify(observation))
 
     def _agent_messages(self, node: AgentNode) -> list[Message]:
         specs = [
@@ -515,6 +535,7 @@ class _TreeRun:
             self.plan.steps.append(
                 PlanStep(thought, action, action_input, observation, activity or completion)
             )
+            self._end_if_terminal(observation)
             last = stringify(observation)
             tried.append(f"{action} {json.dumps(action_input, sort_keys=True, default=str)}")
             messages.append(Message("user", f"Observation: {last}"))

@@ -8,7 +8,8 @@ objective, and the steps completed so far with their results) answers
 executor pass whose goal is the step text (``executor_max_iterations`` turns),
 and its answer joins the completed steps the planner reflects on next.
 ``max_steps`` caps executed steps. Budgets are checked before every planner
-call and what is left of them is passed to each executor pass.
+call and what is left of them is passed to each executor pass. An executor pass
+ended by a ``terminal=True`` capability ends the run with its result.
 
 Provenance: a ``trails:PlanExecuteReflectPlan`` activity; each planner turn a
 completion informed by it, its parsed plan a ``trails:PlanDocument``; each
@@ -226,7 +227,7 @@ def _loop(
                 messages, step=position, max_tokens=per_call, temperature=temperature
             )
         except ModelAPIError as exc:
-            return plan.finish("error", error=str(exc))
+            return plan.provider_failed(exc)
         index, position = position, position + 1
         completion = activity_of(response)
         try:
@@ -266,6 +267,10 @@ def _loop(
         plan.steps.append(
             PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri)
         )
+        if inner.terminated_by is not None:  # a terminal capability ended the executor
+            return plan.finish(
+                "goal_achieved", answer=inner.answer, terminated_by=inner.terminated_by
+            )
         if inner.stopped == "error":
             return plan.finish("error", error=inner.error)
         if inner.stopped in BUDGET_STOPS:

@@ -7,6 +7,8 @@ On every turn the model replies with a JSON block holding ``thought``,
 so the model can correct course. A malformed reply earns one nudge-retry; a
 second one in a row ends the run with ``stopped="error"``. Budgets are checked
 before each turn's LLM call; ``max_steps`` counts every turn, retries included.
+A successful call of a ``terminal=True`` capability ends the run at once, its
+result the answer: the model is not asked again.
 
 Provenance: one ``trails:ReActPlan`` activity per run, one
 ``trails:LLMCompletion`` per turn informed by it, and each capability
@@ -194,7 +196,7 @@ def _loop(
                 history.messages(), step=turn, max_tokens=per_call, temperature=temperature
             )
         except ModelAPIError as exc:
-            return plan.finish("error", error=str(exc))
+            return plan.provider_failed(exc)
         history.append("assistant", response.text)
         try:
             parsed = parse_step(response.text)
@@ -217,4 +219,7 @@ def _loop(
             PlanStep(parsed["thought"], action, action_input, observation, activity or completion)
         )
         history.append("user", f"Observation: {stringify(observation)}")
+        ended = plan.finish_terminal()
+        if ended is not None:
+            return ended
     return plan.finish("max_steps", breach=Breach("max_steps", max_steps, max_steps))

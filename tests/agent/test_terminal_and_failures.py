@@ -1,0 +1,214 @@
+"""``terminal=True`` ends a run on every planner; a provider failure ends it with one warning.
+
+Each planner is driven by a scripted model that would go on asking for work
+after the terminal capability: the test proves the model is not asked again
+(the mock's request count) and that the answer is the capability's result.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from trails.agent import Session
+from trails.agent.planners import (
+    behaviour_tree,
+    plan_and_execute,
+    plan_execute_reflect,
+    react,
+    reflexion,
+)
+from trails.kernel import capability
+from trails.llm import LLMClient, RetryPolicy
+from trails.store import Store
+
+FENCE = "```json\n{}\n```"
+
+
+def turn(action: str, action_input: dict[str, Any] | None = None, **extra: Any) -> str:
+    """A well-formed ReAct reply (as the ``reply`` fixture writes them)."""
+    payload = {"thought": f"use {action}", "action": action, "action_input": action_input or {}}
+    return FENCE.format(json.dumps({**payload, **extra}))
+
+
+@pytest.fixture
+def done() -> list[str]:
+    """Register ``ticket.close`` (terminal) and ``ticket.read``; the list records closes."""
+    closed: list[str] = []
+
+    @capability(id="ticket.read", description="Read a ticket.")
+    def read(ticket: str) -> str:
+        return f"{ticket}: printer on fire"
+
+    @capability(id="ticket.close", description="Close a ticket.", terminal=True)
+    def close(ticket: str) -> dict[str, Any]:
+        closed.append(ticket)
+        return {"closed": ticket}
+
+    return closed
+
+
+def _fenced(value: Any) -> str:
+    return FENCE.format(json.dumps(value))
+
+
+# Each planner's script: the terminal call, then replies that would continue the run.
+SCRIPTS: dict[str, tuple[Callable[..., Any], list[str], dict[str, Any]]] = {
+    "react": (
+        react.run,
+        [turn("ticket.close", {"ticket": "T-1"}), turn("ticket.read", {"ticket": "T-1"})],
+        {},
+    ),
+    "plan_and_execute": (
+        plan_and_execute.run,
+        [
+            _fenced(
+                {
+                    "plan": [
+                        {"action": "ticket.close", "action_input": {"ticket": "T-1"}},
+                        {"action": "ticket.read", "action_input": {"ticket": "T-1"}},
+                        {"action": "finish", "action_input": {}, "final_answer": "model"},
+                    ]
+                }
+            ),
+            _fenced({"plan": [{"action": "finish", "action_input": {}, "final_answer": "x"}]}),
+        ],
+        {},
+    ),
+    "reflexion": (
+        reflexion.run,
+        [
+            turn("ticket.close", {"ticket": "T-1"}),
+            _fenced({"verdict": "retry", "critique": "the critic must not be asked"}),
+            turn("finish", final_answer="model"),
+        ],
+        {},
+    ),
+    "plan_execute_reflect": (
+        plan_execute_reflect.run,
+        [
+            json.dumps({"steps": ["close ticket T-1 with ticket.close"], "result": ""}),
+            turn("ticket.close", {"ticket": "T-1"}),
+            json.dumps({"steps": [], "result": "model"}),
+        ],
+        {},
+    ),
+    "behaviour_tree (action leaf)": (
+        behaviour_tree.run,
+        [],
+        {
+            "tree": {
+                "type": "sequence",
+                "children": [
+                    {"type": "action", "action": "ticket.close", "action_input": {"ticket": "T-1"}},
+                    {"type": "action", "action": "ticket.read", "action_input": {"ticket": "T-1"}},
+                ],
+            }
+        },
+    ),
+    "behaviour_tree (agent node)": (
+        behaviour_tree.run,
+        [turn("ticket.close", {"ticket": "T-1"}), turn("finish", final_answer="model")],
+        {"tree": {"type": "agent", "goal": "close T-1"}},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_a_terminal_capability_ends_the_run_on_every_planner(
+    name: str, done: list[str], store: Store, prov: Any
+) -> None:
+    run, script, extra = SCRIPTS[name]
+    client = LLMClient.mock(list(script))
+    result = run(
+        "Close ticket T-1.",
+        llm=client,
+        session=Session(principal="did:local:alice"),
+        tools=["ticket.read", "ticket.close"],
+        **extra,
+    )
+    assert done == ["T-1"]
+    assert result.stopped == "goal_achieved"
+    assert result.terminated_by == "ticket.close"
+    assert json.loads(result.answer or "") == {"closed": "T-1"}
+    asked = {
+        "react": 1,
+        "plan_and_execute": 1,
+        "reflexion": 1,
+        "plan_execute_reflect": 2,
+        "behaviour_tree (action leaf)": 0,
+        "behaviour_tree (agent node)": 1,
+    }[name]
+    assert len(client.requests) == asked  # the model was not asked again
+    recorded = prov.run(str(result.activity_iri))
+    assert recorded["stop"] == "goal_achieved"
+    assert json.loads(recorded["answer"]) == {"closed": "T-1"}
+    assert prov.termination(str(result.activity_iri)) is None
+
+
+def test_a_failed_terminal_call_does_not_end_the_run(done: list[str], store: Store) -> None:
+    client = LLMClient.mock(
+        [turn("ticket.close", {"ticket": 7}), turn("finish", final_answer="gave up")]
+    )
+    result = react.run("Close it.", llm=client, session=Session(principal="did:local:alice"))
+    assert (result.stopped, result.answer, result.terminated_by) == (
+        "goal_achieved",
+        "gave up",
+        None,
+    )
+    assert done == [] and len(client.requests) == 2
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+PLANNERS = {
+    "react": (react.run, {}),
+    "plan_and_execute": (plan_and_execute.run, {}),
+    "reflexion": (reflexion.run, {}),
+    "plan_execute_reflect": (plan_execute_reflect.run, {}),
+    "behaviour_tree": (behaviour_tree.run, {}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PLANNERS))
+def test_a_provider_failure_returns_error_and_logs_one_warning(
+    name: str, store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    run, extra = PLANNERS[name]
+    client = LLMClient.ollama(
+        "qwen3:8b",
+        host=f"http://127.0.0.1:{_closed_port()}",
+        retry=RetryPolicy(max_retries=0, base_delay=0.0),
+    )
+    with caplog.at_level(logging.WARNING):
+        result = run(
+            "Find urgent notes.", llm=client, session=Session(principal="did:local:a"), **extra
+        )
+    assert result.stopped == "error"
+    assert result.error and "ollama" in result.error.lower()
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    assert warnings[0].name == "trails.agent"
+    assert result.error in warnings[0].getMessage()
+    assert "\n" not in warnings[0].getMessage()
+
+
+def test_a_missing_api_key_is_a_provider_failure_too(
+    store: Store, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    client = LLMClient.anthropic("claude-haiku-4-5", base_url=f"http://127.0.0.1:{_closed_port()}")
+    with caplog.at_level(logging.WARNING):
+        result = react.run("Find urgent notes.", llm=client, session=Session(principal="did:l:a"))
+    assert result.stopped == "error" and "no API key" in (result.error or "")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "no API key" in warnings[0]
