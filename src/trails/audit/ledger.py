@@ -39,7 +39,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from trails.audit.canonical import normal_lexical
 from trails.prov.builder import QuadBuilder
@@ -47,7 +47,7 @@ from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, XSD, T
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, Literal, Term
+from trails.store.terms import IRI, Literal, Term, to_python
 
 __all__ = [
     "GENESIS",
@@ -419,8 +419,14 @@ def read_rotations(store: Store, ledger: IRI) -> list[RotationRecord]:
     return _parse(_group(_rows(store, _ROTATIONS, {"ledger": ledger})), ledger).rotations
 
 
+def _when(lexical: str) -> datetime:
+    value = to_python(Literal(lexical, str(XSD.dateTime)))
+    return value if isinstance(value, datetime) else datetime.min.replace(tzinfo=UTC)
+
+
 def latest_of(seals: list[SealRecord]) -> SealRecord | None:
-    """The newest seal of one graph: the one no other seal of the list revises."""
+    """The newest seal of one graph: the one no other seal of the list revises
+    (the latest in time, should two writers have revised the same seal)."""
     revised = {s.revision_of for s in seals if s.revision_of is not None}
     current = [s for s in seals if s.iri not in revised] or seals
-    return max(current, key=lambda s: (_time(s.at), s.iri)) if current else None
+    return max(current, key=lambda s: (_when(s.at), s.iri)) if current else None

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Sealer",
     "install_sealer",
+    "ledger_iri",
     "load_signing_key",
     "public_key_b64",
     "rotate_signing_key",
