@@ -18,11 +18,9 @@ Run: ``python benchmarks/bench_ledger.py`` (or ``python benchmarks/run_all.py le
 from __future__ import annotations
 
 import hashlib
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -49,15 +47,6 @@ def session(recorder: Recorder) -> IRI:
         return IRI(str(ctx.session))
 
 
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
 def build(path: Path, n: int) -> tuple[Store, list[IRI]]:
     store = open_store(path)
     recorder = Recorder(store)
@@ -75,7 +64,7 @@ def main() -> None:
         for _ in range(20):  # warm both stores
             session(sealed), session(plain)
         t_sealed, t_plain = interleaved(
-            lambda: session(sealed), lambda: session(plain), rounds=7, number=40
+            lambda: session(sealed), lambda: session(plain), rounds=11, number=30
         )
         sealed_store.close(), plain_store.close()
 
@@ -85,12 +74,15 @@ def main() -> None:
         def floor() -> None:
             hashlib.sha256(big.dump(format="nquads") or b"").hexdigest()
 
-        t_floor = median_time(floor, 3)
-        t_verify = median_time(lambda: verify(big), 3)
         report = verify(big)
         assert report.ok and report.graphs_checked == 1000, report.findings[:3]
-        one_big = median_time(lambda: verify(big, session=sessions[500]), 25)
-        one_small = median_time(lambda: verify(small, session=small_sessions[50]), 25)
+        t_verify, t_floor = interleaved(lambda: verify(big), floor, rounds=3, number=1)
+        one_big, one_small = interleaved(
+            lambda: verify(big, session=sessions[500]),
+            lambda: verify(small, session=small_sessions[50]),
+            rounds=15,
+            number=10,
+        )
         big.close(), small.close()
 
     seal_ratio = t_sealed / t_plain

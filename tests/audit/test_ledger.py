@@ -433,3 +433,44 @@ def test_verify_exit_codes_through_the_console_script(
     assert done.returncode == 1 and f"ALTERED   {fx.sessions['A']}" in done.stdout
     assert _trails(tmp_path, "--session", fx.sessions["A"]).returncode == 1
     assert _trails(tmp_path, "--session", fx.sessions["B"]).returncode == 0
+
+
+# -- wiring by configuration ----------------------------------------------------------------
+
+
+def test_sealing_is_wired_by_configuration(store: Store, tmp_path: Path) -> None:
+    from trails.config import load_settings
+    from trails.errors import ConfigError
+
+    def sealed_after_one_session(toml: str) -> bool:
+        (tmp_path / "trails.toml").write_text(toml)
+        settings = load_settings(environ={}, cwd=tmp_path)
+        recorder = Recorder.from_settings(settings, store=store)
+        session = one_session(recorder)
+        return any(s.graph == session for s in read_seals(store, LEDGER))
+
+    assert sealed_after_one_session("")  # the default: sealed
+    assert not sealed_after_one_session("[audit]\nseal = false\n")
+    assert not sealed_after_one_session("[prov]\nrecorder_plugins = []\n")
+    assert sealed_after_one_session(
+        '[prov]\nrecorder_plugins = ["trails.audit.seal:install_sealer"]\n'
+    )
+    (tmp_path / "trails.toml").write_text('[prov]\nrecorder_plugins = ["trails.nowhere:install"]\n')
+    with pytest.raises(ConfigError, match=r"trails\.nowhere"):
+        Recorder.from_settings(load_settings(environ={}, cwd=tmp_path), store=store)
+    assert seal_ended_unsealed(Recorder(store))  # the sessions recorded unsealed above
+    assert verify(store).ok
+
+
+def test_the_recorder_does_not_import_the_audit_room() -> None:
+    import ast
+    import importlib
+
+    source = Path(importlib.import_module("trails.prov.recorder").__file__ or "").read_text()
+    imported = [
+        node.module if isinstance(node, ast.ImportFrom) else alias.name
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    ]
+    assert not [m for m in imported if m and m.startswith("trails.audit")]

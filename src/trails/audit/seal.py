@@ -261,9 +261,17 @@ class Sealer:
         remove = [Quad(ledger, T.latestSeal, h, ledger) for h in hints]
         pending.sequence, pending.seal, pending.seal_hash = n, seal, seal_hash
         pending.graphs[graph] = seal
-        # A per-session catalogue summary (issue 19) belongs here: built from ``stored``
-        # and ``new`` and appended to ``add``, it is written atomically with the end.
+        add.extend(self.summary_quads(recorder, graph, stored, new))
         return add, remove
+
+    def summary_quads(
+        self, recorder: Recorder, graph: IRI, stored: list[tuple[Any, ...]], new: list[Quad]
+    ) -> list[Quad]:
+        """Quads to write with the seal, atomically with the session's end: the place for a
+        per-session catalogue summary (start, end, principal, cost ...), built from the
+        graph as read (``stored``: subject, predicate, object rows) and the end's quads
+        (``new``). None today."""
+        return []
 
     # -- sealing outside an event -------------------------------------------------
 
