@@ -18,7 +18,12 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+)
 from tests.audit.conftest import Fixture, build
 
 from trails.audit.canonical import graph_digest
@@ -425,6 +430,14 @@ def test_verify_exit_codes_through_the_console_script(
         assert done.returncode == 2, (bad, done.stdout, done.stderr)
         assert done.stderr.startswith("trails: error:"), done.stderr
     assert _trails(tmp_path, "--expect-head", "ab" * 32).returncode == 1  # absent head
+    public = tmp_path / "trusted.pem"
+    public.write_bytes(
+        Ed25519PrivateKey.generate()
+        .public_key()
+        .public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+    )
+    done = _trails(tmp_path, "--key", str(public))  # a trusted key, and nothing is signed
+    assert done.returncode == 1 and "unsigned, but a trusted key was given" in done.stdout
 
     disk = open_store(tmp_path / "store")
     change_a_literal(disk, fx.sessions["A"])
