@@ -17,12 +17,17 @@ import textwrap
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from trails.audit.ledger import ledger_iri, read_ledger
-from trails.prov import Minter
+from trails.audit.seal import install_sealer
+from trails.audit.verify import verify
+from trails.kernel import Context
+from trails.prov import Minter, Recorder
 from trails.store import IRI, Literal, Quad, Solutions
 from trails.store.sparql import SparqlStore
+from trails.testing import shacl_report
 
 CHILD = textwrap.dedent(
     """
@@ -99,6 +104,8 @@ def _three_writers_then_tamper(store: SparqlStore, env: dict[str, str], cwd: Pat
     assert len({s.iri for s in contents.seals}) == WRITERS * SESSIONS
     assert len({s.chain for s in contents.seals}) == WRITERS
     assert len({(s.chain, s.sequence) for s in contents.seals}) == WRITERS * SESSIONS
+    conforms, text = shacl_report(store, ledger_iri(Minter()))
+    assert conforms, text
 
     done = _trails(env, cwd, "verify")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -129,3 +136,21 @@ def test_three_writers_on_virtuoso(virtuoso_store: SparqlStore, tmp_path: Path) 
         "TRAILS_STORE_FORM_POST": "1",
     }
     _three_writers_then_tamper(virtuoso_store, env, tmp_path)
+
+
+def test_ending_a_session_on_a_server_is_one_read_and_one_write(
+    remote_store: SparqlStore,
+) -> None:
+    recorder = Recorder(remote_store)
+    install_sealer(recorder)
+    ctx = Context.open("did:local:alice", recorder=recorder)
+    sent: list[str] = []
+
+    def log(request: httpx.Request) -> None:
+        sent.append(request.url.path)
+
+    remote_store.client.event_hooks["request"].append(log)
+    ctx.close()  # the end and its seal
+    remote_store.client.event_hooks["request"].remove(log)
+    assert sorted(sent) == ["/query", "/update"]
+    assert verify(remote_store).ok
