@@ -22,22 +22,33 @@ so tests never depend on the machine they run on.
 
 Other rooms keep their own sections (``[llm]``, ``[serve]``, ``[audit]`` ...)
 and read them with ``settings.section(name)``.
+
+Wiring between rooms is configuration too: ``[prov] recorder_plugins`` lists
+``"module:function"`` paths that ``Recorder.from_settings`` calls with the new
+recorder and the settings (``settings.plugin(path)`` imports them). By default
+the list holds the audit room's sealer (``SEALER``) unless ``[audit] seal =
+false``, so the recorder never imports the audit room: data flows one way,
+events -> quads -> store -> audit, and the top level connects them.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trails.errors import ConfigError
 
-__all__ = ["DEFAULT_STORE", "Settings", "load_settings"]
+__all__ = ["DEFAULT_STORE", "SEALER", "Settings", "load_settings"]
 
 DEFAULT_STORE = "./.trails/store"
+
+SEALER = "trails.audit.seal:install_sealer"
+"""The recorder plugin that seals each session in the same write as its end."""
 
 # setting name -> (environment variable, toml section, toml key, default)
 _FIELDS: dict[str, tuple[str, str, str, str]] = {
@@ -70,6 +81,34 @@ class Settings:
         if not isinstance(value, dict):
             raise ConfigError(f"[{name}] in {self.config_path} must be a table")
         return dict(value)
+
+    def recorder_plugins(self) -> list[str]:
+        """``module:function`` paths a new recorder is passed to (see the module docstring).
+
+        Raises:
+            ConfigError: ``[prov] recorder_plugins`` is not a list of strings.
+        """
+        explicit = self.section("prov").get("recorder_plugins")
+        if explicit is None:
+            return [SEALER] if self.section("audit").get("seal", True) else []
+        if not isinstance(explicit, list) or not all(isinstance(p, str) for p in explicit):
+            raise ConfigError("[prov] recorder_plugins must be a list of 'module:function' strings")
+        return list(explicit)
+
+    def plugin(self, path: str) -> Callable[..., Any]:
+        """Import the function a ``module:function`` path names.
+
+        Raises:
+            ConfigError: the module or function cannot be found.
+        """
+        module_name, _, name = path.partition(":")
+        try:
+            found = getattr(importlib.import_module(module_name), name or "install")
+        except (ImportError, AttributeError) as exc:
+            raise ConfigError(f"cannot load the plugin {path!r}: {exc}") from exc
+        if not callable(found):
+            raise ConfigError(f"the plugin {path!r} is not callable")
+        return found  # type: ignore[no-any-return]
 
     def resolve_path(self, value: str) -> Path:
         """A path setting, relative to trails.toml's folder when it came from there."""

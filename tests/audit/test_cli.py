@@ -186,12 +186,12 @@ def test_verify_command(fx: Fixture, capsys: pytest.CaptureFixture[str]) -> None
     assert status == 0
 
 
-def test_verify_without_ledger_fails_clearly(
+def test_verify_without_ledger_lists_unsealed_sessions(
     store: object, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    build(store, monkeypatch, seal=False)  # type: ignore[arg-type]
-    status, _, err = run(capsys, "verify")
-    assert status == 1 and "no ledger in this store" in err
+    fx = build(store, monkeypatch, seal=False)  # type: ignore[arg-type]
+    status, out, _ = run(capsys, "verify")
+    assert status == 1 and f"UNSEALED  {fx.sessions['A']}" in out
 
 
 def test_report_command(fx: Fixture, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -249,6 +249,7 @@ def test_seals_query_lists_the_chain(fx: Fixture) -> None:
     seals = rows(fx.store, "seals")
     assert [r["graph"] for r in seals] == [fx.sessions[k] for k in "ABC"]
     assert [r["sequence"] for r in seals] == [1, 2, 3]
+    assert len({r["chain"] for r in seals}) == 1  # one recorder: one writer's chain
     assert seals[1]["previousSealHash"] == seals[0]["sealHash"]
 
 

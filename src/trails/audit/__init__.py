@@ -2,7 +2,7 @@
 
 Everything here reads the provenance the rest of trails recorded, with SPARQL
 over the store; the one writer is the ``Sealer``, which appends seals to the
-ledger graph when sessions end. The SPARQL endpoint lives here too
+ledger graph in the write that ends each session. The SPARQL endpoint lives here too
 (``trails.audit.endpoint``) and serves the pack by name.
 """
 
@@ -20,6 +20,7 @@ from trails.audit.export import (
     import_file,
     select_graphs,
 )
+from trails.audit.ledger import Sealed, ledger_iri, read_seals
 from trails.audit.querypack import (
     Param,
     Query,
@@ -31,7 +32,7 @@ from trails.audit.querypack import (
     resolve,
 )
 from trails.audit.report import render_report, write_report
-from trails.audit.seal import Sealed, Sealer, install_sealer, ledger_iri, read_seals
+from trails.audit.seal import Sealer, install_sealer, rotate_signing_key, seal_ended_unsealed
 from trails.audit.verify import Finding, VerifyReport, verify
 
 __all__ = [
@@ -61,6 +62,8 @@ __all__ = [
     "read_seals",
     "render_report",
     "resolve",
+    "rotate_signing_key",
+    "seal_ended_unsealed",
     "select_graphs",
     "verify",
     "write_report",

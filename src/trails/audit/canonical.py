@@ -26,6 +26,19 @@ The algorithm, precisely:
 Changing anything here changes every seal hash ever recorded: every existing
 ledger would then fail verification. Treat it as a file format.
 
+**Version 2** (the form ``trails-seal/2`` seals fix, ``version=2`` below)
+adds one step before step 2: literals of ``xsd:dateTime``, ``xsd:boolean``,
+``xsd:integer``, ``xsd:decimal`` and ``xsd:double`` are written in their
+canonical lexical form (``normal_lexical``): the fraction of a time without
+trailing zeros and ``Z`` for UTC, ``true``/``false``, integers and decimals
+without leading or trailing zeros, doubles as their shortest round-trip
+digits without an exponent (``INF``, ``-INF``, ``NaN``). That is what Oxigraph
+holds anyway; it makes the hash depend on the values and not on how a backend
+spells them (Virtuoso answers ``1`` for ``true`` and ``.100Z`` for ``.1Z``), so
+a seal can be computed from the quads about to be written, before the store
+has normalised them, and a graph moved between backends keeps its hash.
+Version 1 (``trails-seal/1`` seals, older ledgers) skips that step.
+
 Imported data may hold blank nodes; they are written ``_:label`` with the
 store's label, which is not canonical (a re-import may relabel them). trails'
 own graphs have none.
@@ -34,14 +47,29 @@ own graphs have none.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
 
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, BNode, Literal, Term
 
-__all__ = ["EMPTY_HASH", "canonical_lines", "canonical_term", "graph_digest", "hash_lines"]
+__all__ = [
+    "EMPTY_HASH",
+    "canonical_lines",
+    "canonical_term",
+    "digest_lines",
+    "graph_digest",
+    "hash_lines",
+    "normal_lexical",
+]
 
-_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+_XSD_STRING = _XSD + "string"
+_DATETIME = re.compile(r"(-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)?")
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+_DOUBLE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
 
 _ESCAPE = {
     0x08: "\\b",
@@ -63,17 +91,72 @@ EMPTY_HASH = hashlib.sha256(b"").hexdigest()
 _GRAPH_QUERY = "SELECT ?s ?p ?o $graph WHERE { GRAPH $graph { ?s ?p ?o } }"
 
 
-def canonical_term(term: Term) -> str:
+def _plain_decimal(value: Decimal) -> str:
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def normal_lexical(value: str, datatype: str) -> str:
+    """The canonical lexical form of a literal, for the datatypes version 2 normalises.
+
+    Args:
+        value: the lexical form as stored.
+        datatype: its datatype IRI.
+
+    Returns:
+        The canonical form; ``value`` unchanged for other datatypes or invalid lexical forms.
+    """
+    if not datatype.startswith(_XSD):
+        return value
+    local = datatype[len(_XSD) :]
+    if local == "dateTime":
+        m = _DATETIME.fullmatch(value)
+        if m is None:
+            return value
+        head, fraction, zone = m.groups()
+        fraction = (fraction or "").rstrip("0")
+        if zone in ("+00:00", "-00:00"):
+            zone = "Z"
+        return head + (f".{fraction}" if fraction else "") + (zone or "")
+    if local == "boolean":
+        return {"1": "true", "0": "false"}.get(value, value)
+    if local == "integer":
+        return str(int(value)) if _INTEGER.fullmatch(value) else value
+    if local == "decimal":
+        if not _DECIMAL.fullmatch(value):
+            return value
+        return _plain_decimal(Decimal(value))
+    if local == "double":
+        if value in ("INF", "-INF", "NaN"):
+            return value
+        if not _DOUBLE.fullmatch(value):
+            return value
+        number = float(value)
+        if number != number or number in (float("inf"), float("-inf")):
+            return "NaN" if number != number else ("INF" if number > 0 else "-INF")
+        try:
+            text = _plain_decimal(Decimal(repr(number)))
+        except InvalidOperation:  # pragma: no cover - repr of a finite float always parses
+            return value
+        return "-0" if text == "0" and repr(number).startswith("-") else text
+    return value
+
+
+def canonical_term(term: Term, *, normalise: bool = False) -> str:
     """One term in canonical N-Quads form.
 
     Args:
         term: an IRI, literal or blank node.
+        normalise: write typed literals in their canonical lexical form (version 2).
 
     Returns:
         Its canonical N-Quads text.
     """
     if isinstance(term, Literal):
-        text = '"' + term.value.translate(_TABLE) + '"'
+        lexical = normal_lexical(term.value, term.datatype) if normalise else term.value
+        text = '"' + lexical.translate(_TABLE) + '"'
         if term.language:
             return f"{text}@{term.language}"
         if term.datatype == _XSD_STRING:
@@ -84,23 +167,33 @@ def canonical_term(term: Term) -> str:
     return f"<{term}>"
 
 
-def canonical_lines(rows: Iterable[tuple[Term | None, ...]], graph: IRI) -> list[str]:
+def canonical_lines(
+    rows: Iterable[tuple[Term | None, ...]], graph: IRI, *, version: int = 1
+) -> list[str]:
     """Sorted canonical N-Quads lines of ``(s, p, o)`` rows in ``graph``.
 
     Args:
         rows: subject, predicate, object of each quad (extra columns ignored).
         graph: the graph name written as the fourth term.
+        version: 1 (lexical forms as given) or 2 (typed literals normalised).
 
     Returns:
-        The lines, each ending in a line feed, sorted.
+        The lines, each ending in a line feed, sorted, without duplicates.
     """
     g = f"<{graph}> .\n"
-    lines = [
-        f"{canonical_term(s)} {canonical_term(p)} {canonical_term(o)} {g}"  # type: ignore[arg-type]
+    norm = version >= 2
+    lines = {
+        f"{canonical_term(s, normalise=norm)} {canonical_term(p)} "  # type: ignore[arg-type]
+        f"{canonical_term(o, normalise=norm)} {g}"  # type: ignore[arg-type]
         for s, p, o, *_ in rows
-    ]
-    lines.sort()
-    return lines
+    }
+    return sorted(lines)
+
+
+def digest_lines(lines: Iterable[str]) -> tuple[str, int]:
+    """``(hash, count)`` of a set of canonical lines (sorted and de-duplicated here)."""
+    unique = sorted(set(lines))
+    return hash_lines(unique), len(unique)
 
 
 def hash_lines(lines: Iterable[str]) -> str:
@@ -111,12 +204,13 @@ def hash_lines(lines: Iterable[str]) -> str:
     return digest.hexdigest()
 
 
-def graph_digest(store: Store, graph: IRI) -> tuple[str, int]:
+def graph_digest(store: Store, graph: IRI, *, version: int = 2) -> tuple[str, int]:
     """The canonical hash and quad count of one named graph of ``store``.
 
     Args:
         store: the store to read.
         graph: the named graph.
+        version: the canonical form (2 for current seals, 1 for ``trails-seal/1`` seals).
 
     Returns:
         ``(sha256 hex, number of quads)``; ``(EMPTY_HASH, 0)`` for a graph that is absent.
@@ -126,5 +220,5 @@ def graph_digest(store: Store, graph: IRI) -> tuple[str, int]:
     """
     result = store.query(_GRAPH_QUERY, {"graph": graph})
     assert isinstance(result, Solutions)
-    lines = canonical_lines(result.rows, graph)
+    lines = canonical_lines(result.rows, graph, version=version)
     return hash_lines(lines), len(lines)

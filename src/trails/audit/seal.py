@@ -1,239 +1,343 @@
-"""Seals: a hash chain over session graphs, so an auditor can tell the record was not altered.
+"""Sealing: each session graph's canonical hash fixed in the ledger, in the write that ends it.
 
-When a session ends, the ``Sealer`` (a recorder listener) computes the
-canonical hash of the session's graph (``trails.audit.canonical``) and
-appends a ``trails:Seal`` to the ledger graph (``<base>graph:ledger``):
+The ``Sealer`` is a recorder pre-write hook (installed by configuration, see
+``trails.config.SEALER``). When the recorder is about to write a
+``SessionEnded``, the sealer reads the session graph *and* the ledger's
+``trails:latestSeal`` pointer in one query, adds the end event's quads to what
+it read, computes the canonical hash (``trails.audit.canonical``, version 2)
+and returns the seal's quads; the recorder writes the end and the seal in one
+atomic write (one request on a SPARQL server). There is no moment where a
+session has ended and is not sealed, and a sealed session costs one read and
+no extra write.
 
-- ``trails:sealedGraph`` the session graph, ``trails:graphHash`` its hash,
-  ``trails:quadCount`` its size, ``prov:generatedAtTime`` when (whole seconds);
-- ``trails:sealSequence`` its position in the chain, ``trails:previousSeal`` /
-  ``trails:previousSealHash`` the seal before it (64 zeros for the first);
-- ``trails:sealHash``: SHA-256 of ``seal_message(...)``, the seal's own fields;
-- optionally ``trails:signature``, an Ed25519 signature of the seal hash, and
-  ``trails:signingKey``, the public key (``[audit] signing_key`` names a PEM
-  private key).
+The ledger format (one chain per writer, anchors between chains, message and
+signature) is in ``trails.audit.ledger``. A write to a graph that is already
+sealed (``persist`` after close, a late event) gets a revision seal in the
+same write (``prov:wasRevisionOf`` the previous one), so a late write is a
+visible revision, never a silent mismatch.
 
-A write to a graph that is already sealed (``persist`` after close, a late
-event) is sealed again: the new seal is a ``prov:wasRevisionOf`` the old one,
-so a late write is a visible revision, never a silent mismatch.
-
-Changing ``seal_message`` or the canonical form changes every hash: existing
-ledgers would stop verifying. ``trails.audit.verify`` checks all of it.
+Stores written before sealing was on (or with ``[audit] seal = false``) may
+hold ended sessions without a seal: ``seal_ended_unsealed`` seals them
+(recovery calls it). ``rotate_signing_key`` records a new signing key, signed
+by the old one.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 import threading
+import uuid
 import weakref
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trails.audit.canonical import graph_digest
+from trails.audit.canonical import canonical_lines, digest_lines
+from trails.audit.ledger import (
+    GENESIS,
+    KeyRotated,
+    Sealed,
+    SealRecord,
+    chain_iri,
+    latest_of,
+    ledger_iri,
+    rotation_message,
+    seal_iri,
+    sha256_hex,
+)
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError
-from trails.prov.builder import QuadBuilder
-from trails.prov.events import Event, SessionEnded
+from trails.prov.events import Event, SessionEnded, SessionStarted
 from trails.prov.iri import Minter
-from trails.prov.vocab import PROV, T
-from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, literal, to_python
+from trails.prov.vocab import T
+from trails.store.base import Solutions
+from trails.store.terms import IRI, Literal, Quad, literal
 
 if TYPE_CHECKING:
     from trails.prov.recorder import Recorder
 
 __all__ = [
-    "GENESIS",
-    "SealRecord",
-    "Sealed",
     "Sealer",
     "install_sealer",
     "ledger_iri",
     "load_signing_key",
-    "read_seals",
-    "seal_message",
+    "public_key_b64",
+    "rotate_signing_key",
+    "seal_ended_unsealed",
 ]
 
-GENESIS = "0" * 64
-"""The previous-seal hash of the first seal in a ledger."""
-
-
-def ledger_iri(minter: Minter) -> IRI:
-    """The ledger graph's IRI under the minter's base (``<base>graph:ledger``)."""
-    return minter.graph("ledger")
-
-
-def seal_message(
-    sequence: int, graph: str, graph_hash: str, quad_count: int, at: str, previous: str
-) -> bytes:
-    """The bytes whose SHA-256 is a seal's ``trails:sealHash`` (and that a signature covers).
-
-    Args:
-        sequence: position in the chain (from 1).
-        graph: the sealed graph's IRI.
-        graph_hash: its canonical hash.
-        quad_count: its number of quads.
-        at: the seal time, as its ``xsd:dateTime`` lexical form.
-        previous: the previous seal's hash (``GENESIS`` for the first).
-
-    Returns:
-        UTF-8 text, one ``key=value`` per line, after a version line.
-    """
-    return (
-        "trails-seal/1\n"
-        f"sequence={sequence}\n"
-        f"graph={graph}\n"
-        f"graph-hash={graph_hash}\n"
-        f"quads={quad_count}\n"
-        f"time={at}\n"
-        f"previous={previous}\n"
-    ).encode()
-
-
-class Sealed(Event):
-    """A seal appended to the ledger (``session`` is the sealed graph)."""
-
-    ledger: str
-    seal: str
-    sequence: int
-    graph_hash: str
-    quad_count: int
-    at: datetime
-    previous: str | None = None
-    previous_hash: str = GENESIS
-    seal_hash: str
-    revision_of: str | None = None
-    signature: str | None = None
-    signing_key: str | None = None
-
-    @property
-    def graph(self) -> IRI:
-        """Seals are written to the ledger graph, not to the graph they seal."""
-        return IRI.trusted(self.ledger)
-
-    def emit(self, b: QuadBuilder) -> None:
-        s = IRI.trusted(self.seal)
-        b.types(s, T.Seal, PROV.Entity)
-        b.label(s, f"seal {self.sequence} of {self.session}")
-        b.add(s, T.sealedGraph, IRI.trusted(self.session))
-        b.value(s, T.sealSequence, self.sequence)
-        b.value(s, T.graphHash, self.graph_hash)
-        b.value(s, T.quadCount, self.quad_count)
-        b.value(s, PROV.generatedAtTime, self.at)
-        b.value(s, T.previousSealHash, self.previous_hash)
-        b.value(s, T.sealHash, self.seal_hash)
-        if self.previous is not None:
-            b.add(s, T.previousSeal, IRI.trusted(self.previous))
-        if self.revision_of is not None:
-            b.add(s, PROV.wasRevisionOf, IRI.trusted(self.revision_of))
-        b.value(s, T.signature, self.signature)
-        b.value(s, T.signingKey, self.signing_key)
-
-
-@dataclass(frozen=True)
-class SealRecord:
-    """A seal as read back from the ledger."""
-
-    iri: IRI
-    sequence: int
-    graph: IRI
-    graph_hash: str
-    quad_count: int
-    at: str
-    previous_hash: str
-    seal_hash: str
-    previous: IRI | None = None
-    revision_of: IRI | None = None
-    signature: str | None = None
-    signing_key: str | None = None
-
-    def message(self) -> bytes:
-        """The bytes this seal's hash and signature cover."""
-        return seal_message(
-            self.sequence, self.graph, self.graph_hash, self.quad_count, self.at, self.previous_hash
-        )
-
-
-_SEALS = """
+# One query, one request: the graph to seal, the ledger's pointer to its newest seals
+# (with their hashes, to anchor on) and the graph's earlier seals (to revise the newest).
+_READ = """
 PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?seal ?sequence ?graph ?hash ?count ?at ?prevHash ?sealHash ?prev ?rev ?sig ?key $ledger
-WHERE {
-  GRAPH $ledger {
-    ?seal a trails:Seal .
-    OPTIONAL { ?seal trails:sealSequence ?sequence }
-    OPTIONAL { ?seal trails:sealedGraph ?graph }
-    OPTIONAL { ?seal trails:graphHash ?hash }
-    OPTIONAL { ?seal trails:quadCount ?count }
-    OPTIONAL { ?seal prov:generatedAtTime ?at }
-    OPTIONAL { ?seal trails:previousSealHash ?prevHash }
-    OPTIONAL { ?seal trails:sealHash ?sealHash }
-    OPTIONAL { ?seal trails:previousSeal ?prev }
-    OPTIONAL { ?seal prov:wasRevisionOf ?rev }
-    OPTIONAL { ?seal trails:signature ?sig }
-    OPTIONAL { ?seal trails:signingKey ?key }
-  }
+SELECT ?s ?p ?o ?hint ?hintHash ?prior ?priorOf ?priorAt $graph $ledger WHERE {
+  { GRAPH $graph { ?s ?p ?o } }
+  UNION
+  { GRAPH $ledger { $ledger trails:latestSeal ?hint . OPTIONAL { ?hint trails:sealHash ?hintHash } } }
+  UNION
+  { GRAPH $ledger { ?prior trails:sealedGraph $graph ; prov:generatedAtTime ?priorAt .
+                    OPTIONAL { ?prior prov:wasRevisionOf ?priorOf } } }
 }
 """
 
-_NEXT_EXISTS = """
-PREFIX trails: <https://w3id.org/trails/ns#>
-ASK { GRAPH $ledger { ?seal trails:sealSequence $sequence } }
-"""
-
-_GRAPH_SEALED = """
+_SEALED = """
 PREFIX trails: <https://w3id.org/trails/ns#>
 ASK { GRAPH $ledger { ?seal trails:sealedGraph $graph } }
 """
 
+_ENDED_UNSEALED = """
+PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?g $ledger WHERE {
+  GRAPH ?g { ?g a trails:Session ; prov:endedAtTime ?ended }
+  FILTER NOT EXISTS { GRAPH $ledger { ?seal trails:sealedGraph ?g } }
+}
+"""
 
-def read_seals(store: Store, ledger: IRI) -> list[SealRecord]:
-    """Every seal in ``ledger``, in sequence order.
+
+@dataclass
+class _Pending:
+    sequence: int
+    seal: IRI
+    seal_hash: str
+    graphs: dict[IRI, IRI]
+
+
+class Sealer:
+    """A recorder pre-write hook that seals session graphs in the write that ends them.
 
     Args:
-        store: the store.
-        ledger: the ledger graph.
+        signing_key: an Ed25519 private key to sign seals with, or None.
+        writer: this writer's id (default: a random one; one chain per sealer).
 
-    Returns:
-        The seals. A seal missing a required field is returned with empty
-        values there, so verification reports it instead of failing.
+    The chain's state (its newest seal) lives in memory, so sealing never reads
+    the ledger beyond the one ``trails:latestSeal`` pointer; it advances only
+    after the recorder's write succeeded.
     """
-    result = store.query(_SEALS, {"ledger": ledger})
-    assert isinstance(result, Solutions)
-    seals: list[SealRecord] = []
-    for row in result:
-        seq = to_python(row.get("sequence"))
-        count = to_python(row.get("count"))
-        seals.append(
-            SealRecord(
-                iri=IRI.trusted(str(row["seal"])),
-                sequence=seq if isinstance(seq, int) else 0,
-                graph=IRI.trusted(str(row.get("graph", ""))),
-                graph_hash=_text(row.get("hash")),
-                quad_count=count if isinstance(count, int) else -1,
-                at=_text(row.get("at")),
-                previous_hash=_text(row.get("prevHash")),
-                seal_hash=_text(row.get("sealHash")),
-                previous=_iri(row.get("prev")),
-                revision_of=_iri(row.get("rev")),
-                signature=_text(row.get("sig")) or None,
-                signing_key=_text(row.get("key")) or None,
+
+    def __init__(self, signing_key: Any = None, writer: str | None = None) -> None:
+        self.signing_key = signing_key
+        self.public_key = public_key_b64(signing_key) if signing_key is not None else None
+        self.writer = writer or uuid.uuid4().hex
+        self.sequence = 0
+        self.head: IRI | None = None
+        self.head_hash = GENESIS
+        self._sealed: dict[IRI, IRI] = {}
+        self._unsealed: set[IRI] = set()
+        self._pending: _Pending | None = None
+        self._lock = threading.RLock()
+
+    # -- the hook ---------------------------------------------------------------
+
+    def __call__(
+        self, recorder: Recorder, event: Event, quads: list[Quad]
+    ) -> tuple[list[Quad], list[Quad]]:
+        with self._lock:
+            self._pending = None
+            ledger = ledger_iri(recorder.minter)
+            if isinstance(event, Sealed | KeyRotated) or event.graph == ledger:
+                return [], []
+            if isinstance(event, SessionStarted):
+                self._unsealed.add(event.graph)  # a new graph: nothing to revise
+                return [], []
+            if isinstance(event, SessionEnded):
+                targets = [event.graph]
+            else:
+                written = {q.graph for q in quads} | {event.graph}
+                targets = sorted(g for g in written if self._is_sealed(recorder, ledger, g))
+            add: list[Quad] = []
+            remove: list[Quad] = []
+            pending = _Pending(self.sequence, self.head or IRI.trusted(""), self.head_hash, {})
+            for graph in targets:
+                more, less = self._seal_quads(recorder, ledger, graph, quads, pending)
+                add.extend(more)
+                remove.extend(less)
+            self._pending = pending if pending.graphs else None
+            return add, remove
+
+    def written(self, recorder: Recorder, event: Event) -> None:
+        """Advance the chain after the recorder's write succeeded (a recorder listener)."""
+        with self._lock:
+            pending, self._pending = self._pending, None
+            if pending is None:
+                return
+            self.sequence, self.head, self.head_hash = (
+                pending.sequence,
+                pending.seal,
+                pending.seal_hash,
             )
+            self._sealed.update(pending.graphs)
+            self._unsealed.difference_update(pending.graphs)
+
+    def _is_sealed(self, recorder: Recorder, ledger: IRI, graph: IRI) -> bool:
+        if graph in self._sealed:
+            return True
+        if graph in self._unsealed or graph == ledger:
+            return False
+        sealed = bool(recorder.store.query(_SEALED, {"ledger": ledger, "graph": graph}))
+        if not sealed:
+            self._unsealed.add(graph)
+        return sealed
+
+    def _seal_quads(
+        self,
+        recorder: Recorder,
+        ledger: IRI,
+        graph: IRI,
+        new: list[Quad],
+        pending: _Pending,
+    ) -> tuple[list[Quad], list[Quad]]:
+        result = recorder.store.query(_READ, {"graph": graph, "ledger": ledger})
+        assert isinstance(result, Solutions)
+        names = result.variables
+        i = {n: names.index(n) for n in ("s", "p", "o", "hint", "hintHash", "prior", "priorOf")}
+        i["priorAt"] = names.index("priorAt")
+        stored: list[tuple[Any, ...]] = []
+        hints: dict[IRI, str] = {}
+        priors: list[SealRecord] = []
+        for row in result.rows:
+            if row[i["s"]] is not None:
+                stored.append((row[i["s"]], row[i["p"]], row[i["o"]]))
+            elif row[i["hint"]] is not None:
+                h = row[i["hintHash"]]
+                hints[IRI.trusted(str(row[i["hint"]]))] = h.value if isinstance(h, Literal) else ""
+            elif row[i["prior"]] is not None:
+                priors.append(_prior(row[i["prior"]], row[i["priorOf"]], row[i["priorAt"]], graph))
+        lines = canonical_lines(stored, graph, version=2)
+        lines += canonical_lines([q for q in new if q.graph == graph], graph, version=2)
+        graph_hash, count = digest_lines(lines)
+
+        n = pending.sequence + 1
+        previous = pending.seal if pending.sequence else None
+        previous_hash = pending.seal_hash if pending.sequence else GENESIS
+        anchors = tuple(sorted((str(h), hh) for h, hh in hints.items() if h != previous and hh))
+        revision_of = self._sealed.get(graph) or _newest(priors)
+        seal = seal_iri(ledger, self.writer, n)
+        chain = chain_iri(ledger, self.writer)
+        at = datetime.now(UTC)
+        record = SealRecord(
+            iri=seal,
+            sequence=n,
+            graph=graph,
+            graph_hash=graph_hash,
+            quad_count=count,
+            at=literal(at).value,
+            previous_hash=previous_hash,
+            seal_hash="",
+            previous=previous,
+            revision_of=revision_of,
+            signing_key=self.public_key,
+            chain=chain,
+            anchor_hashes=[hh for _, hh in anchors],
         )
-    seals.sort(key=lambda s: (s.sequence, s.iri))
-    return seals
+        seal_hash = record.recomputed_hash()
+        signature = None
+        if self.signing_key is not None:
+            raw = self.signing_key.sign(seal_hash.encode("ascii"))
+            signature = base64.b64encode(raw).decode("ascii")
+        event = Sealed(
+            session=graph,
+            ledger=ledger,
+            seal=seal,
+            chain=chain,
+            writer=self.writer,
+            sequence=n,
+            graph_hash=graph_hash,
+            quad_count=count,
+            at=at,
+            previous=previous,
+            previous_hash=previous_hash,
+            anchors=anchors,
+            seal_hash=seal_hash,
+            revision_of=revision_of,
+            signature=signature,
+            signing_key=self.public_key,
+        )
+        add = recorder.quads(event)
+        add.append(Quad(ledger, T.latestSeal, seal, ledger))
+        remove = [Quad(ledger, T.latestSeal, h, ledger) for h in hints]
+        pending.sequence, pending.seal, pending.seal_hash = n, seal, seal_hash
+        pending.graphs[graph] = seal
+        add.extend(self.summary_quads(recorder, graph, stored, new))
+        return add, remove
+
+    def summary_quads(
+        self, recorder: Recorder, graph: IRI, stored: list[tuple[Any, ...]], new: list[Quad]
+    ) -> list[Quad]:
+        """Quads to write with the seal, atomically with the session's end: the place for a
+        per-session catalogue summary (start, end, principal, cost ...), built from the
+        graph as read (``stored``: subject, predicate, object rows) and the end's quads
+        (``new``). None today."""
+        return []
+
+    # -- sealing outside an event -------------------------------------------------
+
+    def seal(self, recorder: Recorder, graph: IRI) -> IRI:
+        """Seal ``graph`` now, in a write of its own (for graphs ended without a seal).
+
+        Args:
+            recorder: the recorder (its store and minter).
+            graph: the graph to seal.
+
+        Returns:
+            The new seal's IRI.
+
+        Raises:
+            StoreError: the graph could not be read or the seal not written.
+        """
+        ledger = ledger_iri(recorder.minter)
+        with recorder.locked(), self._lock:
+            pending = _Pending(self.sequence, self.head or IRI.trusted(""), self.head_hash, {})
+            add, remove = self._seal_quads(recorder, ledger, graph, [], pending)
+            recorder.store.write(add, remove=remove)
+            self._pending = pending
+            self.written(recorder, SessionEnded(session=graph, ended=datetime.now(UTC)))
+            return pending.seal
 
 
-def _text(term: Any) -> str:
-    return term.value if term is not None and hasattr(term, "value") else ""
+def _prior(seal: Any, revision_of: Any, at: Any, graph: IRI) -> SealRecord:
+    return SealRecord(
+        iri=IRI.trusted(str(seal)),
+        sequence=0,
+        graph=graph,
+        graph_hash="",
+        quad_count=0,
+        at=at.value if isinstance(at, Literal) else "",
+        previous_hash="",
+        seal_hash="",
+        revision_of=IRI.trusted(str(revision_of)) if revision_of is not None else None,
+    )
 
 
-def _iri(term: Any) -> IRI | None:
-    return IRI.trusted(term) if isinstance(term, str) and term else None
+def _newest(priors: list[SealRecord]) -> IRI | None:
+    unique = {p.iri: p for p in priors}
+    newest = latest_of(list(unique.values()))
+    return newest.iri if newest is not None else None
+
+
+def seal_ended_unsealed(recorder: Recorder, settings: Settings | None = None) -> list[IRI]:
+    """Seal every session graph that has ended but has no seal; returns those graphs.
+
+    For stores recorded before sealing was on, with ``[audit] seal = false``, or
+    by a version of trails that sealed in a second write. Recovery calls it
+    after ending interrupted sessions. Uses the recorder's sealer (installing
+    one, with the configured signing key, when it has none).
+
+    Raises:
+        StoreError: the store could not be read or written.
+        ConfigError: the configured signing key is unusable.
+    """
+    sealer = install_sealer(recorder, settings)
+    ledger = ledger_iri(recorder.minter)
+    result = recorder.store.query(_ENDED_UNSEALED, {"ledger": ledger})
+    assert isinstance(result, Solutions)
+    graphs = sorted(IRI.trusted(str(row["g"])) for row in result)
+    for graph in graphs:
+        sealer.seal(recorder, graph)
+    return graphs
 
 
 def load_signing_key(path: str | Path) -> Any:
@@ -260,151 +364,63 @@ def load_signing_key(path: str | Path) -> Any:
     return key
 
 
-def _public_b64(key: Any) -> str:
+def public_key_b64(key: Any) -> str:
+    """Base64 of the raw Ed25519 public key of a private or public key (as the ledger records it)."""
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-    raw = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    public = key.public_key() if hasattr(key, "public_key") else key
+    raw = public.public_bytes(Encoding.Raw, PublicFormat.Raw)
     return base64.b64encode(raw).decode("ascii")
 
 
-# The chain head (sequence, seal IRI, seal hash) per store, shared by all sealers of a process.
-_heads: weakref.WeakKeyDictionary[Any, tuple[int, IRI | None, str]] = weakref.WeakKeyDictionary()
-_heads_lock = threading.RLock()
+def rotate_signing_key(recorder: Recorder, old_key: Any, new_key: Any) -> IRI:
+    """Record in the ledger that ``new_key`` succeeds ``old_key``, signed by ``old_key``.
 
-
-class Sealer:
-    """A recorder listener that seals session graphs when they end, and reseals late writes.
+    A verifier that trusts the old key then trusts seals signed by the new one.
+    Configure the new private key as ``[audit] signing_key`` afterwards.
 
     Args:
-        signing_key: an Ed25519 private key to sign seals with, or None.
+        recorder: writes the rotation to its store's ledger.
+        old_key: the current Ed25519 private key.
+        new_key: the next key (private or public).
 
-    The sealer knows which graphs it has sealed; for a graph it has not seen
-    it asks the ledger once, so a late write from a later process (``persist``
-    after close) is resealed too.
+    Returns:
+        The rotation record's IRI.
     """
-
-    def __init__(self, signing_key: Any = None) -> None:
-        self.signing_key = signing_key
-        self._public = _public_b64(signing_key) if signing_key is not None else None
-        self._sealed: dict[IRI, IRI] = {}
-        self._known: set[IRI] = set()
-        self._lock = threading.Lock()
-
-    def __call__(self, recorder: Recorder, event: Event) -> None:
-        if isinstance(event, Sealed):
-            return
-        if isinstance(event, SessionEnded):
-            self.seal(recorder, event.graph)
-            return
-        for graph in _graphs_written(recorder, event):
-            if self._is_sealed(recorder, graph):
-                self.seal(recorder, graph)
-
-    def _is_sealed(self, recorder: Recorder, graph: IRI) -> bool:
-        if graph in self._sealed:
-            return True
-        if graph in self._known:
-            return False
-        self._known.add(graph)
-        ledger = ledger_iri(recorder.minter)
-        if graph == ledger:
-            return False
-        return bool(recorder.store.query(_GRAPH_SEALED, {"ledger": ledger, "graph": graph}))
-
-    def seal(self, recorder: Recorder, graph: IRI) -> Sealed:
-        """Seal ``graph`` now: hash it and append a seal to the ledger.
-
-        Args:
-            recorder: the recorder (its store, minter and listeners).
-            graph: the graph to seal.
-
-        Returns:
-            The recorded seal event.
-
-        Raises:
-            StoreError: the graph could not be read or the seal not written.
-        """
-        store = recorder.store
-        ledger = ledger_iri(recorder.minter)
-        with _heads_lock:
-            sequence, previous, previous_hash = self._head(store, ledger)
-            graph_hash, count = graph_digest(store, graph)
-            at = datetime.now(UTC).replace(microsecond=0)
-            at_text = literal(at).value
-            n = sequence + 1
-            message = seal_message(n, graph, graph_hash, count, at_text, previous_hash)
-            seal_hash = _sha256(message)
-            signature = None
-            if self.signing_key is not None:
-                raw = self.signing_key.sign(seal_hash.encode("ascii"))
-                signature = base64.b64encode(raw).decode("ascii")
-            seal = Minter.part(ledger, f"seal:{n}")
-            revision_of = self._sealed.get(graph) or self._last_seal_of(store, ledger, graph)
-            event = Sealed(
-                session=graph,
-                ledger=ledger,
-                seal=seal,
-                sequence=n,
-                graph_hash=graph_hash,
-                quad_count=count,
-                at=at,
-                previous=previous,
-                previous_hash=previous_hash,
-                seal_hash=seal_hash,
-                revision_of=revision_of,
-                signature=signature,
-                signing_key=self._public,
-            )
-            recorder.record(event)
-            _heads[store] = (n, seal, seal_hash)
-            self._sealed[graph] = seal
-            self._known.add(graph)
-        return event
-
-    @staticmethod
-    def _head(store: Store, ledger: IRI) -> tuple[int, IRI | None, str]:
-        cached = _heads.get(store)
-        if cached is not None:
-            nxt = literal(cached[0] + 1)
-            if not store.query(_NEXT_EXISTS, {"ledger": ledger, "sequence": nxt}):
-                return cached
-        seals = read_seals(store, ledger)
-        if not seals:
-            return 0, None, GENESIS
-        last = seals[-1]
-        return last.sequence, last.iri, last.seal_hash
-
-    @staticmethod
-    def _last_seal_of(store: Store, ledger: IRI, graph: IRI) -> IRI | None:
-        if not store.query(_GRAPH_SEALED, {"ledger": ledger, "graph": graph}):
-            return None
-        mine = [s for s in read_seals(store, ledger) if s.graph == graph]
-        return mine[-1].iri if mine else None
-
-
-def _graphs_written(recorder: Recorder, event: Event) -> list[IRI]:
-    """The graphs an event wrote to: its own, plus any other for events from outside
-    ``trails.prov.events`` (memory operations write to a memory graph and the session's)."""
-    if type(event).__module__ == SessionEnded.__module__:
-        return [event.graph]
-    return sorted({q.graph for q in recorder.quads(event)} | {event.graph})
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    ledger = ledger_iri(recorder.minter)
+    at = datetime.now(UTC)
+    from_key, to_key = public_key_b64(old_key), public_key_b64(new_key)
+    rotation_hash = sha256_hex(rotation_message(from_key, to_key, literal(at).value))
+    signature = base64.b64encode(old_key.sign(rotation_hash.encode("ascii"))).decode("ascii")
+    rotation = Minter.part(ledger, f"rotation:{uuid.uuid4()}")
+    recorder.record(
+        KeyRotated(
+            session=ledger,
+            ledger=ledger,
+            rotation=rotation,
+            from_key=from_key,
+            to_key=to_key,
+            at=at,
+            rotation_hash=rotation_hash,
+            signature=signature,
+        )
+    )
+    return rotation
 
 
 _installed: weakref.WeakKeyDictionary[Any, Sealer] = weakref.WeakKeyDictionary()
+_install_lock = threading.Lock()
 
 
 def install_sealer(recorder: Recorder, settings: Settings | None = None) -> Sealer:
-    """Make ``recorder`` seal session graphs when they end (once per recorder).
+    """Make ``recorder`` seal each session in the write that ends it (once per recorder).
 
-    ``[audit] signing_key`` in trails.toml (or ``TRAILS_AUDIT_SIGNING_KEY``)
-    names an Ed25519 PEM private key to sign seals with.
+    The default recorder plugin (``trails.config.SEALER``). ``[audit]
+    signing_key`` in trails.toml (or ``TRAILS_AUDIT_SIGNING_KEY``) names an
+    Ed25519 PEM private key to sign seals with.
 
     Args:
-        recorder: the recorder to subscribe to.
+        recorder: the recorder to hook into.
         settings: where to read ``[audit]`` from (default: ``load_settings()``).
 
     Returns:
@@ -413,13 +429,14 @@ def install_sealer(recorder: Recorder, settings: Settings | None = None) -> Seal
     Raises:
         ConfigError: the signing key is configured but unusable.
     """
-    existing = _installed.get(recorder)
-    if existing is not None:
-        return existing
-    sealer = Sealer(signing_key=_configured_key(settings))
-    recorder.subscribe(sealer)
-    _installed[recorder] = sealer
-    return sealer
+    with _install_lock:
+        existing = _installed.get(recorder)
+        if existing is not None:
+            return existing
+        sealer = Sealer(signing_key=_configured_key(settings))
+        recorder.add_prewrite(sealer, on_written=sealer.written)
+        _installed[recorder] = sealer
+        return sealer
 
 
 def _configured_key(settings: Settings | None) -> Any:

@@ -1,14 +1,26 @@
 """The recorder: one event in, one atomic write of its quads out.
 
 It owns the IRI minter and the content policy (record values, or hashes
-only), so the rest of trails only builds events. Listeners run after a
-successful write (the audit room seals a session graph when it ends).
+only), so the rest of trails only builds events. Two kinds of hook extend it
+without the recorder knowing who they are (the settings install them, see
+``trails.config``):
+
+- a *pre-write hook* ``hook(recorder, event, quads) -> (add, remove)`` runs
+  before the write and may add (and remove) quads in the same atomic write (the audit
+  room's sealer adds the seal of a session to the write that ends it, so
+  there is no moment where a session is ended and not sealed);
+- a *listener* ``listener(recorder, event)`` runs after a successful write.
+
+While pre-write hooks are installed, hook and write run under the
+recorder's lock, so what a hook read is still what the store holds when its
+quads are written (for writes through this recorder).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 
 from trails.config import Settings, load_settings
 from trails.prov.builder import QuadBuilder
@@ -17,11 +29,15 @@ from trails.prov.iri import Minter
 from trails.store import Store, default_store
 from trails.store.terms import Quad
 
-__all__ = ["Recorder", "default_recorder", "reset_default_recorder"]
+__all__ = ["Listener", "PreWriteHook", "Recorder", "default_recorder", "reset_default_recorder"]
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[["Recorder", Event], None]
+"""Called after each successful write."""
+
+PreWriteHook = Callable[["Recorder", Event, list[Quad]], tuple[Sequence[Quad], Sequence[Quad]]]
+"""Called before each write with the event's quads; returns ``(add, remove)`` for the same write."""
 
 
 class Recorder:
@@ -42,15 +58,22 @@ class Recorder:
         self.minter = Minter(base_iri)
         self.content = content
         self._listeners: list[Listener] = []
+        self._prewrite: list[PreWriteHook] = []
+        self._on_written: list[Listener] = []
+        self._lock = threading.RLock()
 
     @classmethod
     def from_settings(
         cls, settings: Settings | None = None, store: Store | None = None
     ) -> Recorder:
-        """A recorder configured by the settings, sealing sessions as they end.
+        """A recorder configured by the settings, with the plugins they name.
 
-        Unless ``[audit] seal = false``, the audit room's sealer is subscribed: each
-        session graph gets a seal in the ledger when it ends (see ``trails.audit.seal``).
+        Each ``settings.recorder_plugins()`` entry (by default the audit room's
+        sealer, unless ``[audit] seal = false``) is called with the recorder and
+        the settings and installs its hooks.
+
+        Raises:
+            ConfigError: a plugin cannot be loaded or refuses its configuration.
         """
         settings = settings or load_settings()
         recorder = cls(
@@ -58,10 +81,8 @@ class Recorder:
             base_iri=settings.base_iri,
             content=settings.record_content,
         )
-        if settings.section("audit").get("seal", True):
-            from trails.audit.seal import install_sealer  # audit reads; imported on use
-
-            install_sealer(recorder, settings)
+        for path in settings.recorder_plugins():
+            settings.plugin(path)(recorder, settings)
         return recorder
 
     def quads(self, event: Event) -> list[Quad]:
@@ -76,16 +97,50 @@ class Recorder:
         Raises:
             StoreError: the write failed; nothing of the event was written.
         """
-        self.store.write(self.quads(event))
+        quads = self.quads(event)
+        if not self._prewrite:
+            self.store.write(quads)
+        else:
+            with self._lock:
+                add, remove = self._extra(event, quads)
+                self.store.write(quads + add, remove=remove)
+                for done in self._on_written:
+                    done(self, event)
         for listener in self._listeners:
             try:
                 listener(self, event)
             except Exception:  # a listener must never undo or hide a recorded event
                 log.exception("recorder listener %r failed on %s", listener, type(event).__name__)
 
+    def _extra(self, event: Event, quads: list[Quad]) -> tuple[list[Quad], list[Quad]]:
+        add: list[Quad] = []
+        remove: list[Quad] = []
+        for hook in self._prewrite:
+            try:
+                more, less = hook(self, event, quads)
+            except Exception:  # a hook must never cost the event itself
+                log.exception("pre-write hook %r failed on %s", hook, type(event).__name__)
+                continue
+            add.extend(more)
+            remove.extend(less)
+        return add, remove
+
     def subscribe(self, listener: Listener) -> None:
         """Call ``listener(recorder, event)`` after each successful write."""
         self._listeners.append(listener)
+
+    def add_prewrite(self, hook: PreWriteHook, *, on_written: Listener | None = None) -> None:
+        """Call ``hook(recorder, event, quads)`` before each write; the ``(add, remove)``
+        it returns is applied in the same atomic write. A hook that raises is logged and
+        skipped: the event is still written, without that hook's quads. ``on_written``
+        is called, still under the lock, once that write succeeded."""
+        self._prewrite.append(hook)
+        if on_written is not None:
+            self._on_written.append(on_written)
+
+    def locked(self) -> threading.RLock:
+        """The lock pre-write hooks and writes run under (for a hook's own writes)."""
+        return self._lock
 
 
 _default: Recorder | None = None

@@ -141,6 +141,16 @@ class T:
     previousSealHash = TRAILS.previousSealHash
     signature = TRAILS.signature
     signingKey = TRAILS.signingKey
+    SealChain = TRAILS.SealChain
+    sealChain = TRAILS.sealChain
+    writerId = TRAILS.writerId
+    anchor = TRAILS.anchor
+    anchorHash = TRAILS.anchorHash
+    latestSeal = TRAILS.latestSeal
+    KeyRotation = TRAILS.KeyRotation
+    fromKey = TRAILS.fromKey
+    toKey = TRAILS.toKey
+    rotationHash = TRAILS.rotationHash
     redaction = TRAILS.redaction
     # memory: learn / recall / forget on the store
     MemoryLearn = TRAILS.MemoryLearn
