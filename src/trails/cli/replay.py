@@ -16,8 +16,8 @@ import sys
 from typing import Any
 
 from trails.agent import Session
+from trails.audit.access import reading
 from trails.errors import UserError
-from trails.store import open_store
 from trails.testing.replay import resolve_session
 from trails.testing.rerun import compare, rerun, trajectory
 
@@ -103,7 +103,7 @@ def replay(args: argparse.Namespace) -> int:
             importlib.import_module(name)
         except ImportError as exc:
             raise UserError(f"--import {name}: {exc}") from exc
-    with open_store(args.store) as store:
+    with reading(args.store) as store:
         session = Session.replay(args.iri, store=store)
         if not args.rerun:
             _print_session(session)
@@ -122,7 +122,7 @@ def diff(args: argparse.Namespace) -> int:
     Raises:
         SessionError: an IRI names no session.
     """
-    with open_store(args.store) as store:
+    with reading(args.store) as store:
         a, b = resolve_session(args.a, store), resolve_session(args.b, store)
         left, right = trajectory(store, a), trajectory(store, b)
         print(f"A {a}: {len(left)} activities\nB {b}: {len(right)} activities")
