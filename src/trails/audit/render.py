@@ -48,7 +48,7 @@ def usd(value: Any) -> str:
 
 
 def duration(seconds: float | None) -> str:
-    """A duration with its unit: ``850 ms``, ``1.250 s``, ``2 min 5.0 s``, ``1 h 2 min``.
+    """A duration with its unit: ``0.4 ms``, ``850 ms``, ``1.250 s``, ``2 min 5.0 s``, ``1 h 2 min``.
 
     Args:
         seconds: the duration, or None when unknown.
@@ -58,6 +58,8 @@ def duration(seconds: float | None) -> str:
     """
     if seconds is None:
         return ""
+    if seconds < 0.01:
+        return f"{seconds * 1000:.1f} ms"
     if seconds < 1:
         return f"{seconds * 1000:.0f} ms"
     if seconds < 60:
