@@ -288,3 +288,91 @@ def test_ctrl_c_during_an_export_writes_nothing(tmp_path: Path) -> None:
     assert process.returncode == 130
     assert stderr.strip().splitlines()[-1] == "interrupted: nothing written"
     assert list(out.iterdir()) == []
+
+
+def test_session_arguments_accept_a_bare_uuid(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    demo = trails("--store", store, "demo", cwd=tmp_path)
+    iri = re.search(r"session\s+(urn:trails:session:(\S+))", demo.stdout)
+    assert iri is not None
+    uuid = iri.group(2)
+    for command in (
+        ["report", uuid, "-o", str(tmp_path / "r.html")],
+        ["verify", "--session", uuid],
+        ["replay", uuid],
+        ["export", "--session", uuid, "-o", str(tmp_path / "one.trig")],
+        ["query", "session-timeline", "-p", f"session={uuid}"],
+        ["diff", uuid, iri.group(1)],
+    ):
+        done = trails("--store", store, *command, cwd=tmp_path)
+        clean(done)
+        assert done.returncode == 0, (command, done.stderr)
+    assert iri.group(1) in (tmp_path / "r.html").read_text()
+    assert iri.group(1) in (tmp_path / "one.trig").read_text()
+
+
+def test_unknown_settings_are_a_warning_naming_the_key(tmp_path: Path) -> None:
+    (tmp_path / "trails.toml").write_text(
+        '[store]\nlocaton = "./elsewhere"\n[agent]\nprincipal = "did:example:carol"\n'
+        "[colour]\nsky = 1\n"
+    )
+    done = trails("--store", "memory:", "demo", cwd=tmp_path)
+    assert done.returncode == 0
+    assert done.stderr.count("unknown setting [store] locaton") == 1
+    assert done.stderr.count("unknown setting [colour]") == 1
+    # the demo acts for the configured principal
+    assert "on behalf of did:example:carol" in done.stdout
+    assert "principal" not in done.stderr
+
+
+def test_rejected_memory_commands_record_nothing(tmp_path: Path) -> None:
+    store = str(tmp_path / "store")
+    learned = trails("--store", store, "memory", "learn", "the sky is blue", "--json", cwd=tmp_path)
+    assert learned.returncode == 0, learned.stderr
+    memory_id = re.search(r'"id": "([^"]+)"', learned.stdout)
+    assert memory_id is not None
+
+    def sessions() -> str:
+        return trails("--store", store, "sessions", "-f", "csv", cwd=tmp_path).stdout
+
+    before = sessions()
+    for command in (
+        ["learn", "x", "--scope", "everywhere"],
+        ["learn", "x", "--confidence", "7"],
+        ["learn", "x", "--valid-from", "2026-01-02", "--valid-until", "2026-01-01"],
+        ["learn", "x", "--supersedes", "urn:trails:entity:nope"],
+        ["recall", "sky", "-k", "0"],
+        ["recall", "sky", "--scope", "nowhere"],
+        ["list", "--as-of", "yesterday"],
+        ["forget", "urn:trails:entity:nope"],
+        ["history", "urn:trails:entity:nope"],
+    ):
+        done = trails("--store", store, "memory", *command, cwd=tmp_path)
+        clean(done)
+        assert done.returncode == 2 and done.stderr.startswith("trails: error: "), command
+    assert sessions() == before
+    forgot = trails("--store", store, "memory", "forget", memory_id.group(1), cwd=tmp_path)
+    assert forgot.returncode == 0
+    again = trails("--store", store, "memory", "forget", memory_id.group(1), cwd=tmp_path)
+    assert again.returncode == 2 and "already retired" in again.stderr
+    assert sessions().count("\n") == before.count("\n") + 1  # only the forget that worked
+
+
+def test_numbers_an_auditor_reads_are_formatted() -> None:
+    from trails.audit.render import cell, duration, number, timestamp, usd
+    from trails.store import Literal
+
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    assert usd(0.1 + 0.2) == "0.300000 USD" and usd(None) == "unknown"
+    assert cell(Literal("0.30000000000000004", xsd + "double")) == "0.3"
+    assert cell(Literal("0.0003", xsd + "decimal"), column="costUSD") == "0.000300 USD"
+    assert number(0.1 + 0.2) == "0.3" and number(12) == "12"
+    assert [duration(s) for s in (0.0004, 0.25, 1.5, 125, 3720)] == [
+        "0.4 ms",
+        "250 ms",
+        "1.500 s",
+        "2 min 5.0 s",
+        "1 h 2 min",
+    ]
+    stamp = cell(Literal("2026-01-02T03:04:05.678901Z", xsd + "dateTime"))
+    assert stamp == timestamp("2026-01-02T03:04:05.678901+00:00") == "2026-01-02T03:04:05.678Z"

@@ -21,6 +21,7 @@ from trails.audit.export import (
     select_graphs,
 )
 from trails.audit.render import ProgressBar
+from trails.cli.common import session_arg
 from trails.config import load_settings
 from trails.errors import ConfigError, ExportError
 from trails.prov.iri import Minter
@@ -39,7 +40,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "rules from [audit] in trails.toml apply.",
     )
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--session", action="append", default=[], metavar="IRI", help="a session")
+    which.add_argument(
+        "--session",
+        action="append",
+        default=[],
+        metavar="IRI",
+        help="a session, by IRI or UUID (repeat)",
+    )
     which.add_argument("--all", action="store_true", help="every graph (ledger and memory too)")
     p.add_argument("--since", help="sessions started at or after (ISO 8601)")
     p.add_argument("--until", help="sessions started before (ISO 8601)")
@@ -130,7 +137,11 @@ def run_export(args: argparse.Namespace) -> int:
     minter = Minter(settings.base_iri)
     with reading(args.store) as store:
         graphs = select_graphs(
-            store, sessions=args.session, all_graphs=args.all, since=args.since, until=args.until
+            store,
+            sessions=[session_arg(s) for s in args.session],
+            all_graphs=args.all,
+            since=args.since,
+            until=args.until,
         )
         check_assurance(store, graphs, domain=domain, forbidden=_levels(audit))
         show = (

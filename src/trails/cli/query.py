@@ -10,6 +10,7 @@ from pathlib import Path
 from trails.audit.access import reading
 from trails.audit.querypack import load_pack, resolve
 from trails.audit.render import table
+from trails.cli.common import session_arg
 from trails.errors import QueryParameterError, QuerySyntaxError, UserError
 
 __all__ = ["parse_params", "register", "run"]
@@ -100,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
             ) from None
         raise
     values = parse_params(args.param)
+    for name in ("session", "graph"):  # a session by its UUID, as trails sessions shows it
+        if name in values and name in query.params and query.params[name].type == "iri":
+            values[name] = session_arg(values[name])
     bound = query.bind(values)
     graph_result = query.form in ("CONSTRUCT", "DESCRIBE")
     fmt = args.format or ("turtle" if graph_result else "table")

@@ -17,6 +17,7 @@ from typing import Any
 
 from trails.agent import Session
 from trails.audit.access import reading
+from trails.cli.common import session_arg
 from trails.errors import UserError
 from trails.testing.replay import resolve_session
 from trails.testing.rerun import compare, rerun, trajectory
@@ -33,7 +34,9 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "replay", help="print a persisted session; --rerun checks it still runs"
     )
-    parser.add_argument("iri", help="the graph the session was persisted into, or its IRI")
+    parser.add_argument(
+        "iri", help="the session: its IRI or UUID, or the graph it was persisted into"
+    )
     parser.add_argument(
         "--rerun",
         action="store_true",
@@ -57,8 +60,8 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=replay)
 
     parser = sub.add_parser("diff", help="where two recorded sessions diverge")
-    parser.add_argument("a", help="the reference session (IRI or persisted graph)")
-    parser.add_argument("b", help="the session to compare with it")
+    parser.add_argument("a", help="the reference session (IRI, UUID or persisted graph)")
+    parser.add_argument("b", help="the session to compare with it (IRI, UUID or graph)")
     parser.set_defaults(func=diff)
 
 
@@ -103,12 +106,13 @@ def replay(args: argparse.Namespace) -> int:
             importlib.import_module(name)
         except ImportError as exc:
             raise UserError(f"--import {name}: {exc}") from exc
+    iri = session_arg(args.iri)
     with reading(args.store) as store:
-        session = Session.replay(args.iri, store=store)
+        session = Session.replay(iri, store=store)
         if not args.rerun:
             _print_session(session)
             return 0
-        report = rerun(args.iri, store=store, capabilities=args.capabilities, planner=args.planner)
+        report = rerun(iri, store=store, capabilities=args.capabilities, planner=args.planner)
         print(report.describe())
         return 0 if report.identical else 1
 
@@ -123,7 +127,8 @@ def diff(args: argparse.Namespace) -> int:
         SessionError: an IRI names no session.
     """
     with reading(args.store) as store:
-        a, b = resolve_session(args.a, store), resolve_session(args.b, store)
+        a = resolve_session(session_arg(args.a), store)
+        b = resolve_session(session_arg(args.b), store)
         left, right = trajectory(store, a), trajectory(store, b)
         print(f"A {a}: {len(left)} activities\nB {b}: {len(right)} activities")
         found = compare(left, right)

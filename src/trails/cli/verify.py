@@ -7,6 +7,7 @@ import json
 
 from trails.audit.access import reading
 from trails.audit.verify import load_public_key, verify
+from trails.cli.common import session_arg
 from trails.config import load_settings
 from trails.errors import UserError
 from trails.prov.iri import Minter
@@ -24,7 +25,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "chain and signatures, and list altered, missing and unsealed graphs. "
         "Exits 1 when anything does not match.",
     )
-    p.add_argument("--session", help="check only this session graph (the chain is always checked)")
+    p.add_argument(
+        "--session", help="check only this session (IRI or UUID; the chain is always checked)"
+    )
     p.add_argument("--key", help="Ed25519 public key (PEM) to check signatures with")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
@@ -38,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     session = None
     if args.session:
         try:
-            session = IRI(args.session)
+            session = IRI(session_arg(args.session))
         except ValueError:
             raise UserError(f"--session {args.session!r} is not an IRI") from None
     with reading(args.store) as store:
