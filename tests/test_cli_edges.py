@@ -376,3 +376,70 @@ def test_numbers_an_auditor_reads_are_formatted() -> None:
     ]
     stamp = cell(Literal("2026-01-02T03:04:05.678901Z", xsd + "dateTime"))
     assert stamp == timestamp("2026-01-02T03:04:05.678901+00:00") == "2026-01-02T03:04:05.678Z"
+
+
+TOOLS = """
+from trails.kernel import capability
+
+@capability(id="weather.get", description="Weather for a city.")
+def weather(city: str) -> dict:
+    return {"city": city, "sky": "SKY"}
+
+@capability(id="weather.other", description="Registered, but never offered to the session.")
+def other(x: str) -> str:
+    return x
+"""
+
+APP = """
+import json
+import mytools
+from trails.agent import Session
+from trails.agent.planners import react
+from trails.llm import LLMClient
+from trails.store import open_store
+
+script = [
+    json.dumps({"thought": "t", "action": "weather.get", "action_input": {"city": "Oslo"}}),
+    json.dumps({"thought": "t", "action": "finish", "action_input": {}, "final_answer": "ok"}),
+]
+store = open_store("store")
+with Session(principal="did:local:me", store=store) as session:
+    react.run("weather?", llm=LLMClient.mock(script, model="m"), session=session,
+              tools=["weather.get"])
+    session.persist()
+    print(session.context.session)
+store.close()
+"""
+
+
+def test_replay_reruns_a_users_own_session_with_modules_from_the_current_directory(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "mytools.py").write_text(TOOLS.replace("SKY", "clear"))
+    (tmp_path / "app.py").write_text(APP)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TRAILS_")}
+    made = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    iri = made.stdout.strip()
+    for mode in ("recorded", "live"):
+        done = trails(
+            "--store", "store", "replay", iri, "--rerun", "--import", "mytools",
+            "--capabilities", mode, cwd=tmp_path,
+        )  # fmt: skip
+        clean(done)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "identical" in done.stdout
+    # a change in the user's capability is a divergence, named
+    (tmp_path / "mytools.py").write_text(TOOLS.replace("SKY", "cloudy"))
+    changed = trails(
+        "--store", "store", "replay", iri, "--rerun", "--import", "mytools",
+        "--capabilities", "live", cwd=tmp_path,
+    )  # fmt: skip
+    assert changed.returncode == 1 and "DIVERGED" in changed.stdout
+    assert "cloudy" in changed.stdout

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -54,7 +55,8 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="MODULE",
-        help="with --rerun: import MODULE first (it registers the capabilities); repeatable",
+        help="with --rerun: import MODULE first (it registers the capabilities; found in the "
+        "current directory too); repeatable",
     )
     parser.add_argument("--planner", help="with --rerun: run every plan with this strategy")
     parser.set_defaults(func=replay)
@@ -101,6 +103,8 @@ def replay(args: argparse.Namespace) -> int:
         UserError: a module given to ``--import`` cannot be imported.
         SessionError: the IRI names no persisted session.
     """
+    if args.imports and "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the user's own modules, as `python -m` would find them
     for name in args.imports:
         try:
             importlib.import_module(name)
