@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from trails.audit.access import existing_store
+from trails.audit.render import timestamp
 from trails.config import load_settings
 from trails.errors import MemoryInputError
 from trails.kernel.context import Context
@@ -177,7 +178,7 @@ def _line(m: Any, score: float | None = None) -> str:
     return (
         f"{head}{m.id}{status}\n    {m.content}{topic}\n"
         f"    {m.scope}, confidence {m.confidence:g}, by {m.agent_did} "
-        f"at {m.recorded_at.isoformat()} in {m.session}"
+        f"at {timestamp(m.recorded_at)} in {m.session}"
     )
 
 
