@@ -21,7 +21,10 @@ so tests never depend on the machine they run on.
     ollama = "ollama:qwen3:8b@http://127.0.0.1:11434"
 
 Other rooms keep their own sections (``[llm]``, ``[serve]``, ``[audit]`` ...)
-and read them with ``settings.section(name)``.
+and read them with ``settings.section(name)``. A key that no room reads (a
+typo, or a setting from another version) is a warning naming it, through
+``logging``; ``KNOWN_KEYS`` lists what each section may hold (a room that adds
+a key adds it there).
 
 Wiring between rooms is configuration too: ``[prov] recorder_plugins`` lists
 ``"module:function"`` paths that ``Recorder.from_settings`` calls with the new
@@ -34,6 +37,7 @@ events -> quads -> store -> audit, and the top level connects them.
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import tomllib
 from collections.abc import Callable, Mapping
@@ -43,7 +47,7 @@ from typing import Any
 
 from trails.errors import ConfigError
 
-__all__ = ["DEFAULT_STORE", "SEALER", "Settings", "load_settings"]
+__all__ = ["DEFAULT_STORE", "KNOWN_KEYS", "SEALER", "Settings", "load_settings"]
 
 DEFAULT_STORE = "./.trails/store"
 
@@ -59,6 +63,69 @@ _FIELDS: dict[str, tuple[str, str, str, str]] = {
     "principal": ("TRAILS_PRINCIPAL", "agent", "principal", "did:local:anonymous"),
     "llm": ("TRAILS_LLM", "llm", "model", ""),
 }
+
+
+# section -> the keys some room reads (None: the section's room checks its own keys)
+KNOWN_KEYS: dict[str, frozenset[str] | None] = {
+    "store": frozenset(
+        {
+            "location",
+            "query_url",
+            "update_url",
+            "gsp_url",
+            "user",
+            "password",
+            "token",
+            "timeout",
+            "retries",
+            "form_post",
+            "union_default_graph",
+        }
+    ),
+    "prov": frozenset({"base_iri", "record_content", "recorder_plugins"}),
+    "agent": frozenset({"strategy", "principal"}),
+    "audit": frozenset(
+        {"domain", "no_cross_domain", "redact", "seal", "signing_key", "verify_key", "recover"}
+    ),
+    "serve": frozenset(
+        {
+            "host",
+            "port",
+            "tokens",
+            "access_log",
+            "time_limit",
+            "max_query_bytes",
+            "max_results",
+            "max_result_bytes",
+            "processes",
+            "threads",
+            "max_pending",
+        }
+    ),
+    "memory": frozenset({"max_content_chars", "weights", "ranker"}),
+    "llm": None,
+    "otel": None,
+}
+_log = logging.getLogger("trails.config")
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_unknown(toml: Mapping[str, Any], path: Path) -> None:
+    """One warning per unknown section or key (per file and process)."""
+    for section, table in toml.items():
+        if section not in KNOWN_KEYS:
+            where = f"[{section}]"
+        else:
+            known = KNOWN_KEYS[section]
+            if known is None or not isinstance(table, dict):
+                continue
+            unknown = sorted(set(table) - known)
+            if not unknown:
+                continue
+            where = ", ".join(f"[{section}] {key}" for key in unknown)
+        if (str(path), where) not in _warned:
+            _warned.add((str(path), where))
+            _log.warning("%s: unknown setting %s is ignored", path, where)
 
 
 @dataclass(frozen=True)
@@ -145,6 +212,7 @@ def load_settings(
     toml: dict[str, Any] = {}
     if config_path is not None and config_path.is_file():
         toml = _read_toml(config_path)
+        _warn_unknown(toml, config_path)
     else:
         config_path = None
 

@@ -55,7 +55,7 @@ def test_report_shows_goal_timeline_cost_decisions_and_seal(fx: Fixture) -> None
     send = tree.index("invoke send_email")
     assert send < tree.index("completion by anthropic:claude-haiku") < tree.index("deny pay")
     assert re.search(r"anthropic:claude-sonnet</td><td class=\"num\">3</td>", html)
-    assert "$0.0650" in html  # 0.01 + 0.02 + 0.005 + 0.03
+    assert "0.065000 USD" in html  # 0.01 + 0.02 + 0.005 + 0.03
     assert "payments need a human" in html and "RuntimeError: upstream timeout" in html
     assert '<div class="seal s-verified">' in html
 

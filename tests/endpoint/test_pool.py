@@ -186,7 +186,7 @@ def test_hash_token_prints_an_entry_that_loads(tmp_path: Path) -> None:
         text=True,
         check=True,
     )
-    token = result.stdout.splitlines()[0].rsplit(" ", 1)[-1]
+    token = result.stderr.splitlines()[0].rsplit(" ", 1)[-1]  # the token, once, on stderr
     path = tmp_path / "t.toml"
     path.write_text(result.stdout)
     grant = load_tokens(path).authenticate(f"Bearer {token}")

@@ -16,14 +16,15 @@ from trails.config import load_settings
 from trails.errors import StoreError
 from trails.store import Store, default_store, open_store
 
-__all__ = ["existing_store", "reading"]
+__all__ = ["existing_store", "reading", "writing"]
 
 
-def existing_store(location: str | None) -> tuple[Store, bool]:
+def existing_store(location: str | None, *, create: bool = False) -> tuple[Store, bool]:
     """Open the store at ``location`` (default: the configured one) if it exists.
 
     Args:
         location: ``memory:``, ``http(s)://...``, a directory, or None for the settings.
+        create: a writing command: create the directory store when it does not exist.
 
     Returns:
         The store and whether the caller owns it (and must close it).
@@ -34,11 +35,15 @@ def existing_store(location: str | None) -> tuple[Store, bool]:
     settings = load_settings()
     where = location if location is not None else settings.store
     if where == "memory:":
-        return default_store(), False
+        # the process's own store when the settings name memory: (an application or a
+        # test recording in memory); otherwise a fresh one, so nothing touches the disk
+        if settings.store == "memory:":
+            return default_store(), False
+        return open_store("memory:"), True
     if where.startswith(("http://", "https://")):
         return open_store(where, settings=settings), True
     path = Path(where) if location is not None else settings.resolve_path(where)
-    if not path.is_dir() or not any(path.iterdir()):
+    if not create and (not path.is_dir() or not any(path.iterdir())):
         raise StoreError(
             f"no trails store at {path}: record something first (trails demo), or name the "
             f"store with --store PATH or TRAILS_STORE"
@@ -57,6 +62,24 @@ def reading(location: str | None) -> Iterator[Store]:
         The store.
     """
     store, owned = existing_store(location)
+    try:
+        yield store
+    finally:
+        if owned:
+            store.close()
+
+
+@contextmanager
+def writing(location: str | None) -> Iterator[Store]:
+    """``reading`` for a command that records: the directory store is created if missing.
+
+    Args:
+        location: as for ``existing_store``.
+
+    Yields:
+        The store.
+    """
+    store, owned = existing_store(location, create=True)
     try:
         yield store
     finally:

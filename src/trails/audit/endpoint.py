@@ -395,7 +395,8 @@ class Endpoint:
                 known = ", ".join(sorted(self.pack)) or "none"
                 raise UnknownQuery(f"no query named {name!r} in the pack (available: {known})")
             params = query.bind(values)
-            response = await self._evaluate(request, record, grant, query.text, params)
+            text = query.text_for(params)  # no empty columns for parameters not given
+            response = await self._evaluate(request, record, grant, text, params)
         except Exception as exc:
             response = self._error(record, exc)
         return await self._logged(record, response)
@@ -478,9 +479,11 @@ class Endpoint:
         return b"".join(chunks)
 
     def _authenticate(self, request: Request, record: _Record) -> Grant:
-        grant = self.tokens.authenticate(request.headers.get("authorization"))
+        header = request.headers.get("authorization")
+        grant = self.tokens.authenticate(header)
         if grant is None:
-            raise _Unauthorized()
+            scheme, _, token = (header or "").strip().partition(" ")
+            raise _Unauthorized("unknown token" if scheme.lower() == "bearer" and token else "")
         record.principal = grant.principal
         return grant
 
@@ -553,7 +556,7 @@ class Endpoint:
         status: Status
         if isinstance(exc, _Unauthorized):
             status, code = "unauthorized", 401
-            message = "a bearer token is required: send 'Authorization: Bearer TOKEN'"
+            message = str(exc) or "a bearer token is required: send 'Authorization: Bearer TOKEN'"
             headers["WWW-Authenticate"] = 'Bearer realm="trails"'
         elif isinstance(exc, QueryRefused):
             code, message = exc.status, str(exc)

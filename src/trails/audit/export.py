@@ -131,6 +131,10 @@ class Redaction:
             rules.append(RedactionRule(action, types, caps))
         return cls(tuple(rules))
 
+    def hidden(self, store: Store, graph: IRI) -> dict[IRI, str]:
+        """The entities of ``graph`` whose value these rules hide, and how (drop / hash)."""
+        return _redaction_targets(store, self, {graph}).get(graph, {})
+
 
 def _expand(name: Any, where: str) -> IRI:
     text = str(name)

@@ -31,7 +31,7 @@ import functools
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
@@ -123,6 +123,56 @@ class Query:
             bound[name] = _convert(self.name, param, values[name])
         return bound
 
+    def text_for(self, given: Collection[str]) -> str:
+        """The text to run when only the parameters ``given`` have values.
+
+        A parameter that the query only compares (in FILTERs) but also projects, so a
+        reader sees what was asked, would be an empty column when it is not given;
+        such parameters are left out of the projection (table, CSV, TSV, JSON, XML
+        and HTTP answers alike). Parameters that patterns can bind stay.
+
+        Args:
+            given: the names of the parameters that have values.
+
+        Returns:
+            The SPARQL text.
+        """
+        missing = [n for n in self.params if n not in given]
+        if not missing or self.form != "SELECT":
+            return self.text
+        masked = _SCRUB.sub(lambda m: " " * len(m.group()), self.text)
+        select = re.search(r"\bSELECT\b", masked, re.IGNORECASE)
+        if select is None:
+            return self.text
+        start = end = select.end()
+        depth = 0
+        while end < len(masked):
+            ch = masked[end]
+            depth += (ch == "(") - (ch == ")")
+            if depth == 0 and (ch == "{" or _CLAUSE.match(masked, end)):
+                break
+            end += 1
+        where = _without_filters(_balanced(masked, masked.find("{", end)))
+        cut: list[tuple[int, int]] = []
+        for name in missing:
+            if re.search(rf"[?$]{re.escape(name)}\b", where):
+                continue  # a pattern binds it: a column of data, not of the question
+            depth = 0
+            for i in range(start, end):
+                depth += (masked[i] == "(") - (masked[i] == ")")
+                found = re.match(rf"[?$]{re.escape(name)}\b", masked[i:end])
+                if depth == 0 and found and not masked[i - 1].isalnum():
+                    cut.append((i, i + found.end()))
+        kept = masked[start:end]
+        for a, b in cut:
+            kept = kept[: a - start] + " " * (b - a) + kept[b - start :]
+        if not cut or not re.search(r"[?$\w(*]", kept):
+            return self.text
+        text = self.text
+        for a, b in sorted(cut, reverse=True):
+            text = text[:a] + text[b:]
+        return text
+
     def run(self, store: Store, **values: Any) -> QueryResult:
         """Bind ``values`` and evaluate on ``store``.
 
@@ -138,6 +188,32 @@ class Query:
             QueryParameterError: see ``bind``.
         """
         return store.query_to(self.text, self.bind(values), format=format)
+
+
+_CLAUSE = re.compile(r"(?i)(WHERE|FROM)\b")
+_FILTER = re.compile(r"(?i)\bFILTER\s*(?:[A-Za-z_]\w*\s*)?\(")
+
+
+def _balanced(text: str, start: int) -> str:
+    """The bracketed span that opens at ``start`` (to the end of ``text`` if unclosed)."""
+    if start < 0:
+        return ""
+    opening = text[start]
+    closing = {"{": "}", "(": ")"}[opening]
+    depth = 0
+    for i in range(start, len(text)):
+        depth += (text[i] == opening) - (text[i] == closing)
+        if depth == 0:
+            return text[start : i + 1]
+    return text[start:]
+
+
+def _without_filters(text: str) -> str:
+    """``text`` with every ``FILTER (...)`` expression left out."""
+    while (match := _FILTER.search(text)) is not None:
+        expression = _balanced(text, match.end() - 1)
+        text = text[: match.start()] + " " + text[match.end() - 1 + len(expression) :]
+    return text
 
 
 def _convert(query: str, param: Param, value: Any) -> Term:

@@ -2,30 +2,138 @@
 
 Machine formats (SPARQL JSON / XML / CSV / TSV, Turtle, TriG) come straight
 from the store's serialisers; this module only draws the table a terminal
-user reads, with IRIs shortened by the usual prefixes.
+user reads, with IRIs shortened by the usual prefixes, and formats the
+numbers an auditor reads: money in USD with fixed decimals (``usd``),
+durations with their unit (``duration``), times to the millisecond
+(``timestamp``), and no binary-float noise such as ``0.30000000000000004``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from typing import TextIO
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any, TextIO
 
 from trails.prov.vocab import NAMESPACES
 from trails.store.base import QueryResult, Solutions
 from trails.store.terms import Literal, Term
 
-__all__ = ["ProgressBar", "cell", "table"]
+__all__ = ["ProgressBar", "cell", "duration", "number", "table", "timestamp", "usd"]
 
 _PREFIXES = sorted(NAMESPACES.items(), key=lambda kv: -len(kv[1]))
+_XSD = NAMESPACES["xsd"]
+_FLOATS = {_XSD + "double", _XSD + "float"}
+_NUMBERS = _FLOATS | {_XSD + t for t in ("decimal", "integer", "long", "int", "nonNegativeInteger")}
+USD_DECIMALS = 6  # a token costs micro-dollars: six decimals keep every priced completion visible
 
 
-def cell(term: Term | None, *, width: int | None = 80) -> str:
+def usd(value: Any) -> str:
+    """An amount of US dollars with fixed decimals (``0.000375 USD``); ``unknown`` for None.
+
+    Args:
+        value: a number, its text, or None / "" when not priced.
+
+    Returns:
+        The text.
+    """
+    if value is None or value == "":
+        return "unknown"
+    try:
+        amount = Decimal(str(value))
+    except InvalidOperation:
+        return str(value)
+    return f"{amount:.{USD_DECIMALS}f} USD"
+
+
+def duration(seconds: float | None) -> str:
+    """A duration with its unit: ``0.4 ms``, ``850 ms``, ``1.250 s``, ``2 min 5.0 s``, ``1 h 2 min``.
+
+    Args:
+        seconds: the duration, or None when unknown.
+
+    Returns:
+        The text ("" for None).
+    """
+    if seconds is None:
+        return ""
+    if seconds < 0.01:
+        return f"{seconds * 1000:.1f} ms"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.3f} s"
+    minutes, rest = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes:.0f} min {rest:.1f} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours:.0f} h {minutes:.0f} min"
+
+
+def timestamp(value: datetime | str | None) -> str:
+    """A time in UTC to the millisecond: ``2026-01-02T03:04:05.678Z``.
+
+    Args:
+        value: a datetime (naive means UTC), its ISO 8601 text, or None.
+
+    Returns:
+        The text ("" for None; text that is not a time comes back unchanged).
+    """
+    if value is None or value == "":
+        return ""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return str(value)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def number(value: Any) -> str:
+    """A number as a person reads it: integers as they are, floats without binary noise.
+
+    Args:
+        value: an int, float, Decimal or numeric text.
+
+    Returns:
+        The text (``0.1 + 0.2`` reads ``0.3``).
+    """
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.12g}"
+    if isinstance(value, int | Decimal):
+        return str(value)
+    try:
+        return f"{float(value):.12g}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _literal(term: Literal, column: str) -> str:
+    if term.datatype == _XSD + "dateTime":
+        return timestamp(term.value)
+    if term.datatype in _NUMBERS:
+        if "usd" in column.lower():
+            return usd(term.value)
+        if term.datatype in _FLOATS:
+            return number(term.value)
+    return term.value
+
+
+def cell(term: Term | None, *, width: int | None = 80, column: str = "") -> str:
     """One term as table text: literals by value, IRIs with known prefixes shortened.
+
+    Times read to the millisecond in UTC; a column whose name says USD reads as
+    money with fixed decimals; floats read without binary noise.
 
     Args:
         term: the term, or None when unbound.
         width: cut longer text with an ellipsis (None keeps everything).
+        column: the name of the column the term is in.
 
     Returns:
         The text.
@@ -33,7 +141,7 @@ def cell(term: Term | None, *, width: int | None = 80) -> str:
     if term is None:
         return ""
     if isinstance(term, Literal):
-        text = term.value
+        text = _literal(term, column)
     else:
         text = str(term)
         for prefix, ns in _PREFIXES:
@@ -68,7 +176,9 @@ def table(result: QueryResult, *, width: int | None = 80, hide: Collection[str] 
         if name not in hide or any(row[i] is not None for row in result.rows)
     ]
     names = [result.variables[i] for i in keep]
-    rows = [[cell(row[i], width=width) for i in keep] for row in result.rows]
+    rows = [
+        [cell(row[i], width=width, column=result.variables[i]) for i in keep] for row in result.rows
+    ]
     widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
     lines = ["  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))

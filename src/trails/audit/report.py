@@ -1,14 +1,22 @@
 """The HTML audit report of one session: what an auditor prints and files.
 
 ``render_report(store, session)`` asks the store the pack's questions about
-one session (overview, timeline, completions and cost, terminations, policy
-decisions, failed invocations, memories used, seals) and renders them with
-jinja2 into one self-contained HTML page: inline CSS, no scripts, no network,
-laid out to print on A4.
+one session (overview, timeline, what each activity used and generated,
+completions and cost, terminations, policy decisions, failed invocations,
+memories used, seals) and renders them with jinja2 into one self-contained
+HTML page: inline CSS, no scripts, no network, laid out to print on A4.
+
+Each activity in the timeline carries its inputs and output (capability
+arguments and results, prompts and completions) in a collapsed ``<details>``,
+with the export's redaction rules (``[[audit.redact]]``) applied: a value a
+rule hides is dropped or shown as its SHA-256, as in an export. Times read to
+the millisecond, durations and costs with their units.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,8 +26,9 @@ from typing import Any
 
 import jinja2
 
+from trails.audit.export import Redaction
 from trails.audit.querypack import get_query
-from trails.audit.render import cell
+from trails.audit.render import cell, duration, usd
 from trails.audit.verify import verify
 from trails.errors import SessionError, VerificationError
 from trails.prov.iri import Minter
@@ -42,7 +51,18 @@ class TimelineNode:
     ended: str
     status: str
     cost: str = ""
+    took: str = ""
+    io: list[dict[str, str]] = field(default_factory=list)
     children: list[TimelineNode] = field(default_factory=list)
+
+
+_IO_LABELS = {
+    "CapabilityInput": "Input",
+    "CapabilityOutput": "Output",
+    "Prompt": "Prompt",
+    "Completion": "Completion",
+}
+_COLLAPSED_IN_PRINT = {"Prompt"}  # a prompt repeats the conversation: on paper, only its size
 
 
 def _rows(store: Store, name: str, **values: Any) -> list[dict[str, Any]]:
@@ -55,7 +75,7 @@ def _rows(store: Store, name: str, **values: Any) -> list[dict[str, Any]]:
 def _py(term: Term | None) -> Any:
     value = to_python(term)
     if isinstance(value, datetime):
-        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     if isinstance(value, str) and not isinstance(term, str):
         return value
     if isinstance(term, str):
@@ -86,7 +106,62 @@ def _short(kind: str) -> str:
     return cell(IRI.trusted(kind), width=None).split(":", 1)[-1] if kind else ""
 
 
-def _timeline(store: Store, session: IRI, costs: dict[str, str]) -> list[TimelineNode]:
+def _took(started: str, ended: str) -> str:
+    if not started or not ended:
+        return ""
+    seconds = (datetime.fromisoformat(ended) - datetime.fromisoformat(started)).total_seconds()
+    return duration(max(seconds, 0.0))
+
+
+def _shown(value: Any) -> str:
+    """A recorded value as a person reads it: JSON indented, other text as it is."""
+    text = "" if value is None else str(value)
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        return text
+
+
+def _io(store: Store, session: IRI, redaction: Redaction | None) -> dict[str, list[dict[str, str]]]:
+    """activity -> what it used and generated, values redacted by the export's rules."""
+    hidden = redaction.hidden(store, session) if redaction is not None else {}
+    found: dict[str, list[dict[str, str]]] = defaultdict(list)
+    seen: set[tuple[str, str]] = set()
+    for r in _rows(store, "session-io", session=session):
+        kind = _short(r["type"] or "")
+        label = _IO_LABELS.get(kind)
+        if label is None or (r["activity"], r["entity"]) in seen:
+            continue
+        seen.add((r["activity"], r["entity"]))
+        action = hidden.get(IRI.trusted(r["entity"]))
+        value = r.get("value")
+        if action == "drop":
+            shown, note = "", "redacted: the value is not shown"
+        elif action == "hash":
+            digest = hashlib.sha256(str(value or "").encode("utf-8")).hexdigest()
+            shown, note = f"sha256:{digest}", "redacted: shown as its SHA-256"
+        elif value is None:
+            shown, note = "", "no value recorded (content recorded as a hash only)"
+        else:
+            shown, note = _shown(value), ""
+        found[r["activity"]].append(
+            {
+                "label": label,
+                "value": shown,
+                "note": note,
+                "size": f"{len(str(value or '')):,} characters",
+                "print": "closed" if label in _COLLAPSED_IN_PRINT else "open",
+            }
+        )
+    return found
+
+
+def _timeline(
+    store: Store,
+    session: IRI,
+    costs: dict[str, str],
+    io: dict[str, list[dict[str, str]]] | None = None,
+) -> list[TimelineNode]:
     rows = _rows(store, "session-timeline", session=session)
     nodes: dict[str, TimelineNode] = {}
     parents: dict[str, str] = {}
@@ -101,6 +176,8 @@ def _timeline(store: Store, session: IRI, costs: dict[str, str]) -> list[Timelin
                 ended=r["ended"] or "",
                 status=r["status"] or "",
                 cost=costs.get(iri, ""),
+                took=_took(r["started"] or "", r["ended"] or ""),
+                io=(io or {}).get(iri, []),
             )
         if r["informedBy"]:
             parents.setdefault(iri, r["informedBy"])
@@ -115,18 +192,23 @@ def _timeline(store: Store, session: IRI, costs: dict[str, str]) -> list[Timelin
 
 
 def _money(value: Any) -> str:
-    if value is None or value == "":
-        return "unknown"
-    return f"${Decimal(str(value)):.4f}"
+    return usd(value)
 
 
-def report_data(store: Store, session: str, *, minter: Minter | None = None) -> dict[str, Any]:
+def report_data(
+    store: Store,
+    session: str,
+    *,
+    minter: Minter | None = None,
+    redaction: Redaction | None = None,
+) -> dict[str, Any]:
     """Everything the report shows, as plain values (the template's context).
 
     Args:
         store: the store.
         session: the session IRI.
         minter: names the ledger (default ``urn:trails:``).
+        redaction: the rules that hide recorded values (None: values are shown).
 
     Returns:
         The template context.
@@ -192,7 +274,7 @@ def report_data(store: Store, session: str, *, minter: Minter | None = None) -> 
         "session": iri,
         "head": head,
         "runs": runs,
-        "timeline": _timeline(store, iri, costs),
+        "timeline": _timeline(store, iri, costs, _io(store, iri, redaction)),
         "completions": completions,
         "cost_rows": cost_rows,
         "total_usd": _money(total),
@@ -201,18 +283,26 @@ def report_data(store: Store, session: str, *, minter: Minter | None = None) -> 
         "failures": _rows(store, "failed-invocations", session=iri),
         "memories": _rows(store, "memories-used", session=iri),
         "seal": seal,
-        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "redacting": bool(redaction and redaction.rules),
         "short": _short,
     }
 
 
-def render_report(store: Store, session: str, *, minter: Minter | None = None) -> str:
+def render_report(
+    store: Store,
+    session: str,
+    *,
+    minter: Minter | None = None,
+    redaction: Redaction | None = None,
+) -> str:
     """The HTML report of ``session``.
 
     Args:
         store: the store.
         session: the session IRI.
         minter: names the ledger (default ``urn:trails:``).
+        redaction: the rules that hide recorded values (None: values are shown).
 
     Returns:
         A complete, self-contained HTML document.
@@ -227,11 +317,17 @@ def render_report(store: Store, session: str, *, minter: Minter | None = None) -
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    return env.get_template("report.html.j2").render(**report_data(store, session, minter=minter))
+    context = report_data(store, session, minter=minter, redaction=redaction)
+    return env.get_template("report.html.j2").render(**context)
 
 
 def write_report(
-    store: Store, session: str, out: str | Path, *, minter: Minter | None = None
+    store: Store,
+    session: str,
+    out: str | Path,
+    *,
+    minter: Minter | None = None,
+    redaction: Redaction | None = None,
 ) -> Path:
     """Render the report and write it to ``out``.
 
@@ -240,6 +336,7 @@ def write_report(
         session: the session IRI.
         out: the HTML file to write.
         minter: names the ledger.
+        redaction: the rules that hide recorded values (None: values are shown).
 
     Returns:
         The path written.
@@ -250,7 +347,7 @@ def write_report(
     """
     from trails.errors import ExportError
 
-    html = render_report(store, session, minter=minter)
+    html = render_report(store, session, minter=minter, redaction=redaction)
     path = Path(out)
     try:
         path.write_text(html, encoding="utf-8")

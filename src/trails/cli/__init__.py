@@ -1,11 +1,14 @@
 """The ``trails`` command: a thin shell over library calls.
 
 Each command group lives in its own module of this package with a
-``register(subparsers)`` function; ``main`` loads the modules listed in
-``COMMANDS``. Errors from the trails tree print one clear line and exit
-non-zero (2 for misuse, 1 for a failure while running). An argument that is
-not valid text (bytes that are not UTF-8 reach Python as unpaired surrogates)
-is misuse too: ``check_arguments`` names it before any command runs.
+``register(subparsers)`` function. ``COMMANDS`` names each command, the
+module that registers it and its one-line help, so ``main`` imports only the
+module of the command being run (``trails --help`` imports none: the endpoint's
+server stack and the agent runtime stay unloaded). ``--store`` is accepted
+before or after the command. Errors from the trails tree print one clear line
+and exit non-zero (2 for misuse, 1 for a failure while running). An argument
+that is not valid text (bytes that are not UTF-8 reach Python as unpaired
+surrogates) is misuse too: ``check_arguments`` names it before any command runs.
 """
 
 from __future__ import annotations
@@ -15,41 +18,87 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from trails.errors import TrailsError, UserError
 from trails.text import check_text
 
 __all__ = ["COMMANDS", "build_parser", "check_arguments", "main"]
 
-COMMANDS = (
-    "demo",
-    "query",
-    "sessions",
-    "memory",
-    "exporting",
-    "verify",
-    "report",
-    "replay",
-    "serve",
-)
+# command -> (module of trails.cli that registers it, one-line help shown by trails --help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("demo", "run a short agent session and audit it by SPARQL"),
+    "query": ("query", "run a query of the pack, a SPARQL file, or inline SPARQL"),
+    "sessions": ("sessions", "list sessions (by principal, status, time range)"),
+    "memory": ("memory", "learn, recall, forget and list agent memory"),
+    "export": (
+        "exporting",
+        "export sessions as TriG, N-Quads, Turtle, JSON-LD, PROV-N or PROV-JSON",
+    ),
+    "import": ("exporting", "load an export (TriG, N-Quads, JSON-LD ...) into the store"),
+    "verify": ("verify", "check that recorded sessions still match their seals"),
+    "report": ("report", "write the HTML audit report of a session"),
+    "replay": ("replay", "print a persisted session; --rerun checks it still runs"),
+    "diff": ("replay", "where two recorded sessions diverge"),
+    "serve": ("serve", "run the authenticated read-only SPARQL endpoint"),
+}
+
+_STORE_HELP = "store location: a path, memory:, or http(s)://... (default: settings)"
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse.Action):
+    """``--version``: print the installed version and exit (read only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=kwargs.get("help")
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from trails import __version__
+
+        print(f"trails {__version__}")
+        parser.exit()
+
+
+def _add_store(parser: argparse.ArgumentParser) -> None:
+    """Accept ``--store`` after a (sub)command too, without overriding one given before it."""
+    if any("--store" in a.option_strings for a in parser._actions):
+        return
+    parser.add_argument("--store", default=argparse.SUPPRESS, help=_STORE_HELP)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _add_store(child)
+
+
+def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
+    """The ``trails`` parser.
+
+    Args:
+        command: the command whose module to load; ``"*"`` loads every command
+            (what a test walking all options wants), None loads none (the
+            other commands get a stand-in that only carries their help line).
+
+    Returns:
+        The parser.
+    """
     parser = argparse.ArgumentParser(
         prog="trails", description="An agent runtime whose every action is evidence."
     )
-    parser.add_argument(
-        "--store", help="store location: a path, memory:, or http(s)://... (default: settings)"
-    )
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
+    parser.add_argument("--store", help=_STORE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"trails.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"trails.cli.{name}":
-                continue  # a command group not shipped in this build
-            raise
-        module.register(sub)
+    wanted = {m for n, (m, _) in COMMANDS.items() if command in ("*", n)}
+    loaded: set[str] = set()
+    for name, (module_name, help_text) in COMMANDS.items():
+        if module_name not in wanted:
+            sub.add_parser(name, help=help_text, add_help=False)
+        elif module_name not in loaded:
+            loaded.add(module_name)
+            importlib.import_module(f"trails.cli.{module_name}").register(sub)
+    for child in sub.choices.values():
+        _add_store(child)
     return parser
 
 
@@ -80,9 +129,25 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             check_text(item, f"argument {names.get(dest, dest)}")
 
 
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command word of ``argv`` (the first argument that is not a global option)."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--store":
+            skip = True
+        elif arg == "--":
+            return None
+        elif not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
@@ -97,6 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"trails: failed: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        print("trails: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (trails ... | head): not an error
         devnull = os.open(os.devnull, os.O_WRONLY)

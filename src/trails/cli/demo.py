@@ -6,16 +6,22 @@ import argparse
 import sys
 from typing import Any
 
+from trails.audit.access import writing
+from trails.audit.render import timestamp, usd
+from trails.config import load_settings
 from trails.demo import run_demo
 from trails.llm import LLMClient
-from trails.store import open_store
 
 __all__ = ["register", "run"]
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("demo", help="run a short agent session and audit it by SPARQL")
-    parser.add_argument("--principal", default="did:local:alice", help="the DID the agent acts for")
+    parser.add_argument(
+        "--principal",
+        help="the DID the agent acts for (default: [agent] principal of trails.toml, "
+        "else did:local:alice)",
+    )
     parser.add_argument(
         "--llm",
         default="mock",
@@ -27,15 +33,20 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     llm = None if args.llm == "mock" else LLMClient.from_spec(args.llm)
-    with open_store(args.store) as store:
-        result = run_demo(store, principal=args.principal, llm=llm)
+    principal = args.principal
+    if principal is None:
+        settings = load_settings()
+        configured = settings.sources.get("principal", "default") != "default"
+        principal = settings.principal if configured else "did:local:alice"
+    with writing(args.store) as store:
+        result = run_demo(store, principal=principal, llm=llm)
         print(f"session  {result.session}")
         print(f"stopped  {result.stopped} after {result.steps} steps")
         print(f"answer   {result.answer}\n")
         print("Audit, answered by SPARQL from the recorded provenance:\n")
         print("What happened, in order:")
         for label, started in result.timeline:
-            print(f"  {started}  {label}")
+            print(f"  {timestamp(started)}  {label}")
         print("\nWhy each capability ran (the completion that chose it), and for whom:")
         for row in result.decisions:
             effect = "  [changed the world]" if row["sideEffects"] else ""
@@ -45,10 +56,9 @@ def run(args: argparse.Namespace) -> int:
             )
         print("\nModel use (summed over completions; cost is booked on the completion only):")
         for row in result.cost:
-            usd = row.get("usdKnown")
             print(
                 f"  {row['model']}: {row['calls']} calls, {row['inputTokens']} in / "
-                f"{row['outputTokens']} out tokens, usd {usd if usd is not None else 'unknown'}"
+                f"{row['outputTokens']} out tokens, {usd(row.get('usdKnown'))}"
             )
         print(f"\nStore: {store!r}")
         print(f"Next:  trails query session-timeline --param session={result.session}")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from trails.audit.access import reading
+from trails.audit.access import reading, writing
 from trails.audit.export import (
     EXPORT_FORMATS,
     IMPORT_FORMATS,
@@ -20,10 +21,10 @@ from trails.audit.export import (
     select_graphs,
 )
 from trails.audit.render import ProgressBar
+from trails.cli.common import session_arg
 from trails.config import load_settings
-from trails.errors import ConfigError
+from trails.errors import ConfigError, ExportError
 from trails.prov.iri import Minter
-from trails.store import default_store, open_store
 
 __all__ = ["register", "run_export", "run_import"]
 
@@ -39,16 +40,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "rules from [audit] in trails.toml apply.",
     )
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--session", action="append", default=[], metavar="IRI", help="a session")
+    which.add_argument(
+        "--session",
+        action="append",
+        default=[],
+        metavar="IRI",
+        help="a session, by IRI or UUID (repeat)",
+    )
     which.add_argument("--all", action="store_true", help="every graph (ledger and memory too)")
     p.add_argument("--since", help="sessions started at or after (ISO 8601)")
     p.add_argument("--until", help="sessions started before (ISO 8601)")
-    p.add_argument("--format", "-f", choices=EXPORT_FORMATS, default="trig")
-    p.add_argument("--out", "-o", help="file to write (default: standard output)")
+    p.add_argument(
+        "--format", "-f", choices=EXPORT_FORMATS, default="trig", help="the format (default trig)"
+    )
+    p.add_argument(
+        "--out",
+        "-o",
+        help="file to write, or a directory to write STORE.EXT into (default: standard output)",
+    )
     p.add_argument("--domain", help="the domain the export stays within (default: [audit] domain)")
     bar = p.add_mutually_exclusive_group()
     bar.add_argument("--progress", action="store_true", default=None, help="always show progress")
-    bar.add_argument("--no-progress", dest="progress", action="store_false")
+    bar.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="never show progress"
+    )
     p.set_defaults(func=run_export)
 
     q = subparsers.add_parser(
@@ -67,6 +82,48 @@ def _levels(audit: dict[str, Any]) -> list[str]:
     return levels
 
 
+_EXTENSIONS = {
+    "trig": "trig",
+    "nquads": "nq",
+    "turtle": "ttl",
+    "jsonld": "jsonld",
+    "provn": "provn",
+    "provjson": "prov.json",
+}
+
+
+def _target(given: str, store: Any, location: str | None, fmt: str) -> Path:
+    """The file to write: ``out``, or ``DIR/STORE.EXT`` when ``out`` is a directory.
+
+    Raises:
+        ExportError: ``out`` ends with a separator but is no directory, or its folder is missing.
+    """
+    out = Path(given)
+    if out.is_dir():
+        name = _store_name(store, location)
+        return out / f"{name}.{_EXTENSIONS.get(fmt, fmt)}"
+    if given.endswith(("/", os.sep)):
+        raise ExportError(f"--out {out}: no such directory (create it first, or name a file)")
+    if not out.parent.is_dir():
+        raise ExportError(
+            f"cannot write the export to {out}: the folder {out.parent} does not exist"
+        )
+    return out
+
+
+def _store_name(store: Any, location: str | None) -> str:
+    """A file name for the store: its directory's name, ``memory`` or the server's host."""
+    where = location or load_settings().store
+    if where == "memory:":
+        return "memory"
+    if where.startswith(("http://", "https://")):
+        from urllib.parse import urlsplit
+
+        return urlsplit(where).hostname or "sparql"
+    path = Path(where).expanduser().resolve()
+    return path.name or "store"
+
+
 def run_export(args: argparse.Namespace) -> int:
     """Run ``trails export``."""
     if (args.since or args.until) and (args.session or args.all):
@@ -80,7 +137,11 @@ def run_export(args: argparse.Namespace) -> int:
     minter = Minter(settings.base_iri)
     with reading(args.store) as store:
         graphs = select_graphs(
-            store, sessions=args.session, all_graphs=args.all, since=args.since, until=args.until
+            store,
+            sessions=[session_arg(s) for s in args.session],
+            all_graphs=args.all,
+            since=args.since,
+            until=args.until,
         )
         check_assurance(store, graphs, domain=domain, forbidden=_levels(audit))
         show = (
@@ -101,16 +162,24 @@ def run_export(args: argparse.Namespace) -> int:
                 progress=bar,
             )
 
+        target = _target(args.out, store, args.store, args.format) if args.out else None
         try:
-            if args.out:
-                stats = export_to_path(write, Path(args.out))
+            if target is not None:
+                stats = export_to_path(write, target)
             else:
                 stats = write(sys.stdout.buffer)
                 sys.stdout.flush()
+        except KeyboardInterrupt:
+            if bar is not None:
+                bar.close()
+                bar = None
+            said = "nothing written" if target is not None else "the output is incomplete"
+            print(f"interrupted: {said}", file=sys.stderr)
+            return 130
         finally:
             if bar is not None:
                 bar.close()
-    where = args.out or "standard output"
+    where = str(target) if target is not None else "standard output"
     extra = f", {stats.redacted} value(s) redacted" if stats.redacted else ""
     print(
         f"exported {stats.graphs} graph(s), {stats.quads} quads as {stats.format} to {where}{extra}",
@@ -121,15 +190,7 @@ def run_export(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     """Run ``trails import`` (the target store is created when it does not exist yet)."""
-    location = args.store or load_settings().store
-    if location == "memory:":
-        store, owned = default_store(), False
-    else:
-        store, owned = open_store(args.store), True
-    try:
+    with writing(args.store) as store:
         graphs, quads = import_file(store, args.file, format=args.format, graph=args.graph)
-    finally:
-        if owned:
-            store.close()
     print(f"imported {quads} quads in {graphs} graph(s) from {args.file}", file=sys.stderr)
     return 0

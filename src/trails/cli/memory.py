@@ -4,6 +4,10 @@ Each command opens the store (``--store`` or the settings), opens a session
 for the acting agent (``--agent``, default the configured principal) so the
 operation is recorded like any other, runs one library call, and closes both.
 ``--json`` prints machine-readable output.
+
+Arguments are checked before the session opens, so a rejected command (a bad
+scope, an unknown or retired memory id ...) records nothing. ``recall``,
+``list`` and ``history`` need an existing store: they never create one.
 """
 
 from __future__ import annotations
@@ -14,10 +18,29 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from trails.audit.access import existing_store
+from trails.audit.render import timestamp
+from trails.config import load_settings
+from trails.errors import MemoryInputError
 from trails.kernel.context import Context
+from trails.memory.index import index_for
+from trails.memory.model import (
+    check_agent,
+    check_confidence,
+    check_content,
+    check_id,
+    check_k,
+    check_recall_scope,
+    check_scope,
+    check_tags,
+    check_time,
+    check_topic,
+    check_validity,
+)
 from trails.prov.content import canonical_json
+from trails.prov.iri import Minter
 from trails.prov.recorder import Recorder
-from trails.store import open_store
+from trails.store import Store
 
 __all__ = ["register", "run"]
 
@@ -37,59 +60,115 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         q.add_argument("--json", action="store_true", help="print JSON")
 
     learn = sub.add_parser("learn", help="remember a fact")
-    learn.add_argument("content")
-    learn.add_argument("--confidence", type=float, default=1.0)
-    learn.add_argument("--topic")
-    learn.add_argument("--tag", action="append", dest="tags", default=None)
+    learn.add_argument("content", help="the fact, as text")
+    learn.add_argument(
+        "--confidence", type=float, default=1.0, help="how sure, from 0 to 1 (default 1)"
+    )
+    learn.add_argument("--topic", help="a topic to file it under")
+    learn.add_argument("--tag", action="append", dest="tags", default=None, help="a tag (repeat)")
     learn.add_argument("--scope", default="private", help="private (default), shared or session")
-    learn.add_argument("--supersedes", metavar="ID")
-    learn.add_argument("--valid-from", metavar="TIME")
-    learn.add_argument("--valid-until", metavar="TIME")
+    learn.add_argument("--supersedes", metavar="ID", help="the memory this one corrects")
+    learn.add_argument("--valid-from", metavar="TIME", help="true from this time (ISO 8601)")
+    learn.add_argument("--valid-until", metavar="TIME", help="true until this time (ISO 8601)")
     common(learn)
 
     recall = sub.add_parser("recall", help="the memories that best fit a context")
-    recall.add_argument("context")
+    recall.add_argument("context", help="the text to find fitting memories for")
     recall.add_argument("--scope", default="all", help="private, shared, session or all (default)")
-    recall.add_argument("--topic")
-    recall.add_argument("--tag", action="append", dest="tags", default=None)
-    recall.add_argument("-k", type=int, default=5)
-    recall.add_argument("--min-confidence", type=float, default=0.0)
-    recall.add_argument("--as-of", metavar="TIME")
+    recall.add_argument("--topic", help="only memories of this topic")
+    recall.add_argument(
+        "--tag", action="append", dest="tags", default=None, help="only with this tag (repeat)"
+    )
+    recall.add_argument("-k", type=int, default=5, help="how many to return (default 5)")
+    recall.add_argument(
+        "--min-confidence", type=float, default=0.0, help="leave out less sure memories"
+    )
+    recall.add_argument("--as-of", metavar="TIME", help="as the memory stood at this time")
     common(recall)
 
     forget = sub.add_parser("forget", help="retire a memory (its record is kept)")
-    forget.add_argument("id")
-    forget.add_argument("--reason")
+    forget.add_argument("id", help="the memory's id (an IRI or its UUID)")
+    forget.add_argument("--reason", help="why it is retired")
     common(forget)
 
     listing = sub.add_parser("list", help="memories visible to the agent, newest first")
-    listing.add_argument("--scope", default="all")
-    listing.add_argument("--topic")
-    listing.add_argument("--tag", action="append", dest="tags", default=None)
+    listing.add_argument("--scope", default="all", help="private, shared, session or all (default)")
+    listing.add_argument("--topic", help="only memories of this topic")
+    listing.add_argument(
+        "--tag", action="append", dest="tags", default=None, help="only with this tag (repeat)"
+    )
     listing.add_argument("--all", action="store_true", dest="retired", help="include retired")
-    listing.add_argument("--as-of", metavar="TIME")
-    listing.add_argument("--limit", type=int, default=100)
+    listing.add_argument("--as-of", metavar="TIME", help="as the memory stood at this time")
+    listing.add_argument("--limit", type=int, default=100, help="at most this many (default 100)")
     common(listing)
 
     history = sub.add_parser("history", help="every version of a memory, oldest first")
-    history.add_argument("id")
+    history.add_argument("id", help="the id of any version (an IRI or its UUID)")
     common(history)
     p.set_defaults(func=run)
 
 
+_READING = ("recall", "list", "history")
+
+
 @contextmanager
-def _session(location: str | None, agent: str | None) -> Iterator[Context]:
-    store = open_store(location)
+def _session(store: Store, agent: str | None) -> Iterator[Context]:
+    ctx = Context.open(agent, recorder=Recorder.from_settings(store=store), label="trails memory")
     try:
-        ctx = Context.open(
-            agent, recorder=Recorder.from_settings(store=store), label="trails memory"
-        )
-        try:
-            yield ctx
-        finally:
-            ctx.close()
+        yield ctx
     finally:
-        store.close()
+        ctx.close()
+
+
+def _live(store: Store, minter: Minter, memory_id: str, agent: str, action: str) -> None:
+    """Refuse an id that names no memory, another agent's private one, or a retired one."""
+    mid = check_id(memory_id, minter.base)
+    idx = index_for(store, minter)
+    idx.refresh()
+    if mid not in idx:
+        raise MemoryInputError(f"no memory with id {mid}")
+    memory = idx.get(mid)
+    if memory.scope == "private" and memory.agent_did != agent:
+        raise MemoryInputError(
+            f"memory {mid} is private to another agent; {agent} cannot {action} it"
+        )
+    if action != "read" and memory.invalidated_at is not None:
+        raise MemoryInputError(f"memory {mid} was already retired; {action} the current version")
+
+
+def _precheck(args: argparse.Namespace, store: Store) -> None:
+    """The checks the library makes, made before a session is opened (and recorded)."""
+    settings = load_settings()
+    agent = check_agent(args.agent, settings.principal)
+    minter = Minter(settings.base_iri)
+    action = args.memory_command
+    if action == "learn":
+        check_content(args.content)
+        check_confidence(args.confidence)
+        check_scope(args.scope)
+        check_topic(args.topic)
+        check_tags(args.tags)
+        check_validity(args.valid_from, args.valid_until)
+        if args.supersedes:
+            _live(store, minter, args.supersedes, agent, "supersede")
+    elif action == "recall":
+        check_recall_scope(args.scope)
+        check_topic(args.topic)
+        check_tags(args.tags)
+        check_k(args.k)
+        check_confidence(args.min_confidence)
+        check_time("as_of", args.as_of)
+    elif action == "list":
+        check_recall_scope(args.scope)
+        check_topic(args.topic)
+        check_tags(args.tags)
+        check_time("as_of", args.as_of)
+        if args.limit < 1:
+            raise MemoryInputError(f"--limit must be at least 1, not {args.limit}")
+    elif action == "forget":
+        _live(store, minter, args.id, agent, "forget")
+    else:
+        _live(store, minter, args.id, agent, "read")
 
 
 def _line(m: Any, score: float | None = None) -> str:
@@ -99,7 +178,7 @@ def _line(m: Any, score: float | None = None) -> str:
     return (
         f"{head}{m.id}{status}\n    {m.content}{topic}\n"
         f"    {m.scope}, confidence {m.confidence:g}, by {m.agent_did} "
-        f"at {m.recorded_at.isoformat()} in {m.session}"
+        f"at {timestamp(m.recorded_at)} in {m.session}"
     )
 
 
@@ -121,7 +200,18 @@ def run(args: argparse.Namespace) -> int:
     import trails.memory as memory
 
     action = args.memory_command
-    with _session(args.store, args.agent) as ctx:
+    store, owned = existing_store(args.store, create=action not in _READING)
+    try:
+        _precheck(args, store)
+        return _run(args, store, memory)
+    finally:
+        if owned:
+            store.close()
+
+
+def _run(args: argparse.Namespace, store: Store, memory: Any) -> int:
+    action = args.memory_command
+    with _session(store, args.agent) as ctx:
         agent = args.agent
         if action == "learn":
             m = memory.learn(

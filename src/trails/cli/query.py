@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from pathlib import Path
 
 from trails.audit.access import reading
 from trails.audit.querypack import load_pack, resolve
 from trails.audit.render import table
-from trails.errors import QueryParameterError, UserError
+from trails.cli.common import session_arg
+from trails.errors import QueryParameterError, QuerySyntaxError, UserError
 
 __all__ = ["parse_params", "register", "run"]
 
 SELECT_FORMATS = ("table", "json", "xml", "csv", "tsv")
 GRAPH_FORMATS = ("turtle", "trig", "ntriples", "nquads", "jsonld", "rdfxml")
+
+# an update's first word after the prologue (PREFIX / BASE declarations and comments)
+_UPDATE = re.compile(
+    r"^(?:\s|#[^\n]*\n|(?:PREFIX\s+[\w.-]*:\s*|BASE\s+)<[^>]*>)*"
+    r"(INSERT|DELETE|LOAD|CLEAR|CREATE|DROP|COPY|MOVE|ADD|WITH)\b",
+    re.IGNORECASE,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,7 +34,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run a regulator pack query by name, a .rq file, or SPARQL text. "
         "Parameters are bound as typed RDF terms, never pasted into the query.",
     )
-    p.add_argument("query", nargs="?", help="pack name, path to a .rq file, or SPARQL text")
+    p.add_argument(
+        "query", nargs="?", help="pack name, path to a .rq file, or SPARQL text (read-only)"
+    )
     p.add_argument(
         "--param", "-p", action="append", default=[], metavar="NAME=VALUE", help="bind a parameter"
     )
@@ -79,8 +91,19 @@ def run(args: argparse.Namespace) -> int:
         return _list()
     if not args.query:
         raise UserError("name a query (trails query --list shows the pack), a file, or SPARQL")
-    query = resolve(args.query)
+    try:
+        query = resolve(args.query)
+    except QuerySyntaxError:
+        if _is_update(args.query):
+            raise UserError(
+                "trails query is read-only: this is a SPARQL update (INSERT, DELETE, LOAD ...); "
+                "trails records through the runtime, and never changes the record by query"
+            ) from None
+        raise
     values = parse_params(args.param)
+    for name in ("session", "graph"):  # a session by its UUID, as trails sessions shows it
+        if name in values and name in query.params and query.params[name].type == "iri":
+            values[name] = session_arg(values[name])
     bound = query.bind(values)
     graph_result = query.form in ("CONSTRUCT", "DESCRIBE")
     fmt = args.format or ("turtle" if graph_result else "table")
@@ -90,14 +113,40 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(
             f"{query.name} is a {query.form}: use --format {' | '.join(SELECT_FORMATS)}"
         )
+    text = query.text_for(bound)
     with reading(args.store) as store:
         if fmt == "table":
-            print(table(store.query(query.text, bound), hide=set(query.params) - set(bound)))
+            print(table(store.query(text, bound), hide=set(query.params) - set(bound)))
             return 0
-        data = store.query_to(query.text, bound, format=fmt)
+        data = store.query_to(text, bound, format=fmt)
+    if fmt in ("turtle", "trig") and data.strip():
+        data = _with_prefixes(data, fmt)
     out = sys.stdout.buffer
     out.write(data)
     if data and not data.endswith(b"\n"):
         out.write(b"\n")
     out.flush()
     return 0
+
+
+def _is_update(spec: str) -> bool:
+    text = spec
+    if "\n" not in spec and len(spec) < 4096 and Path(spec).is_file():
+        try:
+            text = Path(spec).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+    return _UPDATE.match(text) is not None
+
+
+def _with_prefixes(data: bytes, fmt: str) -> bytes:
+    """Turtle / TriG that declares the usual prefixes and writes IRIs with them."""
+    import rdflib
+
+    from trails.prov.vocab import NAMESPACES
+
+    graph: rdflib.Graph = rdflib.Dataset() if fmt == "trig" else rdflib.Graph()
+    graph.parse(data=data, format=fmt)
+    for prefix, namespace in NAMESPACES.items():
+        graph.bind(prefix, rdflib.Namespace(namespace), override=True, replace=True)
+    return graph.serialize(format=fmt, encoding="utf-8")

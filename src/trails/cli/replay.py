@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Any
 
 from trails.agent import Session
+from trails.audit.access import reading
+from trails.cli.common import session_arg
 from trails.errors import UserError
-from trails.store import open_store
 from trails.testing.replay import resolve_session
 from trails.testing.rerun import compare, rerun, trajectory
 
@@ -33,7 +35,9 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "replay", help="print a persisted session; --rerun checks it still runs"
     )
-    parser.add_argument("iri", help="the graph the session was persisted into, or its IRI")
+    parser.add_argument(
+        "iri", help="the session: its IRI or UUID, or the graph it was persisted into"
+    )
     parser.add_argument(
         "--rerun",
         action="store_true",
@@ -51,14 +55,15 @@ def register(sub: Any) -> None:
         action="append",
         default=[],
         metavar="MODULE",
-        help="with --rerun: import MODULE first (it registers the capabilities); repeatable",
+        help="with --rerun: import MODULE first (it registers the capabilities; found in the "
+        "current directory too); repeatable",
     )
     parser.add_argument("--planner", help="with --rerun: run every plan with this strategy")
     parser.set_defaults(func=replay)
 
     parser = sub.add_parser("diff", help="where two recorded sessions diverge")
-    parser.add_argument("a", help="the reference session (IRI or persisted graph)")
-    parser.add_argument("b", help="the session to compare with it")
+    parser.add_argument("a", help="the reference session (IRI, UUID or persisted graph)")
+    parser.add_argument("b", help="the session to compare with it (IRI, UUID or graph)")
     parser.set_defaults(func=diff)
 
 
@@ -98,17 +103,20 @@ def replay(args: argparse.Namespace) -> int:
         UserError: a module given to ``--import`` cannot be imported.
         SessionError: the IRI names no persisted session.
     """
+    if args.imports and "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # the user's own modules, as `python -m` would find them
     for name in args.imports:
         try:
             importlib.import_module(name)
         except ImportError as exc:
             raise UserError(f"--import {name}: {exc}") from exc
-    with open_store(args.store) as store:
-        session = Session.replay(args.iri, store=store)
+    iri = session_arg(args.iri)
+    with reading(args.store) as store:
+        session = Session.replay(iri, store=store)
         if not args.rerun:
             _print_session(session)
             return 0
-        report = rerun(args.iri, store=store, capabilities=args.capabilities, planner=args.planner)
+        report = rerun(iri, store=store, capabilities=args.capabilities, planner=args.planner)
         print(report.describe())
         return 0 if report.identical else 1
 
@@ -122,8 +130,9 @@ def diff(args: argparse.Namespace) -> int:
     Raises:
         SessionError: an IRI names no session.
     """
-    with open_store(args.store) as store:
-        a, b = resolve_session(args.a, store), resolve_session(args.b, store)
+    with reading(args.store) as store:
+        a = resolve_session(session_arg(args.a), store)
+        b = resolve_session(session_arg(args.b), store)
         left, right = trajectory(store, a), trajectory(store, b)
         print(f"A {a}: {len(left)} activities\nB {b}: {len(right)} activities")
         found = compare(left, right)

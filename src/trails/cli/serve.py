@@ -5,19 +5,27 @@ and the limits, then run the app under uvicorn. Loopback is the default bind
 address; anything else is the operator's explicit choice (put TLS in front).
 The access log is a store of its own (``--access-log``; by default beside a
 directory store as ``PATH.access-log``).
-``trails serve --hash-token`` prints a new token and its ``[[token]]`` entry.
+``trails serve --hash-token`` prints a ``[[token]]`` entry on standard output
+(what goes into the tokens file) and a new token, once, on standard error.
+
+Start-up is checked before the "serving" line: the listening socket is bound
+and the store opened first, so a busy or bad port, or a locked store, is one
+``trails: error:`` line and a non-zero exit, never a traceback from the server.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
+import socket
 import sys
 from typing import Any
 
 from trails.audit.endpoint import EndpointConfig, create_app
 from trails.audit.endpoint_auth import OWN_SESSIONS, load_tokens, new_token, token_entry
 from trails.config import load_settings
-from trails.errors import ConfigError
+from trails.errors import ConfigError, TrailsError
 
 __all__ = ["register", "run"]
 
@@ -37,7 +45,7 @@ def register(subparsers: Any) -> None:
         "pack at /queries/NAME) to holders of a bearer token from --tokens.",
     )
     p.add_argument("--host", help="address to bind (default 127.0.0.1, [serve] host)")
-    p.add_argument("--port", type=int, help="port (default 8080, [serve] port)")
+    p.add_argument("--port", help="port (default 8080, [serve] port; 0 picks a free one)")
     p.add_argument("--tokens", help="TOML file of [[token]] entries ([serve] tokens)")
     p.add_argument(
         "--access-log",
@@ -74,9 +82,49 @@ def _hash_token(args: argparse.Namespace) -> int:
         raise ConfigError("--hash-token needs --principal: who the token speaks for")
     token = args.hash_token or new_token()
     if not args.hash_token:
-        print(f"# token (give it to {args.principal}; it is not stored anywhere): {token}")
-    print(token_entry(token, args.principal, args.graph or [OWN_SESSIONS], audit=args.audit))
+        print(
+            f"token for {args.principal} (give it to them; it is not stored anywhere): {token}",
+            file=sys.stderr,
+        )
+    sys.stdout.write(
+        token_entry(token, args.principal, args.graph or [OWN_SESSIONS], audit=args.audit)
+    )
     return 0
+
+
+class _StartupError(ConfigError):
+    """The endpoint cannot start (port, address or store): one line, exit 2."""
+
+
+def _port(value: Any) -> int:
+    try:
+        port = int(str(value))
+    except ValueError:
+        raise _StartupError(f"--port must be a number from 0 to 65535, not {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise _StartupError(f"--port must be a number from 0 to 65535, not {port}")
+    return port
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind the listening socket now, so a busy or bad port fails before the banner."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (OSError, UnicodeError) as exc:
+        raise _StartupError(f"cannot listen on {host}: {exc}") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        raise _StartupError(f"cannot listen on {host}:{port}: {reason}") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     if settings.store.startswith(("http://", "https://", "memory:")) and not args.store:
         location = settings.store
     host = args.host or str(section.get("host", "127.0.0.1"))
-    port = args.port or int(section.get("port", 8080))
+    port = _port(args.port if args.port is not None else section.get("port", 8080))
     if host not in _LOOPBACK:
         print(
             f"trails serve: binding to {host}, reachable beyond this machine; "
@@ -131,12 +179,41 @@ def run(args: argparse.Namespace) -> int:
             if configured.startswith(("http://", "https://", "memory:"))
             else str(settings.resolve_path(configured))
         )
-    endpoint = create_app(location, tokens, config, access_log=log_location, settings=settings)
-    print(
-        f"trails serve: {len(tokens)} token(s), store {location}, access log "
-        f"{endpoint.access_log.store!r}, http://{host}:{port}/sparql "
-        f"(time limit {config.time_limit:g} s)",
-        file=sys.stderr,
-    )
-    uvicorn.run(endpoint.app, host=host, port=port, log_level="warning")
+    sock = _listen(host, port)
+    try:
+        try:
+            endpoint = create_app(
+                location, tokens, config, access_log=log_location, settings=settings
+            )
+        except TrailsError as exc:
+            raise _StartupError(_one_line(exc)) from None
+        # workers open the store now, not after the banner; they ignore Ctrl-C (the
+        # terminal sends it to them too): this process stops them on its way out
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            endpoint.evaluator.start()
+        except TrailsError as exc:
+            endpoint.close()
+            raise _StartupError(_one_line(exc)) from None
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        bound = sock.getsockname()[1]
+        where = f"[{host}]" if ":" in host else host
+        print(
+            f"trails serve: {len(tokens)} token(s), store {location}, access log "
+            f"{endpoint.access_log.store!r}, http://{where}:{bound}/sparql "
+            f"(time limit {config.time_limit:g} s)",
+            file=sys.stderr,
+            flush=True,
+        )
+        server = uvicorn.Server(uvicorn.Config(endpoint.app, log_level="warning"))
+        with contextlib.suppress(KeyboardInterrupt):  # re-raised after the graceful stop
+            server.run(sockets=[sock])
+        print("trails serve: stopped", file=sys.stderr)
+    finally:
+        sock.close()
     return 0
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())

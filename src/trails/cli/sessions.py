@@ -19,7 +19,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--since", help="started at or after (ISO 8601)")
     p.add_argument("--until", help="started before (ISO 8601)")
     p.add_argument("--status", help="ended with this status (ok, error)")
-    p.add_argument("--format", "-f", choices=("table", "json", "csv", "tsv"), default="table")
+    p.add_argument(
+        "--format",
+        "-f",
+        choices=("table", "json", "csv", "tsv"),
+        default="table",
+        help="table (default), json, csv or tsv",
+    )
     p.set_defaults(func=run)
 
 
@@ -30,11 +36,12 @@ def run(args: argparse.Namespace) -> int:
         k: getattr(args, k) for k in ("principal", "since", "until", "status") if getattr(args, k)
     }
     bound = query.bind(values)
+    text = query.text_for(bound)
     with reading(args.store) as store:
         if args.format == "table":
-            print(table(store.query(query.text, bound), hide=set(query.params) - set(bound)))
+            print(table(store.query(text, bound), hide=set(query.params) - set(bound)))
             return 0
-        data = store.query_to(query.text, bound, format=args.format)
+        data = store.query_to(text, bound, format=args.format)
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
     return 0

@@ -14,6 +14,7 @@ import re
 
 from trails.audit.access import reading
 from trails.audit.verify import load_public_key, verify
+from trails.cli.common import session_arg
 from trails.config import load_settings
 from trails.errors import UserError
 from trails.prov.iri import Minter
@@ -33,7 +34,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "chain, its anchors and signatures, and list altered, missing and unsealed graphs. "
         "Exits 0 when nothing was altered, 1 on any finding, 2 on bad usage.",
     )
-    p.add_argument("--session", help="check only this session graph and its seals' links")
+    p.add_argument(
+        "--session", help="check only this session (IRI or UUID) and its seals' links"
+    )
     p.add_argument("--key", help="trusted Ed25519 public key (PEM): every seal must be signed")
     p.add_argument(
         "--expect-head",
@@ -66,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     session = None
     if args.session is not None:
         try:
-            session = IRI(args.session)
+            session = IRI(session_arg(args.session))
         except (ValueError, UnicodeError):
             raise UserError(f"--session {args.session!r} is not an IRI") from None
     heads = _heads(args.expect_head)

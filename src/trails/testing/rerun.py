@@ -44,6 +44,7 @@ __all__ = [
     "Divergence",
     "RerunReport",
     "compare",
+    "recorded_catalogue",
     "rerun",
     "trajectory",
 ]
@@ -452,7 +453,10 @@ def rerun(
         iri: the persisted session (its graph or its IRI).
         planner: a strategy name or planner module to use for every run
             (default: each run's recorded strategy).
-        tools: ``tools=`` for the planners (default: every registered capability).
+        tools: ``tools=`` for the planners (default: the tool catalogue the session's
+            recorded prompts offered, read back from them, so capabilities registered
+            since, or by other modules, do not change the prompts; every registered
+            capability when the prompts were recorded as hashes only).
         capabilities: ``"live"`` runs the registered capabilities;
             ``"recorded"`` answers them from the recorded envelopes.
         store: the store holding the recording (default: the process default store).
@@ -476,7 +480,10 @@ def rerun(
     runs = _runs(source, session_iri)
     tops = [r for r in runs if r.parent == session_iri]
     llm = ReplayLLM.from_session(session_iri, store=source)
-    params = {c.activity: c.params for c in recorded_completions(source, session_iri)}
+    completions = recorded_completions(source, session_iri)
+    params = {c.activity: c.params for c in completions}
+    prompts = {c.activity: (c.position, c.messages) for c in completions}
+    first_prompt: dict[str, tuple[int, list[dict[str, Any]]]] = {}
     first_params: dict[str, dict[str, Any]] = {}
     plans: dict[str, int] = defaultdict(int)
     owner = {r.iri: (r.parent if r.parent != session_iri else r.iri) for r in runs}
@@ -487,6 +494,8 @@ def rerun(
             plans[run] += 1
         if root not in first_params and c in params:
             first_params[root] = params[c]
+        if c in prompts and (root not in first_prompt or prompts[c][0] < first_prompt[root][0]):
+            first_prompt[root] = prompts[c]
     bound = len(recorded) + 1
 
     scratch = open_store("memory:")
@@ -521,10 +530,13 @@ def rerun(
                     plans=plans,
                     bound=bound,
                 )
+                offered = tools
+                if offered is None and top.iri in first_prompt:
+                    offered = recorded_catalogue(first_prompt[top.iri][1])
                 try:
                     results.append(
                         module.run(
-                            top.goal, llm=llm, session=session, ctx=ctx, tools=tools, **options
+                            top.goal, llm=llm, session=session, ctx=ctx, tools=offered, **options
                         )
                     )
                 except ReplayMismatch as exc:
@@ -553,6 +565,40 @@ def rerun(
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield
+
+
+_CATALOGUE_LINE = re.compile(r"(?m)^- ([^\s:]+)(?:: | \(unregistered\)$)")
+
+
+def recorded_catalogue(messages: Sequence[Mapping[str, Any]]) -> list[str] | None:
+    """The capability ids a recorded planner prompt offered, in the order it listed them.
+
+    Planners write their tool list with ``render_catalogue`` (``- id: description``)
+    into the system message; the ids found there that are registered now, or that
+    the prompt marked ``(unregistered)``, are the run's catalogue.
+
+    Args:
+        messages: the recorded request's messages (role / content dicts).
+
+    Returns:
+        The ids, or None when the prompt holds no catalogue (or only hashes were recorded).
+    """
+    system = [m for m in messages if m.get("role") == "system"] or list(messages[:1])
+    ids: list[str] = []
+    for message in system:
+        content = message.get("content")
+        if not isinstance(content, str):
+            continue
+        for match in _CATALOGUE_LINE.finditer(content):
+            cid = match.group(1)
+            try:
+                _registry.get_capability(cid)
+                known = True
+            except UserError:  # UnknownCapability
+                known = False
+            if (known or match.group(0).endswith("(unregistered)")) and cid not in ids:
+                ids.append(cid)
+    return ids or None
 
 
 def _projected_invocations(session: Session) -> list[ProjectedInvocation]:
