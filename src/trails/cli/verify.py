@@ -34,9 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "chain, its anchors and signatures, and list altered, missing and unsealed graphs. "
         "Exits 0 when nothing was altered, 1 on any finding, 2 on bad usage.",
     )
-    p.add_argument(
-        "--session", help="check only this session (IRI or UUID) and its seals' links"
-    )
+    p.add_argument("--session", help="check only this session (IRI or UUID) and its seals' links")
     p.add_argument("--key", help="trusted Ed25519 public key (PEM): every seal must be signed")
     p.add_argument(
         "--expect-head",
