@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _report import interleaved, write_section
 
-from trails.audit.endpoint_auth import token_entry
+from trails.audit.endpoint.auth import token_entry
 from trails.prov import PROV, Recorder, SessionEnded, SessionStarted, T
 from trails.store import open_store
 

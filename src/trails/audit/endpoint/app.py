@@ -1,4 +1,4 @@
-"""The authenticated, read-only SPARQL 1.1 endpoint over any trails store (``trails serve``).
+"""The endpoint's HTTP side: routes, configuration, content negotiation (``trails serve``).
 
 Auditors and tools that speak the SPARQL 1.1 Protocol read provenance here
 without access to the machine that holds it:
@@ -8,23 +8,24 @@ without access to the machine that holds it:
   ``named-graph-uri``; results in SPARQL JSON, XML, CSV, TSV or (for
   CONSTRUCT / DESCRIBE) Turtle, TriG, N-Triples, N-Quads, JSON-LD, RDF/XML by
   the ``Accept`` header. Without a query it returns its SPARQL 1.1 Service
-  Description (Turtle).
+  Description (Turtle, or another RDF format by ``Accept``).
 - ``/queries/NAME?param=...``: the regulator query pack by name, parameters
   bound as RDF terms, never spliced into the text; ``/queries`` lists it.
 - ``/access-log/sparql``: the same protocol over the access log, for tokens
   with ``audit = true`` only.
 
-Every query needs a bearer token (``endpoint_auth``); it is evaluated over the
+Every query needs a bearer token (``auth``); it is evaluated over the
 graphs the token may read and nothing else (the store's dataset restriction:
 other graphs are invisible, not filtered; a token that may read every graph
-runs unrestricted, see ``endpoint_graphs``). The query's own ``FROM`` /
+runs unrestricted, see ``graphs``). The query's own ``FROM`` /
 ``FROM NAMED`` and the protocol's graph parameters only narrow that set.
 Updates, ``LOAD`` and ``SERVICE`` are refused before any store sees them
-(``endpoint_sparql``); queries and results have size limits; a query past its
-time limit is stopped (``endpoint_pool``). Every request, answered or not, is
-recorded as provenance in the access log (``endpoint_log``), a store of its
+(``sparql``); queries and results have size limits; a query past its
+time limit is stopped (``pool``). Every request, answered or not, is
+recorded as provenance in the access log (``log``), a store of its
 own that the server process writes, before the answer is sent: if the log
-cannot be written, the answer is withheld.
+cannot be written, the answer is withheld. The package docstring draws the
+whole path of a request.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from trails.audit.endpoint_auth import Grant, TokenTable
-from trails.audit.endpoint_log import (
+from trails.audit.endpoint.auth import Grant, TokenTable
+from trails.audit.endpoint.log import (
     ACCESS_LOG,
     AccessLog,
     QueryReceived,
@@ -52,8 +53,8 @@ from trails.audit.endpoint_log import (
     access_log_location,
     access_log_quads,
 )
-from trails.audit.endpoint_pool import Evaluator, InlineEvaluator, Outcome, ProcessPool, QueryJob
-from trails.audit.endpoint_sparql import analyse, parse_graph_iri
+from trails.audit.endpoint.pool import Evaluator, InlineEvaluator, Outcome, ProcessPool, QueryJob
+from trails.audit.endpoint.sparql import analyse, parse_graph_iri
 from trails.audit.querypack import Query, load_pack
 from trails.config import Settings
 from trails.errors import (

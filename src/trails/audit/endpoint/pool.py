@@ -19,7 +19,7 @@ stops an overrunning query by killing the process that runs it:
   limit and the thread finishes in the background.
 
 ``run_job`` is the one function both run: resolve the graphs the token may
-read (``endpoint_graphs``: from a graph list each evaluator keeps for a
+read (``graphs``: from a graph list each evaluator keeps for a
 second), evaluate over that dataset (or unrestricted, for a token that may
 read everything), serialise, count, check the limits.
 """
@@ -39,8 +39,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
-from trails.audit.endpoint_auth import Grant
-from trails.audit.endpoint_graphs import GRAPH_LIST_TTL, GraphCache, dataset
+from trails.audit.endpoint.auth import Grant
+from trails.audit.endpoint.graphs import GRAPH_LIST_TTL, GraphCache, dataset
 from trails.errors import (
     QueryParameterError,
     QueryRefused,
