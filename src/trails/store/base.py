@@ -23,6 +23,13 @@ contract tests. The contract:
   a graph or the whole dataset in a standard RDF format; ``load`` is atomic.
 - ``close`` releases the backend; a store is a context manager.
 
+Relative IRIs in a query (``CONSTRUCT { <s> <p> 1 } WHERE {}``) resolve
+against one base IRI, the same on every backend: the store's ``base_iri``
+(default ``DEFAULT_BASE_IRI``; ``open_store`` passes the configured
+``base_iri``), by RFC 3986, and a query's own ``BASE`` is resolved against it.
+The embedded store hands it to its parser; a SPARQL server store declares it
+in the text it sends, so the server never resolves against its own address.
+
 Format names are short strings: ``trig nquads turtle ntriples jsonld rdfxml``
 for RDF, ``json xml csv tsv`` for query results.
 """
@@ -39,6 +46,7 @@ from trails.store.terms import IRI, Quad, Term, Triple
 
 __all__ = [
     "DATASET_FORMATS",
+    "DEFAULT_BASE_IRI",
     "GRAPH_FORMATS",
     "RESULT_FORMATS",
     "QueryResult",
@@ -50,6 +58,7 @@ __all__ = [
 ]
 
 DATASET_FORMATS = frozenset({"trig", "nquads"})
+DEFAULT_BASE_IRI = "urn:trails:"
 GRAPH_FORMATS = frozenset({"turtle", "ntriples", "rdfxml", "jsonld"}) | DATASET_FORMATS
 RESULT_FORMATS = frozenset({"json", "xml", "csv", "tsv"})
 

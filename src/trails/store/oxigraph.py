@@ -22,16 +22,24 @@ from typing import Any, BinaryIO, TypeVar
 import pyoxigraph as ox
 
 from trails.errors import (
+    ConfigError,
     QueryParameterError,
     QuerySyntaxError,
     RDFSyntaxError,
     StoreError,
     StoreLockedError,
 )
-from trails.store.base import DATASET_FORMATS, RESULT_FORMATS, QueryResult, Solutions, Store
+from trails.store.base import (
+    DATASET_FORMATS,
+    DEFAULT_BASE_IRI,
+    RESULT_FORMATS,
+    QueryResult,
+    Solutions,
+    Store,
+)
 from trails.store.terms import IRI, BNode, Literal, Quad, Term, Triple
 
-__all__ = ["OxigraphStore", "rdf_format", "results_format"]
+__all__ = ["OxigraphStore", "rdf_format", "resolve_iri", "results_format"]
 
 _RDF_FORMATS = {
     "trig": ox.RdfFormat.TRIG,
@@ -74,6 +82,28 @@ def results_format(name: str) -> ox.QueryResultsFormat:
         raise StoreError(
             f"unknown results format {name!r}; use one of {', '.join(sorted(RESULT_FORMATS))}"
         ) from None
+
+
+def resolve_iri(reference: str, base: str) -> str:
+    """``reference`` resolved against ``base`` (RFC 3986), exactly as the store's parser does.
+
+    Args:
+        reference: an IRI reference, relative or absolute.
+        base: an absolute IRI.
+
+    Returns:
+        The absolute IRI.
+
+    Raises:
+        ValueError: ``reference`` or ``base`` is not a valid IRI.
+    """
+    if any(c in reference for c in '<>"{}|^`\\ \n\r\t'):
+        raise ValueError(f"not an IRI reference: {reference!r}")
+    try:
+        parsed = ox.parse(f"<{reference}> a <urn:x> .", format=ox.RdfFormat.TURTLE, base_iri=base)
+        return str(next(iter(parsed)).subject.value)
+    except (SyntaxError, StopIteration) as exc:
+        raise ValueError(f"cannot resolve {reference!r} against {base!r}: {exc}") from None
 
 
 @lru_cache(maxsize=8192)
@@ -121,6 +151,16 @@ def _convert_quads(quads: Iterable[Quad]) -> list[ox.Quad]:
     return out
 
 
+def _base(base_iri: str) -> str:
+    """A validated base IRI (absolute, nothing a query's text could not hold)."""
+    try:
+        if resolve_iri(base_iri, "urn:x") == base_iri and ":" in base_iri:
+            return base_iri
+    except ValueError:
+        pass
+    raise ConfigError(f"base_iri must be an absolute IRI, not {base_iri!r}")
+
+
 def _syntax_error(exc: SyntaxError, source: str) -> QuerySyntaxError:
     message = str(exc.args[0]) if exc.args else str(exc)
     match = _POSITION.search(message)
@@ -134,13 +174,16 @@ class OxigraphStore(Store):
 
     Args:
         path: directory of the RocksDB store; created when missing.
+        base_iri: the base relative IRIs in queries resolve against.
 
     Raises:
         StoreLockedError: another process (or this one) holds the directory.
         StoreError: the directory cannot be opened for another reason.
+        ConfigError: ``base_iri`` is not an absolute IRI.
     """
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> None:
+        self.base_iri = _base(base_iri)
         self.path = Path(path) if path is not None else None
         try:
             if self.path is None:
@@ -217,7 +260,7 @@ class OxigraphStore(Store):
         try:
             if params:
                 kw["substitutions"] = {ox.Variable(k): _to_ox(v) for k, v in params.items()}
-            return store.query(sparql, **kw)
+            return store.query(sparql, base_iri=self.base_iri, **kw)
         except SyntaxError as exc:
             raise _syntax_error(exc, "query") from exc
         except (ValueError, TypeError, RuntimeError) as exc:

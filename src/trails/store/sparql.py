@@ -57,6 +57,7 @@ from trails.errors import (
 from trails.store._sparql_bind import bind_params, quad_ntriples, query_form, term_n3
 from trails.store.base import (
     DATASET_FORMATS,
+    DEFAULT_BASE_IRI,
     RESULT_FORMATS,
     QueryResult,
     Solutions,
@@ -100,6 +101,7 @@ _TRANSIENT = (
     httpx.ConnectTimeout,
     httpx.PoolTimeout,
 )
+_OWN_BASE = re.compile(r"\bBASE\s*<", re.IGNORECASE)
 _POSITION = re.compile(r"(?:error at |line )(\d+)(?::(\d+))?")
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _UNION_MODES = ("auto", "param", "list")
@@ -177,6 +179,9 @@ class SparqlStore(Store):
             ``param`` sends Oxigraph server's ``union-default-graph`` parameter,
             ``list`` lists every graph as a ``default-graph-uri`` (any server),
             ``auto`` uses ``param`` when the server says it is Oxigraph.
+        base_iri: the base relative IRIs in queries resolve against: every query
+            goes out with a ``BASE`` declaration of it, so the server never
+            resolves one against its own address.
 
     Raises:
         ConfigError: both ``auth`` and ``token``, a URL that is not http(s), or
@@ -197,7 +202,13 @@ class SparqlStore(Store):
         form_post: bool = False,
         headers: Mapping[str, str] | None = None,
         union_default_graph: str = "auto",
+        base_iri: str = DEFAULT_BASE_IRI,
     ) -> None:
+        try:
+            self._base = f"BASE {term_n3(IRI(base_iri))}\n"
+        except ValueError:
+            raise ConfigError(f"base_iri must be an absolute IRI, not {base_iri!r}") from None
+        self.base_iri = base_iri
         for url in (query_url, update_url, gsp_url):
             if url is not None and not url.startswith(("http://", "https://")):
                 raise ConfigError(f"a SPARQL store URL must be http(s)://..., not {_safe(url)!r}")
@@ -303,6 +314,7 @@ class SparqlStore(Store):
             retries=retries,
             form_post=(option("form_post") or "").lower() in _TRUE,
             union_default_graph=(option("union_default_graph") or "auto").lower(),
+            base_iri=settings.base_iri,
         )
 
     def __repr__(self) -> str:
@@ -350,7 +362,9 @@ class SparqlStore(Store):
         status = response.status_code
         message = response.text.strip()[:2000] or response.reason_phrase
         where = f"HTTP {status} from {_safe(url)}"
-        if status == 400 and kind == "query":
+        if status == 400 and kind in ("query", "based query"):
+            if kind == "based query":  # the BASE line was added before the caller's text
+                message = _unshifted(message)
             match = _POSITION.search(message)
             return QuerySyntaxError(
                 f"{message} ({where})",
@@ -427,7 +441,13 @@ class SparqlStore(Store):
         named_graphs: Sequence[IRI] | None,
         union_default_graph: bool = False,
     ) -> httpx.Response:
+        # the base goes on a line of its own before the query; positions in syntax
+        # errors are shifted back. A query with a BASE of its own is sent as it is
+        # (servers such as Virtuoso take one BASE only).
         text = bind_params(sparql, params)
+        based = _OWN_BASE.search(text) is None
+        if based:
+            text = self._base + text
         try:
             dataset = self._dataset(default_graph, named_graphs, union_default_graph)
         except ValueError as exc:
@@ -435,12 +455,12 @@ class SparqlStore(Store):
         headers = {"Accept": accept}
         if self.form_post or len(dataset) > _LONG_DATASET:
             return self._send(
-                "query", "POST", self.query_url, kind="query",
+                "query", "POST", self.query_url, kind="based query" if based else "query",
                 data={"query": text, **_multi(dataset)}, headers=headers,
             )  # fmt: skip
         headers["Content-Type"] = "application/sparql-query; charset=utf-8"
         return self._send(
-            "query", "POST", self.query_url, kind="query",
+            "query", "POST", self.query_url, kind="based query" if based else "query",
             params=dataset, content=text.encode("utf-8"), headers=headers,
         )  # fmt: skip
 
@@ -656,6 +676,13 @@ class SparqlStore(Store):
         if self._client is not None:
             client, self._client = self._client, None
             client.close()
+
+
+def _unshifted(message: str) -> str:
+    """A server's syntax error with its line numbers as in the caller's text (before ``BASE``)."""
+    return _POSITION.sub(
+        lambda m: m.group(0).replace(m.group(1), str(max(int(m.group(1)) - 1, 1)), 1), message
+    )
 
 
 def _multi(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
