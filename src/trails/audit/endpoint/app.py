@@ -139,7 +139,9 @@ class EndpointConfig:
         processes: worker processes for a SPARQL server store.
         threads: queries each worker (or the in-process evaluator) runs at once.
         max_pending: queries allowed to wait for a free worker.
-        base_iri: base of minted IRIs (principals, the access-log graph).
+        base_iri: the one base IRI: of minted IRIs (principals, the access-log
+            graph), and the base relative IRIs in queries resolve against (in
+            ``FROM`` here, and in the stores the workers open).
         record_content: ``full`` logs query texts, ``hash`` only their sha256.
     """
 
@@ -493,7 +495,7 @@ class Endpoint:
         text: str,
         params: Mapping[str, Term],
     ) -> Response:
-        info = analyse(text)
+        info = await asyncio.to_thread(analyse, text, self.config.base_iri)
         log = record.of_access_log
         fmt = negotiate(request.headers.get("accept"), info.form)
         default = tuple(
@@ -651,7 +653,8 @@ def create_app(
     if isinstance(store, Store):
         evaluator = InlineEvaluator(store, threads=config.threads)
     elif str(store) == "memory:":
-        evaluator = InlineEvaluator(open_store("memory:"), threads=config.threads)
+        memory = open_store("memory:", base_iri=config.base_iri)
+        evaluator = InlineEvaluator(memory, threads=config.threads)
     else:
         where = str(store)
         if not where.startswith(("http://", "https://")):
@@ -661,5 +664,6 @@ def create_app(
             processes=config.processes,
             threads=config.threads,
             max_pending=config.max_pending,
+            base_iri=config.base_iri,
         )
     return Endpoint(evaluator, tokens, config, pack, access_log=log)

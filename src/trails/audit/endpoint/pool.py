@@ -190,10 +190,12 @@ class InlineEvaluator:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _worker_main(conn: Connection, location: str, threads: int, graph_ttl: float) -> None:
+def _worker_main(
+    conn: Connection, location: str, threads: int, graph_ttl: float, base_iri: str | None
+) -> None:
     """A worker process: open the store, then run queries until the pipe closes."""
     try:
-        store = open_store(location)
+        store = open_store(location, base_iri=base_iri)
     except Exception as exc:  # reported to the pool, which explains it to the operator
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
@@ -257,6 +259,8 @@ class ProcessPool:
             refuses more with a 503.
         start_timeout: seconds a worker may take to open the store.
         graph_ttl: seconds each worker keeps the store's graph list.
+        base_iri: the base relative IRIs in queries resolve against (default:
+            the configured one).
     """
 
     stops_queries = True
@@ -270,7 +274,9 @@ class ProcessPool:
         max_pending: int = 256,
         start_timeout: float = 60.0,
         graph_ttl: float = GRAPH_LIST_TTL,
+        base_iri: str | None = None,
     ) -> None:
+        self.base_iri = base_iri
         remote = location.startswith(("http://", "https://"))
         self.location = location
         self.processes = max(1, processes) if remote else 1
@@ -396,7 +402,7 @@ class ProcessPool:
         parent, child = self._context.Pipe()
         process = self._context.Process(
             target=_worker_main,
-            args=(child, self.location, self.threads, self.graph_ttl),
+            args=(child, self.location, self.threads, self.graph_ttl, self.base_iri),
             name="trails-endpoint-worker",
             daemon=True,
         )

@@ -2,26 +2,40 @@
 
 The SPARQL endpoint refuses updates and ``SERVICE`` (it never makes an outbound
 request), picks a response format by the query form, and narrows the dataset
-by the query's own ``FROM`` / ``FROM NAMED``. All of that is decided here, on
-the text alone, before evaluation: the store's parser then gives the precise
-syntax errors (line and column) for everything this scan lets through.
+by the query's own ``FROM`` / ``FROM NAMED``. All of that is decided here,
+before evaluation.
 
-The scan is deliberately conservative. It first applies SPARQL's codepoint
-escapes (``\\u0053ERVICE`` is ``SERVICE``), blanks out strings and comments,
-and then looks at tokens: the word ``SERVICE`` anywhere outside an IRI, a
-string or a comment refuses the query, even where the parser might have read
-it differently. The dataset it extracts can only narrow what a token may read
-(the evaluator intersects it with the allowed graphs), so a mistake here can
-never widen access.
+Refusals come from a deliberately conservative scan. It first applies SPARQL's
+codepoint escapes (``\\u0053ERVICE`` is ``SERVICE``), blanks out strings and
+comments, and then looks at tokens: the word ``SERVICE`` anywhere outside an
+IRI, a string or a comment refuses the query, even where the parser might have
+read it differently.
+
+The dataset comes from a real SPARQL 1.1 parser (rdflib's grammar), so a
+``FROM`` is found wherever the grammar allows one: after a projection that
+holds braces (``SELECT (EXISTS { ... } AS ?e) FROM <g>``), after a
+``CONSTRUCT`` template, in ``DESCRIBE``. The scan tells whether the parse is
+needed at all: a dataset clause needs the keyword ``FROM``, so a query whose
+tokens hold no ``FROM`` has none, and costs no parse. A query that holds
+``FROM`` but does not parse is refused (400, with the parser's line and
+column) rather than run over a dataset the endpoint could not read from it.
+Relative IRIs resolve against the query's ``BASE``, itself resolved against
+the endpoint's base IRI: the base every store resolves the query with. The
+dataset found can only narrow what a token may read (the evaluator intersects
+it with the allowed graphs), so a mistake here can never widen access.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
 from dataclasses import dataclass
-from urllib.parse import urljoin
+from typing import Any
 
 from trails.errors import QueryRefused
+from trails.store.base import DEFAULT_BASE_IRI
+from trails.store.oxigraph import resolve_iri
 from trails.store.terms import IRI
 
 __all__ = ["UPDATE_KEYWORDS", "QueryInfo", "analyse", "parse_graph_iri"]
@@ -97,11 +111,12 @@ def parse_graph_iri(value: str, what: str) -> IRI:
         raise QueryRefused(f"{what} {value!r} is not an absolute IRI", status=400) from None
 
 
-def analyse(text: str) -> QueryInfo:
-    """Scan query text: refuse updates and SERVICE, find the form and its dataset clauses.
+def analyse(text: str, base_iri: str = DEFAULT_BASE_IRI) -> QueryInfo:
+    """Refuse updates and SERVICE, find the query's form and its dataset clauses.
 
     Args:
         text: the SPARQL query as received.
+        base_iri: the base relative IRIs resolve against (the stores' base IRI).
 
     Returns:
         The query form (``SELECT`` when the scan cannot tell; the parser will
@@ -109,7 +124,8 @@ def analyse(text: str) -> QueryInfo:
 
     Raises:
         QueryRefused: 403 for SPARQL Update (``LOAD`` included) and ``SERVICE``;
-            400 for a ``FROM`` that names no absolute IRI.
+            400 for a query with ``FROM`` that does not parse, or whose ``FROM``
+            names no IRI.
     """
     scrubbed = _STRINGS_AND_COMMENTS.sub(_blank, _unescape(text))
     tokens = [(m.lastgroup or "other", m.group(0)) for m in _TOKEN.finditer(scrubbed)]
@@ -118,15 +134,12 @@ def analyse(text: str) -> QueryInfo:
         raise QueryRefused(
             "SERVICE (federated query) is refused: this endpoint never makes outbound requests"
         )
-    base = ""
-    prefixes: dict[str, str] = {}
     form = ""
     position = 0
     while position < len(tokens):
         kind, value = tokens[position]
         upper = value.upper() if kind == "word" else ""
         if upper == "BASE" and position + 1 < len(tokens) and tokens[position + 1][0] == "iri":
-            base = urljoin(base, tokens[position + 1][1][1:-1])
             position += 2
         elif (
             upper == "PREFIX"
@@ -134,8 +147,6 @@ def analyse(text: str) -> QueryInfo:
             and tokens[position + 1][0] == "pname"
             and tokens[position + 2][0] == "iri"
         ):
-            name = tokens[position + 1][1].split(":", 1)[0]
-            prefixes[name] = urljoin(base, tokens[position + 2][1][1:-1])
             position += 3
         else:
             if upper in UPDATE_KEYWORDS:
@@ -144,40 +155,69 @@ def analyse(text: str) -> QueryInfo:
                 )
             form = upper if upper in _FORMS else ""
             break
+    form = form or "SELECT"
+    if "FROM" not in words:  # no dataset clause is possible without the keyword
+        return QueryInfo(form)
+    return _parsed(text, base_iri)
+
+
+_PARSE_LOCK = threading.Lock()
+_FORM_OF = {
+    "SelectQuery": "SELECT",
+    "ConstructQuery": "CONSTRUCT",
+    "AskQuery": "ASK",
+    "DescribeQuery": "DESCRIBE",
+}
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed(text: str, base_iri: str) -> QueryInfo:
+    """Form and dataset clauses by rdflib's SPARQL 1.1 parser (cached: pack queries repeat)."""
+    from pyparsing import ParseBaseException
+    from rdflib.plugins.sparql.parser import parseQuery
+
+    try:
+        with _PARSE_LOCK:  # pyparsing's packrat cache is shared by every thread
+            parsed = parseQuery(text)
+    except ParseBaseException as exc:
+        message = re.sub(r"\s*\(at char \d+\).*$", "", str(exc.msg))
+        raise QueryRefused(
+            f"the query does not parse: {message} at line {exc.lineno}, column {exc.col}",
+            status=400,
+        ) from None
+    prologue, query = parsed[0], parsed[1]
+    base = base_iri
+    prefixes: dict[str, str] = {}
+    for decl in prologue:
+        if decl.name == "Base":
+            base = _absolute(str(decl.iri), base, "BASE")
+        elif decl.name == "PrefixDecl":
+            prefixes[str(decl.prefix or "")] = _absolute(str(decl.iri), base, "PREFIX")
     default: list[IRI] = []
     named: list[IRI] = []
-    seen_clause = False
-    index = position + 1
-    if form == "CONSTRUCT" and index < len(tokens) and tokens[index][1] == "{":
-        depth = 0  # skip the template: dataset clauses come after it
-        while index < len(tokens):
-            depth += {"{": 1, "}": -1}.get(tokens[index][1], 0)
-            index += 1
-            if depth == 0:
-                break
-    while index < len(tokens) and tokens[index][1] != "{":
-        kind, value = tokens[index]
-        if kind == "word" and value.upper() == "FROM":
-            seen_clause = True
-            target = default
-            index += 1
-            if index < len(tokens) and tokens[index][1].upper() == "NAMED":
-                target = named
-                index += 1
-            if index < len(tokens):
-                target.append(_resolve(tokens[index], base, prefixes))
-        index += 1
-    if not seen_clause:
-        return QueryInfo(form or "SELECT")
-    return QueryInfo(form or "SELECT", tuple(default), tuple(named))
+    clauses = query.get("datasetClause") or []
+    for clause in clauses:
+        target, value = (
+            (named, clause["named"]) if "named" in clause else (default, clause["default"])
+        )
+        target.append(_graph(value, base, prefixes))
+    form = _FORM_OF.get(query.name, "SELECT")
+    if not clauses:
+        return QueryInfo(form)
+    return QueryInfo(form, tuple(default), tuple(named))
 
 
-def _resolve(token: tuple[str, str], base: str, prefixes: dict[str, str]) -> IRI:
-    kind, value = token
-    if kind == "iri":
-        return parse_graph_iri(urljoin(base, value[1:-1]) if base else value[1:-1], "FROM")
-    if kind == "pname":
-        prefix, local = value.split(":", 1)
-        if prefix in prefixes:
-            return parse_graph_iri(prefixes[prefix] + local, "FROM")
-    raise QueryRefused(f"FROM {value!r} does not name a graph IRI", status=400)
+def _absolute(reference: str, base: str, what: str) -> str:
+    try:
+        return resolve_iri(reference, base)
+    except ValueError:
+        raise QueryRefused(f"{what} <{reference}> is not a valid IRI", status=400) from None
+
+
+def _graph(value: Any, base: str, prefixes: dict[str, str]) -> IRI:
+    if getattr(value, "name", None) == "pname":
+        prefix, local = str(value.prefix or ""), str(value.localname or "")
+        if prefix not in prefixes:
+            raise QueryRefused(f"FROM {prefix}:{local} uses an undeclared prefix", status=400)
+        return parse_graph_iri(prefixes[prefix] + local, "FROM")
+    return parse_graph_iri(_absolute(str(value), base, "FROM"), "FROM")
