@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from tests.endpoint.conftest import EX, Seeded, auth
 
 from trails.audit.endpoint.sparql import analyse
 from trails.errors import QueryRefused
 from trails.store import IRI, Literal, Solutions, Store
-
-from .conftest import EX, Seeded, auth
 
 COUNT_ALL = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } }"
 

@@ -34,12 +34,13 @@ from trails.store.base import (
     DEFAULT_BASE_IRI,
     RESULT_FORMATS,
     QueryResult,
+    ResultBuffer,
     Solutions,
     Store,
 )
 from trails.store.terms import IRI, BNode, Literal, Quad, Term, Triple
 
-__all__ = ["OxigraphStore", "rdf_format", "resolve_iri", "results_format"]
+__all__ = ["OxigraphStore", "convert_rdf", "rdf_format", "resolve_iri", "results_format"]
 
 _RDF_FORMATS = {
     "trig": ox.RdfFormat.TRIG,
@@ -104,6 +105,30 @@ def resolve_iri(reference: str, base: str) -> str:
         return str(next(iter(parsed)).subject.value)
     except (SyntaxError, StopIteration) as exc:
         raise ValueError(f"cannot resolve {reference!r} against {base!r}: {exc}") from None
+
+
+def convert_rdf(data: bytes, source: str, target: str, base_iri: str) -> bytes:
+    """RDF ``data`` in format ``source`` rewritten as ``target`` (relative IRIs resolved).
+
+    Args:
+        data: the document.
+        source: its trails format name (``turtle`` ...).
+        target: the format wanted.
+        base_iri: what relative IRIs in ``data`` resolve against.
+
+    Returns:
+        The serialised document.
+
+    Raises:
+        RDFSyntaxError: ``data`` does not parse.
+        StoreError: an unknown format.
+    """
+    try:
+        parsed = ox.parse(data, format=rdf_format(source), base_iri=base_iri)
+        out = ox.serialize(parsed, format=rdf_format(target))
+    except SyntaxError as exc:
+        raise RDFSyntaxError(f"cannot parse {source}: {exc}") from exc
+    return out if out is not None else b""
 
 
 @lru_cache(maxsize=8192)
@@ -299,14 +324,18 @@ class OxigraphStore(Store):
         default_graph: Sequence[IRI] | None = None,
         named_graphs: Sequence[IRI] | None = None,
         union_default_graph: bool = False,
+        max_bytes: int | None = None,
     ) -> bytes:
         result = self._run(sparql, params, default_graph, named_graphs, union_default_graph)
         if isinstance(result, ox.QueryTriples):
             fmt: Any = rdf_format(format if format not in RESULT_FORMATS else "turtle")
         else:
             fmt = results_format(format)
-        data = self._call("serialise", lambda: result.serialize(format=fmt))
-        return data if data is not None else b""
+        # pyoxigraph serialises lazily, chunk by chunk, as evaluation yields results;
+        # the buffer stops both at max_bytes
+        buffer = ResultBuffer(max_bytes)
+        self._call("serialise", lambda: result.serialize(output=buffer, format=fmt))
+        return buffer.getvalue()
 
     def graphs(self) -> list[IRI]:
         store = self.raw

@@ -60,6 +60,7 @@ from trails.store.base import (
     DEFAULT_BASE_IRI,
     RESULT_FORMATS,
     QueryResult,
+    ResultBuffer,
     Solutions,
     Store,
 )
@@ -330,13 +331,19 @@ class SparqlStore(Store):
         return self._client
 
     def _send(
-        self, what: str, method: str, url: str, *, kind: str = "", **kw: Any
+        self, what: str, method: str, url: str, *, kind: str = "", stream: bool = False, **kw: Any
     ) -> httpx.Response:
+        """One request with retries; ``stream``: the body is left unread (the caller closes)."""
         client = self.client
         attempt = 0
         while True:
             try:
-                response = client.request(method, url, **kw)
+                response = client.send(client.build_request(method, url, **kw), stream=stream)
+                if stream and response.status_code >= 400:
+                    try:
+                        response.read()
+                    finally:
+                        response.close()
             except _TRANSIENT as exc:
                 if attempt >= self.retries:
                     raise RemoteStoreError(
@@ -440,6 +447,7 @@ class SparqlStore(Store):
         default_graph: Sequence[IRI] | None,
         named_graphs: Sequence[IRI] | None,
         union_default_graph: bool = False,
+        stream: bool = False,
     ) -> httpx.Response:
         # the base goes on a line of its own before the query; positions in syntax
         # errors are shifted back. A query with a BASE of its own is sent as it is
@@ -456,12 +464,12 @@ class SparqlStore(Store):
         if self.form_post or len(dataset) > _LONG_DATASET:
             return self._send(
                 "query", "POST", self.query_url, kind="based query" if based else "query",
-                data={"query": text, **_multi(dataset)}, headers=headers,
+                data={"query": text, **_multi(dataset)}, headers=headers, stream=stream,
             )  # fmt: skip
         headers["Content-Type"] = "application/sparql-query; charset=utf-8"
         return self._send(
             "query", "POST", self.query_url, kind="based query" if based else "query",
-            params=dataset, content=text.encode("utf-8"), headers=headers,
+            params=dataset, content=text.encode("utf-8"), headers=headers, stream=stream,
         )  # fmt: skip
 
     def _update(self, what: str, text: str) -> None:
@@ -543,6 +551,7 @@ class SparqlStore(Store):
         default_graph: Sequence[IRI] | None = None,
         named_graphs: Sequence[IRI] | None = None,
         union_default_graph: bool = False,
+        max_bytes: int | None = None,
     ) -> bytes:
         if query_form(sparql) in ("CONSTRUCT", "DESCRIBE"):
             name = "turtle" if format in RESULT_FORMATS else format
@@ -558,7 +567,24 @@ class SparqlStore(Store):
                 f"unknown results format {format!r}; use one of {', '.join(sorted(RESULT_FORMATS))}"
             )
         dataset = (default_graph, named_graphs, union_default_graph)
-        return self._query(sparql, params, accept, *dataset).content
+        if max_bytes is None:
+            return self._query(sparql, params, accept, *dataset).content
+        # read the answer as the server streams it; closing the connection at the
+        # limit stops the download (and a streaming server's evaluation)
+        response = self._query(sparql, params, accept, *dataset, stream=True)
+        buffer = ResultBuffer(max_bytes)
+        try:
+            for chunk in response.iter_bytes():
+                buffer.write(chunk)
+        except httpx.HTTPError as exc:
+            raise RemoteStoreError(
+                f"query failed on {_safe(self.query_url)} while reading the answer: "
+                f"{type(exc).__name__}: {exc}",
+                url=_safe(self.query_url),
+            ) from exc
+        finally:
+            response.close()
+        return buffer.getvalue()
 
     def graphs(self) -> list[IRI]:
         result = self.query("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")

@@ -11,8 +11,9 @@ One server in six modules. A request's path through them::
     auth.TokenTable.authenticate . bearer token -> Grant (principal, graph patterns,
       |                            own sessions, audit); none -> 401
       v
-    sparql.analyse ............... refuse updates and SERVICE (403), find the form
-      |                            and the query's own FROM / FROM NAMED
+    sparql.analyse ............... refuse updates and SERVICE (403), find the form;
+      |                            the query's own FROM / FROM NAMED by a SPARQL
+      |                            parser (relative IRIs against the base IRI)
       v
     app.negotiate ................ Accept -> result format (406 if none fits)
       |
@@ -24,8 +25,10 @@ One server in six modules. A request's path through them::
     pool.run_job (in the worker)
       |-- graphs.GraphCache.readable .. the graphs this grant may read (listed <= 1 s ago)
       |-- graphs.dataset .............. grant x query / protocol dataset -> store keywords
-      |-- Store.query_to .............. evaluate and serialise; over max_results /
-      |                                 max_result_bytes -> 400
+      |-- Store.query_to .............. evaluate against the one base IRI and
+      |                                 serialise into a buffer that stops the store
+      |                                 at max_result_bytes (400); then count the
+      |                                 results against max_results (400)
       v
     app.Endpoint._logged ......... log.AccessLog writes the request as provenance, then
       |                            the answer is released (or withheld if the log fails)

@@ -8,7 +8,7 @@ without access to the machine that holds it:
   ``named-graph-uri``; results in SPARQL JSON, XML, CSV, TSV or (for
   CONSTRUCT / DESCRIBE) Turtle, TriG, N-Triples, N-Quads, JSON-LD, RDF/XML by
   the ``Accept`` header. Without a query it returns its SPARQL 1.1 Service
-  Description (Turtle, or another RDF format by ``Accept``).
+  Description (Turtle by default, or any of those RDF formats by ``Accept``).
 - ``/queries/NAME?param=...``: the regulator query pack by name, parameters
   bound as RDF terms, never spliced into the text; ``/queries`` lists it.
 - ``/access-log/sparql``: the same protocol over the access log, for tokens
@@ -68,6 +68,7 @@ from trails.errors import (
 )
 from trails.prov.iri import Minter
 from trails.store import Store, open_store
+from trails.store.oxigraph import convert_rdf
 from trails.store.terms import IRI, Term
 
 __all__ = [
@@ -235,8 +236,17 @@ def negotiate(accept: str | None, form: str) -> str:
     return max(choices)[2]
 
 
-def service_description() -> str:
-    """The SPARQL 1.1 Service Description of the endpoint, as Turtle (``<>`` is the endpoint)."""
+def service_description(base_iri: str | None = None) -> str:
+    """The SPARQL 1.1 Service Description of the endpoint, as Turtle (``<>`` is the endpoint).
+
+    Args:
+        base_iri: the base IRI relative IRIs in queries resolve against, said
+            in the description's comment (None: not said).
+    """
+    base = ""
+    if base_iri is not None:
+        quoted = base_iri.replace("\\", "\\\\").replace('"', '\\"')
+        base = f" Relative IRIs in queries resolve against <{quoted}>."
     formats = " ,\n        ".join(f"<http://www.w3.org/ns/formats/{f}>" for f in _SD_FORMATS)
     return (
         "@prefix sd: <http://www.w3.org/ns/sparql-service-description#> .\n"
@@ -251,7 +261,7 @@ def service_description() -> str:
         "reads only the named graphs it is granted; the default graph is their union. "
         "SPARQL Update, LOAD and SERVICE are refused. The query pack is at /queries/NAME; "
         "audit tokens read the access log at /access-log/sparql."
-        '" .\n'
+        f'{base}" .\n'
     )
 
 
@@ -366,7 +376,7 @@ class Endpoint:
             fields = await self._fields(request, record)
             if not fields.get("query") and not fields.get("update"):
                 if request.method == "GET":
-                    return Response(service_description(), media_type="text/turtle; charset=utf-8")
+                    return self._service_description(request)
                 raise QueryRefused("the request has no query parameter", status=400)
             grant = self._authenticate(request, record)
             if fields.get("update"):
@@ -379,6 +389,15 @@ class Endpoint:
         except Exception as exc:
             response = self._error(record, exc)
         return await self._logged(record, response)
+
+    def _service_description(self, request: Request) -> Response:
+        """The service description in the format ``Accept`` asks for (406 if none fits)."""
+        fmt = negotiate(request.headers.get("accept"), "DESCRIBE")
+        text = service_description(self.config.base_iri).encode("utf-8")
+        if fmt != "turtle":  # ``<>`` is the endpoint: its URL as the client addressed it
+            endpoint = str(request.url.replace(query="", fragment=""))
+            text = convert_rdf(text, "turtle", fmt, endpoint)
+        return Response(text, media_type=_MEDIA[fmt])
 
     async def pack_query(self, request: Request) -> Response:
         """Run a query of the pack by name, its parameters from the URL."""

@@ -21,7 +21,11 @@ stops an overrunning query by killing the process that runs it:
 ``run_job`` is the one function both run: resolve the graphs the token may
 read (``graphs``: from a graph list each evaluator keeps for a
 second), evaluate over that dataset (or unrestricted, for a token that may
-read everything), serialise, count, check the limits.
+read everything), serialise, count, check the limits. The answer is
+serialised into a buffer that stops the store at ``max_bytes`` (the embedded
+store serialises as it evaluates; the remote one is read as a stream), so a
+huge answer never exists in full in a worker; the results of an answer
+within that size are then counted against ``max_results``.
 """
 
 from __future__ import annotations
@@ -114,18 +118,17 @@ def run_job(store: Store, job: QueryJob, graphs: GraphCache | None = None) -> Ou
     try:
         cache = graphs if graphs is not None else GraphCache(store, ttl=0)
         readable = cache.readable(job.grant, job.reserved, job.base_iri)
-        data = store.query_to(
-            job.sparql,
-            dict(job.params) or None,
-            format=job.format,
-            **dataset(readable, job.default_graphs, job.named_graphs),
-        )
-        if len(data) > job.max_bytes:
-            return Outcome(
-                "too_large",
-                message=f"the result is {len(data)} bytes, over the limit of {job.max_bytes}; "
-                f"add a LIMIT or narrow the query",
+        try:
+            # stops at max_bytes while the store serialises (or downloads) the answer
+            data = store.query_to(
+                job.sparql,
+                dict(job.params) or None,
+                format=job.format,
+                max_bytes=job.max_bytes,
+                **dataset(readable, job.default_graphs, job.named_graphs),
             )
+        except QueryRefused as exc:
+            return Outcome("too_large", message=str(exc))
         count = count_results(data, job.format)
         if count > job.max_results:
             return Outcome(
