@@ -273,7 +273,7 @@ class OxigraphStore(Store):
         union_default_graph: bool = False,
     ) -> Any:
         store = self.raw
-        kw: dict[str, Any] = {}
+        kw: dict[str, Any] = {"base_iri": self.base_iri}
         if union_default_graph:
             if default_graph is not None or named_graphs is not None:
                 raise StoreError(_UNION_ALONE)
@@ -285,7 +285,7 @@ class OxigraphStore(Store):
         try:
             if params:
                 kw["substitutions"] = {ox.Variable(k): _to_ox(v) for k, v in params.items()}
-            return store.query(sparql, base_iri=self.base_iri, **kw)
+            return store.query(sparql, **kw)
         except SyntaxError as exc:
             raise _syntax_error(exc, "query") from exc
         except (ValueError, TypeError, RuntimeError) as exc:

@@ -450,7 +450,15 @@ class Endpoint:
     async def _fields(self, request: Request, record: _Record) -> dict[str, list[str]]:
         fields = parse_qs(request.url.query, keep_blank_values=True)
         if request.method == "POST":
-            kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            kind, *options = request.headers.get("content-type", "").split(";")
+            kind = kind.strip().lower()
+            for option in options:
+                key, _, value = option.partition("=")
+                charset = value.strip().strip('"').lower()
+                if key.strip().lower() == "charset" and charset not in ("utf-8", "utf8"):
+                    raise QueryRefused(
+                        f"the request body must be UTF-8, not {value.strip()!r}", status=415
+                    )
             body = await self._body(request)
             try:
                 text = body.decode("utf-8")
