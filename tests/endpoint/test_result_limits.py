@@ -49,7 +49,7 @@ def test_an_answer_over_max_result_bytes_is_a_400(store: Store, token_table: Tok
 
 
 @pytest.mark.remote
-def test_a_worker_stops_downloading_at_the_limit(
+def test_a_worker_over_a_sparql_server_stops_at_the_limit_and_hides_its_address(
     remote_store: SparqlStore, oxigraph_server: str, token_table: TokenTable
 ) -> None:
     seed(remote_store)
@@ -62,6 +62,14 @@ def test_a_worker_stops_downloading_at_the_limit(
         assert response.status_code == 400, response.text
         assert "over the limit of 50000 bytes" in response.text
         assert len(whole) > 500_000
+        # the SPARQL server behind the endpoint is internal: its address stays out of answers
+        bad = ask(url, "SELECT * WHERE {\n  ?s ?p ?o .\n  FILTER( ?s = ) }")
+        assert bad.status_code == 400 and "line 3" in bad.text
+        relative = ask(url, "SELECT (<s> AS ?x) WHERE {}")
+        assert relative.json()["results"]["bindings"][0]["x"]["value"] == "urn:s"
+        server = oxigraph_server.split("://", 1)[1]
+        for answer in (response, bad, relative):
+            assert server not in answer.text
     endpoint.close()
 
 

@@ -42,6 +42,7 @@ from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 from trails.audit.endpoint.auth import Grant
 from trails.audit.endpoint.graphs import GRAPH_LIST_TTL, GraphCache, dataset
@@ -138,13 +139,33 @@ def run_job(store: Store, job: QueryJob, graphs: GraphCache | None = None) -> Ou
             )
         return Outcome(data=data, count=count)
     except QuerySyntaxError as exc:
-        return Outcome("syntax", message=str(exc), line=exc.line, column=exc.column)
+        message = _public(str(exc), store)
+        return Outcome("syntax", message=message, line=exc.line, column=exc.column)
     except QueryParameterError as exc:
-        return Outcome("parameter", message=str(exc))
+        return Outcome("parameter", message=_public(str(exc), store))
     except TrailsError as exc:
-        return Outcome("store", message=str(exc))
+        return Outcome("store", message=_public(str(exc), store))
     except Exception as exc:  # a worker must answer every job, whatever the backend raised
-        return Outcome("store", message=f"{type(exc).__name__}: {exc}")
+        return Outcome("store", message=_public(f"{type(exc).__name__}: {exc}", store))
+
+
+def _public(message: str, store: Store) -> str:
+    """``message`` without the addresses of a SPARQL server behind the endpoint.
+
+    A remote store names its server in its errors, which is right for an
+    operator and wrong for a client of the endpoint: the server is internal.
+    """
+    for name in ("query_url", "update_url", "gsp_url"):
+        url = getattr(store, name, None)
+        if not isinstance(url, str) or not url:
+            continue
+        parts = urlsplit(url)
+        netloc = parts.netloc.rsplit("@", 1)[-1]
+        for spelling in (url, urlunsplit(parts._replace(netloc=netloc))):
+            message = message.replace(spelling, "the store")
+        if netloc:
+            message = message.replace(netloc, "the store")
+    return message
 
 
 class Evaluator(Protocol):
