@@ -649,9 +649,12 @@ def create_app(
     """Build the endpoint over a store object or a store location.
 
     Args:
-        store: a ``Store`` of this process (queries run in threads here), or a
-            location: ``memory:``, a directory or ``http(s)://`` (queries run in
-            worker processes that each open it and are killed past the time limit).
+        store: a ``Store`` of this process (queries run in threads here; it
+            resolves relative IRIs against its own ``base_iri``, which
+            ``open_store`` sets to the configured one), or a location:
+            ``memory:``, a directory or ``http(s)://`` (queries run in worker
+            processes that each open it with ``config.base_iri`` and are killed
+            past the time limit).
         tokens: the bearer tokens.
         config: limits and settings (default ``EndpointConfig()``).
         pack: the query pack (default: the shipped one).
