@@ -522,7 +522,10 @@ class Endpoint:
         text: str,
         params: Mapping[str, Term],
     ) -> Response:
-        info = await asyncio.to_thread(analyse, text, self.config.base_iri)
+        if "FROM" in text.upper():  # a dataset clause may need the parser: off the loop
+            info = await asyncio.to_thread(analyse, text, self.config.base_iri)
+        else:
+            info = analyse(text, self.config.base_iri)
         log = record.of_access_log
         fmt = negotiate(request.headers.get("accept"), info.form)
         default = tuple(
