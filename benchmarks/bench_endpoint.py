@@ -18,7 +18,14 @@ for a second), evaluates in a worker process, counts the results and writes the
 request to the access log (its own store, in the server process) before
 answering. The ratio says what that costs.
 
-Run: ``python benchmarks/bench_endpoint.py`` (writes its section of docs/benchmarks.md).
+A second measure (``memory``) is the worker's memory on an answer far larger
+than ``max_result_bytes``: the peak RSS of the worker process (``VmHWM``) when
+the limit is set high enough for the whole answer (what building the answer
+before checking the limit cost) against the default-like limit, where the
+store stops serialising at the limit and the client gets the documented 400.
+
+Run: ``python benchmarks/bench_endpoint.py [qps] [memory]`` (both by default;
+each writes its section of docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _report import interleaved, write_section
 
-from trails.audit.endpoint_auth import token_entry
+from trails.audit.endpoint.auth import token_entry
 from trails.prov import PROV, Recorder, SessionEnded, SessionStarted, T
 from trails.store import open_store
 
@@ -187,7 +194,110 @@ def measure(folder: Path, sessions: int) -> list[tuple[str, float, float]]:
     return out
 
 
-def main() -> None:
+MEMORY_TRIPLES = 150_000
+MEMORY_LITERAL = 400  # bytes of text per triple: a SPARQL JSON answer of about 90 MB
+MEMORY_LIMIT = 8 * 1024 * 1024
+EVERYTHING = "SELECT ?g ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } }"
+
+
+def _kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} for process {pid}")
+
+
+def _worker_pid(server: int) -> int:
+    """The endpoint's worker: the spawned child of the server that is not the tracker."""
+    for _ in range(600):
+        children: list[str] = []
+        for task in Path(f"/proc/{server}/task").iterdir():
+            children += (task / "children").read_text().split()
+        for child in children:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
+            if b"spawn_main" in cmdline and b"resource_tracker" not in cmdline:
+                return int(child)
+        time.sleep(0.05)
+    raise RuntimeError("the endpoint's worker process did not start")
+
+
+def memory_run(folder: Path, max_bytes: int) -> tuple[int, int, int, int]:
+    """(idle RSS KiB, peak RSS KiB, HTTP status, answer bytes) of one fresh server."""
+    (folder / "trails.toml").write_text(
+        f"[serve]\nmax_result_bytes = {max_bytes}\nmax_results = 100000000\n"
+    )
+    port = free_port()
+    trails = subprocess.Popen(
+        [sys.executable, "-m", "trails.cli", "--store", str(folder / "big"), "serve",
+         "--port", str(port), "--tokens", str(folder / "tokens.toml"), "--threads", "1",
+         "--time-limit", "300"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=folder,
+        env={**os.environ, "TRAILS_STORE": "memory:"},
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}/sparql"
+        wait_up(url, trails)
+        worker = _worker_pid(trails.pid)
+        idle = _kib(worker, "VmRSS")
+        response = httpx.post(
+            url,
+            data={"query": EVERYTHING},
+            headers={"Authorization": f"Bearer {ALL_TOKEN}"},
+            timeout=600,
+        )
+        peak = _kib(worker, "VmHWM")
+        return idle, peak, response.status_code, len(response.content)
+    finally:
+        trails.terminate()
+        trails.wait(timeout=60)
+
+
+def measure_memory(folder: Path) -> str:
+    lines = []
+    padding = "x" * MEMORY_LITERAL
+    for n in range(MEMORY_TRIPLES):
+        lines.append(f'<urn:bench:s{n}> <urn:bench:p> "{n} {padding}" <urn:bench:g{n // 1000}> .\n')
+    store = open_store(folder / "big")
+    store.load("".join(lines).encode(), format="nquads")
+    store.close()
+    (folder / "tokens.toml").write_text(token_entry(ALL_TOKEN, "did:example:bench", ["*"]))
+    whole = memory_run(folder, 1024 * 1024 * 1024)
+    limited = memory_run(folder, MEMORY_LIMIT)
+    assert whole[2] == 200 and limited[2] == 400, (whole, limited)
+    mib = 1024
+    grown_whole = (whole[1] - whole[0]) / mib
+    grown_limited = (limited[1] - limited[0]) / mib
+    return f"""## SPARQL endpoint: worker memory on an answer past the size limit
+
+One query (`SELECT ?g ?s ?p ?o` over {MEMORY_TRIPLES:,} triples, {MEMORY_LITERAL}-byte
+literals; about {whole[3] / 1e6:.0f} MB of SPARQL JSON) against `trails serve` over a
+directory store, one worker process, each case on a fresh server. The worker's
+peak resident memory (`VmHWM`) is read from `/proc` after the answer.
+
+| `max_result_bytes` | answer | worker RSS idle | worker peak RSS | grown by |
+| --- | --- | ---: | ---: | ---: |
+| 1 GiB (the whole answer is built) | {whole[2]}, {whole[3] / 1e6:.0f} MB | {whole[0] / mib:.0f} MiB | {whole[1] / mib:.0f} MiB | {grown_whole:.0f} MiB |
+| {MEMORY_LIMIT // (1024 * 1024)} MiB | {limited[2]} (over the limit) | {limited[0] / mib:.0f} MiB | {limited[1] / mib:.0f} MiB | {grown_limited:.0f} MiB |
+
+With the limit, the store stops serialising at {MEMORY_LIMIT // (1024 * 1024)} MiB: the worker grows
+{grown_limited / max(grown_whole, 1e-9):.2f} times as much as when it builds the whole answer (the
+old behaviour for every answer, whatever the limit), and the client gets the
+documented 400 instead of waiting for the whole answer.
+"""
+
+
+def main(parts: list[str]) -> None:
+    parts = parts or ["qps", "memory"]
+    if "memory" in parts:
+        with tempfile.TemporaryDirectory() as tmp:
+            text = measure_memory(Path(tmp))
+        write_section("endpoint-memory", text)
+        print(text, flush=True)
+    if "qps" in parts:
+        qps()
+
+
+def qps() -> None:
     rows: list[tuple[str, float, float]] = []
     for sessions in SIZES:
         with tempfile.TemporaryDirectory() as tmp:
@@ -223,4 +333,4 @@ default graph); a pattern token over exactly its graphs.
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -23,7 +23,7 @@ import pytest
 import uvicorn
 
 from trails.audit.endpoint import Endpoint, EndpointConfig, create_app
-from trails.audit.endpoint_auth import TokenTable, load_tokens, token_entry
+from trails.audit.endpoint.auth import TokenTable, load_tokens, token_entry
 from trails.prov import Minter, Recorder, SessionEnded, SessionStarted
 from trails.store import IRI, Literal, Quad, Store
 

@@ -20,10 +20,10 @@ from tests.endpoint.conftest import ACCESS_LOG, TOKENS, Seeded, auth, seed, serv
 from tests.endpoint.test_live import LOG_QUERY
 
 from trails.audit.endpoint import EndpointConfig, create_app
-from trails.audit.endpoint_auth import Grant, TokenTable
-from trails.audit.endpoint_graphs import GraphCache, Readable, dataset
-from trails.audit.endpoint_log import access_log_location
-from trails.audit.endpoint_pool import ProcessPool, QueryJob, run_job
+from trails.audit.endpoint.auth import Grant, TokenTable
+from trails.audit.endpoint.graphs import GraphCache, Readable, dataset
+from trails.audit.endpoint.log import access_log_location
+from trails.audit.endpoint.pool import ProcessPool, QueryJob, run_job
 from trails.errors import ConfigError
 from trails.prov.vocab import T
 from trails.store import IRI, Literal, Quad, Store, open_store

@@ -8,8 +8,8 @@ import httpx
 import pytest
 from tests.endpoint.conftest import ACCESS_LOG, BOB, TOKENS, Seeded, auth
 
-from trails.audit.endpoint_auth import Grant, hash_token, load_tokens, token_entry
-from trails.audit.endpoint_sparql import analyse
+from trails.audit.endpoint.auth import Grant, hash_token, load_tokens, token_entry
+from trails.audit.endpoint.sparql import analyse
 from trails.errors import ConfigError, QueryRefused
 from trails.store import IRI, Literal, Quad, Store
 

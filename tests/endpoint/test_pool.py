@@ -31,8 +31,8 @@ from tests.endpoint.conftest import (
 from tests.endpoint.test_live import LOG_QUERY
 
 from trails.audit.endpoint import EndpointConfig, create_app
-from trails.audit.endpoint_auth import TokenTable, load_tokens
-from trails.audit.endpoint_pool import ProcessPool
+from trails.audit.endpoint.auth import TokenTable, load_tokens
+from trails.audit.endpoint.pool import ProcessPool
 from trails.errors import StoreError
 from trails.prov.vocab import T
 from trails.store import IRI, Literal, Quad, Solutions, open_store

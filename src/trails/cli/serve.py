@@ -23,7 +23,7 @@ import sys
 from typing import Any
 
 from trails.audit.endpoint import EndpointConfig, create_app
-from trails.audit.endpoint_auth import OWN_SESSIONS, load_tokens, new_token, token_entry
+from trails.audit.endpoint.auth import OWN_SESSIONS, load_tokens, new_token, token_entry
 from trails.config import load_settings
 from trails.errors import ConfigError, TrailsError
 

@@ -8,6 +8,7 @@ is the process-wide store named by the settings, opened once.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -53,23 +54,32 @@ _lock = threading.Lock()
 _default: Store | None = None
 
 
-def open_store(location: str | Path | None = None, *, settings: Settings | None = None) -> Store:
+def open_store(
+    location: str | Path | None = None,
+    *,
+    settings: Settings | None = None,
+    base_iri: str | None = None,
+) -> Store:
     """Open the store at ``location`` (default: the configured one).
 
     Args:
         location: ``memory:``, ``http(s)://...`` or a directory path.
         settings: settings to read the default location and remote options from.
+        base_iri: the base relative IRIs in queries resolve against (default:
+            the configured ``base_iri``, the one trails mints IRIs under).
 
     Raises:
         StoreLockedError: the directory is held by another process.
         StoreError: the store cannot be opened.
     """
     settings = settings or load_settings()
+    if base_iri is not None and base_iri != settings.base_iri:
+        settings = dataclasses.replace(settings, base_iri=base_iri)
     where = str(location) if location is not None else settings.store
     if where == "memory:":
         from trails.store.oxigraph import OxigraphStore
 
-        return OxigraphStore(None)
+        return OxigraphStore(None, base_iri=settings.base_iri)
     if where.startswith(("http://", "https://")):
         from trails.store.sparql import SparqlStore
 
@@ -78,7 +88,7 @@ def open_store(location: str | Path | None = None, *, settings: Settings | None 
     from trails.store.oxigraph import OxigraphStore
 
     path = Path(where) if location is not None else settings.resolve_path(where)
-    return OxigraphStore(path)
+    return OxigraphStore(path, base_iri=settings.base_iri)
 
 
 def default_store() -> Store:

@@ -19,9 +19,20 @@ contract tests. The contract:
   the named graphs. ``query_to`` does the same
   but returns the result already serialised (SPARQL JSON/XML/CSV/TSV, or an RDF
   format for graph results), which is the fast path for the CLI and endpoint.
+  With ``max_bytes`` it stops as soon as the serialised answer passes that
+  size (``QueryRefused``, status 400), before the rest is produced or
+  downloaded: the embedded store serialises into a ``ResultBuffer``, the
+  remote one reads the server's answer as a stream into one.
 - ``graphs`` / ``clear`` list and drop named graphs; ``dump`` / ``load`` move
   a graph or the whole dataset in a standard RDF format; ``load`` is atomic.
 - ``close`` releases the backend; a store is a context manager.
+
+Relative IRIs in a query (``CONSTRUCT { <s> <p> 1 } WHERE {}``) resolve
+against one base IRI, the same on every backend: the store's ``base_iri``
+(default ``DEFAULT_BASE_IRI``; ``open_store`` passes the configured
+``base_iri``), by RFC 3986, and a query's own ``BASE`` is resolved against it.
+The embedded store hands it to its parser; a SPARQL server store declares it
+in the text it sends, so the server never resolves against its own address.
 
 Format names are short strings: ``trig nquads turtle ntriples jsonld rdfxml``
 for RDF, ``json xml csv tsv`` for query results.
@@ -29,6 +40,7 @@ for RDF, ``json xml csv tsv`` for query results.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,9 +51,11 @@ from trails.store.terms import IRI, Quad, Term, Triple
 
 __all__ = [
     "DATASET_FORMATS",
+    "DEFAULT_BASE_IRI",
     "GRAPH_FORMATS",
     "RESULT_FORMATS",
     "QueryResult",
+    "ResultBuffer",
     "Solutions",
     "Store",
     "ask",
@@ -50,6 +64,7 @@ __all__ = [
 ]
 
 DATASET_FORMATS = frozenset({"trig", "nquads"})
+DEFAULT_BASE_IRI = "urn:trails:"
 GRAPH_FORMATS = frozenset({"turtle", "ntriples", "rdfxml", "jsonld"}) | DATASET_FORMATS
 RESULT_FORMATS = frozenset({"json", "xml", "csv", "tsv"})
 
@@ -75,6 +90,47 @@ class Solutions:
 
 
 QueryResult = Solutions | bool | list[Triple]
+
+
+class ResultBuffer(io.RawIOBase):
+    """A writable buffer for a serialised answer that refuses to grow past ``max_bytes``.
+
+    Serialisers write into it chunk by chunk; the write that would pass the
+    limit raises ``QueryRefused`` (status 400), which stops the serialiser (and
+    with it the evaluation that feeds it), so memory stays bounded by the limit.
+
+    Args:
+        max_bytes: the largest answer accepted (None: no limit).
+    """
+
+    def __init__(self, max_bytes: int | None = None) -> None:
+        super().__init__()
+        self.max_bytes = max_bytes
+        self._data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        chunk = memoryview(data).cast("B")
+        size = len(chunk)
+        if self.max_bytes is not None and len(self._data) + size > self.max_bytes:
+            from trails.errors import QueryRefused
+
+            raise QueryRefused(
+                f"the result is over the limit of {self.max_bytes} bytes; "
+                f"add a LIMIT or narrow the query",
+                status=400,
+            )
+        self._data += chunk
+        return size
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def getvalue(self) -> bytes:
+        """The answer written so far."""
+        return bytes(self._data)
 
 
 @runtime_checkable
@@ -106,8 +162,12 @@ class Store(Protocol):
         default_graph: Sequence[IRI] | None = None,
         named_graphs: Sequence[IRI] | None = None,
         union_default_graph: bool = False,
+        max_bytes: int | None = None,
     ) -> bytes:
-        """Evaluate a query and return the serialised result in ``format``."""
+        """Evaluate a query and return the serialised result in ``format``.
+
+        ``max_bytes``: stop with ``QueryRefused`` (400) once the answer passes it.
+        """
         ...
 
     def graphs(self) -> list[IRI]:

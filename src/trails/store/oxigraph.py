@@ -22,6 +22,7 @@ from typing import Any, BinaryIO, TypeVar
 import pyoxigraph as ox
 
 from trails.errors import (
+    ConfigError,
     QueryError,
     QueryParameterError,
     QuerySyntaxError,
@@ -29,11 +30,19 @@ from trails.errors import (
     StoreError,
     StoreLockedError,
 )
-from trails.store.base import DATASET_FORMATS, RESULT_FORMATS, QueryResult, Solutions, Store
+from trails.store.base import (
+    DATASET_FORMATS,
+    DEFAULT_BASE_IRI,
+    RESULT_FORMATS,
+    QueryResult,
+    ResultBuffer,
+    Solutions,
+    Store,
+)
 from trails.store.terms import IRI, BNode, Literal, Quad, Term, Triple, check_term
 from trails.text import check_text
 
-__all__ = ["OxigraphStore", "rdf_format", "results_format"]
+__all__ = ["OxigraphStore", "convert_rdf", "rdf_format", "resolve_iri", "results_format"]
 
 _RDF_FORMATS = {
     "trig": ox.RdfFormat.TRIG,
@@ -76,6 +85,52 @@ def results_format(name: str) -> ox.QueryResultsFormat:
         raise StoreError(
             f"unknown results format {name!r}; use one of {', '.join(sorted(RESULT_FORMATS))}"
         ) from None
+
+
+def resolve_iri(reference: str, base: str) -> str:
+    """``reference`` resolved against ``base`` (RFC 3986), exactly as the store's parser does.
+
+    Args:
+        reference: an IRI reference, relative or absolute.
+        base: an absolute IRI.
+
+    Returns:
+        The absolute IRI.
+
+    Raises:
+        ValueError: ``reference`` or ``base`` is not a valid IRI.
+    """
+    if any(c in reference for c in '<>"{}|^`\\ \n\r\t'):
+        raise ValueError(f"not an IRI reference: {reference!r}")
+    try:
+        parsed = ox.parse(f"<{reference}> a <urn:x> .", format=ox.RdfFormat.TURTLE, base_iri=base)
+        return str(next(iter(parsed)).subject.value)
+    except (SyntaxError, StopIteration) as exc:
+        raise ValueError(f"cannot resolve {reference!r} against {base!r}: {exc}") from None
+
+
+def convert_rdf(data: bytes, source: str, target: str, base_iri: str) -> bytes:
+    """RDF ``data`` in format ``source`` rewritten as ``target`` (relative IRIs resolved).
+
+    Args:
+        data: the document.
+        source: its trails format name (``turtle`` ...).
+        target: the format wanted.
+        base_iri: what relative IRIs in ``data`` resolve against.
+
+    Returns:
+        The serialised document.
+
+    Raises:
+        RDFSyntaxError: ``data`` does not parse.
+        StoreError: an unknown format.
+    """
+    try:
+        parsed = ox.parse(data, format=rdf_format(source), base_iri=base_iri)
+        out = ox.serialize(parsed, format=rdf_format(target))
+    except SyntaxError as exc:
+        raise RDFSyntaxError(f"cannot parse {source}: {exc}") from exc
+    return out if out is not None else b""
 
 
 @lru_cache(maxsize=8192)
@@ -123,6 +178,16 @@ def _convert_quads(quads: Iterable[Quad]) -> list[ox.Quad]:
     return out
 
 
+def _base(base_iri: str) -> str:
+    """A validated base IRI (absolute, nothing a query's text could not hold)."""
+    try:
+        if resolve_iri(base_iri, "urn:x") == base_iri and ":" in base_iri:
+            return base_iri
+    except ValueError:
+        pass
+    raise ConfigError(f"base_iri must be an absolute IRI, not {base_iri!r}")
+
+
 def _syntax_error(exc: SyntaxError, source: str) -> QuerySyntaxError:
     message = str(exc.args[0]) if exc.args else str(exc)
     match = _POSITION.search(message)
@@ -136,13 +201,16 @@ class OxigraphStore(Store):
 
     Args:
         path: directory of the RocksDB store; created when missing.
+        base_iri: the base relative IRIs in queries resolve against.
 
     Raises:
         StoreLockedError: another process (or this one) holds the directory.
         StoreError: the directory cannot be opened for another reason.
+        ConfigError: ``base_iri`` is not an absolute IRI.
     """
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(self, path: str | Path | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> None:
+        self.base_iri = _base(base_iri)
         self.path = Path(path) if path is not None else None
         try:
             if self.path is None:
@@ -207,7 +275,7 @@ class OxigraphStore(Store):
         union_default_graph: bool = False,
     ) -> Any:
         store = self.raw
-        kw: dict[str, Any] = {}
+        kw: dict[str, Any] = {"base_iri": self.base_iri}
         if union_default_graph:
             if default_graph is not None or named_graphs is not None:
                 raise StoreError(_UNION_ALONE)
@@ -261,14 +329,18 @@ class OxigraphStore(Store):
         default_graph: Sequence[IRI] | None = None,
         named_graphs: Sequence[IRI] | None = None,
         union_default_graph: bool = False,
+        max_bytes: int | None = None,
     ) -> bytes:
         result = self._run(sparql, params, default_graph, named_graphs, union_default_graph)
         if isinstance(result, ox.QueryTriples):
             fmt: Any = rdf_format(format if format not in RESULT_FORMATS else "turtle")
         else:
             fmt = results_format(format)
-        data = self._call("serialise", lambda: result.serialize(format=fmt))
-        return data if data is not None else b""
+        # pyoxigraph serialises lazily, chunk by chunk, as evaluation yields results;
+        # the buffer stops both at max_bytes
+        buffer = ResultBuffer(max_bytes)
+        self._call("serialise", lambda: result.serialize(output=buffer, format=fmt))
+        return buffer.getvalue()
 
     def graphs(self) -> list[IRI]:
         store = self.raw

@@ -59,8 +59,10 @@ from trails.errors import (
 from trails.store._sparql_bind import bind_params, quad_ntriples, query_form, term_n3
 from trails.store.base import (
     DATASET_FORMATS,
+    DEFAULT_BASE_IRI,
     RESULT_FORMATS,
     QueryResult,
+    ResultBuffer,
     Solutions,
     Store,
 )
@@ -103,6 +105,7 @@ _TRANSIENT = (
     httpx.ConnectTimeout,
     httpx.PoolTimeout,
 )
+_OWN_BASE = re.compile(r"\bBASE\s*<", re.IGNORECASE)
 _POSITION = re.compile(r"(?:error at |line )(\d+)(?::(\d+))?")
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _UNION_MODES = ("auto", "param", "list")
@@ -180,6 +183,9 @@ class SparqlStore(Store):
             ``param`` sends Oxigraph server's ``union-default-graph`` parameter,
             ``list`` lists every graph as a ``default-graph-uri`` (any server),
             ``auto`` uses ``param`` when the server says it is Oxigraph.
+        base_iri: the base relative IRIs in queries resolve against: every query
+            goes out with a ``BASE`` declaration of it, so the server never
+            resolves one against its own address.
 
     Raises:
         ConfigError: both ``auth`` and ``token``, a URL that is not http(s), or
@@ -200,7 +206,13 @@ class SparqlStore(Store):
         form_post: bool = False,
         headers: Mapping[str, str] | None = None,
         union_default_graph: str = "auto",
+        base_iri: str = DEFAULT_BASE_IRI,
     ) -> None:
+        try:
+            self._base = f"BASE {term_n3(IRI(base_iri))}\n"
+        except ValueError:
+            raise ConfigError(f"base_iri must be an absolute IRI, not {base_iri!r}") from None
+        self.base_iri = base_iri
         for url in (query_url, update_url, gsp_url):
             if url is not None and not url.startswith(("http://", "https://")):
                 raise ConfigError(f"a SPARQL store URL must be http(s)://..., not {_safe(url)!r}")
@@ -306,6 +318,7 @@ class SparqlStore(Store):
             retries=retries,
             form_post=(option("form_post") or "").lower() in _TRUE,
             union_default_graph=(option("union_default_graph") or "auto").lower(),
+            base_iri=settings.base_iri,
         )
 
     def __repr__(self) -> str:
@@ -321,13 +334,19 @@ class SparqlStore(Store):
         return self._client
 
     def _send(
-        self, what: str, method: str, url: str, *, kind: str = "", **kw: Any
+        self, what: str, method: str, url: str, *, kind: str = "", stream: bool = False, **kw: Any
     ) -> httpx.Response:
+        """One request with retries; ``stream``: the body is left unread (the caller closes)."""
         client = self.client
         attempt = 0
         while True:
             try:
-                response = client.request(method, url, **kw)
+                response = client.send(client.build_request(method, url, **kw), stream=stream)
+                if stream and response.status_code >= 400:
+                    try:
+                        response.read()
+                    finally:
+                        response.close()
             except _TRANSIENT as exc:
                 if attempt >= self.retries:
                     raise RemoteStoreError(
@@ -353,7 +372,9 @@ class SparqlStore(Store):
         status = response.status_code
         message = response.text.strip()[:2000] or response.reason_phrase
         where = f"HTTP {status} from {_safe(url)}"
-        if status == 400 and kind == "query":
+        if status == 400 and kind in ("query", "based query"):
+            if kind == "based query":  # the BASE line was added before the caller's text
+                message = _unshifted(message)
             match = _POSITION.search(message)
             return QuerySyntaxError(
                 f"{message} ({where})",
@@ -429,11 +450,18 @@ class SparqlStore(Store):
         default_graph: Sequence[IRI] | None,
         named_graphs: Sequence[IRI] | None,
         union_default_graph: bool = False,
+        stream: bool = False,
     ) -> httpx.Response:
         check_text(sparql, "the query text", QueryError)
         for name, term in (params or {}).items():
             check_term(term, f"query parameter {name!r}", QueryParameterError)
+        # the base goes on a line of its own before the query; positions in syntax
+        # errors are shifted back. A query with a BASE of its own is sent as it is
+        # (servers such as Virtuoso take one BASE only).
         text = bind_params(sparql, params)
+        based = _OWN_BASE.search(text) is None
+        if based:
+            text = self._base + text
         try:
             dataset = self._dataset(default_graph, named_graphs, union_default_graph)
         except ValueError as exc:
@@ -441,13 +469,13 @@ class SparqlStore(Store):
         headers = {"Accept": accept}
         if self.form_post or len(dataset) > _LONG_DATASET:
             return self._send(
-                "query", "POST", self.query_url, kind="query",
-                data={"query": text, **_multi(dataset)}, headers=headers,
+                "query", "POST", self.query_url, kind="based query" if based else "query",
+                data={"query": text, **_multi(dataset)}, headers=headers, stream=stream,
             )  # fmt: skip
         headers["Content-Type"] = "application/sparql-query; charset=utf-8"
         return self._send(
-            "query", "POST", self.query_url, kind="query",
-            params=dataset, content=text.encode("utf-8"), headers=headers,
+            "query", "POST", self.query_url, kind="based query" if based else "query",
+            params=dataset, content=text.encode("utf-8"), headers=headers, stream=stream,
         )  # fmt: skip
 
     def _update(self, what: str, text: str) -> None:
@@ -529,6 +557,7 @@ class SparqlStore(Store):
         default_graph: Sequence[IRI] | None = None,
         named_graphs: Sequence[IRI] | None = None,
         union_default_graph: bool = False,
+        max_bytes: int | None = None,
     ) -> bytes:
         if query_form(sparql) in ("CONSTRUCT", "DESCRIBE"):
             name = "turtle" if format in RESULT_FORMATS else format
@@ -544,7 +573,24 @@ class SparqlStore(Store):
                 f"unknown results format {format!r}; use one of {', '.join(sorted(RESULT_FORMATS))}"
             )
         dataset = (default_graph, named_graphs, union_default_graph)
-        return self._query(sparql, params, accept, *dataset).content
+        if max_bytes is None:
+            return self._query(sparql, params, accept, *dataset).content
+        # read the answer as the server streams it; closing the connection at the
+        # limit stops the download (and a streaming server's evaluation)
+        response = self._query(sparql, params, accept, *dataset, stream=True)
+        buffer = ResultBuffer(max_bytes)
+        try:
+            for chunk in response.iter_bytes():
+                buffer.write(chunk)
+        except httpx.HTTPError as exc:
+            raise RemoteStoreError(
+                f"query failed on {_safe(self.query_url)} while reading the answer: "
+                f"{type(exc).__name__}: {exc}",
+                url=_safe(self.query_url),
+            ) from exc
+        finally:
+            response.close()
+        return buffer.getvalue()
 
     def graphs(self) -> list[IRI]:
         result = self.query("SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
@@ -662,6 +708,13 @@ class SparqlStore(Store):
         if self._client is not None:
             client, self._client = self._client, None
             client.close()
+
+
+def _unshifted(message: str) -> str:
+    """A server's syntax error with its line numbers as in the caller's text (before ``BASE``)."""
+    return _POSITION.sub(
+        lambda m: m.group(0).replace(m.group(1), str(max(int(m.group(1)) - 1, 1)), 1), message
+    )
 
 
 def _multi(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trails.audit.endpoint_auth import Grant
+from trails.audit.endpoint.auth import Grant
 from trails.prov.iri import agent_iri
 from trails.prov.vocab import PROV, T
 from trails.store import Solutions, Store

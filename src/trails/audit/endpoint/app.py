@@ -1,4 +1,4 @@
-"""The authenticated, read-only SPARQL 1.1 endpoint over any trails store (``trails serve``).
+"""The endpoint's HTTP side: routes, configuration, content negotiation (``trails serve``).
 
 Auditors and tools that speak the SPARQL 1.1 Protocol read provenance here
 without access to the machine that holds it:
@@ -8,23 +8,24 @@ without access to the machine that holds it:
   ``named-graph-uri``; results in SPARQL JSON, XML, CSV, TSV or (for
   CONSTRUCT / DESCRIBE) Turtle, TriG, N-Triples, N-Quads, JSON-LD, RDF/XML by
   the ``Accept`` header. Without a query it returns its SPARQL 1.1 Service
-  Description (Turtle).
+  Description (Turtle by default, or any of those RDF formats by ``Accept``).
 - ``/queries/NAME?param=...``: the regulator query pack by name, parameters
   bound as RDF terms, never spliced into the text; ``/queries`` lists it.
 - ``/access-log/sparql``: the same protocol over the access log, for tokens
   with ``audit = true`` only.
 
-Every query needs a bearer token (``endpoint_auth``); it is evaluated over the
+Every query needs a bearer token (``auth``); it is evaluated over the
 graphs the token may read and nothing else (the store's dataset restriction:
 other graphs are invisible, not filtered; a token that may read every graph
-runs unrestricted, see ``endpoint_graphs``). The query's own ``FROM`` /
+runs unrestricted, see ``graphs``). The query's own ``FROM`` /
 ``FROM NAMED`` and the protocol's graph parameters only narrow that set.
 Updates, ``LOAD`` and ``SERVICE`` are refused before any store sees them
-(``endpoint_sparql``); queries and results have size limits; a query past its
-time limit is stopped (``endpoint_pool``). Every request, answered or not, is
-recorded as provenance in the access log (``endpoint_log``), a store of its
+(``sparql``); queries and results have size limits; a query past its
+time limit is stopped (``pool``). Every request, answered or not, is
+recorded as provenance in the access log (``log``), a store of its
 own that the server process writes, before the answer is sent: if the log
-cannot be written, the answer is withheld.
+cannot be written, the answer is withheld. The package docstring draws the
+whole path of a request.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from trails.audit.endpoint_auth import Grant, TokenTable
-from trails.audit.endpoint_log import (
+from trails.audit.endpoint.auth import Grant, TokenTable
+from trails.audit.endpoint.log import (
     ACCESS_LOG,
     AccessLog,
     QueryReceived,
@@ -52,8 +53,8 @@ from trails.audit.endpoint_log import (
     access_log_location,
     access_log_quads,
 )
-from trails.audit.endpoint_pool import Evaluator, InlineEvaluator, Outcome, ProcessPool, QueryJob
-from trails.audit.endpoint_sparql import analyse, parse_graph_iri
+from trails.audit.endpoint.pool import Evaluator, InlineEvaluator, Outcome, ProcessPool, QueryJob
+from trails.audit.endpoint.sparql import analyse, parse_graph_iri
 from trails.audit.querypack import Query, load_pack
 from trails.config import Settings
 from trails.errors import (
@@ -67,6 +68,7 @@ from trails.errors import (
 )
 from trails.prov.iri import Minter
 from trails.store import Store, open_store
+from trails.store.oxigraph import convert_rdf
 from trails.store.terms import IRI, Term
 
 __all__ = [
@@ -138,7 +140,9 @@ class EndpointConfig:
         processes: worker processes for a SPARQL server store.
         threads: queries each worker (or the in-process evaluator) runs at once.
         max_pending: queries allowed to wait for a free worker.
-        base_iri: base of minted IRIs (principals, the access-log graph).
+        base_iri: the one base IRI: of minted IRIs (principals, the access-log
+            graph), and the base relative IRIs in queries resolve against (in
+            ``FROM`` here, and in the stores the workers open).
         record_content: ``full`` logs query texts, ``hash`` only their sha256.
     """
 
@@ -232,8 +236,17 @@ def negotiate(accept: str | None, form: str) -> str:
     return max(choices)[2]
 
 
-def service_description() -> str:
-    """The SPARQL 1.1 Service Description of the endpoint, as Turtle (``<>`` is the endpoint)."""
+def service_description(base_iri: str | None = None) -> str:
+    """The SPARQL 1.1 Service Description of the endpoint, as Turtle (``<>`` is the endpoint).
+
+    Args:
+        base_iri: the base IRI relative IRIs in queries resolve against, said
+            in the description's comment (None: not said).
+    """
+    base = ""
+    if base_iri is not None:
+        quoted = base_iri.replace("\\", "\\\\").replace('"', '\\"')
+        base = f" Relative IRIs in queries resolve against <{quoted}>."
     formats = " ,\n        ".join(f"<http://www.w3.org/ns/formats/{f}>" for f in _SD_FORMATS)
     return (
         "@prefix sd: <http://www.w3.org/ns/sparql-service-description#> .\n"
@@ -248,7 +261,7 @@ def service_description() -> str:
         "reads only the named graphs it is granted; the default graph is their union. "
         "SPARQL Update, LOAD and SERVICE are refused. The query pack is at /queries/NAME; "
         "audit tokens read the access log at /access-log/sparql."
-        '" .\n'
+        f'{base}" .\n'
     )
 
 
@@ -363,7 +376,7 @@ class Endpoint:
             fields = await self._fields(request, record)
             if not fields.get("query") and not fields.get("update"):
                 if request.method == "GET":
-                    return Response(service_description(), media_type="text/turtle; charset=utf-8")
+                    return self._service_description(request)
                 raise QueryRefused("the request has no query parameter", status=400)
             grant = self._authenticate(request, record)
             if fields.get("update"):
@@ -376,6 +389,15 @@ class Endpoint:
         except Exception as exc:
             response = self._error(record, exc)
         return await self._logged(record, response)
+
+    def _service_description(self, request: Request) -> Response:
+        """The service description in the format ``Accept`` asks for (406 if none fits)."""
+        fmt = negotiate(request.headers.get("accept"), "DESCRIBE")
+        text = service_description(self.config.base_iri).encode("utf-8")
+        if fmt != "turtle":  # ``<>`` is the endpoint: its URL as the client addressed it
+            endpoint = str(request.url.replace(query="", fragment=""))
+            text = convert_rdf(text, "turtle", fmt, endpoint)
+        return Response(text, media_type=_MEDIA[fmt])
 
     async def pack_query(self, request: Request) -> Response:
         """Run a query of the pack by name, its parameters from the URL."""
@@ -429,7 +451,15 @@ class Endpoint:
     async def _fields(self, request: Request, record: _Record) -> dict[str, list[str]]:
         fields = parse_qs(request.url.query, keep_blank_values=True)
         if request.method == "POST":
-            kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            kind, *options = request.headers.get("content-type", "").split(";")
+            kind = kind.strip().lower()
+            for option in options:
+                key, _, value = option.partition("=")
+                charset = value.strip().strip('"').lower()
+                if key.strip().lower() == "charset" and charset not in ("utf-8", "utf8"):
+                    raise QueryRefused(
+                        f"the request body must be UTF-8, not {value.strip()!r}", status=415
+                    )
             body = await self._body(request)
             try:
                 text = body.decode("utf-8")
@@ -495,7 +525,10 @@ class Endpoint:
         text: str,
         params: Mapping[str, Term],
     ) -> Response:
-        info = analyse(text)
+        if "FROM" in text.upper():  # a dataset clause may need the parser: off the loop
+            info = await asyncio.to_thread(analyse, text, self.config.base_iri)
+        else:
+            info = analyse(text, self.config.base_iri)
         log = record.of_access_log
         fmt = negotiate(request.headers.get("accept"), info.form)
         default = tuple(
@@ -622,9 +655,12 @@ def create_app(
     """Build the endpoint over a store object or a store location.
 
     Args:
-        store: a ``Store`` of this process (queries run in threads here), or a
-            location: ``memory:``, a directory or ``http(s)://`` (queries run in
-            worker processes that each open it and are killed past the time limit).
+        store: a ``Store`` of this process (queries run in threads here; it
+            resolves relative IRIs against its own ``base_iri``, which
+            ``open_store`` sets to the configured one), or a location:
+            ``memory:``, a directory or ``http(s)://`` (queries run in worker
+            processes that each open it with ``config.base_iri`` and are killed
+            past the time limit).
         tokens: the bearer tokens.
         config: limits and settings (default ``EndpointConfig()``).
         pack: the query pack (default: the shipped one).
@@ -653,7 +689,8 @@ def create_app(
     if isinstance(store, Store):
         evaluator = InlineEvaluator(store, threads=config.threads)
     elif str(store) == "memory:":
-        evaluator = InlineEvaluator(open_store("memory:"), threads=config.threads)
+        memory = open_store("memory:", base_iri=config.base_iri)
+        evaluator = InlineEvaluator(memory, threads=config.threads)
     else:
         where = str(store)
         if not where.startswith(("http://", "https://")):
@@ -663,5 +700,6 @@ def create_app(
             processes=config.processes,
             threads=config.threads,
             max_pending=config.max_pending,
+            base_iri=config.base_iri,
         )
     return Endpoint(evaluator, tokens, config, pack, access_log=log)

@@ -19,9 +19,13 @@ stops an overrunning query by killing the process that runs it:
   limit and the thread finishes in the background.
 
 ``run_job`` is the one function both run: resolve the graphs the token may
-read (``endpoint_graphs``: from a graph list each evaluator keeps for a
+read (``graphs``: from a graph list each evaluator keeps for a
 second), evaluate over that dataset (or unrestricted, for a token that may
-read everything), serialise, count, check the limits.
+read everything), serialise, count, check the limits. The answer is
+serialised into a buffer that stops the store at ``max_bytes`` (the embedded
+store serialises as it evaluates; the remote one is read as a stream), so a
+huge answer never exists in full in a worker; the results of an answer
+within that size are then counted against ``max_results``.
 """
 
 from __future__ import annotations
@@ -38,9 +42,10 @@ from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
-from trails.audit.endpoint_auth import Grant
-from trails.audit.endpoint_graphs import GRAPH_LIST_TTL, GraphCache, dataset
+from trails.audit.endpoint.auth import Grant
+from trails.audit.endpoint.graphs import GRAPH_LIST_TTL, GraphCache, dataset
 from trails.errors import (
     QueryParameterError,
     QueryRefused,
@@ -114,18 +119,17 @@ def run_job(store: Store, job: QueryJob, graphs: GraphCache | None = None) -> Ou
     try:
         cache = graphs if graphs is not None else GraphCache(store, ttl=0)
         readable = cache.readable(job.grant, job.reserved, job.base_iri)
-        data = store.query_to(
-            job.sparql,
-            dict(job.params) or None,
-            format=job.format,
-            **dataset(readable, job.default_graphs, job.named_graphs),
-        )
-        if len(data) > job.max_bytes:
-            return Outcome(
-                "too_large",
-                message=f"the result is {len(data)} bytes, over the limit of {job.max_bytes}; "
-                f"add a LIMIT or narrow the query",
+        try:
+            # stops at max_bytes while the store serialises (or downloads) the answer
+            data = store.query_to(
+                job.sparql,
+                dict(job.params) or None,
+                format=job.format,
+                max_bytes=job.max_bytes,
+                **dataset(readable, job.default_graphs, job.named_graphs),
             )
+        except QueryRefused as exc:
+            return Outcome("too_large", message=str(exc))
         count = count_results(data, job.format)
         if count > job.max_results:
             return Outcome(
@@ -135,13 +139,33 @@ def run_job(store: Store, job: QueryJob, graphs: GraphCache | None = None) -> Ou
             )
         return Outcome(data=data, count=count)
     except QuerySyntaxError as exc:
-        return Outcome("syntax", message=str(exc), line=exc.line, column=exc.column)
+        message = _public(str(exc), store)
+        return Outcome("syntax", message=message, line=exc.line, column=exc.column)
     except QueryParameterError as exc:
-        return Outcome("parameter", message=str(exc))
+        return Outcome("parameter", message=_public(str(exc), store))
     except TrailsError as exc:
-        return Outcome("store", message=str(exc))
+        return Outcome("store", message=_public(str(exc), store))
     except Exception as exc:  # a worker must answer every job, whatever the backend raised
-        return Outcome("store", message=f"{type(exc).__name__}: {exc}")
+        return Outcome("store", message=_public(f"{type(exc).__name__}: {exc}", store))
+
+
+def _public(message: str, store: Store) -> str:
+    """``message`` without the addresses of a SPARQL server behind the endpoint.
+
+    A remote store names its server in its errors, which is right for an
+    operator and wrong for a client of the endpoint: the server is internal.
+    """
+    for name in ("query_url", "update_url", "gsp_url"):
+        url = getattr(store, name, None)
+        if not isinstance(url, str) or not url:
+            continue
+        parts = urlsplit(url)
+        netloc = parts.netloc.rsplit("@", 1)[-1]
+        for spelling in (url, urlunsplit(parts._replace(netloc=netloc))):
+            message = message.replace(spelling, "the store")
+        if netloc:
+            message = message.replace(netloc, "the store")
+    return message
 
 
 class Evaluator(Protocol):
@@ -190,10 +214,12 @@ class InlineEvaluator:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
-def _worker_main(conn: Connection, location: str, threads: int, graph_ttl: float) -> None:
+def _worker_main(
+    conn: Connection, location: str, threads: int, graph_ttl: float, base_iri: str | None
+) -> None:
     """A worker process: open the store, then run queries until the pipe closes."""
     try:
-        store = open_store(location)
+        store = open_store(location, base_iri=base_iri)
     except Exception as exc:  # reported to the pool, which explains it to the operator
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
@@ -257,6 +283,8 @@ class ProcessPool:
             refuses more with a 503.
         start_timeout: seconds a worker may take to open the store.
         graph_ttl: seconds each worker keeps the store's graph list.
+        base_iri: the base relative IRIs in queries resolve against (default:
+            the configured one).
     """
 
     stops_queries = True
@@ -270,7 +298,9 @@ class ProcessPool:
         max_pending: int = 256,
         start_timeout: float = 60.0,
         graph_ttl: float = GRAPH_LIST_TTL,
+        base_iri: str | None = None,
     ) -> None:
+        self.base_iri = base_iri
         remote = location.startswith(("http://", "https://"))
         self.location = location
         self.processes = max(1, processes) if remote else 1
@@ -396,7 +426,7 @@ class ProcessPool:
         parent, child = self._context.Pipe()
         process = self._context.Process(
             target=_worker_main,
-            args=(child, self.location, self.threads, self.graph_ttl),
+            args=(child, self.location, self.threads, self.graph_ttl, self.base_iri),
             name="trails-endpoint-worker",
             daemon=True,
         )

@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from trails.audit.endpoint_pool import InlineEvaluator
+from trails.audit.endpoint.pool import InlineEvaluator
 from trails.config import Settings
 from trails.errors import ConfigError
 from trails.prov.builder import QuadBuilder
