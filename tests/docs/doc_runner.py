@@ -282,7 +282,7 @@ class Runner:
         if found is None:
             return
         self.env["TOKEN"] = found.group(1)
-        if "--audit" in shlex.split(command):
+        if "--audit" in shlex.split(command, comments=True):
             self.env["AUDIT_TOKEN"] = found.group(1)
 
     # -- the document -------------------------------------------------------------
