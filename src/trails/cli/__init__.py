@@ -25,6 +25,7 @@ COMMANDS = (
     "memory",
     "exporting",
     "verify",
+    "recover",
     "report",
     "replay",
     "serve",

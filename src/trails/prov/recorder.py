@@ -51,6 +51,8 @@ class Recorder:
 
         Unless ``[audit] seal = false``, the audit room's sealer is subscribed: each
         session graph gets a seal in the ledger when it ends (see ``trails.audit.seal``).
+        The first time an embedded store held exclusively is configured, sessions left
+        open by a process that stopped are ended as interrupted (``trails.audit.recovery``).
         """
         settings = settings or load_settings()
         recorder = cls(
@@ -62,6 +64,9 @@ class Recorder:
             from trails.audit.seal import install_sealer  # audit reads; imported on use
 
             install_sealer(recorder, settings)
+        from trails.audit.recovery import recover_on_open  # sessions of dead processes
+
+        recover_on_open(recorder, settings)  # once per exclusive embedded store, else nothing
         return recorder
 
     def quads(self, event: Event) -> list[Quad]:
