@@ -22,6 +22,7 @@ completions agree (see ``docs/llm.md``, "Cost accounting").
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -218,7 +219,7 @@ class LLMClient:
         cls,
         model: str = "qwen3:8b",
         *,
-        host: str = "http://localhost:11434",
+        host: str | None = None,
         timeout: float = 120.0,
         retry: RetryPolicy | None = None,
         response_cache: ResponseCache | bool | None = None,
@@ -229,7 +230,8 @@ class LLMClient:
 
         Args:
             model: the model tag (``qwen3:8b`` ...).
-            host: the server root.
+            host: the server root (default: ``OLLAMA_HOST``, as the ollama CLI reads
+                it, else ``http://localhost:11434``).
             timeout: seconds per attempt.
             retry: retry policy.
             response_cache: see ``LLMClient``.
@@ -241,6 +243,10 @@ class LLMClient:
         """
         from trails.llm.ollama import OllamaAdapter
 
+        if host is None:
+            host = os.environ.get("OLLAMA_HOST") or "http://localhost:11434"
+            if "://" not in host:  # the ollama CLI's form: 127.0.0.1:11434
+                host = f"http://{host}"
         return cls(
             OllamaAdapter(model, host=host, timeout=timeout),
             retry=retry,
