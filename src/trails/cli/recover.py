@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Run the command; see ``register``."""
-    older_than = parse_age(args.older_than) if args.older_than else None
+    older_than = parse_age(args.older_than) if args.older_than is not None else None
     settings = load_settings()
     with reading(args.store) as store:
         recorder = Recorder(store, base_iri=settings.base_iri, content=settings.record_content)
