@@ -72,18 +72,23 @@ def invoke(
         raise
     if ctx.policy is not None:
         _ask_policy(ctx, spec, kwargs, raw_args)
-    if spec.side_effects:
+    ahead = spec.side_effects
+    if ahead:
         _write_ahead(ctx, spec, activity, started, raw_args)
     inner = ctx.child(parent=activity, step=None)
     token = _current.set(inner)
     try:
         result = spec.handler(inner, **kwargs) if spec.takes_ctx else spec.handler(**kwargs)
     except TrailsError as exc:
-        _finish(ctx, spec, activity, started, "error", raw_args, None, str(exc), args_text)
+        _finish(
+            ctx, spec, activity, started, "error", raw_args, None, str(exc), args_text, ahead=ahead
+        )
         raise
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
-        _finish(ctx, spec, activity, started, "error", raw_args, None, message, args_text)
+        _finish(
+            ctx, spec, activity, started, "error", raw_args, None, message, args_text, ahead=ahead
+        )
         raise CapabilityError(spec.id, message) from exc
     finally:
         _current.reset(token)
@@ -91,9 +96,23 @@ def invoke(
     problem = unicode_problem(result_text)
     if problem is not None:
         message = f"the result cannot be recorded: it contains {problem}"
-        _finish(ctx, spec, activity, started, "error", raw_args, None, message, args_text)
+        _finish(
+            ctx, spec, activity, started, "error", raw_args, None, message, args_text, ahead=ahead
+        )
         raise CapabilityError(spec.id, message)
-    _finish(ctx, spec, activity, started, "ok", raw_args, result, None, args_text, result_text)
+    _finish(
+        ctx,
+        spec,
+        activity,
+        started,
+        "ok",
+        raw_args,
+        result,
+        None,
+        args_text,
+        result_text,
+        ahead=ahead,
+    )
     return result
 
 
@@ -130,6 +149,8 @@ def _finish(
     error: str | None,
     args_text: str,
     result_text: str | None = None,
+    *,
+    ahead: bool = False,
 ) -> None:
     ended = now()
     ctx.recorder.record(
@@ -149,6 +170,7 @@ def _finish(
             output=result,
             error=error,
             step=ctx.step,
+            ahead=ahead,
         )
     )
     if ctx.invocations is not None:

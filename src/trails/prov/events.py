@@ -8,8 +8,8 @@ event, so a crash in between leaves a started activity, never a dangling
 child. Leaf activities (invocations, completions, decisions) are written once,
 complete, when they finish, except a capability with side effects: its start
 is written ahead of its handler (``CapabilityStarted``) and its end
-(``CapabilityInvoked``, a superset of the same quads) completes the same
-activity, so a crash leaves a visibly started call, never an unrecorded effect.
+(``CapabilityInvoked`` with ``ahead``: end time, status, output) completes the
+same activity, so a crash leaves a visibly started call, never an unrecorded effect.
 
 A session ends with ``SessionEnded``; when recovery ends the session of a
 process that stopped, the same event carries the ``trails:Interruption`` and
@@ -177,7 +177,12 @@ class CapabilityStarted(Event):
 
 
 class CapabilityInvoked(Event):
-    """One ``invoke``: validated or not, succeeded or failed, written when it ends."""
+    """One ``invoke``: validated or not, succeeded or failed, written when it ends.
+
+    ``ahead`` says its start was written first (``CapabilityStarted``, a capability
+    with side effects): then only what the end adds is written (end time, status,
+    error, output), completing the same activity.
+    """
 
     activity: str
     parent: str | None
@@ -193,11 +198,15 @@ class CapabilityInvoked(Event):
     output: Any = None
     error: str | None = None
     step: int | None = None
+    ahead: bool = False
 
     def emit(self, b: QuadBuilder) -> None:
         a = _iri(self.activity)
-        b.activity(a, T.CapabilityInvocation, self.started, self.ended)
-        _invocation_body(b, a, self.graph, self)
+        if self.ahead:  # the start is on record: complete it
+            b.value(a, PROV.endedAtTime, self.ended)
+        else:
+            b.activity(a, T.CapabilityInvocation, self.started, self.ended)
+            _invocation_body(b, a, self.graph, self)
         b.value(a, T.status, self.status)
         b.value(a, T.errorMessage, self.error)
         if self.status == "ok":
@@ -213,8 +222,8 @@ class CapabilityInvoked(Event):
 def _invocation_body(
     b: QuadBuilder, a: IRI, session: IRI, event: CapabilityStarted | CapabilityInvoked
 ) -> None:
-    """What the start and the end of an invocation both say (the end repeats it:
-    the same quads, so writing both leaves them once)."""
+    """What an invocation's start says: written by the start of a side-effecting call,
+    or with the end when the call was written once."""
     b.child_of(a, _iri(event.parent) if event.parent else None, session)
     cap = b.minter.capability(event.capability_id)
     b.types(cap, T.Capability, PROV.Plan, PROV.Entity)
