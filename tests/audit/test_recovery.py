@@ -21,6 +21,7 @@ import pytest
 
 from trails.audit.querypack import get_query
 from trails.audit.recovery import interrupted_sessions, recover
+from trails.audit.report import render_report
 from trails.audit.verify import verify
 from trails.cli import main
 from trails.errors import UserError
@@ -144,6 +145,9 @@ def test_next_recorder_on_the_embedded_store_recovers_it(tmp_path: Path) -> None
             (made["run2"], "BudgetBreach"),  # its own termination is kept
             (made["call"], "Interruption"),
         }
+        html = render_report(store, made["open"])
+        assert "interrupted" in html and "Interruption" in html  # status, termination
+        assert str(at + timedelta(seconds=4))[:19] in html  # the end time
         live.close()
         assert verify(store).ok
         assert_conforms(store)
