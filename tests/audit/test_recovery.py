@@ -237,3 +237,26 @@ def test_trails_recover_on_a_sparql_server(
     live.close()
     assert main(["--store", oxigraph_server, "verify"]) == 0
     assert interrupted_sessions(open_store(oxigraph_server)) == [made["open"]]
+
+
+def test_automatic_recovery_can_be_turned_off(tmp_path: Path) -> None:
+    (tmp_path / "trails.toml").write_text("[audit]\nrecover = false\n")  # the cwd's settings
+    disk = OxigraphStore(tmp_path / "db")
+    made = crashed_writer(Recorder(disk), datetime.now(UTC) - timedelta(minutes=1))
+    disk.close()
+    store = OxigraphStore(tmp_path / "db")
+    try:
+        Recorder.from_settings(store=store)
+        assert interrupted_sessions(store) == []
+        assert {r["session"]: "ended" in r for r in rows(store, "sessions")}[made["open"]] is False
+        assert recover(Recorder(store)).interrupted == [made["open"]]  # on demand still works
+    finally:
+        store.close()
+
+
+def test_memory_stores_are_never_recovered_automatically(store: Store) -> None:
+    made = crashed_writer(Recorder(store), datetime.now(UTC) - timedelta(days=1))
+    Recorder.from_settings(store=store)
+    assert interrupted_sessions(store) == []
+    recover(Recorder.from_settings(store=store), older_than=timedelta(hours=1))
+    assert interrupted_sessions(store) == [made["open"]]
