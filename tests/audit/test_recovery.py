@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.servers import BACKENDS, backend_store
 
 from trails.audit.querypack import get_query
 from trails.audit.recovery import interrupted_sessions, recover
@@ -40,6 +41,10 @@ from trails.testing import assert_conforms, assert_prov_readable
 
 ALICE = "did:local:alice"
 T = "https://w3id.org/trails/ns#"
+
+
+def NOW() -> datetime:
+    return datetime.now(UTC)
 
 
 def rows(store: Store, name: str, **values: object) -> list[dict[str, Any]]:
@@ -133,7 +138,10 @@ def test_next_recorder_on_the_embedded_store_recovers_it(tmp_path: Path) -> None
         assert "stopped before ending it" in call["reason"]
         assert call["detected"] > call["lastRecord"]
         assert rows(store, "interrupted", session=made["unsealed"]) == []
-        assert rows(store, "interrupted", since=datetime.now(UTC) + timedelta(hours=1)) == []
+        later = datetime.now(UTC) + timedelta(hours=1)
+        assert rows(store, "interrupted", since=later) == []
+        assert len(rows(store, "interrupted", until=later)) == 4
+        assert rows(store, "interrupted", until=at) == []
 
         kinds = {
             (r["run"], str(r["kind"]).removeprefix(T))
@@ -260,3 +268,30 @@ def test_memory_stores_are_never_recovered_automatically(store: Store) -> None:
     assert interrupted_sessions(store) == []
     recover(Recorder.from_settings(store=store), older_than=timedelta(hours=1))
     assert interrupted_sessions(store) == [made["open"]]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_recovery_by_age_on_every_backend(request: pytest.FixtureRequest, backend: str) -> None:
+    for store in backend_store(request, backend):
+        recorder = Recorder.from_settings(store=store)
+        made = crashed_writer(recorder, datetime.now(UTC) - timedelta(hours=3))
+        recorder.record(  # an open session written to recently: a live writer's
+            SessionStarted(session=recorder.minter.session(), principal=ALICE, started=NOW())
+        )
+        report = recover(recorder, older_than=timedelta(hours=1))
+        assert report.interrupted == [made["open"]] and len(report.skipped) == 1
+        assert sorted(report.activities) == sorted([made["run"], made["run2"], made["call"]])
+        assert interrupted_sessions(store) == [made["open"]]
+        assert [str(r["type"]).removeprefix(T) for r in rows(store, "interrupted")] == [
+            "Session",
+            "PlanRun",
+            "PlanRun",
+            "CapabilityInvocation",
+        ]
+        later = NOW() + timedelta(hours=1)
+        assert rows(store, "interrupted", since=later) == []
+        assert len(rows(store, "interrupted", until=later)) == 4
+        assert rows(store, "interrupted", until=NOW() - timedelta(hours=1)) == []
+        result = verify(store)
+        assert result.ok, result.findings
+        recorder.record(SessionEnded(session=report.skipped[0], ended=NOW()))
