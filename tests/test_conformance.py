@@ -26,6 +26,7 @@ from trails.prov import Minter, Recorder
 from trails.prov.events import (
     PLAN_CLASSES,
     CapabilityInvoked,
+    CapabilityStarted,
     EntityRecorded,
     Event,
     LLMCompleted,
@@ -240,6 +241,21 @@ def _events(session: str, m: Minter) -> dict[str, tuple[list[Event], dict[str, i
             ],
             {"activities": 2, "entities": 3, "agents": 1},
         ),
+        "CapabilityStarted": (
+            [
+                start,
+                CapabilityStarted(
+                    session=session,
+                    activity=act,
+                    parent=session,
+                    principal=ALICE,
+                    capability_id="pay",
+                    started=T0,
+                    inputs={"amount": 5},
+                ),
+            ],
+            {"activities": 2, "entities": 2, "agents": 1},
+        ),
         "LLMCompleted": ([start, completion], {"activities": 2, "entities": 2, "agents": 2}),
         "PlanRunStarted": ([start, plan_run], {"activities": 2, "entities": 0, "agents": 1}),
         "PlanRunEnded": (
@@ -305,6 +321,7 @@ EVENT_KINDS = [
     "SessionStarted",
     "SessionEnded",
     "CapabilityInvoked",
+    "CapabilityStarted",
     "LLMCompleted",
     "PlanRunStarted",
     "PlanRunEnded",

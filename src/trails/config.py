@@ -30,7 +30,8 @@ Wiring between rooms is configuration too: ``[prov] recorder_plugins`` lists
 ``"module:function"`` paths that ``Recorder.from_settings`` calls with the new
 recorder and the settings (``settings.plugin(path)`` imports them). By default
 the list holds the audit room's sealer (``SEALER``) unless ``[audit] seal =
-false``, so the recorder never imports the audit room: data flows one way,
+false``, then its recovery of sessions a stopped process left open
+(``RECOVERY``, which ``[audit] recover = false`` turns off), so the recorder never imports the audit room: data flows one way,
 events -> quads -> store -> audit, and the top level connects them.
 """
 
@@ -47,12 +48,15 @@ from typing import Any
 
 from trails.errors import ConfigError
 
-__all__ = ["DEFAULT_STORE", "KNOWN_KEYS", "SEALER", "Settings", "load_settings"]
+__all__ = ["DEFAULT_STORE", "KNOWN_KEYS", "RECOVERY", "SEALER", "Settings", "load_settings"]
 
 DEFAULT_STORE = "./.trails/store"
 
 SEALER = "trails.audit.seal:install_sealer"
 """The recorder plugin that seals each session in the same write as its end."""
+
+RECOVERY = "trails.audit.recovery:recover_on_open"
+"""The recorder plugin that ends, as interrupted, sessions a stopped process left open."""
 
 # setting name -> (environment variable, toml section, toml key, default)
 _FIELDS: dict[str, tuple[str, str, str, str]] = {
@@ -157,7 +161,8 @@ class Settings:
         """
         explicit = self.section("prov").get("recorder_plugins")
         if explicit is None:
-            return [SEALER] if self.section("audit").get("seal", True) else []
+            sealer = [SEALER] if self.section("audit").get("seal", True) else []
+            return [*sealer, RECOVERY]
         if not isinstance(explicit, list) or not all(isinstance(p, str) for p in explicit):
             raise ConfigError("[prov] recorder_plugins must be a list of 'module:function' strings")
         return list(explicit)

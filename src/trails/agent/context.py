@@ -8,7 +8,11 @@ Reusing a session continues the conversation, in the same provenance graph.
 
 The session's provenance context is opened lazily, on the first run, in the
 store the session was given (or the process default store), so building a
-``Session`` costs nothing and records nothing. Everything a session holds is
+``Session`` costs nothing and records nothing. Every run of a session is
+recorded in that one session; it ends (and is sealed, when sealing is on) on
+``close()`` or leaving a ``with`` block, else when the session and its
+contexts are garbage, and at the latest at interpreter exit
+(``trails.kernel.lifecycle``). Everything a session holds is
 plain data (strings, numbers, dicts, ``InvocationRecord`` envelopes), so it can
 be written to RDF and rebuilt from it.
 """

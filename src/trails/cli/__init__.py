@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "import": ("exporting", "load an export (TriG, N-Quads, JSON-LD ...) into the store"),
     "verify": ("verify", "check that recorded sessions still match their seals"),
+    "recover": ("recover", "end sessions a stopped process left open, as interrupted"),
     "report": ("report", "write the HTML audit report of a session"),
     "replay": ("replay", "print a persisted session; --rerun checks it still runs"),
     "diff": ("replay", "where two recorded sessions diverge"),

@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--principal", help="only this principal (an IRI or DID)")
     p.add_argument("--since", help="started at or after (ISO 8601)")
     p.add_argument("--until", help="started before (ISO 8601)")
-    p.add_argument("--status", help="ended with this status (ok, error)")
+    p.add_argument("--status", help="ended with this status (ok, error, interrupted)")
     p.add_argument(
         "--format",
         "-f",

@@ -6,7 +6,10 @@ graph), the recorder, the cost tracker, the parent activity (so children link
 with ``prov:wasInformedBy``), and optional tool policy, LLM client and
 application extras (``ctx.graph`` in the seed is an extra).
 
-``Context.open`` starts a session and records it; ``close`` ends it. Code
+``Context.open`` starts a session and records it; ``close`` ends it (once,
+whichever copy of the context is closed). A session nobody closes is still
+ended: when its last context is garbage, or at exit (``trails.kernel.lifecycle``).
+Code
 that calls ``invoke`` or ``LLMClient.complete`` with no context gets
 ``current_context()``: inside a capability handler, the handler's own context
 (so a nested call is linked to the invocation that made it, as in
@@ -17,7 +20,6 @@ outside a session graph.
 
 from __future__ import annotations
 
-import atexit
 import contextvars
 import dataclasses
 import logging
@@ -31,7 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from trails.config import load_settings
 from trails.errors import TrailsError
 from trails.kernel.cost import CostTracker, default_tracker
-from trails.prov.events import SessionEnded, SessionStarted
+from trails.kernel.lifecycle import Lifecycle, SessionEnd, drain_pending, on_exit
+from trails.prov.events import SessionStarted
 from trails.prov.recorder import Recorder, default_recorder
 from trails.store.terms import IRI
 from trails.text import check_text
@@ -107,6 +110,7 @@ class Context:
     approver: Callable[[CapabilitySpec, dict[str, Any]], bool] | None = None
     invocations: list[InvocationRecord] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
+    lifecycle: Lifecycle | None = field(default=None, repr=False, compare=False)
 
     @property
     def store(self) -> Store:
@@ -145,6 +149,7 @@ class Context:
             UserError: a principal, label or other text that is not valid Unicode.
             StoreError: the session start could not be recorded.
         """
+        drain_pending()  # a safe point: end sessions the garbage collector found abandoned
         principal = principal or load_settings().principal
         for name, value in (
             ("principal", principal),
@@ -172,12 +177,27 @@ class Context:
             recorder=recorder,
             tracker=tracker or default_tracker(),
             parent=session,
+            lifecycle=Lifecycle(SessionEnd(recorder, session)),
             **fields,
         )
 
+    @property
+    def ended(self) -> bool:
+        """Whether this context's session has ended (through any copy of it)."""
+        return self.lifecycle is not None and self.lifecycle.ending.ended
+
     def close(self, status: str = "ok") -> None:
-        """Record the end of the session."""
-        self.recorder.record(SessionEnded(session=self.session, ended=now(), status=status))
+        """Record the end of the session, once: closing again (or another copy) does nothing.
+
+        Args:
+            status: the recorded end status (``"ok"`` or ``"error"``).
+
+        Raises:
+            StoreError: the end could not be recorded (the session stays open).
+        """
+        if self.lifecycle is None:  # built by hand, not by open(): nothing tracks it
+            self.lifecycle = Lifecycle(SessionEnd(self.recorder, self.session))
+        self.lifecycle.ending.end(status)
 
     def __enter__(self) -> Context:
         return self
@@ -196,13 +216,27 @@ _default: Context | None = None
 
 
 def default_context() -> Context:
-    """The process default context: a session opened on first use, ended at exit."""
+    """The process default context: a session opened on first use, ended at exit.
+
+    When the default store (hence recorder) changes, the previous default
+    session is ended first.
+    """
     global _default
     with _lock:
         recorder = default_recorder()
-        if _default is None or _default.recorder is not recorder:
+        if _default is None or _default.recorder is not recorder or _default.ended:
+            previous, _default = _default, None
+            if previous is not None:
+                _close_quietly(previous)
             _default = Context.open(recorder=recorder, label="default session")
         return _default
+
+
+def _close_quietly(ctx: Context) -> None:
+    try:
+        ctx.close()
+    except TrailsError:
+        log.debug("could not record the end of the default session", exc_info=True)
 
 
 _current: contextvars.ContextVar[Context | None] = contextvars.ContextVar(
@@ -222,10 +256,7 @@ def reset_default_context() -> None:
     with _lock:
         ctx, _default = _default, None
     if ctx is not None:
-        try:
-            ctx.close()
-        except TrailsError:
-            log.debug("could not record the end of the default session", exc_info=True)
+        _close_quietly(ctx)
 
 
-atexit.register(reset_default_context)
+on_exit(reset_default_context)

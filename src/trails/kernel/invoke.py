@@ -1,9 +1,15 @@
 """``invoke``: validate, ask the tool policy, run the handler, record the invocation.
 
 Every call is recorded as one ``trails:CapabilityInvocation`` activity written
-once, complete, when the call ends, whatever the outcome: ``ok``, ``invalid``
+complete when the call ends, whatever the outcome: ``ok``, ``invalid``
 (arguments rejected), ``error`` (the handler raised) or, via the policy, a
-``trails:PolicyDecision``. A handler's own exception reaches the caller as
+``trails:PolicyDecision``. A capability with ``side_effects=True`` is also
+written *ahead*: once its arguments are valid and the policy allowed it, its
+start (inputs, principal, plan, start time) is recorded before the handler
+runs, and the handler does not run when that write fails (the caller gets the
+``StoreError``). A crash while the handler runs therefore leaves a call that
+visibly started, which recovery marks interrupted; pure capabilities keep one
+write. A handler's own exception reaches the caller as
 ``CapabilityError`` with the original on ``__cause__``; trails errors pass
 through unchanged so planners can show them to the model.
 """
@@ -18,7 +24,7 @@ from trails.errors import CapabilityError, PolicyDenied, TrailsError, Validation
 from trails.kernel.context import Context, InvocationRecord, _current, current_context, now
 from trails.kernel.registry import CapabilitySpec, get_capability
 from trails.prov.content import canonical_json, sha256_hex, unicode_problem
-from trails.prov.events import CapabilityInvoked, PolicyDecided
+from trails.prov.events import CapabilityInvoked, CapabilityStarted, PolicyDecided
 from trails.store.terms import IRI
 
 __all__ = ["invoke"]
@@ -43,7 +49,8 @@ def invoke(
         ValidationError: the arguments do not fit (recorded as ``invalid``).
         PolicyDenied: the context's tool policy refused the call (recorded).
         CapabilityError: the handler raised (recorded as ``error``).
-        StoreError: the invocation could not be recorded.
+        StoreError: the invocation could not be recorded (for a capability with
+            side effects whose start could not be written, the handler did not run).
     """
     spec = get_capability(capability_id)
     if ctx is None:
@@ -65,16 +72,23 @@ def invoke(
         raise
     if ctx.policy is not None:
         _ask_policy(ctx, spec, kwargs, raw_args)
+    ahead = spec.side_effects
+    if ahead:
+        _write_ahead(ctx, spec, activity, started, raw_args)
     inner = ctx.child(parent=activity, step=None)
     token = _current.set(inner)
     try:
         result = spec.handler(inner, **kwargs) if spec.takes_ctx else spec.handler(**kwargs)
     except TrailsError as exc:
-        _finish(ctx, spec, activity, started, "error", raw_args, None, str(exc), args_text)
+        _finish(
+            ctx, spec, activity, started, "error", raw_args, None, str(exc), args_text, ahead=ahead
+        )
         raise
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
-        _finish(ctx, spec, activity, started, "error", raw_args, None, message, args_text)
+        _finish(
+            ctx, spec, activity, started, "error", raw_args, None, message, args_text, ahead=ahead
+        )
         raise CapabilityError(spec.id, message) from exc
     finally:
         _current.reset(token)
@@ -82,10 +96,46 @@ def invoke(
     problem = unicode_problem(result_text)
     if problem is not None:
         message = f"the result cannot be recorded: it contains {problem}"
-        _finish(ctx, spec, activity, started, "error", raw_args, None, message, args_text)
+        _finish(
+            ctx, spec, activity, started, "error", raw_args, None, message, args_text, ahead=ahead
+        )
         raise CapabilityError(spec.id, message)
-    _finish(ctx, spec, activity, started, "ok", raw_args, result, None, args_text, result_text)
+    _finish(
+        ctx,
+        spec,
+        activity,
+        started,
+        "ok",
+        raw_args,
+        result,
+        None,
+        args_text,
+        result_text,
+        ahead=ahead,
+    )
     return result
+
+
+def _write_ahead(
+    ctx: Context, spec: CapabilitySpec, activity: IRI, started: datetime, args: Any
+) -> None:
+    """Record that a side-effecting call starts; raises ``StoreError`` (and the
+    handler does not run) when that cannot be written."""
+    ctx.recorder.record(
+        CapabilityStarted(
+            session=ctx.session,
+            activity=activity,
+            parent=ctx.parent,
+            principal=ctx.principal,
+            capability_id=spec.id,
+            description=spec.description,
+            side_effects=True,
+            terminal=spec.terminal,
+            started=started,
+            inputs=args,
+            step=ctx.step,
+        )
+    )
 
 
 def _finish(
@@ -99,6 +149,8 @@ def _finish(
     error: str | None,
     args_text: str,
     result_text: str | None = None,
+    *,
+    ahead: bool = False,
 ) -> None:
     ended = now()
     ctx.recorder.record(
@@ -118,6 +170,7 @@ def _finish(
             output=result,
             error=error,
             step=ctx.step,
+            ahead=ahead,
         )
     )
     if ctx.invocations is not None:

@@ -6,7 +6,14 @@ each event is whole or absent in the store. Activities that span time and
 have children (sessions, plan runs) are written as a start event and an end
 event, so a crash in between leaves a started activity, never a dangling
 child. Leaf activities (invocations, completions, decisions) are written once,
-complete, when they finish.
+complete, when they finish, except a capability with side effects: its start
+is written ahead of its handler (``CapabilityStarted``) and its end
+(``CapabilityInvoked`` with ``ahead``: end time, status, output) completes the
+same activity, so a crash leaves a visibly started call, never an unrecorded effect.
+
+A session ends with ``SessionEnded``; when recovery ends the session of a
+process that stopped, the same event carries the ``trails:Interruption`` and
+marks the activities that had started and not ended, in the same write.
 
 Other rooms add their own events (memory operations, seals) by subclassing
 ``Event`` next to their code; nothing here needs to change.
@@ -27,8 +34,10 @@ from trails.store.terms import IRI
 __all__ = [
     "PLAN_CLASSES",
     "CapabilityInvoked",
+    "CapabilityStarted",
     "EntityRecorded",
     "Event",
+    "Interrupted",
     "LLMCompleted",
     "PlanRunEnded",
     "PlanRunStarted",
@@ -89,17 +98,91 @@ class SessionStarted(Event):
         b.value(s, T.domain, self.domain)
 
 
+class Interrupted(BaseModel):
+    """An activity of an interrupted session that had started and not ended.
+
+    ``kind`` says what marks it: an invocation gets ``trails:status``, a plan run
+    ``trails:stopReason`` ``"interrupted"``; ``terminated`` means it already has a
+    termination (a run stopped by a budget just before the crash), which is kept.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    activity: str
+    kind: Literal["invocation", "run", "activity"] = "activity"
+    terminated: bool = False
+
+
 class SessionEnded(Event):
+    """The end of a session: closed (``ok``/``error``) or, by recovery, ``interrupted``.
+
+    An interrupted end names when recovery ``detected`` it, why (``reason``) and the
+    activities it cut short (``interrupted``); all of it is one write with the end.
+    """
+
     ended: datetime
     status: str = "ok"
+    reason: str | None = None
+    detected: datetime | None = None
+    interrupted: tuple[Interrupted, ...] = ()
 
     def emit(self, b: QuadBuilder) -> None:
-        b.value(self.graph, PROV.endedAtTime, self.ended)
-        b.value(self.graph, T.status, self.status)
+        s = self.graph
+        b.value(s, PROV.endedAtTime, self.ended)
+        b.value(s, T.status, self.status)
+        if self.status != "interrupted":
+            return
+        t = Minter.part(s, "interruption")
+        b.types(t, T.Interruption, T.Termination, PROV.Entity)
+        b.value(t, T.reason, self.reason or "the process recording the session stopped")
+        b.value(t, PROV.generatedAtTime, self.ended)
+        b.value(t, T.detectedAt, self.detected)
+        b.label(t, "interrupted")
+        b.add(s, T.wasTerminatedBy, t)
+        b.add(s, PROV.wasEndedBy, t)
+        for item in self.interrupted:
+            a = _iri(item.activity)
+            if item.kind == "invocation":
+                b.value(a, T.status, "interrupted")
+            elif item.kind == "run":
+                b.value(a, T.stopReason, "interrupted")
+            if not item.terminated:
+                b.add(a, T.wasTerminatedBy, t)
+                b.add(a, PROV.wasEndedBy, t)
+
+
+class CapabilityStarted(Event):
+    """A call to a capability with side effects, written before its handler runs.
+
+    The same activity, capability, association and input as ``CapabilityInvoked``
+    writes at the end, without an end time, a status or an output: a crash before
+    the end leaves exactly this, and recovery marks it interrupted.
+    """
+
+    activity: str
+    parent: str | None
+    principal: str
+    capability_id: str
+    description: str = ""
+    side_effects: bool = True
+    terminal: bool = False
+    started: datetime
+    inputs: Any = None
+    step: int | None = None
+
+    def emit(self, b: QuadBuilder) -> None:
+        a = _iri(self.activity)
+        b.activity(a, T.CapabilityInvocation, self.started)
+        _invocation_body(b, a, self.graph, self)
 
 
 class CapabilityInvoked(Event):
-    """One ``invoke``: validated or not, succeeded or failed, written when it ends."""
+    """One ``invoke``: validated or not, succeeded or failed, written when it ends.
+
+    ``ahead`` says its start was written first (``CapabilityStarted``, a capability
+    with side effects): then only what the end adds is written (end time, status,
+    error, output), completing the same activity.
+    """
 
     activity: str
     parent: str | None
@@ -115,25 +198,17 @@ class CapabilityInvoked(Event):
     output: Any = None
     error: str | None = None
     step: int | None = None
+    ahead: bool = False
 
     def emit(self, b: QuadBuilder) -> None:
         a = _iri(self.activity)
-        b.activity(a, T.CapabilityInvocation, self.started, self.ended)
-        b.child_of(a, _iri(self.parent) if self.parent else None, self.graph)
-        cap = b.minter.capability(self.capability_id)
-        b.types(cap, T.Capability, PROV.Plan, PROV.Entity)
-        b.label(cap, self.capability_id)
-        b.value(cap, T.capabilityId, self.capability_id)
-        b.value(cap, RDFS.comment, self.description or None)
-        b.value(cap, T.sideEffects, self.side_effects)
-        b.value(cap, T.terminal, self.terminal)
-        b.add(a, T.capability, cap)
-        b.associate(a, b.agent(self.principal), plan=cap)
+        if self.ahead:  # the start is on record: complete it
+            b.value(a, PROV.endedAtTime, self.ended)
+        else:
+            b.activity(a, T.CapabilityInvocation, self.started, self.ended)
+            _invocation_body(b, a, self.graph, self)
         b.value(a, T.status, self.status)
         b.value(a, T.errorMessage, self.error)
-        b.value(a, T.stepIndex, self.step)
-        b.label(a, f"invoke {self.capability_id}")
-        b.entity(Minter.part(a, "input"), T.CapabilityInput, self.inputs, used_by=a)
         if self.status == "ok":
             b.entity(
                 Minter.part(a, "output"),
@@ -142,6 +217,26 @@ class CapabilityInvoked(Event):
                 generated_by=a,
                 at=self.ended,
             )
+
+
+def _invocation_body(
+    b: QuadBuilder, a: IRI, session: IRI, event: CapabilityStarted | CapabilityInvoked
+) -> None:
+    """What an invocation's start says: written by the start of a side-effecting call,
+    or with the end when the call was written once."""
+    b.child_of(a, _iri(event.parent) if event.parent else None, session)
+    cap = b.minter.capability(event.capability_id)
+    b.types(cap, T.Capability, PROV.Plan, PROV.Entity)
+    b.label(cap, event.capability_id)
+    b.value(cap, T.capabilityId, event.capability_id)
+    b.value(cap, RDFS.comment, event.description or None)
+    b.value(cap, T.sideEffects, event.side_effects)
+    b.value(cap, T.terminal, event.terminal)
+    b.add(a, T.capability, cap)
+    b.associate(a, b.agent(event.principal), plan=cap)
+    b.value(a, T.stepIndex, event.step)
+    b.label(a, f"invoke {event.capability_id}")
+    b.entity(Minter.part(a, "input"), T.CapabilityInput, event.inputs, used_by=a)
 
 
 class LLMCompleted(Event):

@@ -69,8 +69,9 @@ class Recorder:
         """A recorder configured by the settings, with the plugins they name.
 
         Each ``settings.recorder_plugins()`` entry (by default the audit room's
-        sealer, unless ``[audit] seal = false``) is called with the recorder and
-        the settings and installs its hooks.
+        sealer, unless ``[audit] seal = false``, then its recovery of sessions left
+        open by a process that stopped) is called with the recorder and the
+        settings and installs its hooks.
 
         Raises:
             ConfigError: a plugin cannot be loaded or refuses its configuration.

@@ -89,6 +89,7 @@ class T:
     BudgetBreach = TRAILS.BudgetBreach
     StepLimit = TRAILS.StepLimit
     Error = TRAILS.Error
+    Interruption = TRAILS.Interruption
     # classes: agents and plans
     Principal = TRAILS.Principal
     Model = TRAILS.Model
@@ -126,6 +127,7 @@ class T:
     reason = TRAILS.reason
     limit = TRAILS.limit
     observed = TRAILS.observed
+    detectedAt = TRAILS.detectedAt
     stepIndex = TRAILS.stepIndex
     assuranceLevel = TRAILS.assuranceLevel
     domain = TRAILS.domain

@@ -8,6 +8,9 @@ exception into the trails error tree.
 The on-disk store is single-writer per process: RocksDB locks the directory.
 A second open of a locked directory raises ``StoreLockedError`` explaining
 that processes share a store through a SPARQL server, not a directory.
+Holding the lock, an on-disk store knows since when it has the directory to
+itself (``exclusive_since``): any session still open that started before then
+belongs to a process that is gone, which is what recovery relies on.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
@@ -212,12 +216,15 @@ class OxigraphStore(Store):
     def __init__(self, path: str | Path | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> None:
         self.base_iri = _base(base_iri)
         self.path = Path(path) if path is not None else None
+        #: when this process took the directory's lock (None in memory: nothing before us)
+        self.exclusive_since: datetime | None = None
         try:
             if self.path is None:
                 self._store: ox.Store | None = ox.Store()
             else:
                 self.path.mkdir(parents=True, exist_ok=True)
                 self._store = ox.Store(str(self.path))
+                self.exclusive_since = datetime.now(UTC)
         except OSError as exc:
             text = str(exc)
             if "lock" in text.lower():
