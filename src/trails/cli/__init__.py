@@ -28,6 +28,7 @@ COMMANDS = (
     "report",
     "replay",
     "serve",
+    "otlp",
 )
 
 
