@@ -108,6 +108,10 @@ def _int(value: Any) -> int | None:
         return None
 
 
+def _lower(value: Any) -> str | None:
+    return str(value).lower() if value is not None else None
+
+
 def _json(value: Any) -> Any:
     if isinstance(value, str):
         try:
@@ -351,8 +355,8 @@ def read_span(span: Span) -> Reading:
     return Reading(
         operation=op or "span",
         category=category,
-        provider=_first(
-            attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system"
+        provider=_lower(
+            _first(attrs, "gen_ai.provider.name", "gen_ai.system", "llm.provider", "llm.system")
         ),
         request_model=_first(
             attrs, "gen_ai.request.model", "llm.request.model", "embedding.model_name"

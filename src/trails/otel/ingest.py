@@ -41,7 +41,7 @@ from trails.prov.events import SessionEnded
 from trails.prov.recorder import Recorder
 from trails.prov.vocab import PROV, T
 from trails.store.base import ask, select
-from trails.store.terms import IRI, Literal, Quad
+from trails.store.terms import IRI, Literal, Quad, to_python
 
 __all__ = ["IngestResult", "Ingestor"]
 
@@ -119,7 +119,7 @@ class Ingestor:
         ids: set[str] = set()
         for row in select(self.recorder.store, _RECORDED, {"trace": _literal(trace_id)}):
             session = str(row["g"])
-            ids.add(str(row["sid"]))
+            ids.add(str(to_python(row["sid"])))
         return session, ids
 
     def _exists(self, session: str) -> bool:
