@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     which.add_argument("--all", action="store_true", help="every graph (ledger and memory too)")
     p.add_argument("--since", help="sessions started at or after (ISO 8601)")
     p.add_argument("--until", help="sessions started before (ISO 8601)")
-    p.add_argument("--format", "-f", choices=EXPORT_FORMATS, default="trig")
+    p.add_argument("--format", "-f", choices=(*EXPORT_FORMATS, "otlp-json"), default="trig")
     p.add_argument("--out", "-o", help="file to write (default: standard output)")
     p.add_argument("--domain", help="the domain the export stays within (default: [audit] domain)")
     bar = p.add_mutually_exclusive_group()
@@ -83,6 +83,8 @@ def run_export(args: argparse.Namespace) -> int:
             store, sessions=args.session, all_graphs=args.all, since=args.since, until=args.until
         )
         check_assurance(store, graphs, domain=domain, forbidden=_levels(audit))
+        if args.format == "otlp-json":
+            return _otlp_json(store, graphs, args.out)
         show = (
             args.progress
             if args.progress is not None
@@ -114,6 +116,30 @@ def run_export(args: argparse.Namespace) -> int:
     extra = f", {stats.redacted} value(s) redacted" if stats.redacted else ""
     print(
         f"exported {stats.graphs} graph(s), {stats.quads} quads as {stats.format} to {where}{extra}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _otlp_json(store: Any, graphs: list[Any], out: str | None) -> int:
+    """Sessions as one OTLP/JSON trace payload (``trails.otel.export``)."""
+    import json
+
+    from trails.otel.export import session_otlp_json
+    from trails.prov.vocab import T
+    from trails.store import ask
+
+    sessions = [
+        g for g in graphs if ask(store, f"ASK {{ GRAPH ?g {{ ?g a {T.Session.n3()} }} }}", {"g": g})
+    ]
+    text = json.dumps(session_otlp_json(store, sessions), indent=1, sort_keys=True) + "\n"
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    print(
+        f"exported {len(sessions)} session(s) as otlp-json to {out or 'standard output'}",
         file=sys.stderr,
     )
     return 0

@@ -38,6 +38,7 @@ __all__ = [
     "SpanIdentity",
     "SpanInvocation",
     "SpanMemoryOperation",
+    "SpanOfSession",
     "SpanSessionStarted",
     "span_activity",
 ]
@@ -65,6 +66,13 @@ class SpanIdentity(Event):
         b.value(a, T.spanId, self.span_id)
         b.value(a, T.operationName, self.operation)
         b.value(a, T.errorType, self.error_type)
+
+
+class SpanOfSession(SpanIdentity):
+    """The span a trails exporter sent for a session itself: its ids go on the session."""
+
+    def emit(self, b: QuadBuilder) -> None:
+        self.identify(b, self.graph)
 
 
 class SpanSessionStarted(SessionStarted):
@@ -131,6 +139,7 @@ class SpanAgentRun(SpanIdentity):
     error: str | None = None
     agent_name: str | None = None
     agent_id: str | None = None
+    strategy: str | None = None
 
     def emit(self, b: QuadBuilder) -> None:
         PlanRunStarted(
@@ -138,7 +147,7 @@ class SpanAgentRun(SpanIdentity):
             activity=self.activity,
             parent=self.parent,
             principal=self.principal,
-            strategy=self.operation,
+            strategy=self.strategy or self.operation,
             goal=self.goal,
             started=self.started,
         ).emit(b)

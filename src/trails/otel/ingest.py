@@ -34,7 +34,13 @@ from datetime import datetime
 
 from trails.llm.catalogue import Catalogue, default_catalogue
 from trails.otel.conventions import Reading, read_span
-from trails.otel.events import SpanCompletion, SpanIdentity, SpanSessionStarted, span_activity
+from trails.otel.events import (
+    SpanCompletion,
+    SpanIdentity,
+    SpanOfSession,
+    SpanSessionStarted,
+    span_activity,
+)
 from trails.otel.mapping import span_event
 from trails.otel.otlp import Span
 from trails.prov.events import SessionEnded
@@ -227,11 +233,25 @@ class Ingestor:
                 reading = readings[span.span_id]
                 if span.span_id in session_spans:
                     roots[session] = span
+                    events.append(
+                        SpanOfSession(
+                            session=session,
+                            trace_id=span.trace_id,
+                            span_id=span.span_id,
+                            operation=reading.operation,
+                            error_type=reading.error_type,
+                        )
+                    )
                     continue
                 if span.parent_id is None:
                     roots.setdefault(session, span)
                 parent = None
-                if span.parent_id and span.parent_id not in known_session_spans:
+                under_session = span.attributes.get("trails.parent") == "session"
+                if (
+                    span.parent_id
+                    and not under_session
+                    and span.parent_id not in known_session_spans
+                ):
                     parent = str(span_activity(self.base, trace_id, span.parent_id))
                 requested_by = None
                 if reading.category == "tool" and reading.tool_call_id:

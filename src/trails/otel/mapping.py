@@ -21,6 +21,7 @@ are decided by the ingester, which sees the whole batch and the store.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from trails.llm.cache import request_hash, request_params
 from trails.llm.catalogue import Catalogue
@@ -94,12 +95,12 @@ def span_event(
         out = reading.output_tokens or 0
         usd = None
         if catalogue is not None:
-            spec = catalogue.find(provider, model) or (
-                catalogue.find(provider, str(reading.request_model))
-                if reading.request_model
-                else None
-            )
-            if spec is not None and reading.input_tokens is not None:
+            spec = catalogue.find(provider, model)
+            if spec is None and reading.request_model:
+                spec = catalogue.find(provider, str(reading.request_model))
+            if spec is None:  # a local provider costs 0; anything else stays unknown (None)
+                spec = catalogue.spec_for(provider, model)
+            if reading.input_tokens is not None:
                 usd = spec.cost(
                     uncached, out, reading.cache_read_tokens, reading.cache_write_tokens
                 )
@@ -163,6 +164,9 @@ def span_event(
             error=error,
             agent_name=reading.agent_name,
             agent_id=reading.agent_id,
+            strategy=str(span.attributes["trails.strategy"])
+            if span.attributes.get("trails.strategy")
+            else None,
         )
     if reading.category == "memory":
         memory_id = span.attributes.get("gen_ai.memory.id")
@@ -175,7 +179,9 @@ def span_event(
             started=span.start,
             ended=span.end,
             query=str(reading.query) if reading.query is not None else None,
-            memory=f"{base}entity:otel-memory:{memory_id}" if memory_id else None,
+            memory=f"{base}entity:otel-memory:{quote(str(memory_id), safe='')}"
+            if memory_id
+            else None,
             content=str(content) if content is not None else None,
             status="error" if reading.failed else "ok",
             error=error,
