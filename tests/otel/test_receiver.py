@@ -429,3 +429,40 @@ def test_the_cli_refuses_a_public_address_without_tokens(
 
     assert main(["otlp", "--host", "0.0.0.0"]) == 2
     assert "needs --tokens" in capsys.readouterr().err
+
+
+def test_trails_serve_mounts_the_route_for_write_tokens(store: Store, tmp_path: Path) -> None:
+    from tests.endpoint.conftest import serving
+
+    from trails.audit.endpoint import create_app
+    from trails.audit.endpoint_auth import load_tokens
+    from trails.config import load_settings
+    from trails.otel.receiver import mount_traces
+
+    path = tmp_path / "tokens.toml"
+    path.write_text(
+        f'[[token]]\nprincipal = "did:example:platform"\nsha256 = "{hash_token("w")}"\n'
+        'graphs = ["*"]\nwrite = true\n\n'
+        f'[[token]]\nprincipal = "did:example:auditor"\nsha256 = "{hash_token("r")}"\n'
+        'graphs = ["*"]\n'
+    )
+    endpoint = create_app(store, load_tokens(path))
+    mount_traces(endpoint.app, store, str(path), load_settings())
+    body = (DATA / "openllmetry-gen-ai-system.json").read_bytes()
+    with serving(endpoint.app) as url:
+        kind = {"content-type": "application/json"}
+        refused = httpx.post(
+            f"{url}/v1/traces", content=body, headers={**kind, "authorization": "Bearer r"}
+        )
+        assert refused.status_code == 403
+        sent = httpx.post(
+            f"{url}/v1/traces", content=body, headers={**kind, "authorization": "Bearer w"}
+        )
+        assert sent.status_code == 200, sent.text
+        answer = httpx.get(
+            f"{url}/queries/llm-completions",
+            headers={"authorization": "Bearer r", "accept": "application/sparql-results+json"},
+        )
+        assert answer.status_code == 200
+        bindings = answer.json()["results"]["bindings"]
+        assert [b["model"]["value"] for b in bindings] == ["gpt-4o-2024-08-06"]

@@ -132,6 +132,14 @@ def run(args: argparse.Namespace) -> int:
             else str(settings.resolve_path(configured))
         )
     endpoint = create_app(location, tokens, config, access_log=log_location, settings=settings)
+    from trails.otel.receiver import mount_traces  # POST /v1/traces for tokens with write = true
+
+    mount_traces(
+        endpoint.app,
+        location,
+        args.tokens or str(settings.resolve_path(str(tokens_path))),
+        settings,
+    )
     print(
         f"trails serve: {len(tokens)} token(s), store {location}, access log "
         f"{endpoint.access_log.store!r}, http://{host}:{port}/sparql "

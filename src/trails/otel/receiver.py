@@ -24,8 +24,9 @@ import asyncio
 import contextlib
 import gzip
 import logging
+import threading
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -33,12 +34,14 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from trails.config import Settings
 from trails.errors import StoreError, UserError
 from trails.otel.auth import WriteTokens
 from trails.otel.ingest import Ingestor
-from trails.otel.otlp import OTLPDecodeError, decode_json, decode_protobuf
+from trails.otel.otlp import OTLPDecodeError, Span, decode_json, decode_protobuf
+from trails.store.base import Store
 
-__all__ = ["DEFAULT_MAX_BYTES", "TRACES_PATH", "receiver_app", "traces_route"]
+__all__ = ["DEFAULT_MAX_BYTES", "TRACES_PATH", "mount_traces", "receiver_app", "traces_route"]
 
 TRACES_PATH = "/v1/traces"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
@@ -93,7 +96,7 @@ def _empty_response(kind: str) -> Response:
 
 
 def traces_route(
-    ingestor: Ingestor,
+    ingestor: Ingestor | Callable[[], Ingestor],
     *,
     tokens: WriteTokens | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
@@ -102,7 +105,8 @@ def traces_route(
     """The ``POST /v1/traces`` route over ``ingestor``.
 
     Args:
-        ingestor: records the spans.
+        ingestor: records the spans, or a function making it on the first request
+            (so mounting never opens a store).
         tokens: bearer tokens with their write scope; None accepts any request
             (loopback without a tokens file only).
         max_bytes: largest body accepted, before and after decompression.
@@ -111,6 +115,17 @@ def traces_route(
     Returns:
         A Starlette route.
     """
+
+    made: list[Ingestor] = [ingestor] if isinstance(ingestor, Ingestor) else []
+    lock = threading.Lock()
+
+    def ingest(spans: list[Span], principal: str | None) -> None:
+        with lock:
+            if not made:
+                assert callable(ingestor)
+                made.append(ingestor())
+        made[0].ingest(spans, principal=principal)
+        made[0].sweep()  # sessions idle for too long end here too, not only in the sweeper
 
     async def receive(request: Request) -> Response:
         try:
@@ -137,7 +152,7 @@ def traces_route(
             except OTLPDecodeError as exc:
                 raise _Refused(400, str(exc)) from exc
             try:
-                await asyncio.to_thread(ingestor.ingest, spans, principal=principal)
+                await asyncio.to_thread(ingest, spans, principal)
             except StoreError as exc:
                 log.warning("spans not written, the exporter will retry: %s", exc)
                 raise _Refused(
@@ -197,3 +212,33 @@ def receiver_app(
     return Starlette(
         routes=[traces_route(ingestor, tokens=tokens, max_bytes=max_bytes)], lifespan=lifespan
     )
+
+
+def mount_traces(
+    app: Starlette, location: str | Store, tokens_file: str | None, settings: Settings
+) -> None:
+    """Add ``POST /v1/traces`` to another app (``trails serve``), writing to ``location``.
+
+    The store is opened on the first request, not here; without a tokens file
+    nothing is mounted (a served store is never writable without a token).
+
+    Args:
+        app: the Starlette app to extend.
+        location: the store (or its location) the spans are written to.
+        tokens_file: the tokens file; entries need ``write = true``.
+        settings: IRI base, content policy, sealing, ``[otel] idle_timeout``.
+    """
+    if not tokens_file:
+        return
+    from trails.otel.auth import load_write_tokens
+    from trails.prov.recorder import Recorder
+    from trails.store import open_store
+
+    tokens = load_write_tokens(tokens_file)
+    idle = float(settings.section("otel").get("idle_timeout", 300.0))
+
+    def make() -> Ingestor:
+        store = location if isinstance(location, Store) else open_store(location, settings=settings)
+        return Ingestor(Recorder.from_settings(settings, store=store), idle_timeout=idle)
+
+    app.router.routes.append(traces_route(make, tokens=tokens))
