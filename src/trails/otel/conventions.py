@@ -314,7 +314,9 @@ def read_span(span: Span) -> Reading:
     Returns:
         What it says, convention-independent.
     """
-    attrs: dict[str, Any] = {**_content_events(span), **span.attributes}
+    attrs: dict[str, Any] = (
+        {**_content_events(span), **span.attributes} if span.events else span.attributes
+    )
     op = _operation(span)
     category = _category(op)
     messages, output, calls = (

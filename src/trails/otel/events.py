@@ -29,7 +29,7 @@ from trails.prov.events import (
 )
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
-from trails.store.terms import IRI
+from trails.store.terms import IRI, Literal, Quad
 
 __all__ = [
     "SpanActivity",
@@ -61,11 +61,13 @@ class SpanIdentity(Event):
     error_type: str | None = None
 
     def identify(self, b: QuadBuilder, a: IRI) -> None:
-        """Write the span's identity on activity ``a``."""
-        b.value(a, T.traceId, self.trace_id)
-        b.value(a, T.spanId, self.span_id)
-        b.value(a, T.operationName, self.operation)
-        b.value(a, T.errorType, self.error_type)
+        """Write the span's identity on activity ``a`` (plain strings: no literal dispatch)."""
+        g = b.graph
+        b.quads.append(Quad(a, T.traceId, Literal(self.trace_id), g))
+        b.quads.append(Quad(a, T.spanId, Literal(self.span_id), g))
+        b.quads.append(Quad(a, T.operationName, Literal(self.operation), g))
+        if self.error_type is not None:
+            b.quads.append(Quad(a, T.errorType, Literal(self.error_type), g))
 
 
 class SpanOfSession(SpanIdentity):
@@ -176,7 +178,7 @@ class SpanMemoryOperation(SpanIdentity):
     query: str | None = None
     memory: str | None = None
     content: str | None = None
-    status: Literal["ok", "error"] = "ok"
+    status: Literal[ok, error] = "ok"
     error: str | None = None
 
     def emit(self, b: QuadBuilder) -> None:
@@ -216,7 +218,7 @@ class SpanActivity(SpanIdentity):
     name: str
     started: datetime
     ended: datetime
-    status: Literal["ok", "error"] = "ok"
+    status: Literal[ok, error] = "ok"
     error: str | None = None
 
     def emit(self, b: QuadBuilder) -> None:
