@@ -29,7 +29,8 @@ from trails.prov.events import (
 )
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
-from trails.store.terms import IRI, Literal, Quad
+from trails.store.terms import IRI, Quad
+from trails.store.terms import Literal as RDFLiteral
 
 __all__ = [
     "SpanActivity",
@@ -63,11 +64,11 @@ class SpanIdentity(Event):
     def identify(self, b: QuadBuilder, a: IRI) -> None:
         """Write the span's identity on activity ``a`` (plain strings: no literal dispatch)."""
         g = b.graph
-        b.quads.append(Quad(a, T.traceId, Literal(self.trace_id), g))
-        b.quads.append(Quad(a, T.spanId, Literal(self.span_id), g))
-        b.quads.append(Quad(a, T.operationName, Literal(self.operation), g))
+        b.quads.append(Quad(a, T.traceId, RDFLiteral(self.trace_id), g))
+        b.quads.append(Quad(a, T.spanId, RDFLiteral(self.span_id), g))
+        b.quads.append(Quad(a, T.operationName, RDFLiteral(self.operation), g))
         if self.error_type is not None:
-            b.quads.append(Quad(a, T.errorType, Literal(self.error_type), g))
+            b.quads.append(Quad(a, T.errorType, RDFLiteral(self.error_type), g))
 
 
 class SpanOfSession(SpanIdentity):
@@ -178,7 +179,7 @@ class SpanMemoryOperation(SpanIdentity):
     query: str | None = None
     memory: str | None = None
     content: str | None = None
-    status: Literal[ok, error] = "ok"
+    status: Literal["ok", "error"] = "ok"
     error: str | None = None
 
     def emit(self, b: QuadBuilder) -> None:
@@ -218,7 +219,7 @@ class SpanActivity(SpanIdentity):
     name: str
     started: datetime
     ended: datetime
-    status: Literal[ok, error] = "ok"
+    status: Literal["ok", "error"] = "ok"
     error: str | None = None
 
     def emit(self, b: QuadBuilder) -> None:
