@@ -466,3 +466,25 @@ def test_trails_serve_mounts_the_route_for_write_tokens(store: Store, tmp_path: 
         assert answer.status_code == 200
         bindings = answer.json()["results"]["bindings"]
         assert [b["model"]["value"] for b in bindings] == ["gpt-4o-2024-08-06"]
+
+
+def test_report_export_and_verify_work_on_a_received_session(
+    make_receiver: Any, store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trails.cli import main
+
+    receiver: Receiver = make_receiver()
+    body = (DATA / "openllmetry-gen-ai-system.json").read_bytes()
+    headers = {"content-type": "application/json"}
+    assert httpx.post(receiver.traces, content=body, headers=headers).status_code == 200
+    session = "urn:trails:session:5b8efff798038103d269b633813fc60c"
+    report = tmp_path / "report.html"
+    assert main(["report", session, "--out", str(report)]) == 0
+    html = report.read_text()
+    assert "gpt-4o-2024-08-06" in html and "order_status" in html
+    for fmt in ("trig", "provn", "provjson"):
+        out = tmp_path / f"session.{fmt}"
+        assert main(["export", "--session", session, "--format", fmt, "--out", str(out)]) == 0
+        assert "order_status" in out.read_text()
+    assert main(["verify"]) == 0
+    assert verify(store).ok

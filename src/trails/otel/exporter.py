@@ -114,7 +114,10 @@ class SpanEmitter:
     def _span_data(self, event: Event, content: bool) -> SpanData | None:
         s = event.session
         if isinstance(event, SessionStarted):
-            self._sessions[s] = _Open(event.started, event.principal, event.label or "session")
+            label = (
+                event.label or f"session {s.rsplit('session:', 1)[-1]}"
+            )  # as the recorder labels it
+            self._sessions[s] = _Open(event.started, event.principal, label)
             return None
         if isinstance(event, PlanRunStarted):
             self._runs[event.activity] = _Open(
