@@ -13,6 +13,7 @@ import pytest
 from opentelemetry.exporter.otlp.json.http.trace_exporter import (
     OTLPSpanExporter as JsonSpanExporter,
 )
+from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from tests.llm.llm_fakes import FakeServer, Reply, openai_chat
@@ -127,13 +128,17 @@ def check_agent_run(store: Store) -> dict[str, Any]:
     return row
 
 
-@pytest.mark.parametrize("exporter", ["protobuf", "json"])
+@pytest.mark.parametrize("exporter", ["protobuf", "protobuf-gzip", "json"])
 def test_the_sdk_exporters_deliver_an_agent_run(
     make_receiver: Any, store: Store, exporter: str
 ) -> None:
     receiver: Receiver = make_receiver()
-    cls = OTLPSpanExporter if exporter == "protobuf" else JsonSpanExporter
-    provider = tracer_provider(cls(endpoint=receiver.traces), batch=True)
+    if exporter == "json":
+        sdk: Any = JsonSpanExporter(endpoint=receiver.traces)
+    else:
+        gzip = Compression.Gzip if exporter.endswith("gzip") else Compression.NoCompression
+        sdk = OTLPSpanExporter(endpoint=receiver.traces, compression=gzip)
+    provider = tracer_provider(sdk, batch=True)
     agent_run(provider)
     provider.shutdown()
     row = check_agent_run(store)

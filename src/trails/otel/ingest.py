@@ -57,6 +57,14 @@ SELECT ?g ?sid ?trace WHERE {{
 }}"""
 _IS_SESSION = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} }} }}"
 _IS_ENDED = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} ; {PROV.endedAtTime.n3()} ?end }} }}"
+_OPEN_SESSIONS = f"""
+SELECT ?s (MAX(?end) AS ?last) WHERE {{
+  GRAPH ?s {{
+    ?s a {T.Session.n3()} .
+    FILTER NOT EXISTS {{ ?s {PROV.endedAtTime.n3()} ?ended }}
+    ?a {T.spanId.n3()} ?id ; {PROV.endedAtTime.n3()} ?end .
+  }}
+}} GROUP BY ?s"""
 _REQUESTER = f"""
 SELECT ?a ?g ?call WHERE {{
   GRAPH ?g {{ ?a a {T.LLMCompletion.n3()} ; {T.toolCallId.n3()} ?call }}
@@ -322,6 +330,27 @@ class Ingestor:
                 state = self._open[session]
                 self._end(session, state.last_end, "ok")
             return idle
+
+    def adopt_open_sessions(self) -> list[str]:
+        """Take over the received sessions a previous receiver left open (it stopped abruptly).
+
+        They are ended by ``sweep`` after ``idle_timeout`` from now, unless spans arrive.
+
+        Returns:
+            The sessions adopted.
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+        with self._lock:
+            now = self.clock()
+            adopted = []
+            for row in select(self.recorder.store, _OPEN_SESSIONS):
+                session = str(row["s"])
+                if session not in self._open:
+                    self._open[session] = _Open(now, to_python(row["last"]))
+                    adopted.append(session)
+            return sorted(adopted)
 
     def open_sessions(self) -> list[str]:
         """The sessions this ingester has written to and not yet ended."""

@@ -200,6 +200,7 @@ def receiver_app(
                 except Exception:  # the next sweep tries again
                     log.exception("ending idle sessions failed")
 
+        await asyncio.to_thread(ingestor.adopt_open_sessions)
         task = asyncio.create_task(sweeper())
         try:
             yield
