@@ -4,6 +4,7 @@ around the real openai SDK, captured payloads of older conventions, failures and
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from trails.errors import StoreError
 from trails.llm import Message
 from trails.otel.auth import load_write_tokens
 from trails.prov.vocab import T, sparql_prefixes
-from trails.store import Store, select
+from trails.store import Store, open_store, select
 from trails.store.terms import IRI, to_python
 from trails.testing.replay import ReplayLLM
 
@@ -493,3 +494,49 @@ def test_report_export_and_verify_work_on_a_received_session(
         assert "order_status" in out.read_text()
     assert main(["verify"]) == 0
     assert verify(store).ok
+
+
+@pytest.mark.slow
+def test_trails_otlp_as_a_process_ends_open_sessions_when_stopped(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.servers import free_port
+
+    location = tmp_path / "store"
+    port = free_port()
+    env = {**os.environ, "TRAILS_STORE": str(location)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trails.cli", "otlp", "--port", str(port)],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}/v1/traces"
+    try:
+        for _ in range(300):
+            try:
+                httpx.post(url, content=b"{}", headers={"content-type": "application/json"})
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        provider = tracer_provider(OTLPSpanExporter(endpoint=url))
+        agent_run(provider, conversation="conv-cli")
+        provider.shutdown()
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "http://127.0.0.1" in err and "no token (loopback)" in err
+    store = open_store(str(location))
+    try:
+        ended = rows(
+            store,
+            "SELECT ?s ?e WHERE { GRAPH ?s { ?s trails:conversationId 'conv-cli' ; prov:endedAtTime ?e } }",
+        )
+        assert len(ended) == 1
+        assert verify(store).ok
+    finally:
+        store.close()
