@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from tests.llm.llm_fakes import FakeServer, Reply, openai_chat
 from tests.otel.conftest import Receiver, tracer_provider
 
+from trails.agent import Session
 from trails.audit.endpoint_auth import hash_token
 from trails.audit.querypack import load_pack
 from trails.audit.verify import verify
@@ -271,7 +272,12 @@ def test_openai_v2_instrumentation_around_the_real_openai_sdk(
         "SELECT ?t ?c WHERE { GRAPH ?g { ?t trails:requestedBy ?c ; trails:toolCallId 'call_1' } }",
     )
     assert len(linked) == 1
-    # the completion that carried content replays as a regression test of its prompt
+    # the session replays (its projection was written before it was sealed) ...
+    replayed = Session.replay(session, store=store)
+    assert replayed.read_only and replayed.history[0].role == "user"
+    assert [e.content for e in replayed.history][-1] == "x is in aisle 3"
+    assert [(r.capability, r.result) for r in replayed.invocations] == [("lookup", {"aisle": 3})]
+    # ... and the completion that carried content replays as a regression test of its prompt
     replay = ReplayLLM.from_session(session, store=store)
     reply = replay.complete([Message("user", "find x")])
     assert '"id":"call_1"' in reply.text and reply.input_tokens == 50

@@ -43,6 +43,7 @@ from trails.otel.events import (
 )
 from trails.otel.mapping import span_event
 from trails.otel.otlp import Span
+from trails.otel.replayable import projection_of
 from trails.prov.events import SessionEnded
 from trails.prov.recorder import Recorder
 from trails.prov.vocab import PROV, T
@@ -102,6 +103,8 @@ class Ingestor:
         principal: who spans without ``enduser.id`` / ``user.id`` act for
             (default: the resource's ``service.name``).
         clock: monotonic seconds (tests pass their own).
+        replayable: write each session's projection when it ends, so
+            ``Session.replay`` rebuilds it (``trails.otel.replayable``).
     """
 
     def __init__(
@@ -112,12 +115,14 @@ class Ingestor:
         catalogue: Catalogue | None = None,
         principal: str | None = None,
         clock: Callable[[], float] = time.monotonic,
+        replayable: bool = True,
     ) -> None:
         self.recorder = recorder
         self.idle_timeout = idle_timeout
         self.catalogue = catalogue if catalogue is not None else default_catalogue()
         self.principal = principal
         self.clock = clock
+        self.replayable = replayable
         self._lock = threading.Lock()
         self._open: dict[str, _Open] = {}
 
@@ -308,6 +313,9 @@ class Ingestor:
         if not self._ended(session):
             if state is not None:
                 at = max(at, state.last_end)
+            if self.replayable:  # before the end, so the seal covers it
+                add, remove = projection_of(self.recorder.store, session, self.recorder.minter, at)
+                self.recorder.store.write(add, remove=remove)
             self.recorder.record(SessionEnded(session=session, ended=at, status=status))
         self._open.pop(session, None)
 
