@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("replay", "print a persisted session; --rerun checks it still runs"),
     "diff": ("replay", "where two recorded sessions diverge"),
     "serve": ("serve", "run the authenticated read-only SPARQL endpoint"),
+    "otlp": ("otlp", "receive OpenTelemetry GenAI traces (OTLP/HTTP) as sealed PROV-O sessions"),
 }
 
 _STORE_HELP = "store location: a path, memory:, or http(s)://... (default: settings)"

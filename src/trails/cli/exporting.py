@@ -51,7 +51,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--since", help="sessions started at or after (ISO 8601)")
     p.add_argument("--until", help="sessions started before (ISO 8601)")
     p.add_argument(
-        "--format", "-f", choices=EXPORT_FORMATS, default="trig", help="the format (default trig)"
+        "--format",
+        "-f",
+        choices=(*EXPORT_FORMATS, "otlp-json"),
+        default="trig",
+        help="the format (default trig; otlp-json: sessions as OpenTelemetry spans)",
     )
     p.add_argument(
         "--out",
@@ -144,6 +148,8 @@ def run_export(args: argparse.Namespace) -> int:
             until=args.until,
         )
         check_assurance(store, graphs, domain=domain, forbidden=_levels(audit))
+        if args.format == "otlp-json":
+            return _otlp_json(store, graphs, args.out)
         show = (
             args.progress
             if args.progress is not None
@@ -183,6 +189,30 @@ def run_export(args: argparse.Namespace) -> int:
     extra = f", {stats.redacted} value(s) redacted" if stats.redacted else ""
     print(
         f"exported {stats.graphs} graph(s), {stats.quads} quads as {stats.format} to {where}{extra}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _otlp_json(store: Any, graphs: list[Any], out: str | None) -> int:
+    """Sessions as one OTLP/JSON trace payload (``trails.otel.export``)."""
+    import json
+
+    from trails.otel.export import session_otlp_json
+    from trails.prov.vocab import T
+    from trails.store import ask
+
+    sessions = [
+        g for g in graphs if ask(store, f"ASK {{ GRAPH ?g {{ ?g a {T.Session.n3()} }} }}", {"g": g})
+    ]
+    text = json.dumps(session_otlp_json(store, sessions), indent=1, sort_keys=True) + "\n"
+    if out:
+        Path(out).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    print(
+        f"exported {len(sessions)} session(s) as otlp-json to {out or 'standard output'}",
         file=sys.stderr,
     )
     return 0

@@ -187,6 +187,14 @@ def run(args: argparse.Namespace) -> int:
             )
         except TrailsError as exc:
             raise _StartupError(_one_line(exc)) from None
+        from trails.otel.receiver import mount_traces  # POST /v1/traces, tokens with write = true
+
+        mount_traces(
+            endpoint.app,
+            location,
+            args.tokens or str(settings.resolve_path(str(tokens_path))),
+            settings,
+        )
         # workers open the store now, not after the banner; they ignore Ctrl-C (the
         # terminal sends it to them too): this process stops them on its way out
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)

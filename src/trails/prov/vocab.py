@@ -203,3 +203,16 @@ class T:
     invocationError = TRAILS.invocationError
     startedAt = TRAILS.startedAt
     endedAt = TRAILS.endedAt
+    # otel: activities received as OTLP spans
+    TraceSpan = TRAILS.TraceSpan
+    traceId = TRAILS.traceId
+    spanId = TRAILS.spanId
+    operationName = TRAILS.operationName
+    toolCallId = TRAILS.toolCallId
+    requestedBy = TRAILS.requestedBy
+    reasoningTokens = TRAILS.reasoningTokens
+    agentName = TRAILS.agentName
+    agentId = TRAILS.agentId
+    conversationId = TRAILS.conversationId
+    errorType = TRAILS.errorType
+    finishReason = TRAILS.finishReason

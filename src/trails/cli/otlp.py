@@ -1,0 +1,95 @@
+"""``trails otlp``: receive OpenTelemetry traces (OTLP/HTTP) into the provenance store.
+
+A thin shell over ``trails.otel.receiver``: loopback without a token, like a
+local collector; with ``--tokens FILE``, or on any other address (where a
+tokens file is required), only bearer tokens whose entry says ``write = true``.
+Sessions are ended and sealed when their root span arrives, or after
+``--idle`` seconds without a span (``[otel] idle_timeout``, default 300).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from trails.config import load_settings
+from trails.errors import ConfigError
+
+__all__ = ["register", "run"]
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``otlp`` command.
+
+    Args:
+        subparsers: the CLI's subparsers action.
+    """
+    p = subparsers.add_parser(
+        "otlp",
+        help="receive OpenTelemetry GenAI traces (OTLP/HTTP) as provenance",
+        description="Accept POST /v1/traces (protobuf or JSON) and record the spans as PROV-O "
+        "sessions in the store.",
+    )
+    p.add_argument("--host", help="address to bind (default 127.0.0.1, [otel] host)")
+    p.add_argument("--port", type=int, help="port (default 4318, [otel] port)")
+    p.add_argument("--tokens", help="tokens file; entries need write = true ([otel] tokens)")
+    p.add_argument("--idle", type=float, help="seconds before an idle session is ended (300)")
+    p.add_argument("--max-bytes", type=int, help="largest request body (default 16 MiB)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the receiver until interrupted.
+
+    Args:
+        args: the parsed command line.
+
+    Returns:
+        The exit status.
+
+    Raises:
+        ConfigError: a non-loopback address without a tokens file, or a bad value.
+    """
+    import uvicorn
+
+    from trails.otel.auth import load_write_tokens
+    from trails.otel.ingest import Ingestor
+    from trails.otel.receiver import DEFAULT_MAX_BYTES, receiver_app
+    from trails.prov.recorder import Recorder
+    from trails.store import open_store
+
+    settings = load_settings()
+    section = settings.section("otel")
+    host = args.host or str(section.get("host", "127.0.0.1"))
+    port = args.port or int(section.get("port", 4318))
+    tokens_path = args.tokens or section.get("tokens")
+    if host not in _LOOPBACK and not tokens_path:
+        raise ConfigError(
+            f"trails otlp on {host} needs --tokens FILE: beyond loopback every exporter "
+            "must send a bearer token with write = true"
+        )
+    tokens = None
+    if tokens_path:
+        tokens = load_write_tokens(
+            tokens_path if args.tokens else settings.resolve_path(str(tokens_path))
+        )
+    idle = args.idle if args.idle is not None else float(section.get("idle_timeout", 300.0))
+    if idle <= 0:
+        raise ConfigError("--idle must be a positive number of seconds")
+    store = (
+        open_store(args.store, settings=settings) if args.store else open_store(settings=settings)
+    )
+    recorder = Recorder.from_settings(settings, store=store)
+    ingestor = Ingestor(recorder, idle_timeout=idle)
+    app = receiver_app(ingestor, tokens=tokens, max_bytes=args.max_bytes or DEFAULT_MAX_BYTES)
+    print(
+        f"trails otlp: http://{host}:{port}/v1/traces, "
+        f"{'tokens with write = true' if tokens is not None else 'no token (loopback)'}, "
+        f"idle sessions end after {idle:g} s",
+        file=sys.stderr,
+    )
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+    return 0

@@ -1,0 +1,373 @@
+"""Received spans -> sessions in the store: grouping, idempotence, one write per batch, ends.
+
+``Ingestor.ingest(spans)`` is what ``POST /v1/traces`` calls. For one batch it
+
+1. drops the spans already recorded (spans are identified by trace and span
+   id, so an exporter's retry duplicates nothing);
+2. puts each trace in its session: ``gen_ai.conversation.id`` (or
+   OpenInference's ``session.id``) when a span of the trace has one, else the
+   session the trace already went to, else the trace id. A trace that would
+   land in a session already ended (and sealed) goes to a continuation
+   session ``KEY~TRACEID`` instead, so a sealed graph is never written again;
+3. turns every span into its trails event (``trails.otel.mapping``), plus a
+   ``SessionStarted`` for each new session, and writes all their quads in
+   **one** atomic store write: the batch is whole or absent, and the receiver
+   answers 200 only after it;
+4. ends a session keyed by trace id when its root span (the one without a
+   parent) has arrived, by recording ``SessionEnded`` through the recorder, so
+   the configured sealer seals it. Sessions keyed by a conversation id (which
+   span many traces) and sessions whose root never comes are ended by
+   ``sweep()`` after ``idle_timeout`` seconds without a new span.
+
+Spans a trails exporter sent for a session itself (``trails.kind = session``)
+are not activities: they carry the session's start, end and status.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from trails.llm.catalogue import Catalogue, default_catalogue
+from trails.otel.conventions import Reading, read_span
+from trails.otel.events import (
+    SpanCompletion,
+    SpanIdentity,
+    SpanOfSession,
+    SpanSessionStarted,
+    span_activity,
+)
+from trails.otel.mapping import span_event
+from trails.otel.otlp import Span
+from trails.otel.replayable import projection_of
+from trails.prov.events import SessionEnded
+from trails.prov.recorder import Recorder
+from trails.prov.vocab import PROV, T
+from trails.store.base import ask, select
+from trails.store.terms import IRI, Literal, Quad, to_python
+
+__all__ = ["IngestResult", "Ingestor"]
+
+_RECORDED = f"""
+SELECT ?g ?sid ?trace WHERE {{
+  GRAPH ?g {{ ?a {T.traceId.n3()} ?trace ; {T.spanId.n3()} ?sid }}
+}}"""
+_IS_SESSION = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} }} }}"
+_IS_ENDED = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} ; {PROV.endedAtTime.n3()} ?end }} }}"
+_OPEN_SESSIONS = f"""
+SELECT ?s (MAX(?end) AS ?last) WHERE {{
+  GRAPH ?s {{
+    ?s a {T.Session.n3()} .
+    FILTER NOT EXISTS {{ ?s {PROV.endedAtTime.n3()} ?ended }}
+    ?a {T.spanId.n3()} ?id ; {PROV.endedAtTime.n3()} ?end .
+  }}
+}} GROUP BY ?s"""
+_REQUESTER = f"""
+SELECT ?a ?g ?call WHERE {{
+  GRAPH ?g {{ ?a a {T.LLMCompletion.n3()} ; {T.toolCallId.n3()} ?call }}
+}} LIMIT 1"""
+
+
+@dataclass
+class IngestResult:
+    """What one batch did: spans written, spans already recorded, sessions opened and ended."""
+
+    written: int = 0
+    duplicates: int = 0
+    sessions: list[str] = field(default_factory=list)
+    ended: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Open:
+    last_seen: float
+    last_end: datetime
+
+
+def _literal(text: str) -> Literal:
+    return Literal(text, "http://www.w3.org/2001/XMLSchema#string")
+
+
+class Ingestor:
+    """Writes received spans as provenance (see the module docstring).
+
+    Args:
+        recorder: writes the events (build it with ``Recorder.from_settings`` so
+            ended sessions are sealed).
+        idle_timeout: seconds without a new span after which ``sweep`` ends a session.
+        catalogue: prices completions (default: trails' model catalogue).
+        principal: who spans without ``enduser.id`` / ``user.id`` act for
+            (default: the resource's ``service.name``).
+        clock: monotonic seconds (tests pass their own).
+        replayable: write each session's projection when it ends, so
+            ``Session.replay`` rebuilds it (``trails.otel.replayable``).
+    """
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        *,
+        idle_timeout: float = 300.0,
+        catalogue: Catalogue | None = None,
+        principal: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        replayable: bool = True,
+    ) -> None:
+        self.recorder = recorder
+        self.idle_timeout = idle_timeout
+        self.catalogue = catalogue if catalogue is not None else default_catalogue()
+        self.principal = principal
+        self.clock = clock
+        self.replayable = replayable
+        self._lock = threading.Lock()
+        self._open: dict[str, _Open] = {}
+
+    @property
+    def base(self) -> str:
+        return self.recorder.minter.base
+
+    # -- lookups ----------------------------------------------------------------
+
+    def _recorded(self, trace_id: str) -> tuple[str | None, set[str]]:
+        """The session a trace already went to (the newest is fine) and its recorded span ids."""
+        session: str | None = None
+        ids: set[str] = set()
+        for row in select(self.recorder.store, _RECORDED, {"trace": _literal(trace_id)}):
+            session = str(row["g"])
+            ids.add(str(to_python(row["sid"])))
+        return session, ids
+
+    def _exists(self, session: str) -> bool:
+        return ask(self.recorder.store, _IS_SESSION, {"s": IRI.trusted(session)})
+
+    def _ended(self, session: str) -> bool:
+        return ask(self.recorder.store, _IS_ENDED, {"s": IRI.trusted(session)})
+
+    def _requester(self, session: str, call_id: str) -> str | None:
+        rows = list(
+            select(
+                self.recorder.store,
+                _REQUESTER,
+                {"g": IRI.trusted(session), "call": _literal(call_id)},
+            )
+        )
+        return str(rows[0]["a"]) if rows else None
+
+    # -- the batch --------------------------------------------------------------
+
+    def _principal(self, span: Span, reading: Reading, fallback: str | None) -> str:
+        return str(
+            reading.principal
+            or fallback
+            or self.principal
+            or span.resource.get("service.name")
+            or "otel:unknown-service"
+        )
+
+    def ingest(self, spans: Sequence[Span], *, principal: str | None = None) -> IngestResult:
+        """Record a batch of spans (see the module docstring).
+
+        Args:
+            spans: the decoded spans of one request.
+            principal: the principal of the request's bearer token, used for spans
+                that do not name their end user.
+
+        Returns:
+            What was written.
+
+        Raises:
+            StoreError: the store failed; nothing of the batch was written.
+        """
+        with self._lock:
+            return self._ingest(spans, principal)
+
+    def _ingest(self, spans: Sequence[Span], token_principal: str | None) -> IngestResult:
+        result = IngestResult()
+        by_trace: dict[str, list[Span]] = defaultdict(list)
+        seen: set[tuple[str, str]] = set()
+        for span in spans:
+            if (span.trace_id, span.span_id) in seen:
+                result.duplicates += 1
+                continue
+            seen.add((span.trace_id, span.span_id))
+            by_trace[span.trace_id].append(span)
+
+        events: list[SpanIdentity] = []
+        started: dict[str, SpanSessionStarted] = {}
+        roots: dict[str, Span] = {}
+        touched: dict[str, datetime] = {}
+        keyed_by_trace: set[str] = set()
+        for trace_id, group in by_trace.items():
+            earlier_session, recorded = self._recorded(trace_id)
+            fresh = [s for s in group if s.span_id not in recorded]
+            result.duplicates += len(group) - len(fresh)
+            if not fresh:
+                continue
+            readings = {s.span_id: read_span(s) for s in fresh}
+            conversation = next(
+                (r.conversation_id for r in readings.values() if r.conversation_id), None
+            )
+            key = str(conversation) if conversation else trace_id
+            session = earlier_session or str(self.recorder.minter.session(key))
+            if session in started:
+                pass
+            elif self._ended(session):
+                key = f"{key}~{trace_id}"
+                session = str(self.recorder.minter.session(key))
+                if self._ended(session):
+                    raise_late(session)
+            if not conversation:
+                keyed_by_trace.add(session)
+            session_spans = {
+                s.span_id for s in fresh if s.attributes.get("trails.kind") == "session"
+            }
+            known_session_spans = session_spans | {
+                s.parent_id for s in fresh if s.parent_id and s.parent_id in session_spans
+            }
+            first = min(fresh, key=lambda s: s.start)
+            principal = self._principal(first, readings[first.span_id], token_principal)
+            if session not in started and not self._exists(session):
+                session_span = next((s for s in fresh if s.span_id in session_spans), None)
+                label = session_span.name if session_span is not None else None
+                started[session] = SpanSessionStarted(
+                    session=session,
+                    principal=principal,
+                    started=(session_span or first).start,
+                    label=label or f"otel session {key}",
+                    conversation_id=str(conversation) if conversation else None,
+                )
+                result.sessions.append(session)
+            calls: dict[str, str] = {}
+            for span in sorted(fresh, key=lambda s: (s.start, s.end)):
+                reading = readings[span.span_id]
+                if span.span_id in session_spans:
+                    roots[session] = span
+                    events.append(
+                        SpanOfSession(
+                            session=session,
+                            trace_id=span.trace_id,
+                            span_id=span.span_id,
+                            operation=reading.operation,
+                            error_type=reading.error_type,
+                        )
+                    )
+                    continue
+                if span.parent_id is None:
+                    roots.setdefault(session, span)
+                parent = None
+                under_session = span.attributes.get("trails.parent") == "session"
+                if (
+                    span.parent_id
+                    and not under_session
+                    and span.parent_id not in known_session_spans
+                ):
+                    parent = str(span_activity(self.base, trace_id, span.parent_id))
+                requested_by = None
+                if reading.category == "tool" and reading.tool_call_id:
+                    requested_by = calls.get(str(reading.tool_call_id)) or self._requester(
+                        session, str(reading.tool_call_id)
+                    )
+                event = span_event(
+                    span,
+                    reading,
+                    session=session,
+                    base=self.base,
+                    principal=self._principal(span, reading, token_principal),
+                    parent=parent,
+                    requested_by=requested_by,
+                    catalogue=self.catalogue,
+                )
+                if isinstance(event, SpanCompletion):
+                    for call in event.tool_call_ids:
+                        calls[call] = event.activity
+                events.append(event)
+                result.written += 1
+            touched[session] = max(touched.get(session, first.end), max(s.end for s in fresh))
+
+        quads: list[Quad] = []
+        for opened in started.values():
+            quads.extend(self.recorder.quads(opened))
+        for event in events:
+            quads.extend(self.recorder.quads(event))
+        if quads:
+            self.recorder.store.write(quads)  # the whole batch, atomically
+        now = self.clock()
+        for session, last in touched.items():
+            state = self._open.get(session)
+            if state is None:
+                self._open[session] = _Open(now, last)
+            else:
+                state.last_seen, state.last_end = now, max(state.last_end, last)
+        for session, root in roots.items():
+            if session in keyed_by_trace or root.attributes.get("trails.kind") == "session":
+                self._end(session, root.end, "error" if root.status == "error" else "ok")
+                result.ended.append(session)
+        return result
+
+    def _end(self, session: str, at: datetime, status: str) -> None:
+        state = self._open.get(session)
+        if not self._ended(session):
+            if state is not None:
+                at = max(at, state.last_end)
+            if self.replayable:  # before the end, so the seal covers it
+                add, remove = projection_of(self.recorder.store, session, self.recorder.minter, at)
+                self.recorder.store.write(add, remove=remove)
+            self.recorder.record(SessionEnded(session=session, ended=at, status=status))
+        self._open.pop(session, None)
+
+    def sweep(self, now: float | None = None) -> list[str]:
+        """End the sessions that received no span for ``idle_timeout`` seconds.
+
+        Args:
+            now: the monotonic time to judge by (default: the clock).
+
+        Returns:
+            The sessions ended.
+
+        Raises:
+            StoreError: the store failed (the session stays open, for the next sweep).
+        """
+        with self._lock:
+            now = self.clock() if now is None else now
+            idle = [s for s, st in self._open.items() if now - st.last_seen >= self.idle_timeout]
+            for session in idle:
+                state = self._open[session]
+                self._end(session, state.last_end, "ok")
+            return idle
+
+    def adopt_open_sessions(self) -> list[str]:
+        """Take over the received sessions a previous receiver left open (it stopped abruptly).
+
+        They are ended by ``sweep`` after ``idle_timeout`` from now, unless spans arrive.
+
+        Returns:
+            The sessions adopted.
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+        with self._lock:
+            now = self.clock()
+            adopted = []
+            for row in select(self.recorder.store, _OPEN_SESSIONS):
+                session = str(row["s"])
+                if session not in self._open:
+                    self._open[session] = _Open(now, to_python(row["last"]))
+                    adopted.append(session)
+            return sorted(adopted)
+
+    def open_sessions(self) -> list[str]:
+        """The sessions this ingester has written to and not yet ended."""
+        with self._lock:
+            return sorted(self._open)
+
+
+def raise_late(session: str) -> None:
+    """A trace whose continuation session is also ended: refuse rather than touch a seal."""
+    from trails.errors import SessionError
+
+    raise SessionError(f"session {session} has ended and was sealed; its spans arrived too late")

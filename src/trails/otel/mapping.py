@@ -1,0 +1,199 @@
+"""One received span -> the trails event that records it (the table in ``docs/otel.md``).
+
+``span_event`` decides from the span's ``Reading`` (``trails.otel.conventions``):
+
+- inference spans (chat, text_completion, generate_content, embeddings) ->
+  ``SpanCompletion``, a ``trails:LLMCompletion`` with its prompt and, when the
+  span carried content, its completion; cost from trails' model catalogue
+  when the model is listed (unknown stays unknown);
+- tool spans (execute_tool) -> ``SpanInvocation``, a
+  ``trails:CapabilityInvocation`` of the tool as capability;
+- agent spans (invoke_agent, create_agent, invoke_workflow) -> ``SpanAgentRun``,
+  a plan run;
+- memory spans (create/update/search/delete_memory, retrieval) ->
+  ``SpanMemoryOperation``;
+- anything else -> ``SpanActivity`` (``trails:TraceSpan``).
+
+The session, the principal, the parent activity and the requesting completion
+are decided by the ingester, which sees the whole batch and the store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from trails.llm.cache import request_hash, request_params
+from trails.llm.catalogue import Catalogue
+from trails.otel.conventions import Reading
+from trails.otel.events import (
+    SpanActivity,
+    SpanAgentRun,
+    SpanCompletion,
+    SpanIdentity,
+    SpanInvocation,
+    SpanMemoryOperation,
+    span_activity,
+)
+from trails.otel.otlp import Span
+
+__all__ = ["span_event"]
+
+
+def _hash(
+    reading: Reading, model: str, messages: list[dict[str, Any]], params: dict[str, Any]
+) -> str:
+    return request_hash(model, messages, params)
+
+
+def span_event(
+    span: Span,
+    reading: Reading,
+    *,
+    session: str,
+    base: str,
+    principal: str,
+    parent: str | None,
+    requested_by: str | None = None,
+    catalogue: Catalogue | None = None,
+) -> SpanIdentity:
+    """The event recording ``span`` in ``session``.
+
+    Args:
+        span: the span.
+        reading: the span read through the conventions.
+        session: the session IRI (its graph).
+        base: the IRI base.
+        principal: on whose behalf the span's work was done.
+        parent: the parent activity's IRI (None at the top of the session).
+        requested_by: for a tool span, the completion that requested the call.
+        catalogue: the model catalogue pricing completions (None: cost unknown).
+
+    Returns:
+        The event; writing it twice writes the same quads.
+    """
+    activity = str(span_activity(base, span.trace_id, span.span_id))
+    common: dict[str, Any] = {
+        "session": session,
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+        "operation": reading.operation,
+        "error_type": reading.error_type,
+    }
+    error = (reading.error_message or "the span ended with an error") if reading.failed else None
+    if reading.category == "inference":
+        provider = str(reading.provider or "unknown")
+        model = str(reading.response_model or reading.request_model or "unknown")
+        messages = reading.messages if reading.messages is not None else []
+        params = request_params(
+            reading.max_tokens if reading.max_tokens is not None else 1024,
+            reading.temperature if reading.temperature is not None else 0.0,
+            reading.stop,
+        )
+        total_in = reading.input_tokens or 0
+        uncached = max(0, total_in - reading.cache_read_tokens - reading.cache_write_tokens)
+        out = reading.output_tokens or 0
+        usd = None
+        if catalogue is not None:
+            spec = catalogue.find(provider, model)
+            if spec is None and reading.request_model:
+                spec = catalogue.find(provider, str(reading.request_model))
+            if spec is None:  # a local provider costs 0; anything else stays unknown (None)
+                spec = catalogue.spec_for(provider, model)
+            if reading.input_tokens is not None:
+                usd = spec.cost(
+                    uncached, out, reading.cache_read_tokens, reading.cache_write_tokens
+                )
+        hashed = span.attributes.get("trails.request_hash")
+        return SpanCompletion(
+            **common,
+            activity=activity,
+            parent=parent,
+            principal=principal,
+            provider=provider,
+            model=model,
+            started=span.start,
+            ended=span.end,
+            messages=messages,
+            params=params,
+            request_hash=str(hashed) if hashed else _hash(reading, model, messages, params),
+            text=None if reading.failed else reading.output_text,
+            input_tokens=uncached,
+            output_tokens=out,
+            cache_read_tokens=reading.cache_read_tokens,
+            cache_write_tokens=reading.cache_write_tokens,
+            usd=usd,
+            latency_ms=(span.end - span.start).total_seconds() * 1000.0,
+            request_id=reading.response_id,
+            status="error" if reading.failed else "ok",
+            error=error,
+            reasoning_tokens=reading.reasoning_tokens,
+            tool_call_ids=reading.requested_tool_calls,
+            finish_reasons=reading.finish_reasons,
+            agent_name=reading.agent_name,
+        )
+    if reading.category == "tool":
+        return SpanInvocation(
+            **common,
+            activity=activity,
+            parent=parent,
+            principal=principal,
+            capability_id=str(reading.tool_name or span.name or "tool"),
+            description=str(reading.tool_description or ""),
+            started=span.start,
+            ended=span.end,
+            status="error" if reading.failed else "ok",
+            inputs=reading.tool_arguments,
+            output=None if reading.failed else reading.tool_result,
+            error=error,
+            tool_call_id=reading.tool_call_id,
+            requested_by=requested_by,
+        )
+    if reading.category == "agent":
+        return SpanAgentRun(
+            **common,
+            activity=activity,
+            parent=parent or session,
+            principal=principal,
+            goal=str(
+                reading.agent_description or reading.agent_name or span.name or reading.operation
+            ),
+            started=span.start,
+            ended=span.end,
+            failed=reading.failed,
+            error=error,
+            agent_name=reading.agent_name,
+            agent_id=reading.agent_id,
+            strategy=str(span.attributes["trails.strategy"])
+            if span.attributes.get("trails.strategy")
+            else None,
+        )
+    if reading.category == "memory":
+        memory_id = span.attributes.get("gen_ai.memory.id")
+        content = span.attributes.get("gen_ai.memory.content")
+        return SpanMemoryOperation(
+            **common,
+            activity=activity,
+            parent=parent,
+            principal=principal,
+            started=span.start,
+            ended=span.end,
+            query=str(reading.query) if reading.query is not None else None,
+            memory=f"{base}entity:otel-memory:{quote(str(memory_id), safe='')}"
+            if memory_id
+            else None,
+            content=str(content) if content is not None else None,
+            status="error" if reading.failed else "ok",
+            error=error,
+        )
+    return SpanActivity(
+        **common,
+        activity=activity,
+        parent=parent,
+        principal=principal,
+        name=span.name,
+        started=span.start,
+        ended=span.end,
+        status="error" if reading.failed else "ok",
+        error=error,
+    )

@@ -1,0 +1,148 @@
+"""Trails' own runs out as OTel spans (the SDK's exporter, live and from the store), and back in:
+exporting a session and ingesting it gives the same PROV-O shape, compared with SPARQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from tests.agent.conftest import turn
+from tests.otel.conftest import Receiver
+
+from trails import capability
+from trails.agent import Session
+from trails.agent.planners import react
+from trails.audit.verify import verify
+from trails.cli import main
+from trails.config import load_settings
+from trails.llm import LLMClient
+from trails.otel.exporter import SpanEmitter, install
+from trails.prov import default_recorder
+from trails.prov.vocab import sparql_prefixes
+from trails.store import Store, open_store, select
+from trails.store.terms import to_python
+from trails.testing import shacl_report
+
+# The shape of a session: which kinds of resource are linked by which PROV-O relation, how often
+# (a received session also holds its replayable projection, which is session state, left out).
+SHAPE = """
+SELECT ?sc ?p ?oc (COUNT(*) AS ?n) WHERE {
+  GRAPH ?g {
+    ?s ?p ?o . ?s a ?sc . ?o a ?oc .
+    FILTER (STRSTARTS(STR(?p), STR(prov:)) || ?p = trails:inSession || ?p = trails:capability)
+    FILTER (STRSTARTS(STR(?sc), STR(trails:)) && STRSTARTS(STR(?oc), STR(trails:)))
+    FILTER (!CONTAINS(STR(?s), ":projection") && !CONTAINS(STR(?o), ":projection"))
+  }
+} GROUP BY ?sc ?p ?oc"""
+
+CLASSES = """
+SELECT ?c (COUNT(DISTINCT ?s) AS ?n) WHERE {
+  GRAPH ?g { ?s a ?c FILTER (!CONTAINS(STR(?s), ":projection")) }
+} GROUP BY ?c"""
+
+
+def shape(store: Store) -> dict[tuple[str, ...], int]:
+    out: dict[tuple[str, ...], int] = {}
+    for sparql in (SHAPE, CLASSES):
+        for row in select(store, sparql_prefixes() + sparql):
+            key = tuple(str(v) for k, v in row.items() if k != "n")
+            out[key] = int(to_python(row["n"]))
+    return out
+
+
+def run_native_session() -> str:
+    @capability(id="notes.search", description="Search notes by tag.")
+    def search(ctx: Any, tag: str) -> dict[str, Any]:
+        return {"hits": ["n1", "n2"]}
+
+    client = LLMClient.mock(
+        response=[
+            turn("notes.search", {"tag": "urgent"}),
+            turn("finish", final_answer="2 urgent notes"),
+        ]
+    )
+    with Session(principal="did:local:alice") as session:
+        result = react.run("Find urgent notes.", llm=client, session=session)
+        assert result.stopped == "goal_achieved"
+        iri = session.iri
+    assert iri is not None
+    return iri
+
+
+def ledger_free(store: Store) -> None:
+    conforms, text = shacl_report(store)
+    assert conforms, text
+    assert verify(store).ok
+
+
+def test_a_live_session_exported_and_ingested_has_the_same_prov_shape(
+    make_receiver: Any, store: Store
+) -> None:
+    target = open_store("memory:")
+    receiver: Receiver = make_receiver(target=target)
+    processor = BatchSpanProcessor(OTLPSpanExporter(endpoint=receiver.traces))
+    default_recorder().subscribe(SpanEmitter(processor))
+    session = run_native_session()
+    assert processor.force_flush()
+    processor.shutdown()
+    assert target.graphs() and session in [str(g) for g in target.graphs()]
+    assert shape(target) == shape(store)
+    ledger_free(target)
+    ended = list(
+        select(
+            target,
+            sparql_prefixes() + "SELECT ?e ?g WHERE { GRAPH ?g { ?g prov:endedAtTime ?e } }",
+            {"g": session},
+        )
+    )  # type: ignore[dict-item]
+    assert len(ended) == 1
+
+
+def test_export_format_otlp_json_then_ingest_gives_the_same_shape(
+    make_receiver: Any, store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = run_native_session()
+    out = tmp_path / "session.otlp.json"
+    assert main(["export", "--session", session, "--format", "otlp-json", "--out", str(out)]) == 0
+    payload = json.loads(out.read_text())
+    spans = [s for rs in payload["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    assert {s["name"] for s in spans} >= {"invoke_agent react", "execute_tool notes.search"}
+    assert all(len(s["traceId"]) == 32 for s in spans)  # OTLP/JSON: hex ids
+    target = open_store("memory:")
+    receiver: Receiver = make_receiver(target=target)
+    answer = httpx.post(
+        receiver.traces, content=out.read_bytes(), headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 200, answer.text
+    assert shape(target) == shape(store)
+    ledger_free(target)
+    again = httpx.post(
+        receiver.traces, content=out.read_bytes(), headers={"content-type": "application/json"}
+    )
+    assert again.status_code == 200 and shape(target) == shape(store)  # nothing duplicated
+
+
+def test_install_honours_the_standard_otlp_endpoint_variable(
+    make_receiver: Any, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = open_store("memory:")
+    receiver: Receiver = make_receiver(target=target)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.traces)
+    emitter = install(default_recorder(), load_settings())
+    session = run_native_session()
+    emitter.processor.shutdown()
+    assert session in [str(g) for g in target.graphs()]
+    names = {
+        str(to_python(r["l"]))
+        for r in select(
+            target,
+            sparql_prefixes()
+            + "SELECT ?l WHERE { GRAPH ?g { ?a a trails:CapabilityInvocation ; rdfs:label ?l } }",
+        )
+    }
+    assert names == {"invoke notes.search"}
