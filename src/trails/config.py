@@ -31,7 +31,10 @@ Wiring between rooms is configuration too: ``[prov] recorder_plugins`` lists
 recorder and the settings (``settings.plugin(path)`` imports them). By default
 the list holds the audit room's sealer (``SEALER``) unless ``[audit] seal =
 false``, then its recovery of sessions a stopped process left open
-(``RECOVERY``, which ``[audit] recover = false`` turns off), so the recorder never imports the audit room: data flows one way,
+(``RECOVERY``, which ``[audit] recover = false`` turns off), and, when
+``[otel] endpoint`` is set (or ``[otel] export = true``, the endpoint then
+coming from the standard ``OTEL_EXPORTER_OTLP_*`` variables), the span
+exporter (``OTEL_EXPORTER``), so the recorder never imports the audit room: data flows one way,
 events -> quads -> store -> audit, and the top level connects them.
 """
 
@@ -48,12 +51,23 @@ from typing import Any
 
 from trails.errors import ConfigError
 
-__all__ = ["DEFAULT_STORE", "KNOWN_KEYS", "RECOVERY", "SEALER", "Settings", "load_settings"]
+__all__ = [
+    "DEFAULT_STORE",
+    "KNOWN_KEYS",
+    "OTEL_EXPORTER",
+    "RECOVERY",
+    "SEALER",
+    "Settings",
+    "load_settings",
+]
 
 DEFAULT_STORE = "./.trails/store"
 
 SEALER = "trails.audit.seal:install_sealer"
 """The recorder plugin that seals each session in the same write as its end."""
+
+OTEL_EXPORTER = "trails.otel.exporter:install"
+"""The recorder plugin that sends trails' runs as OTel spans (``[otel] endpoint`` or ``export``)."""
 
 RECOVERY = "trails.audit.recovery:recover_on_open"
 """The recorder plugin that ends, as interrupted, sessions a stopped process left open."""
@@ -162,7 +176,9 @@ class Settings:
         explicit = self.section("prov").get("recorder_plugins")
         if explicit is None:
             sealer = [SEALER] if self.section("audit").get("seal", True) else []
-            return [*sealer, RECOVERY]
+            otel = self.section("otel")
+            exporter = [OTEL_EXPORTER] if otel.get("endpoint") or otel.get("export") else []
+            return [*sealer, RECOVERY, *exporter]
         if not isinstance(explicit, list) or not all(isinstance(p, str) for p in explicit):
             raise ConfigError("[prov] recorder_plugins must be a list of 'module:function' strings")
         return list(explicit)

@@ -146,3 +146,33 @@ def test_install_honours_the_standard_otlp_endpoint_variable(
         )
     }
     assert names == {"invoke notes.search"}
+
+
+def test_otel_endpoint_in_settings_wires_the_exporter_by_configuration(
+    make_receiver: Any, store: Store, tmp_path: Path
+) -> None:
+    from trails.config import OTEL_EXPORTER, RECOVERY, SEALER
+    from trails.prov import Recorder
+
+    target = open_store("memory:")
+    receiver: Receiver = make_receiver(target=target)
+    (tmp_path / "trails.toml").write_text(f'[otel]\nendpoint = "{receiver.traces}"\n')
+    settings = load_settings(environ={}, cwd=tmp_path)
+    assert settings.recorder_plugins() == [SEALER, RECOVERY, OTEL_EXPORTER]
+    assert (
+        OTEL_EXPORTER not in load_settings(environ={}, cwd=store_dir(tmp_path)).recorder_plugins()
+    )
+    recorder = Recorder.from_settings(settings, store=store)
+    emitters = [listener for listener in recorder._listeners if isinstance(listener, SpanEmitter)]
+    assert len(emitters) == 1
+    with Session(principal="did:local:alice", recorder=recorder) as session:
+        react.run("Say done.", llm=LLMClient.mock(response="finish"), session=session)
+        iri = session.iri
+    emitters[0].processor.shutdown()
+    assert iri in [str(g) for g in target.graphs()]
+
+
+def store_dir(tmp_path: Path) -> Path:
+    empty = tmp_path / "no-settings"
+    empty.mkdir(exist_ok=True)
+    return empty
