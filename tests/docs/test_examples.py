@@ -54,36 +54,12 @@ EXPECTED: dict[str, tuple[list[str], str]] = {
 }
 
 
-# Examples whose ``Session`` is never closed: its session ends (and is sealed, so
-# ``trails verify`` has a ledger to check) only once sessions end at process exit
-# (issue 12). Strict: when that lands these pass, and this set must be emptied.
-OPEN_AT_EXIT = {
-    "adr_0018_worked_example.py",
-    "best_so_far.py",
-    "plan_and_execute.py",
-    "quickstart.py",
-    "reflexion.py",
-}
-
-
-class VerifyFailed(AssertionError):
-    """``trails verify`` failed on the store an example left (the example itself ran)."""
-
-
-def _marks(name: str) -> object:
-    if name in OPEN_AT_EXIT:
-        reason = "sessions left open end at exit only with issue 12 (trails verify: no ledger)"
-        xfail = pytest.mark.xfail(strict=True, raises=VerifyFailed, reason=reason)
-        return pytest.param(name, marks=xfail)
-    return name
-
-
 def test_every_example_is_tested() -> None:
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(EXPECTED)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [_marks(n) for n in sorted(EXPECTED)])
+@pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_example_runs_in_a_fresh_process_then_verifies(
     name: str, tmp_path: Path, fresh_env: dict[str, str], models: ScriptedModels
 ) -> None:
@@ -99,11 +75,15 @@ def test_example_runs_in_a_fresh_process_then_verifies(
     assert done.returncode == 0, done.stderr
     assert expected in done.stdout, done.stdout
     assert models.queue == []  # every scripted reply was asked for
+    # --strict: also fails on a session left open or interrupted, so every session ended
     verify = subprocess.run(
-        [str(TRAILS), "verify"], cwd=tmp_path, env=fresh_env, capture_output=True, text=True
+        [str(TRAILS), "verify", "--strict"],
+        cwd=tmp_path,
+        env=fresh_env,
+        capture_output=True,
+        text=True,
     )
-    if verify.returncode != 0 or "OK" not in verify.stdout:
-        raise VerifyFailed(verify.stdout + verify.stderr)
+    assert verify.returncode == 0 and "OK" in verify.stdout, verify.stdout + verify.stderr
 
 
 def test_the_worked_example_routes_the_summary_to_its_own_provider(
