@@ -27,11 +27,13 @@ shell at all. The rules, which are also what the docs promise their readers:
   ``localhost:PORT`` is mapped to a free port (the same one for the whole
   document; ``trails serve``'s default 8080 is mapped through ``[serve] port``).
 - **Long-running** commands (``trails serve`` without ``--hash-token``,
+  ``trails otlp``, whose default 4318 is mapped like any other port,
   ``oxigraph serve``) are started in the background; the block goes on once
   their port accepts connections (or fails with their output if they exit), and
   they are stopped when the document ends (later blocks may still query them).
 - A block whose info string names a file (```` ```sparql file=q.rq ````) is
-  written to that file before anything runs, so commands can use it.
+  written to that file before anything runs, so commands can use it (a Python
+  block with a file is a program a command runs, not run in the namespace).
 - A block that genuinely cannot run is preceded by a visible line
   ``*Not run by the docs tests: <reason>.*``; the reason is required, and the
   runner prints every such block it skips.
@@ -55,7 +57,8 @@ NOT_RUN = re.compile(r"^\*Not run by the docs tests: (?P<reason>.*\S.*)\.\*\s*$"
 NOT_RUN_LOOSE = re.compile(r"not run by the docs tests", re.IGNORECASE)
 FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 PORT = re.compile(r"\b(127\.0\.0\.1|localhost):(\d{2,5})\b")
-LONG_RUNNING = re.compile(r"(^|\s|/)(trails(\s+--store\s+\S+)?\s+serve|oxigraph\s+serve)\b")
+LONG_RUNNING = re.compile(r"(^|\s|/)(trails(\s+--store\s+\S+)?\s+(serve|otlp)|oxigraph\s+serve)\b")
+OTLP = re.compile(r"(^|\s|/)trails(\s+--store\s+\S+)?\s+otlp\b")
 READY_SECONDS = 60.0
 
 
@@ -212,7 +215,11 @@ class Runner:
         return port
 
     def _start(self, command: str, where: str) -> subprocess.Popen[bytes]:
-        if re.search(r"\btrails\b.*\bserve\b", command) and "--port" not in command:
+        if OTLP.search(command) and "--port" not in command:
+            # trails otlp's default 4318, mapped like any loopback port of the document
+            port = self.ports.setdefault("4318", _free_port())
+            command = re.sub(r"(\s#.*)?$", f" --port {port}", command, count=1)
+        elif re.search(r"\btrails\b.*\bserve\b", command) and "--port" not in command:
             port = self._serve_port()
         else:
             ports = [int(p) for _, p in PORT.findall(command)]
@@ -303,6 +310,8 @@ class Runner:
         for block in found:
             if block.lang != "python" and block.lang not in SHELLS:
                 continue
+            if block.file and block.lang == "python":
+                continue  # a program a later command runs (python my_agent.py), written above
             if block.skip is not None:
                 print(f"--- {self.label}:{block.line} not run: {block.skip}", flush=True)
                 continue

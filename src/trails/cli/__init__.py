@@ -37,12 +37,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "import": ("exporting", "load an export (TriG, N-Quads, JSON-LD ...) into the store"),
     "verify": ("verify", "check that recorded sessions still match their seals"),
-    "recover": ("recover", "end sessions a stopped process left open, as interrupted"),
+    "recover": (
+        "recover",
+        "end sessions left open by a process that stopped (as interrupted) and seal them",
+    ),
     "report": ("report", "write the HTML audit report of a session"),
     "replay": ("replay", "print a persisted session; --rerun checks it still runs"),
     "diff": ("replay", "where two recorded sessions diverge"),
     "serve": ("serve", "run the authenticated read-only SPARQL endpoint"),
-    "otlp": ("otlp", "receive OpenTelemetry GenAI traces (OTLP/HTTP) as sealed PROV-O sessions"),
+    "otlp": ("otlp", "receive OpenTelemetry GenAI traces (OTLP/HTTP) as provenance"),
 }
 
 _STORE_HELP = "store location: a path, memory:, or http(s)://... (default: settings)"
