@@ -9,8 +9,8 @@ dragging its whole posting list in. That keeps a recall's work proportional to
 how specific the query is, not to how many memories exist.
 
 Tokens are Unicode words, NFKC-normalised and case-folded, minus English stop
-words, reduced to their Porter2 stems (``trails.memory.stemmer``) so word
-forms meet: "rejects", "rejected" and "rejecting", and also "deployed" and
+words, reduced to their Snowball English (Porter2) stems, from the maintained
+C implementation in PyStemmer, so word forms meet: "rejects", "rejected" and "rejecting", and also "deployed" and
 "deployment", "renewed" and "renewal". Documents are content plus topic plus
 tags.
 """
@@ -20,11 +20,12 @@ from __future__ import annotations
 import heapq
 import math
 import re
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
-from trails.memory.stemmer import stem
+import Stemmer
 
 __all__ = ["STOPWORDS", "Bm25Index", "stem", "tokenize"]
 
@@ -41,10 +42,28 @@ _STOP_TEXT = """a about above after again against all am an and any are as at be
 STOPWORDS = frozenset(_STOP_TEXT.split())
 
 
+_local = threading.local()
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    # a PyStemmer object is not thread-safe: one per thread
+    stemmer: Stemmer.Stemmer | None = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+def stem(word: str) -> str:
+    """The Snowball English (Porter2) stem of one lower-case word."""
+    result: str = _stemmer().stemWord(word)
+    return result
+
+
 def tokenize(text: str) -> list[str]:
     """The index terms of ``text``: normalised, case-folded, stemmed, stop words dropped."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    return [stem(w) for w in _WORD.findall(folded) if w not in STOPWORDS]
+    words = [w for w in _WORD.findall(folded) if w not in STOPWORDS]
+    return list(_stemmer().stemWords(words)) if words else []
 
 
 class Bm25Index:
@@ -87,6 +106,38 @@ class Bm25Index:
                 postings[term] = {doc: tf}
             else:
                 bucket[doc] = tf
+
+    def export(self) -> tuple[dict[str, list[int]], list[int]]:
+        """The index as plain data: ``{term: [doc, tf, doc, tf, ...]}`` and per-document lengths.
+
+        Documents must be the dense range ``0..n-1`` (as ``MemoryIndex`` hands them out).
+        """
+        postings = {
+            term: [x for pair in bucket.items() for x in pair]
+            for term, bucket in self.postings.items()
+        }
+        return postings, [self.lengths[d] for d in range(len(self.lengths))]
+
+    @classmethod
+    def restore(cls, postings: dict[str, list[int]], lengths: list[int], n: int) -> Bm25Index:
+        """The index ``export`` gave, checked to cover documents ``0..n-1`` only.
+
+        Raises:
+            ValueError: the data does not describe an index of ``n`` documents.
+        """
+        if not isinstance(postings, dict) or not isinstance(lengths, list) or len(lengths) != n:
+            raise ValueError("postings or lengths of the wrong shape")
+        index = cls()
+        index.lengths = dict(enumerate(lengths))
+        index.total_length = sum(lengths)
+        for term, flat in postings.items():
+            if not isinstance(term, str) or not isinstance(flat, list) or len(flat) % 2:
+                raise ValueError(f"bad postings for term {term!r}")
+            docs = flat[0::2]
+            if docs and (min(docs) < 0 or max(docs) >= n):
+                raise ValueError(f"postings of {term!r} name unknown documents")
+            index.postings[term] = dict(zip(docs, flat[1::2], strict=True))
+        return index
 
     def idf(self, term: str) -> float:
         """BM25 inverse document frequency of ``term`` (0 when unknown)."""

@@ -8,7 +8,7 @@ successful write (the audit room seals a session graph when it ends).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from trails.config import Settings, load_settings
 from trails.prov.builder import QuadBuilder
@@ -70,13 +70,15 @@ class Recorder:
         event.emit(builder)
         return builder.quads
 
-    def record(self, event: Event) -> None:
-        """Write ``event`` atomically.
+    def record(self, event: Event, *, remove: Iterable[Quad] = ()) -> None:
+        """Write ``event`` atomically, removing ``remove`` in the same transaction.
+
+        ``remove`` is for state the event replaces (the memory revision token).
 
         Raises:
             StoreError: the write failed; nothing of the event was written.
         """
-        self.store.write(self.quads(event))
+        self.store.write(self.quads(event), remove=remove)
         for listener in self._listeners:
             try:
                 listener(self, event)

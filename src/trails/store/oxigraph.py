@@ -140,6 +140,11 @@ class OxigraphStore(Store):
         StoreError: the directory cannot be opened for another reason.
     """
 
+    #: Only this process can change the store while it is open (RocksDB locks an
+    #: on-disk directory; an in-memory store lives in the process), so caches of
+    #: it (the memory index) need no cross-process freshness check.
+    exclusive = True
+
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
         try:
