@@ -15,8 +15,8 @@ import trails.memory as memory
 from trails.errors import MemoryInputError
 from trails.kernel import Context
 from trails.memory import service, snapshot
-from trails.prov import Recorder, sparql_prefixes
-from trails.store import IRI, Quad, Solutions, Store, open_store, set_default_store
+from trails.prov import Recorder, T, sparql_prefixes
+from trails.store import IRI, Literal, Quad, Solutions, Store, open_store, set_default_store
 from trails.store.oxigraph import OxigraphStore
 from trails.store.sparql import SparqlStore
 from trails.testing import assert_conforms
@@ -126,9 +126,18 @@ class CountingStore(OxigraphStore):
 
 def test_an_embedded_store_is_read_for_freshness_once_and_each_change_is_one_write() -> None:
     store = CountingStore()
+    store.write(
+        [
+            Quad(head, T.memoryRevision, Literal(t), head)
+            for head in [IRI("urn:trails:graph:memory-state")]
+            for t in ("left-by-an-earlier-process", "and-another")
+        ]
+    )
     ctx = Context.open("did:local:alice", recorder=Recorder(store))
     first = service.learn(ctx, "the first fact", scope="shared")
     assert store.head_reads == 1  # the first load
+    assert len(service.index(ctx).head()) == 2  # the first write folded the earlier tokens
+    store.head_reads -= 1
     before = store.writes
     for i in range(20):
         service.learn(ctx, f"fact number {i}", scope="shared")
@@ -137,7 +146,11 @@ def test_an_embedded_store_is_read_for_freshness_once_and_each_change_is_one_wri
     assert store.head_reads == 1  # nothing can change an embedded store behind this process
     assert store.writes - before == 22  # one write per learn, forget and recall
     idx = service.index(ctx)
-    assert len(idx.head()) == 1  # each write replaced the token it had seen
+    assert idx.head() == idx._seen and len(idx.head()) == 23  # the index knows the revision
+    idx.compact()
+    assert idx.head() == idx._seen and len(idx.head()) == 1
+    service.learn(ctx, "after folding", scope="shared")
+    assert store.writes - before == 24 and len(idx.head()) == 2
     ctx.close()
     store.close()
 

@@ -174,6 +174,8 @@ class MemoriesLearned(Event):
             if learn.graph != b.graph:
                 raise ValueError("every learn of a batch belongs to the batch's session")
             learn.emit(b)
+        # the agent and session statements every learn repeats are written once
+        b.quads[:] = dict.fromkeys(b.quads)
         _revision(b, self.head_graph, self.revision)
 
 

@@ -12,8 +12,11 @@ Keeping it in step:
   (``trails.memory.snapshot``).
 - This process's own learns and forgets update it directly after their write.
 - Every write that changes memory also adds a fresh ``trails:memoryRevision``
-  token to the memory-state graph and removes the tokens its writer had seen,
-  in the same atomic write as the change.
+  token to the memory-state graph, in the same atomic write as the change, so
+  the set of tokens names the memory revision of the store: it changes with
+  every memory change, and never returns to an earlier set. On a shared store
+  the write also removes the tokens its writer had seen; on an exclusive one
+  they are folded into one fresh token now and then (``begin_write``).
 - An embedded store (``exclusive``: RocksDB locks the directory, an in-memory
   store lives in this process) cannot be changed by another process while it
   is open, so after the first load nothing is checked: a learn or recall costs
@@ -30,16 +33,19 @@ Keeping it in step:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import heapq
 import logging
 import threading
+import uuid
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
+from trails.errors import StoreError
 from trails.memory import snapshot
 from trails.memory.lexical import Bm25Index, tokenize
 from trails.memory.model import Memory
@@ -51,6 +57,7 @@ from trails.store.terms import IRI, Literal, Quad, Term, literal, to_python
 __all__ = ["EmbeddingRanker", "MemoryIndex", "Query", "Weights", "index_for"]
 
 SKEW_MARGIN = timedelta(minutes=5)
+COMPACT_AFTER = 1000
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +182,7 @@ class MemoryIndex:
         self.exclusive = bool(getattr(store, "exclusive", False))
         self.snapshot_path = snapshot.path_for(store)
         self._saved: frozenset[str] | None = None
+        self._compacted = False
 
     # -- keeping in step with the store ---------------------------------------
 
@@ -248,9 +256,15 @@ class MemoryIndex:
             and only when the index changed since the last one).
         """
         with self.lock:
-            tokens = self._seen if tokens is None else tokens
             if self.snapshot_path is None or not self._loaded and not self._docs:
                 return False
+            if tokens is None:
+                if self._seen == self._saved:
+                    return False
+                if len(self._seen) > 1:
+                    with contextlib.suppress(StoreError):  # closed: the tokens stay as seen
+                        self.compact()
+                tokens = self._seen
             if tokens == self._saved:
                 return False
             snapshot.save(self.snapshot_path, self.minter.base, tokens, self._docs, self.lexical)
@@ -342,16 +356,43 @@ class MemoryIndex:
 
     # -- this process's own writes --------------------------------------------
 
-    def revision_quads(self) -> list[Quad]:
-        """The revision tokens this index has seen: a memory write removes them atomically."""
+    def revision_quads(self, tokens: frozenset[str] | None = None) -> list[Quad]:
+        """Revision tokens (those this index has seen by default) as quads."""
         return [
             Quad(self.head_graph, T.memoryRevision, Literal(token), self.head_graph)
-            for token in self._seen
+            for token in (self._seen if tokens is None else tokens)
         ]
 
+    def begin_write(self) -> tuple[str, list[Quad]]:
+        """A fresh revision token for the next memory write, and the quads it must remove.
+
+        On a shared store the write removes every token this index has seen, in
+        the same atomic write. On an exclusive store nobody else reads the
+        tokens while it is open, so a write only adds its token (one plain
+        insert); the tokens are folded into one fresh token by a small write of
+        its own at the first memory write of the process, every
+        ``COMPACT_AFTER`` writes, and before a snapshot is saved. Folding always
+        mints a new token, so a token set never repeats one a snapshot saw.
+        """
+        token = uuid.uuid4().hex
+        if not self.exclusive:
+            return token, self.revision_quads()
+        if len(self._seen) > 1 and (not self._compacted or len(self._seen) >= COMPACT_AFTER):
+            self.compact()
+        self._compacted = True
+        return token, []
+
+    def compact(self) -> None:
+        """Replace the revision tokens by one fresh token (exclusive stores; one small write)."""
+        with self.lock:
+            fresh = uuid.uuid4().hex
+            self.store.write(self.revision_quads(frozenset({fresh})), remove=self.revision_quads())
+            self._seen = frozenset({fresh})
+
     def wrote(self, token: str) -> None:
-        """Record that this process wrote a change carrying ``token`` (and removed the rest)."""
-        self._seen = frozenset({token})
+        """Record that this process wrote a change carrying ``token``."""
+        self._seen = self._seen | {token} if self.exclusive else frozenset({token})
+        self._compacted = True
 
     def learned(self, memory: Memory) -> None:
         """Add a memory this process just recorded (and retire what it superseded)."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import importlib
 import threading
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -416,7 +415,7 @@ def _learn_items(ctx: Context, items: list[_Item], agent: str) -> list[Memory]:
     idx = index(ctx)
     with idx.lock:
         planned = [_plan(ctx, idx, item, agent) for item in items]
-        token = uuid.uuid4().hex
+        token, stale = idx.begin_write()
         events = [event for event, _ in planned]
         ctx.recorder.record(
             MemoriesLearned(
@@ -427,7 +426,7 @@ def _learn_items(ctx: Context, items: list[_Item], agent: str) -> list[Memory]:
             )
             if len(events) > 1
             else events[0].model_copy(update={"head_graph": idx.head_graph, "revision": token}),
-            remove=idx.revision_quads(),
+            remove=stale,
         )
         for _, memory in planned:
             idx.learned(memory)
@@ -472,7 +471,7 @@ def forget(
     with idx.lock:
         memory = _live(idx, mid, agent, "forget")
         activity = ctx.recorder.minter.activity()
-        token = uuid.uuid4().hex
+        token, stale = idx.begin_write()
         at = now()
         ctx.recorder.record(
             MemoryForgotten(
@@ -487,7 +486,7 @@ def forget(
                 head_graph=idx.head_graph,
                 revision=token,
             ),
-            remove=idx.revision_quads(),
+            remove=stale,
         )
         idx.forgot(mid, at, activity, reason or None)
         idx.wrote(token)
