@@ -173,7 +173,7 @@ class MemoryIndex:
         self.prefix = minter.graph("memory/")
         self.head_graph = minter.graph("memory-state")
         self.lexical = Bm25Index()
-        self._docs: list[Memory] = []
+        self._docs = snapshot.Rows()
         self._by_id: dict[str, int] = {}
         self._successors: dict[str, list[str]] = {}
         self._loaded = False
@@ -216,7 +216,7 @@ class MemoryIndex:
         """Drop everything and load again from the store (from a valid snapshot if asked)."""
         with self.lock:
             self.lexical = Bm25Index()
-            self._docs = []
+            self._docs = snapshot.Rows()
             self._by_id = {}
             self._successors = {}
             self._loaded = False
@@ -237,14 +237,10 @@ class MemoryIndex:
         state = snapshot.load(self.snapshot_path, self.minter.base, tokens)
         if state is None:
             return False
-        self._docs, self.lexical = state
-        self._by_id = {m.id: i for i, m in enumerate(self._docs)}
-        for m in self._docs:
-            if m.revision_of:
-                self._successors.setdefault(m.revision_of, []).append(m.id)
-            self._bump(m.recorded_at)
-            if m.invalidated_at is not None:
-                self._bump(m.invalidated_at)
+        self._docs, self.lexical = state.rows, state.lexical
+        self._by_id = dict(zip(state.ids, range(len(state.ids)), strict=True))
+        self._successors = state.successors
+        self._watermark = state.watermark
         self._saved = tokens
         return True
 
@@ -256,7 +252,7 @@ class MemoryIndex:
             and only when the index changed since the last one).
         """
         with self.lock:
-            if self.snapshot_path is None or not self._loaded and not self._docs:
+            if self.snapshot_path is None or (not self._loaded and not self._docs):
                 return False
             if tokens is None:
                 if self._seen == self._saved:
@@ -267,7 +263,19 @@ class MemoryIndex:
                 tokens = self._seen
             if tokens == self._saved:
                 return False
-            snapshot.save(self.snapshot_path, self.minter.base, tokens, self._docs, self.lexical)
+            ids = [""] * len(self._docs)
+            for mid, doc in self._by_id.items():
+                ids[doc] = mid
+            snapshot.save(
+                self.snapshot_path,
+                self.minter.base,
+                tokens,
+                ids,
+                self._docs,
+                self.lexical,
+                self._successors,
+                self._watermark,
+            )
             self._saved = tokens
             return True
 

@@ -22,12 +22,16 @@ import math
 import re
 import threading
 import unicodedata
+from array import array
 from collections import Counter
 from collections.abc import Iterable
+from itertools import accumulate
 
 import Stemmer
 
-__all__ = ["STOPWORDS", "Bm25Index", "stem", "tokenize"]
+__all__ = ["INT", "STOPWORDS", "Bm25Index", "stem", "tokenize"]
+
+INT = "i"  # the array type of exported postings and lengths (checked to be 4 bytes on use)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -69,7 +73,7 @@ def tokenize(text: str) -> list[str]:
 class Bm25Index:
     """An inverted index scored with Okapi BM25.
 
-    Documents are dense integers handed out by the caller. Not thread-safe on
+    Documents are numbered 0, 1, 2... in the order they are added. Not thread-safe on
     its own: ``MemoryIndex`` serialises access.
 
     Args:
@@ -87,61 +91,89 @@ class Bm25Index:
         self.b = b
         self.common = common
         self.postings: dict[str, dict[int, int]] = {}
-        self.lengths: dict[int, int] = {}
+        self.lengths: list[int] | array[int] = []
         self.total_length = 0
+        # restored from a snapshot and not used yet: term -> (first pair, pairs) in _flat
+        self._cold: dict[str, tuple[int, int]] = {}
+        self._flat: array[int] = array(INT)
 
     def __len__(self) -> int:
         return len(self.lengths)
 
     def add(self, doc: int, terms: Iterable[str]) -> None:
-        """Index document ``doc`` with ``terms`` (replacing nothing: ids are new)."""
+        """Index document ``doc`` (the next number: 0, 1, 2...) with ``terms``."""
+        if doc != len(self.lengths):
+            raise ValueError(
+                f"documents are numbered 0, 1, 2... in order: expected {len(self.lengths)}"
+            )
         counts = Counter(terms)
         length = sum(counts.values())
-        self.lengths[doc] = length
+        self.lengths.append(length)
         self.total_length += length
         postings = self.postings
         for term, tf in counts.items():
-            bucket = postings.get(term)
+            bucket = postings.get(term) if term not in self._cold else self._warm(term)
             if bucket is None:
                 postings[term] = {doc: tf}
             else:
                 bucket[doc] = tf
 
-    def export(self) -> tuple[dict[str, list[int]], list[int]]:
-        """The index as plain data: ``{term: [doc, tf, doc, tf, ...]}`` and per-document lengths.
+    def _warm(self, term: str) -> dict[int, int] | None:
+        """The posting dict of ``term``, built from restored flat data on first use."""
+        bucket = self.postings.get(term)
+        if bucket is None and term in self._cold:
+            start, count = self._cold.pop(term)
+            flat = self._flat[2 * start : 2 * (start + count)]
+            docs = flat[0::2]
+            if min(docs) < 0 or max(docs) >= len(self.lengths):
+                raise ValueError(f"restored postings of {term!r} name unknown documents")
+            bucket = self.postings[term] = dict(zip(docs, flat[1::2], strict=True))
+        return bucket
+
+    def export(self) -> tuple[list[str], array[int], array[int]]:
+        """The index as flat data: its terms; for each in order, ``doc, tf`` pairs; lengths.
 
         Documents must be the dense range ``0..n-1`` (as ``MemoryIndex`` hands them out).
         """
-        postings = {
-            term: [x for pair in bucket.items() for x in pair]
-            for term, bucket in self.postings.items()
-        }
-        return postings, [self.lengths[d] for d in range(len(self.lengths))]
+        terms = sorted({*self.postings, *self._cold})
+        flat = array(INT)
+        for term in terms:
+            bucket = self._warm(term)
+            assert bucket is not None
+            flat.extend(x for pair in bucket.items() for x in pair)
+        lengths = array(INT, self.lengths)
+        return terms, flat, lengths
 
     @classmethod
-    def restore(cls, postings: dict[str, list[int]], lengths: list[int], n: int) -> Bm25Index:
-        """The index ``export`` gave, checked to cover documents ``0..n-1`` only.
+    def restore(
+        cls, terms: list[str], counts: list[int], flat: array[int], lengths: array[int]
+    ) -> Bm25Index:
+        """The index ``export`` gave (each term's posting count alongside), checked.
+
+        Posting dicts are built (and their documents checked) per term on first
+        use, so restoring costs little whatever the size of the index.
 
         Raises:
-            ValueError: the data does not describe an index of ``n`` documents.
+            ValueError: the data does not describe an index of ``len(lengths)`` documents.
         """
-        if not isinstance(postings, dict) or not isinstance(lengths, list) or len(lengths) != n:
-            raise ValueError("postings or lengths of the wrong shape")
+        if len(terms) != len(counts) or sum(counts) * 2 != len(flat) or min(counts, default=1) < 1:
+            raise ValueError("postings of the wrong shape")
+        if not all(isinstance(t, str) for t in terms) or len(set(terms)) != len(terms):
+            raise ValueError("bad terms")
+        if lengths and min(lengths) < 0:
+            raise ValueError("negative document lengths")
         index = cls()
-        index.lengths = dict(enumerate(lengths))
+        index.lengths = lengths
         index.total_length = sum(lengths)
-        for term, flat in postings.items():
-            if not isinstance(term, str) or not isinstance(flat, list) or len(flat) % 2:
-                raise ValueError(f"bad postings for term {term!r}")
-            docs = flat[0::2]
-            if docs and (min(docs) < 0 or max(docs) >= n):
-                raise ValueError(f"postings of {term!r} name unknown documents")
-            index.postings[term] = dict(zip(docs, flat[1::2], strict=True))
+        index._flat = flat
+        starts = [0, *accumulate(counts)][:-1]
+        index._cold = dict(zip(terms, zip(starts, counts, strict=True), strict=True))
         return index
 
     def idf(self, term: str) -> float:
         """BM25 inverse document frequency of ``term`` (0 when unknown)."""
-        df = len(self.postings.get(term, ()))
+        cold = self._cold.get(term)
+        df = cold[1] if cold is not None else len(self.postings.get(term, ()))
         if not df:
             return 0.0
         n = len(self.lengths)
@@ -172,7 +204,7 @@ class Bm25Index:
         slope = k1 * b / avg
         lengths = self.lengths
         postings_of = self.postings
-        unique = [t for t in dict.fromkeys(terms) if t in postings_of]
+        unique = [t for t in dict.fromkeys(terms) if self._warm(t) is not None]
         unique.sort(key=lambda t: len(postings_of[t]))
         idfs = [self.idf(t) for t in unique]
         # most one term can add to a document: tf / (tf + k1 (1 - b)) < 1, times (k1 + 1)

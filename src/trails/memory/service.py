@@ -58,12 +58,12 @@ from trails.store.base import Store
 from trails.store.terms import IRI
 
 __all__ = [
+    "MAX_BATCH",
     "MemoryConfig",
     "config",
     "forget",
     "history",
     "index",
-    "MAX_BATCH",
     "learn",
     "learn_many",
     "list_memories",
@@ -401,7 +401,9 @@ _ITEM_KEYS = frozenset(
 
 def _args(raw: object, i: int) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
-        raise MemoryInputError(f"memories[{i}] must be a text or a mapping, not {type(raw).__name__}")
+        raise MemoryInputError(
+            f"memories[{i}] must be a text or a mapping, not {type(raw).__name__}"
+        )
     unknown = sorted(str(k) for k in raw if k not in _ITEM_KEYS)
     if unknown:
         raise MemoryInputError(f"memories[{i}] has unknown fields: {', '.join(unknown)}")
@@ -414,7 +416,14 @@ def _learn_items(ctx: Context, items: list[_Item], agent: str) -> list[Memory]:
     """Plan every learn, write them and a fresh revision token at once, then index them."""
     idx = index(ctx)
     with idx.lock:
-        planned = [_plan(ctx, idx, item, agent) for item in items]
+        planned = []
+        for i, item in enumerate(items):
+            try:
+                planned.append(_plan(ctx, idx, item, agent))
+            except MemoryInputError as exc:
+                raise (
+                    MemoryInputError(f"memories[{i}]: {exc}") if len(items) > 1 else exc
+                ) from None
         token, stale = idx.begin_write()
         events = [event for event, _ in planned]
         ctx.recorder.record(
