@@ -260,11 +260,13 @@ def _learn_single(ctx: Context, texts: list[str]) -> float:
     return len(texts) / (time.perf_counter() - start)
 
 
-def _raw_rate(location: Path, texts: list[str]) -> float:
-    """Memories per second when their learn quads are written with raw ``Store.extend``."""
-    store = open_store(location)
-    assert isinstance(store, OxigraphStore)
-    recorder = Recorder(store)
+def _raw_rate(store: OxigraphStore, texts: list[str]) -> float:
+    """Memories per second when their learn quads are written with raw ``Store.extend``.
+
+    Into the same store (graphs of their own, outside memory), so both sides
+    pay for a store of the same size.
+    """
+    recorder = Recorder(store, base_iri="urn:bench:raw:")
     session = recorder.minter.session()
     graph = recorder.minter.graph("memory/shared")
     now = datetime.now(UTC)
@@ -290,9 +292,7 @@ def _raw_rate(location: Path, texts: list[str]) -> float:
     start = time.perf_counter()
     for quads in batches:
         store.raw.extend(quads)
-    rate = len(texts) / (time.perf_counter() - start)
-    store.close()
-    return rate
+    return len(texts) / (time.perf_counter() - start)
 
 
 def cost(n: int, workdir: Path, seed: int = 11) -> dict[str, float]:
@@ -304,6 +304,8 @@ def cost(n: int, workdir: Path, seed: int = 11) -> dict[str, float]:
     set_default_store(store)
     ctx = Context.open("did:local:bench", recorder=Recorder(store))
     r: dict[str, float] = {"n": n}
+    assert isinstance(store, OxigraphStore)
+    r["raw_empty"] = _raw_rate(store, texts[:1000])
     r["single_empty"] = _learn_single(ctx, texts[n : n + 100])
     ids: list[str] = []
     rates: list[float] = []
@@ -320,6 +322,7 @@ def cost(n: int, workdir: Path, seed: int = 11) -> dict[str, float]:
     r["many_last"] = statistics.median(rates[-max(1, len(rates) // 10) :])
     r["many"] = statistics.median(rates)
     r["single_full"] = _learn_single(ctx, texts[n + 100 : n + 200])
+    r["raw"] = _raw_rate(store, texts[:1000])
     t = time.perf_counter()
     for mid in ids[-50:]:
         api.forget(mid, reason="bench", ctx=ctx)
@@ -350,11 +353,9 @@ def cost(n: int, workdir: Path, seed: int = 11) -> dict[str, float]:
     ctx.close()
     set_default_store(None)
     store.close()
-    r["raw"] = _raw_rate(workdir / f"raw-{n}", texts[: min(n, 5000)])
     r["first_snap"], r["second"] = _first_recall(location, queries[0], snapshot=True)
     r["first_store"], _ = _first_recall(location, queries[0], snapshot=False)
     shutil.rmtree(location, ignore_errors=True)
-    shutil.rmtree(workdir / f"raw-{n}", ignore_errors=True)
     return r
 
 
@@ -396,7 +397,7 @@ within seconds, so recency does not separate them here.
 def _rows(results: list[dict[str, float]]) -> list[str]:
     ms = 1e3
     lines = [
-        "| memories | learn_many /s (first 10% / last 10% of batches) | learn_many / raw extend "
+        "| memories | learn_many /s (first 10% / last 10% of batches) | raw extend /s (empty / full) "
         "| single learn /s (empty / full) | forget ms (1k / full) | index search ms "
         "| recall through invoke ms | invoke / index | scan / index "
         "| first recall, new process: snapshot / from store (s) | second recall ms |",
@@ -405,7 +406,7 @@ def _rows(results: list[dict[str, float]]) -> list[str]:
     for r in results:
         lines.append(
             f"| {int(r['n']):,} | {r['many']:.0f} ({r['many_first']:.0f} / {r['many_last']:.0f}) "
-            f"| {r['raw'] / r['many']:.2f}x slower "
+            f"| {r['raw_empty']:.0f} / {r['raw']:.0f} "
             f"| {r['single_empty']:.0f} / {r['single_full']:.0f} "
             f"| {r['forget_small'] * ms:.1f} / {r['forget_full'] * ms:.1f} "
             f"| {r['index'] * ms:.2f} | {r['recall'] * ms:.2f} | {r['recall'] / r['index']:.1f}x "
@@ -429,11 +430,12 @@ def main() -> None:
     last = results[-1]
     n_last = f"{int(last['n']):,}"
     verdict = (
-        f"At {n_last} memories: `memory.learn_many` **{last['many']:.0f}/s** (target >= 500/s; "
-        f"{last['raw'] / last['many']:.2f}x the time of writing the same quads with raw "
-        f"`Store.extend`, which managed {last['raw']:.0f} memories/s on this machine in this run); "
-        f"its rate in the last tenth of the batches is {last['many_last'] / last['many_first']:.2f}x "
-        f"the first tenth, and a single `memory.learn` runs at {last['single_full']:.0f}/s full "
+        f"At {n_last} memories: `memory.learn_many` **{last['many']:.0f}/s** overall, "
+        f"{last['many_last']:.0f}/s in the last tenth of the batches (target >= 500/s), "
+        f"**{last['raw'] / last['many_last']:.2f}x** the time of writing the same quads with raw "
+        f"`Store.extend` into the same store at that size ({last['raw']:.0f} memories/s in this "
+        f"run, {last['raw_empty']:.0f}/s near empty: the store's own write cost grows with its "
+        f"size, and bounds what any learn can reach on this machine); and a single `memory.learn` runs at {last['single_full']:.0f}/s full "
         f"against {last['single_empty']:.0f}/s near empty (target: flat). Recall through "
         f"`invoke` is **{last['recall'] / last['index']:.1f}x** the index search alone "
         f"(target <= 3x). The first recall of a new process takes **{last['first_snap']:.2f} s** "
@@ -472,8 +474,9 @@ memories, repeated with fresh names, learned with `memory.learn_many` in calls o
 (each call one recorded invocation, each memory its own entity and learn activity) into an
 on-disk store, then 100 single `memory.learn` calls near empty and at full size, 50
 `memory.forget` calls at 1k and at full size, and 1% of the memories forgotten before the
-recalls. *learn_many / raw extend*: the same learn quads written with `pyoxigraph.Store.extend`
-alone, in calls of 500 memories, to a store of their own. *index search*: the ranked lookup
+recalls. *raw extend*: the same learn quads written with `pyoxigraph.Store.extend` alone, in
+calls of 500 memories, into graphs of their own in the same store, near empty and at full
+size. *index search*: the ranked lookup
 alone; *recall through invoke*: `memory.recall`, recorded (invocation and recall activity);
 *scan*: every memory scored with the same BM25 from pre-tokenised documents. The first
 recall is timed in a new process opening the store (medians of three), with the index

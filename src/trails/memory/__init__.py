@@ -9,8 +9,8 @@ forgetting invalidates without erasing. Every recall records ``prov:used``
 for each memory it returned, so "which memories influenced this decision, and
 where was each learned" is a SPARQL query.
 
-Importing this package registers the ``memory.learn``, ``memory.recall``,
-``memory.forget`` and ``memory.list`` capabilities::
+Importing this package registers the ``memory.learn``, ``memory.learn_many``,
+``memory.recall``, ``memory.forget`` and ``memory.list`` capabilities::
 
     import trails.memory as memory
 

@@ -575,6 +575,8 @@ def _save_snapshots() -> None:
     for index in indexes:
         if index.snapshot_path is None or not index._loaded:
             continue
+        if not index.snapshot_path.parent.is_dir():  # the store was deleted
+            continue
         try:
             index.save_snapshot()
         except Exception:  # exiting: a snapshot is an optimisation, never an error

@@ -130,19 +130,25 @@ class Bm25Index:
             bucket = self.postings[term] = dict(zip(docs, flat[1::2], strict=True))
         return bucket
 
-    def export(self) -> tuple[list[str], array[int], array[int]]:
-        """The index as flat data: its terms; for each in order, ``doc, tf`` pairs; lengths.
+    def export(self) -> tuple[list[str], list[int], array[int], array[int]]:
+        """The index as flat data: its terms, their posting counts, ``doc, tf`` pairs, lengths.
 
         Documents must be the dense range ``0..n-1`` (as ``MemoryIndex`` hands them out).
         """
         terms = sorted({*self.postings, *self._cold})
         flat = array(INT)
+        counts: list[int] = []
         for term in terms:
-            bucket = self._warm(term)
-            assert bucket is not None
-            flat.extend(x for pair in bucket.items() for x in pair)
-        lengths = array(INT, self.lengths)
-        return terms, flat, lengths
+            cold = self._cold.get(term)
+            if cold is not None:  # never used since restored: copied as it was
+                start, count = cold
+                flat.extend(self._flat[2 * start : 2 * (start + count)])
+            else:
+                bucket = self.postings[term]
+                count = len(bucket)
+                flat.extend(x for pair in bucket.items() for x in pair)
+            counts.append(count)
+        return terms, counts, flat, array(INT, self.lengths)
 
     @classmethod
     def restore(

@@ -192,8 +192,7 @@ def save(
     watermark: datetime | None,
 ) -> None:
     """Write the snapshot atomically (a temporary file renamed over the old one)."""
-    terms, flat, lengths = lexical.export()
-    counts = [len(lexical.postings[t]) for t in terms]
+    terms, counts, flat, lengths = lexical.export()
     lines = rows.encoded()
     offsets = array(INT, [0])
     offsets.extend(accumulate(len(line) for line in lines))
