@@ -304,15 +304,22 @@ def test_a_snapshot_with_matching_tokens_but_bad_rows_is_ignored(tmp_path: Path)
     location = tmp_path / "store"
     _learn_some(location)
     path = location / snapshot.FILE_NAME
-    raw = path.read_bytes()
-    end = raw.index(b"\n")
-    head = json.loads(raw[:end])
-    head["counts"] = [c + 1 for c in head["counts"]]  # more postings than the arrays hold
-    path.write_bytes(json.dumps(head).encode() + raw[end:])
-    assert sorted(_recall(location, "vault")) == [
-        "the vault is made of oak",
-        "the vault opens at dawn",
+    spoilers = [
+        lambda head: dict(head, counts=[c + 1 for c in head["counts"]]),  # more than stored
+        lambda head: dict(head, ids=[{"not": "an id"}] * len(head["ids"])),
+        lambda head: dict(head, ids=head["ids"][:1] * len(head["ids"])),  # repeated
     ]
+    for spoil in spoilers:
+        raw = path.read_bytes()
+        end = raw.index(b"\n")
+        path.write_bytes(json.dumps(spoil(json.loads(raw[:end]))).encode() + raw[end:])
+        assert sorted(_recall(location, "vault")) == [
+            "the vault is made of oak",
+            "the vault opens at dawn",
+        ]
+        fresh = path.read_bytes()  # the index was built from the store and saved again
+        ids = json.loads(fresh[: fresh.index(b"\n")])["ids"]
+        assert len(set(ids)) == 2 and all(isinstance(i, str) for i in ids)
 
 
 EXITING = textwrap.dedent(

@@ -238,7 +238,7 @@ class MemoryIndex:
         if state is None:
             return False
         self._docs, self.lexical = state.rows, state.lexical
-        self._by_id = dict(zip(state.ids, range(len(state.ids)), strict=True))
+        self._by_id = state.by_id
         self._successors = state.successors
         self._watermark = state.watermark
         self._saved = tokens

@@ -174,7 +174,7 @@ class Rows:
 class Snapshot:
     """What a valid snapshot restores."""
 
-    ids: list[str]
+    by_id: dict[str, int]
     rows: Rows
     lexical: Bm25Index
     successors: dict[str, list[str]]
@@ -269,8 +269,11 @@ def _read(path: Path, data: bytes, base: str, tokens: frozenset[str]) -> Snapsho
         raise ValueError("bad successors")
     mark = head["watermark"]
     watermark = datetime.fromisoformat(mark) if mark is not None else None
+    by_id = dict(zip(ids, range(n), strict=True))
+    if len(by_id) != n or not all(isinstance(k, str) for k in successors):
+        raise ValueError("repeated memory ids")
     rows = Rows(n, data, offsets, path, cut[-1])
-    return Snapshot(ids, rows, lexical, successors, watermark)
+    return Snapshot(by_id, rows, lexical, successors, watermark)
 
 
 def load(path: Path, base: str, tokens: frozenset[str]) -> Snapshot | None:
