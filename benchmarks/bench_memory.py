@@ -298,14 +298,14 @@ def _raw_rate(store: OxigraphStore, texts: list[str]) -> float:
 def cost(n: int, workdir: Path, seed: int = 11) -> dict[str, float]:
     """Learn ``n`` memories through the API on disk, and time what a user pays at each step."""
     location = workdir / f"memory-{n}"
-    texts = corpus(n + 400, seed)
+    texts = corpus(n + 2200, seed)
     queries = [q.text for q in generate(seed).queries[:200]]
     store = open_store(location)
     set_default_store(store)
     ctx = Context.open("did:local:bench", recorder=Recorder(store))
     r: dict[str, float] = {"n": n}
     assert isinstance(store, OxigraphStore)
-    r["raw_empty"] = _raw_rate(store, texts[:1000])
+    r["raw_empty"] = _raw_rate(store, texts[n + 200 : n + 1200])  # texts the store never saw
     r["single_empty"] = _learn_single(ctx, texts[n : n + 100])
     ids: list[str] = []
     rates: list[float] = []
@@ -322,7 +322,7 @@ def cost(n: int, workdir: Path, seed: int = 11) -> dict[str, float]:
     r["many_last"] = statistics.median(rates[-max(1, len(rates) // 10) :])
     r["many"] = statistics.median(rates)
     r["single_full"] = _learn_single(ctx, texts[n + 100 : n + 200])
-    r["raw"] = _raw_rate(store, texts[:1000])
+    r["raw"] = _raw_rate(store, texts[n + 1200 : n + 2200])
     t = time.perf_counter()
     for mid in ids[-50:]:
         api.forget(mid, reason="bench", ctx=ctx)
@@ -416,34 +416,55 @@ def _rows(results: list[dict[str, float]]) -> list[str]:
     return lines
 
 
-def main() -> None:
-    table, figures = quality()
-    print(table)
-    if "--quality" in sys.argv[1:]:
-        return  # the labelled set only, nothing written
-    sizes = [10_000, 100_000] if "--large" in sys.argv[1:] else [10_000]
-    with tempfile.TemporaryDirectory(prefix="trails-bench-memory-") as tmp:
-        results = []
-        for n in sizes:
-            results.append(cost(n, Path(tmp)))
-            print(results[-1])
+def _targets(results: list[dict[str, float]]) -> list[str]:
+    """The targets of the issue, met or missed, from the largest size measured."""
     last = results[-1]
-    n_last = f"{int(last['n']):,}"
+    big = int(last["n"]) >= 100_000
+
+    def mark(ok: bool) -> str:
+        return "met" if ok else "**missed**"
+
+    flat_single = last["single_full"] / last["single_empty"]
+    flat_forget = last["forget_small"] / last["forget_full"]
+    return [
+        "| target | measured | |",
+        "| --- | ---: | --- |",
+        f"| `memory.learn_many` >= 500 memories/s on disk through the API "
+        f"| {last['many']:.0f}/s ({last['raw'] / last['many_last']:.2f}x raw extend at that size) "
+        f"| {mark(last['many'] >= 500)} |",
+        f"| single learn does not slow down as memory grows (full / empty rate) "
+        f"| {flat_single:.2f} | {mark(flat_single >= 0.67)} |",
+        f"| forget does not slow down as memory grows (1k / full time) "
+        f"| {flat_forget:.2f} | {mark(flat_forget >= 0.67)} |",
+        f"| recall through `invoke` <= 3x the index search "
+        f"| {last['recall'] / last['index']:.1f}x | {mark(last['recall'] <= 3 * last['index'])} |",
+        f"| first recall in a new process at 100k < 1 s "
+        f"| {last['first_snap']:.2f} s at {int(last['n']):,} "
+        f"| {mark(last['first_snap'] < 1.0) if big else 'not run (use --large)'} |",
+    ]
+
+
+def render(table: str, figures: dict[str, float], results: list[dict[str, float]]) -> str:
+    """The benchmark's section of docs/benchmarks.md."""
+    last = results[-1]
     verdict = (
-        f"At {n_last} memories: `memory.learn_many` **{last['many']:.0f}/s** overall, "
-        f"{last['many_last']:.0f}/s in the last tenth of the batches (target >= 500/s), "
-        f"**{last['raw'] / last['many_last']:.2f}x** the time of writing the same quads with raw "
+        f"At {int(last['n']):,} memories: `memory.learn_many` {last['many']:.0f}/s overall, "
+        f"{last['many_last']:.0f}/s in the last tenth of the batches, "
+        f"{last['raw'] / last['many_last']:.2f}x the time of writing the same quads with raw "
         f"`Store.extend` into the same store at that size ({last['raw']:.0f} memories/s in this "
-        f"run, {last['raw_empty']:.0f}/s near empty: the store's own write cost grows with its "
-        f"size, and bounds what any learn can reach on this machine); and a single `memory.learn` runs at {last['single_full']:.0f}/s full "
-        f"against {last['single_empty']:.0f}/s near empty (target: flat). Recall through "
-        f"`invoke` is **{last['recall'] / last['index']:.1f}x** the index search alone "
-        f"(target <= 3x). The first recall of a new process takes **{last['first_snap']:.2f} s** "
-        f"from the snapshot (target < 1 s at 100k), {last['first_store']:.2f} s when it must "
-        f"build the index from the store. A forget costs {last['forget_full'] * 1e3:.1f} ms at "
-        f"full size against {last['forget_small'] * 1e3:.1f} ms at 1k."
+        f"run, {last['raw_empty']:.0f}/s near empty). The store's own write cost bounds every "
+        "learn: on this shared machine raw `extend` itself stays under 500 memories/s at times. "
+        f"A single `memory.learn` runs at {last['single_full']:.0f}/s at full size against "
+        f"{last['single_empty']:.0f}/s near empty; each is a recorded invocation plus the learn, "
+        "two store writes. Recall through `invoke` is "
+        f"{last['recall'] / last['index']:.0f}x the index search alone: the search is "
+        f"{last['index'] * 1e3:.2f} ms, the rest is the two writes every recorded recall makes "
+        "(the invocation and the recall activity); meeting 3x needs the recall activity "
+        "written with the invocation in one write, a change to `invoke`. The first recall of "
+        f"a new process takes {last['first_snap']:.2f} s from the snapshot, "
+        f"{last['first_store']:.2f} s when it must build the index from the store."
     )
-    body = "\n".join(
+    return "\n".join(
         [
             "## Agent memory (`benchmarks/bench_memory.py`)",
             "",
@@ -461,11 +482,26 @@ def main() -> None:
             "",
             *_rows(results),
             "",
+            *_targets(results),
+            "",
             verdict,
         ]
     )
-    write_section("memory", body)
-    print(verdict)
+
+
+def main() -> None:
+    table, figures = quality()
+    print(table)
+    if "--quality" in sys.argv[1:]:
+        return  # the labelled set only, nothing written
+    sizes = [10_000, 100_000] if "--large" in sys.argv[1:] else [10_000]
+    with tempfile.TemporaryDirectory(prefix="trails-bench-memory-") as tmp:
+        results = []
+        for n in sizes:
+            results.append(cost(n, Path(tmp)))
+            print(results[-1])
+    write_section("memory", render(table, figures, results))
+    print("\n".join(_targets(results)))
 
 
 _ABOUT_COST = """\
