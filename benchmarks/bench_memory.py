@@ -8,24 +8,36 @@ overall, per kind of query (direct, word_form, synonym, superseded, as_of,
 valid_at) and per phrasing (how the query's words relate to the memory's),
 with a count of retired versions that came back where they should not.
 
-Latency: 10k and 100k synthetic memories are written to an in-memory store as
-learn events, then the same queries run through (a) the index search, (b) a
-full ``recall`` (index refresh check, ranking, and the recorded recall
-activity), and (c) a brute-force scan scoring every memory with the same
-BM25 from pre-tokenised documents, interleaved in the same run. Targets:
-recall at 100k >= 10x faster than the scan, and sub-linear growth from 10k to
-100k (time ratio well under the 10x corpus ratio).
+What users pay (on disk, through the public API, as a user's process would):
+memories are learned through ``memory.learn`` (single calls) and
+``memory.learn_many`` (batches of 500) into an on-disk store, up to 10k (and
+100k with ``--large``); learn rates are taken near empty and at full size (the
+cost must not grow with memory), and against writing the same quads with raw
+``Store.extend`` in the same run. Recall through ``memory.recall`` (invoke,
+recorded) is timed against the index search alone, interleaved; forgets are
+timed near empty and at full size; then a new process opens the store and its
+first recall is timed, with the index snapshot the first process left and
+without it (the index built from the store). The temporary stores are removed.
+Targets: learn_many >= 500/s, single learn flat with size, recall through
+invoke <= 3x the index search, first recall in a new process at 100k < 1 s.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+import shutil
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
+
+import pyoxigraph as ox
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -33,12 +45,32 @@ from _report import interleaved, write_section
 from memory_recall_set import KINDS, generate
 
 from trails.kernel import Context
-from trails.memory import service
-from trails.memory.events import MemoryLearned
+from trails.memory import api, service
+from trails.memory import snapshot as memory_snapshot
+from trails.memory.events import MemoriesLearned, MemoryLearned
 from trails.memory.index import Query
 from trails.memory.lexical import tokenize
 from trails.prov import Recorder
-from trails.store import open_store, set_default_store
+from trails.store import BNode, Literal, Quad, open_store, set_default_store
+from trails.store.oxigraph import OxigraphStore
+
+
+def _ox(term: object) -> ox.NamedNode | ox.BlankNode | ox.Literal:
+    if isinstance(term, Literal):
+        if term.language:
+            return ox.Literal(term.value, language=term.language)
+        return ox.Literal(term.value, datatype=ox.NamedNode(term.datatype))
+    if isinstance(term, BNode):
+        return ox.BlankNode(str(term))
+    return ox.NamedNode(str(term))
+
+
+def raw_quads(quads: Iterable[Quad]) -> list[ox.Quad]:
+    """The quads as pyoxigraph builds them (converted before the timed region)."""
+    return [
+        ox.Quad(_ox(q.subject), _ox(q.predicate), _ox(q.object), ox.NamedNode(str(q.graph)))  # type: ignore[arg-type]
+        for q in quads
+    ]
 
 
 def _figures(results: list[int]) -> tuple[float, float]:
@@ -138,38 +170,6 @@ def corpus(n: int, seed: int) -> list[str]:
     return texts[:n]
 
 
-def load(n: int, seed: int = 11) -> tuple[Context, list[str]]:
-    store = open_store("memory:")
-    recorder = Recorder(store)
-    ctx = Context.open("did:local:bench", recorder=recorder)
-    texts = corpus(n, seed)
-    graph = recorder.minter.graph("memory/shared")
-    start = datetime.now(UTC) - timedelta(days=60)
-    batch = []
-    for i, text in enumerate(texts):
-        at = start + timedelta(seconds=i * 30)
-        event = MemoryLearned(
-            session=ctx.session,
-            activity=recorder.minter.activity(),
-            parent=None,
-            agent_did="did:local:bench",
-            memory=recorder.minter.entity(),
-            memory_graph=graph,
-            content=text,
-            confidence=0.5 + (i % 50) / 100,
-            scope="shared",
-            started=at,
-            ended=at,
-        )
-        batch += recorder.quads(event)
-        if len(batch) > 50_000:
-            store.write(batch)
-            batch = []
-    store.write(batch)
-    queries = [q.text for q in generate(seed).queries[:200]]
-    return ctx, queries
-
-
 class BruteForce:
     """Scores every memory with the same BM25, from documents tokenised once up front."""
 
@@ -207,12 +207,129 @@ class BruteForce:
         return [self.docs[i].id for _, i in heapq.nlargest(k, scored)]
 
 
-def latency(n: int) -> dict[str, float]:
-    ctx, queries = load(n)
-    t0 = time.perf_counter()
+BATCH = 500
+
+FIRST_RECALL = """
+import sys, time
+t0 = time.perf_counter()
+import trails.memory as memory
+from trails.kernel import Context
+from trails.prov import Recorder
+from trails.store import open_store
+t1 = time.perf_counter()
+store = open_store(sys.argv[1])
+ctx = Context.open("did:local:bench", recorder=Recorder(store))
+t2 = time.perf_counter()
+memory.recall(sys.argv[2], scope="shared", ctx=ctx)
+t3 = time.perf_counter()
+memory.recall(sys.argv[2], scope="shared", ctx=ctx)
+t4 = time.perf_counter()
+print(t3 - t2, t4 - t3)
+ctx.close()
+store.close()
+"""
+
+
+def _first_recall(location: Path, query: str, *, snapshot: bool) -> tuple[float, float]:
+    """Median (first recall, second recall) seconds in fresh processes, with or without snapshot."""
+    firsts, seconds = [], []
+    for _ in range(3):
+        snap = location / memory_snapshot.FILE_NAME
+        kept = snap.with_suffix(".kept")
+        if not snapshot:
+            snap.replace(kept)
+        try:
+            out = subprocess.run(
+                [sys.executable, "-c", FIRST_RECALL, str(location), query],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
+        finally:
+            if not snapshot:
+                kept.replace(snap)  # the process wrote a fresh one; keep the measured one
+        firsts.append(float(out[0]))
+        seconds.append(float(out[1]))
+    return statistics.median(firsts), statistics.median(seconds)
+
+
+def _learn_single(ctx: Context, texts: list[str]) -> float:
+    start = time.perf_counter()
+    for text in texts:
+        api.learn(text, scope="shared", ctx=ctx)
+    return len(texts) / (time.perf_counter() - start)
+
+
+def _raw_rate(store: OxigraphStore, texts: list[str]) -> float:
+    """Memories per second when their learn quads are written with raw ``Store.extend``.
+
+    Into the same store (graphs of their own, outside memory), so both sides
+    pay for a store of the same size.
+    """
+    recorder = Recorder(store, base_iri="urn:bench:raw:")
+    session = recorder.minter.session()
+    graph = recorder.minter.graph("memory/shared")
+    now = datetime.now(UTC)
+    batches = []
+    for i in range(0, len(texts), BATCH):
+        learns = tuple(
+            MemoryLearned(
+                session=session,
+                activity=recorder.minter.activity(),
+                parent=recorder.minter.activity(),
+                agent_did="did:local:bench",
+                memory=recorder.minter.entity(),
+                memory_graph=graph,
+                content=text,
+                confidence=0.8,
+                scope="shared",
+                started=now,
+                ended=now,
+            )
+            for text in texts[i : i + BATCH]
+        )
+        batches.append(raw_quads(recorder.quads(MemoriesLearned(session=session, learns=learns))))
+    start = time.perf_counter()
+    for quads in batches:
+        store.raw.extend(quads)
+    return len(texts) / (time.perf_counter() - start)
+
+
+def cost(n: int, workdir: Path, seed: int = 11) -> dict[str, float]:
+    """Learn ``n`` memories through the API on disk, and time what a user pays at each step."""
+    location = workdir / f"memory-{n}"
+    texts = corpus(n + 2200, seed)
+    queries = [q.text for q in generate(seed).queries[:200]]
+    store = open_store(location)
+    set_default_store(store)
+    ctx = Context.open("did:local:bench", recorder=Recorder(store))
+    r: dict[str, float] = {"n": n}
+    assert isinstance(store, OxigraphStore)
+    r["raw_empty"] = _raw_rate(store, texts[n + 200 : n + 1200])  # texts the store never saw
+    r["single_empty"] = _learn_single(ctx, texts[n : n + 100])
+    ids: list[str] = []
+    rates: list[float] = []
+    for i in range(0, n, BATCH):
+        start = time.perf_counter()
+        ids += [m.id for m in api.learn_many(texts[i : i + BATCH], scope="shared", ctx=ctx)]
+        rates.append(min(BATCH, n - i) / (time.perf_counter() - start))
+        if i == BATCH:  # forget near empty: 1,000 memories
+            t = time.perf_counter()
+            for mid in ids[:50]:
+                api.forget(mid, reason="bench", ctx=ctx)
+            r["forget_small"] = (time.perf_counter() - t) / 50
+    r["many_first"] = statistics.median(rates[: max(1, len(rates) // 10)])
+    r["many_last"] = statistics.median(rates[-max(1, len(rates) // 10) :])
+    r["many"] = statistics.median(rates)
+    r["single_full"] = _learn_single(ctx, texts[n + 100 : n + 200])
+    r["raw"] = _raw_rate(store, texts[n + 1200 : n + 2200])
+    t = time.perf_counter()
+    for mid in ids[-50:]:
+        api.forget(mid, reason="bench", ctx=ctx)
+    r["forget_full"] = (time.perf_counter() - t) / 50
+    for mid in ids[100 : 100 + n // 100]:  # 1% forgotten in all
+        api.forget(mid, ctx=ctx)
     idx = service.index(ctx)
-    load_s = time.perf_counter() - t0
-    brute = BruteForce(ctx)
     weights = service.config().weights
     cycle = {"i": 0}
 
@@ -224,15 +341,22 @@ def latency(n: int) -> dict[str, float]:
         q = Query(next_query(), frozenset({"shared"}), "did:local:bench", ctx.session)
         idx.search(q, 5, datetime.now(UTC), weights)
 
-    def full_recall() -> None:
-        service.recall(ctx, next_query(), scope="shared", k=5)
+    def invoked_recall() -> None:
+        api.recall(next_query(), scope="shared", k=5, ctx=ctx)
 
-    def scan() -> None:
-        brute.search(next_query())
-
-    t_index, t_scan = interleaved(index_search, scan, rounds=5, number=8 if n > 50_000 else 40)
-    t_recall, _ = interleaved(full_recall, lambda: None, rounds=5, number=100)
-    return {"n": n, "load": load_s, "index": t_index, "recall": t_recall, "scan": t_scan}
+    r["index"], r["recall"] = interleaved(index_search, invoked_recall, rounds=5, number=40)
+    brute = BruteForce(ctx)
+    r["index2"], r["scan"] = interleaved(
+        index_search, lambda: brute.search(next_query()), rounds=3, number=4 if n > 50_000 else 20
+    )
+    idx.save_snapshot()  # what the process leaves at exit
+    ctx.close()
+    set_default_store(None)
+    store.close()
+    r["first_snap"], r["second"] = _first_recall(location, queries[0], snapshot=True)
+    r["first_store"], _ = _first_recall(location, queries[0], snapshot=False)
+    shutil.rmtree(location, ignore_errors=True)
+    return r
 
 
 _ABOUT_SET = """\
@@ -270,43 +394,81 @@ within seconds, so recency does not separate them here.
 """
 
 
-def main() -> None:
-    table, figures = quality()
-    print(table)
-    if "--quality" in sys.argv[1:]:
-        return  # the labelled set only, nothing written
-    small, large = latency(10_000), latency(100_000)
-    for r in (small, large):
-        print(r)
+def _rows(results: list[dict[str, float]]) -> list[str]:
+    ms = 1e3
     lines = [
-        "| memories | index load (s) | index search (ms) | full recall (ms) | brute-force scan (ms) | scan / recall |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| memories | learn_many /s (first 10% / last 10% of batches) | raw extend /s (empty / full) "
+        "| single learn /s (empty / full) | forget ms (1k / full) | index search ms "
+        "| recall through invoke ms | invoke / index | scan / index "
+        "| first recall, new process: snapshot / from store (s) | second recall ms |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for r in (small, large):
+    for r in results:
         lines.append(
-            f"| {r['n']:,} | {r['load']:.2f} | {r['index'] * 1e3:.3f} | {r['recall'] * 1e3:.3f} "
-            f"| {r['scan'] * 1e3:.1f} | {r['scan'] / r['recall']:.0f}x |"
+            f"| {int(r['n']):,} | {r['many']:.0f} ({r['many_first']:.0f} / {r['many_last']:.0f}) "
+            f"| {r['raw_empty']:.0f} / {r['raw']:.0f} "
+            f"| {r['single_empty']:.0f} / {r['single_full']:.0f} "
+            f"| {r['forget_small'] * ms:.1f} / {r['forget_full'] * ms:.1f} "
+            f"| {r['index'] * ms:.2f} | {r['recall'] * ms:.2f} | {r['recall'] / r['index']:.1f}x "
+            f"| {r['scan'] / r['index2']:.0f}x "
+            f"| {r['first_snap']:.2f} / {r['first_store']:.2f} | {r['second'] * ms:.1f} |"
         )
-    growth_recall = large["recall"] / small["recall"]
-    growth_index = large["index"] / small["index"]
-    growth_scan = large["scan"] / small["scan"]
+    return lines
+
+
+def _targets(results: list[dict[str, float]]) -> list[str]:
+    """The targets of the issue, met or missed, from the largest size measured."""
+    last = results[-1]
+    big = int(last["n"]) >= 100_000
+
+    def mark(ok: bool) -> str:
+        return "met" if ok else "**missed**"
+
+    flat_single = last["single_full"] / last["single_empty"]
+    flat_forget = last["forget_small"] / last["forget_full"]
+    return [
+        "| target | measured | |",
+        "| --- | ---: | --- |",
+        f"| `memory.learn_many` >= 500 memories/s on disk through the API "
+        f"| {last['many']:.0f}/s ({last['raw'] / last['many_last']:.2f}x raw extend at that size) "
+        f"| {mark(last['many'] >= 500)} |",
+        f"| single learn does not slow down as memory grows (full / empty rate) "
+        f"| {flat_single:.2f} | {mark(flat_single >= 0.67)} |",
+        f"| forget does not slow down as memory grows (1k / full time) "
+        f"| {flat_forget:.2f} | {mark(flat_forget >= 0.67)} |",
+        f"| recall through `invoke` <= 3x the index search "
+        f"| {last['recall'] / last['index']:.1f}x | {mark(last['recall'] <= 3 * last['index'])} |",
+        f"| first recall in a new process at 100k < 1 s "
+        f"| {last['first_snap']:.2f} s at {int(last['n']):,} "
+        f"| {mark(last['first_snap'] < 1.0) if big else 'not run (use --large)'} |",
+    ]
+
+
+def render(table: str, figures: dict[str, float], results: list[dict[str, float]]) -> str:
+    """The benchmark's section of docs/benchmarks.md."""
+    last = results[-1]
     verdict = (
-        f"At 100k, full recall is **{large['scan'] / large['recall']:.0f}x** faster than the scan "
-        f"(target >= 10x). From 10k to 100k memories (10x), full recall time grows "
-        f"{growth_recall:.2f}x, index search {growth_index:.2f}x, the scan {growth_scan:.2f}x "
-        "(target: sub-linear, well under 10x). Recall@5 overall "
-        f"**{figures['all']:.3f}** (target >= 0.9), MRR@10 {figures['all mrr']:.3f}."
+        f"At {int(last['n']):,} memories: `memory.learn_many` {last['many']:.0f}/s overall, "
+        f"{last['many_last']:.0f}/s in the last tenth of the batches, "
+        f"{last['raw'] / last['many_last']:.2f}x the time of writing the same quads with raw "
+        f"`Store.extend` into the same store at that size ({last['raw']:.0f} memories/s in this "
+        f"run, {last['raw_empty']:.0f}/s near empty). The store's own write cost bounds every "
+        "learn: on this shared machine raw `extend` itself stays under 500 memories/s at times. "
+        f"A single `memory.learn` runs at {last['single_full']:.0f}/s at full size against "
+        f"{last['single_empty']:.0f}/s near empty; each is a recorded invocation plus the learn, "
+        "two store writes. Recall through `invoke` is "
+        f"{last['recall'] / last['index']:.0f}x the index search alone: the search is "
+        f"{last['index'] * 1e3:.2f} ms, the rest is the two writes every recorded recall makes "
+        "(the invocation and the recall activity); meeting 3x needs the recall activity "
+        "written with the invocation in one write, a change to `invoke`. The first recall of "
+        f"a new process takes {last['first_snap']:.2f} s from the snapshot, "
+        f"{last['first_store']:.2f} s when it must build the index from the store. "
+        "Absolute rates on this shared machine swing 2-3x between and within runs (so do the "
+        "empty / full ratios, both ways); that learn, recall and forget do no work that grows "
+        "with memory is asserted by `tests/memory/test_memory_scale.py`: after the first load "
+        "an embedded store is never read for freshness, and each operation is one write."
     )
-    weak = (
-        f"Lexical ranking finds the fact when the query shares its words or their forms "
-        f"(direct {figures['phrasing: direct']:.3f}, word forms "
-        f"{figures['phrasing: word_form']:.3f}); it cannot bridge true synonyms "
-        f"(recall@5 {figures['phrasing: synonym']:.3f}, MRR {figures['phrasing: synonym mrr']:.3f}): "
-        "there the entity, component and environment narrow the answer to about six "
-        "near-duplicates and confidence decides among them. That gap is what the optional "
-        "embedding ranker is for; no synonym table is used."
-    )
-    body = "\n".join(
+    return "\n".join(
         [
             "## Agent memory (`benchmarks/bench_memory.py`)",
             "",
@@ -316,24 +478,63 @@ def main() -> None:
             "",
             table,
             "",
-            weak,
+            _weak(figures),
             "",
-            "### Recall latency",
+            "### What memory costs a user",
             "",
-            "The labelled generator's memories, repeated with fresh names up to 10k and 100k, "
-            "written as learn events to an in-memory store; the first 200 queries of its set "
-            "(direct, word-form, synonym) cycled. *Index search* is the ranked lookup alone; *full recall* adds the "
-            "store freshness check and the recorded recall activity (one atomic write); the "
-            "*scan* scores every memory with the same BM25 from pre-tokenised documents. "
-            "Medians of interleaved rounds in one process.",
+            _ABOUT_COST,
             "",
-            *lines,
+            *_rows(results),
+            "",
+            *_targets(results),
             "",
             verdict,
         ]
     )
-    write_section("memory", body)
-    print(verdict)
+
+
+def main() -> None:
+    table, figures = quality()
+    print(table)
+    if "--quality" in sys.argv[1:]:
+        return  # the labelled set only, nothing written
+    sizes = [10_000, 100_000] if "--large" in sys.argv[1:] else [10_000]
+    with tempfile.TemporaryDirectory(prefix="trails-bench-memory-") as tmp:
+        results = []
+        for n in sizes:
+            results.append(cost(n, Path(tmp)))
+            print(results[-1])
+    write_section("memory", render(table, figures, results))
+    print("\n".join(_targets(results)))
+
+
+_ABOUT_COST = """\
+On disk, through the public API, as a user's process pays it: the labelled generator's
+memories, repeated with fresh names, learned with `memory.learn_many` in calls of 500
+(each call one recorded invocation, each memory its own entity and learn activity) into an
+on-disk store, then 100 single `memory.learn` calls near empty and at full size, 50
+`memory.forget` calls at 1k and at full size, and 1% of the memories forgotten before the
+recalls. *raw extend*: the same learn quads written with `pyoxigraph.Store.extend` alone, in
+calls of 500 memories, into graphs of their own in the same store, near empty and at full
+size. *index search*: the ranked lookup
+alone; *recall through invoke*: `memory.recall`, recorded (invocation and recall activity);
+*scan*: every memory scored with the same BM25 from pre-tokenised documents. The first
+recall is timed in a new process opening the store (medians of three), with the index
+snapshot the first process left, and without it. 100k runs with `--large`; CI runs the
+quality part only (`--quality`)."""
+
+
+def _weak(figures: dict[str, float]) -> str:
+    return (
+        f"Lexical ranking finds the fact when the query shares its words or their forms "
+        f"(direct {figures['phrasing: direct']:.3f}, word forms "
+        f"{figures['phrasing: word_form']:.3f}); it cannot bridge true synonyms "
+        f"(recall@5 {figures['phrasing: synonym']:.3f}, MRR {figures['phrasing: synonym mrr']:.3f}): "
+        "there the entity, component and environment narrow the answer to about six "
+        "near-duplicates and confidence decides among them. That gap is what the optional "
+        "embedding ranker is for; no synonym table is used. Words are stemmed with the "
+        "Snowball English stemmer (PyStemmer)."
+    )
 
 
 if __name__ == "__main__":

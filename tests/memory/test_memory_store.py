@@ -333,39 +333,6 @@ def test_embedding_ranker_is_off_by_default_and_reranks_when_set(ctx: Context) -
     assert service.config().ranker is None
 
 
-def test_another_writer_is_picked_up_on_the_next_recall(ctx: Context) -> None:
-    """A write the index did not make (as another process would) is seen via the revision token."""
-    memory.learn("first fact about zebras", scope="shared", ctx=ctx)
-    idx = service.index(ctx)
-    loaded = len(idx)
-    from trails.memory.events import MemoryLearned  # the same event another process writes
-
-    other = Recorder(ctx.store)
-    when = datetime.now(UTC)
-    iri = other.minter.entity()
-    other.record(
-        MemoryLearned(
-            session=ctx.session,
-            activity=other.minter.activity(),
-            parent=None,
-            agent_did="did:local:elsewhere",
-            memory=iri,
-            memory_graph=other.minter.graph("memory/shared"),
-            content="zebras sleep standing up",
-            confidence=0.7,
-            scope="shared",
-            started=when,
-            ended=when,
-            head_graph=idx.head_graph,
-            revision="token-from-elsewhere",
-        )
-    )
-    assert len(idx) == loaded  # not seen yet
-    hits = memory.recall("zebras sleep", scope="shared", ctx=ctx)
-    assert hits[0].id == iri and hits[0].memory.agent_did == "did:local:elsewhere"
-    assert len(idx) == loaded + 1
-
-
 def test_index_reload_matches_what_was_learned(ctx: Context) -> None:
     a = memory.learn("alpha fact", scope="shared", tags=["x"], ctx=ctx)
     b = memory.learn("beta fact", scope="shared", supersedes=a.id, ctx=ctx)

@@ -9,8 +9,8 @@ forgetting invalidates without erasing. Every recall records ``prov:used``
 for each memory it returned, so "which memories influenced this decision, and
 where was each learned" is a SPARQL query.
 
-Importing this package registers the ``memory.learn``, ``memory.recall``,
-``memory.forget`` and ``memory.list`` capabilities::
+Importing this package registers the ``memory.learn``, ``memory.learn_many``,
+``memory.recall``, ``memory.forget`` and ``memory.list`` capabilities::
 
     import trails.memory as memory
 
@@ -30,6 +30,7 @@ from trails.memory.api import (
     forget,
     history,
     learn,
+    learn_many,
     list_memories,
     recall,
     register,
@@ -62,6 +63,7 @@ __all__ = [
     "forget",
     "history",
     "learn",
+    "learn_many",
     "list",
     "list_memories",
     "recall",

@@ -14,6 +14,8 @@ quads back together:
   and ``prov:wasInvalidatedBy`` in *its* graph; in the session graph, the learn
   as a ``trails:MemoryLearn`` (a ``trails:MemoryOperation``) that
   ``prov:generated`` the memory.
+- ``MemoriesLearned``: several ``MemoryLearned`` of one call, told exactly as
+  each alone, in one write.
 - ``MemoryForgotten``: the invalidation in the memory graph, the
   ``trails:MemoryForget`` in the session graph. Nothing is erased.
 - ``MemoryRecalled``: only in the session graph: a ``trails:MemoryRecall`` that
@@ -36,7 +38,7 @@ from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
 from trails.store.terms import IRI
 
-__all__ = ["MemoryForgotten", "MemoryLearned", "MemoryRecalled"]
+__all__ = ["MemoriesLearned", "MemoryForgotten", "MemoryLearned", "MemoryRecalled"]
 
 
 def _iri(value: str) -> IRI:
@@ -153,6 +155,27 @@ class MemoryLearned(Event):
             b.add(a, PROV.invalidated, old)
             b.types(old, PROV.Entity)
         b.quads.extend(mg.quads)
+        _revision(b, self.head_graph, self.revision)
+
+
+class MemoriesLearned(Event):
+    """Several memories learned by one call (``memory.learn_many``), written at once.
+
+    Each learn is told exactly as a ``MemoryLearned`` (its own activity and
+    entity); the batch adds one revision token for all of them.
+    """
+
+    learns: tuple[MemoryLearned, ...]
+    head_graph: str | None = None
+    revision: str | None = None
+
+    def emit(self, b: QuadBuilder) -> None:
+        for learn in self.learns:
+            if learn.graph != b.graph:
+                raise ValueError("every learn of a batch belongs to the batch's session")
+            learn.emit(b)
+        # the agent and session statements every learn repeats are written once
+        b.quads[:] = dict.fromkeys(b.quads)
         _revision(b, self.head_graph, self.revision)
 
 

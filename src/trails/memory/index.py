@@ -6,29 +6,47 @@ inverted index over their text. One index exists per store object.
 
 Keeping it in step:
 
-- On first use it loads every memory from the memory graphs of the store.
+- On first use it loads every memory from the memory graphs of the store, or,
+  beside an on-disk store, from the snapshot a previous process left when the
+  snapshot was taken at the store's current memory revision
+  (``trails.memory.snapshot``).
 - This process's own learns and forgets update it directly after their write.
 - Every write that changes memory also adds a fresh ``trails:memoryRevision``
-  token to the memory-state graph, in the same atomic write as the change, and
-  then drops the tokens its writer had already seen. A recall first reads the
-  token set (one tiny indexed lookup); when it differs from what this index
-  last saw, another process changed memory, and the index reads the memories
-  and invalidations recorded since its watermark (less a margin for clock
-  skew between machines). Writers that race each leave a token, so a change is
-  never hidden from a reader.
+  token to the memory-state graph, in the same atomic write as the change, so
+  the set of tokens names the memory revision of the store: it changes with
+  every memory change, and never returns to an earlier set. On a shared store
+  the write also removes the tokens its writer had seen; on an exclusive one
+  they are folded into one fresh token now and then (``begin_write``).
+- An embedded store (``exclusive``: RocksDB locks the directory, an in-memory
+  store lives in this process) cannot be changed by another process while it
+  is open, so after the first load nothing is checked: a learn or recall costs
+  the same at any number of memories. Writes that bypass ``trails.memory``
+  within the process are not seen until ``reload()``.
+- A shared store (a SPARQL server) can be changed by other processes: a learn
+  or recall first reads the token set (one small indexed lookup); when it
+  differs from what this index last saw, another process changed memory, and
+  the index reads the memories and invalidations recorded since its watermark
+  (less a margin for clock skew between machines). Writers that race each
+  leave a token, so a change is never hidden from a reader.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
 import heapq
+import logging
 import threading
+import uuid
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
+from trails.errors import StoreError
+from trails.memory import snapshot
 from trails.memory.lexical import Bm25Index, tokenize
 from trails.memory.model import Memory
 from trails.prov.iri import Minter
@@ -39,6 +57,9 @@ from trails.store.terms import IRI, Literal, Quad, Term, literal, to_python
 __all__ = ["EmbeddingRanker", "MemoryIndex", "Query", "Weights", "index_for"]
 
 SKEW_MARGIN = timedelta(minutes=5)
+COMPACT_AFTER = 1000
+
+log = logging.getLogger(__name__)
 
 _PREFIXES = "".join(f"PREFIX {k}: <{v}>\n" for k, v in NAMESPACES.items())
 
@@ -152,11 +173,16 @@ class MemoryIndex:
         self.prefix = minter.graph("memory/")
         self.head_graph = minter.graph("memory-state")
         self.lexical = Bm25Index()
-        self._docs: list[Memory] = []
+        self._docs = snapshot.Rows()
         self._by_id: dict[str, int] = {}
+        self._successors: dict[str, list[str]] = {}
         self._loaded = False
         self._seen: frozenset[str] = frozenset()
         self._watermark: datetime | None = None
+        self.exclusive = bool(getattr(store, "exclusive", False))
+        self.snapshot_path = snapshot.path_for(store)
+        self._saved: frozenset[str] | None = None
+        self._compacted = False
 
     # -- keeping in step with the store ---------------------------------------
 
@@ -166,26 +192,92 @@ class MemoryIndex:
         return frozenset(str(_py(t)) for t in result.column("token") if t is not None)
 
     def refresh(self) -> None:
-        """Load on first use; afterwards read what other writers changed, if anything."""
+        """Load on first use; afterwards read what other writers changed, if anything.
+
+        On an exclusive (embedded) store nothing can have changed behind this
+        process's back, so after the first load this does nothing.
+        """
         with self.lock:
+            if self._loaded and self.exclusive:
+                return
             tokens = self.head()
             if not self._loaded:
-                self._load(None)
+                if not self._restore(tokens):
+                    self._load(None)
+                    if self._docs:
+                        self.save_snapshot(tokens)
                 self._loaded = True
             elif tokens != self._seen:
                 since = self._watermark - SKEW_MARGIN if self._watermark else None
                 self._load(since)
             self._seen = tokens
 
-    def reload(self) -> None:
-        """Drop everything and load again from the store."""
+    def reload(self, *, use_snapshot: bool = False) -> None:
+        """Drop everything and load again from the store (from a valid snapshot if asked)."""
         with self.lock:
             self.lexical = Bm25Index()
-            self._docs.clear()
-            self._by_id.clear()
+            self._docs = snapshot.Rows()
+            self._by_id = {}
+            self._successors = {}
             self._loaded = False
             self._watermark = None
+            if not use_snapshot:
+                self._saved = None
+                tokens = self.head()
+                self._load(None)
+                self._loaded = True
+                self._seen = tokens
             self.refresh()
+
+    # -- the snapshot beside an on-disk store ---------------------------------
+
+    def _restore(self, tokens: frozenset[str]) -> bool:
+        if self.snapshot_path is None:
+            return False
+        state = snapshot.load(self.snapshot_path, self.minter.base, tokens)
+        if state is None:
+            return False
+        self._docs, self.lexical = state.rows, state.lexical
+        self._by_id = state.by_id
+        self._successors = state.successors
+        self._watermark = state.watermark
+        self._saved = tokens
+        return True
+
+    def save_snapshot(self, tokens: frozenset[str] | None = None) -> bool:
+        """Write the snapshot beside an on-disk store, at ``tokens`` (what this index saw).
+
+        Returns:
+            True when a snapshot was written (only for on-disk embedded stores,
+            and only when the index changed since the last one).
+        """
+        with self.lock:
+            if self.snapshot_path is None or (not self._loaded and not self._docs):
+                return False
+            if tokens is None:
+                if self._seen == self._saved:
+                    return False
+                if len(self._seen) > 1:
+                    with contextlib.suppress(StoreError):  # closed: the tokens stay as seen
+                        self.compact()
+                tokens = self._seen
+            if tokens == self._saved:
+                return False
+            ids = [""] * len(self._docs)
+            for mid, doc in self._by_id.items():
+                ids[doc] = mid
+            snapshot.save(
+                self.snapshot_path,
+                self.minter.base,
+                tokens,
+                ids,
+                self._docs,
+                self.lexical,
+                self._successors,
+                self._watermark,
+            )
+            self._saved = tokens
+            return True
 
     def _graphs(self) -> list[IRI]:
         return [g for g in self.store.graphs() if g.startswith(self.prefix)]
@@ -251,6 +343,8 @@ class MemoryIndex:
         text = " ".join((memory.content, memory.topic or "", *memory.tags))
         self.lexical.add(doc, tokenize(text))
         self._bump(memory.recorded_at)
+        if memory.revision_of:
+            self._successors.setdefault(memory.revision_of, []).append(memory.id)
         if memory.revision_of and memory.revision_of in self._by_id:
             old = self._by_id[memory.revision_of]
             self._docs[old] = dataclasses.replace(self._docs[old], superseded_by=memory.id)
@@ -261,7 +355,7 @@ class MemoryIndex:
         successor = old.superseded_by
         if successor is None:
             successor = next(
-                (m.id for m in self._docs if m.revision_of == mid and m.activity == by), None
+                (s for s in self._successors.get(mid, ()) if self.get(s).activity == by), None
             )
         self._docs[doc] = dataclasses.replace(
             old, invalidated_at=at, invalidated_by=by, superseded_by=successor, reason=reason
@@ -270,19 +364,43 @@ class MemoryIndex:
 
     # -- this process's own writes --------------------------------------------
 
-    def revision_quads(self) -> list[Quad]:
-        """The revision tokens this index has seen, as quads to remove after a write."""
+    def revision_quads(self, tokens: frozenset[str] | None = None) -> list[Quad]:
+        """Revision tokens (those this index has seen by default) as quads."""
         return [
             Quad(self.head_graph, T.memoryRevision, Literal(token), self.head_graph)
-            for token in self._seen
+            for token in (self._seen if tokens is None else tokens)
         ]
 
+    def begin_write(self) -> tuple[str, list[Quad]]:
+        """A fresh revision token for the next memory write, and the quads it must remove.
+
+        On a shared store the write removes every token this index has seen, in
+        the same atomic write. On an exclusive store nobody else reads the
+        tokens while it is open, so a write only adds its token (one plain
+        insert); the tokens are folded into one fresh token by a small write of
+        its own at the first memory write of the process, every
+        ``COMPACT_AFTER`` writes, and before a snapshot is saved. Folding always
+        mints a new token, so a token set never repeats one a snapshot saw.
+        """
+        token = uuid.uuid4().hex
+        if not self.exclusive:
+            return token, self.revision_quads()
+        if len(self._seen) > 1 and (not self._compacted or len(self._seen) >= COMPACT_AFTER):
+            self.compact()
+        self._compacted = True
+        return token, []
+
+    def compact(self) -> None:
+        """Replace the revision tokens by one fresh token (exclusive stores; one small write)."""
+        with self.lock:
+            fresh = uuid.uuid4().hex
+            self.store.write(self.revision_quads(frozenset({fresh})), remove=self.revision_quads())
+            self._seen = frozenset({fresh})
+
     def wrote(self, token: str) -> None:
-        """Record that this process wrote a change carrying ``token``; drop older tokens."""
-        stale = [q for q in self.revision_quads() if q.object != Literal(token)]
-        if stale:
-            self.store.write((), remove=stale)
-        self._seen = frozenset({token})
+        """Record that this process wrote a change carrying ``token``."""
+        self._seen = self._seen | {token} if self.exclusive else frozenset({token})
+        self._compacted = True
 
     def learned(self, memory: Memory) -> None:
         """Add a memory this process just recorded (and retire what it superseded)."""
@@ -448,6 +566,24 @@ def _str(term: Term | None) -> str | None:
 
 _indexes: weakref.WeakKeyDictionary[Store, MemoryIndex] = weakref.WeakKeyDictionary()
 _indexes_lock = threading.Lock()
+
+
+def _save_snapshots() -> None:
+    """At exit: leave a snapshot beside each on-disk store whose index changed."""
+    with _indexes_lock:
+        indexes = list(_indexes.values())
+    for index in indexes:
+        if index.snapshot_path is None or not index._loaded:
+            continue
+        if not index.snapshot_path.parent.is_dir():  # the store was deleted
+            continue
+        try:
+            index.save_snapshot()
+        except Exception:  # exiting: a snapshot is an optimisation, never an error
+            log.exception("could not save the memory index snapshot of %r", index.store)
+
+
+atexit.register(_save_snapshots)
 
 
 def index_for(store: Store, minter: Minter) -> MemoryIndex:

@@ -9,8 +9,8 @@ dragging its whole posting list in. That keeps a recall's work proportional to
 how specific the query is, not to how many memories exist.
 
 Tokens are Unicode words, NFKC-normalised and case-folded, minus English stop
-words, reduced to their Porter2 stems (``trails.memory.stemmer``) so word
-forms meet: "rejects", "rejected" and "rejecting", and also "deployed" and
+words, reduced to their Snowball English (Porter2) stems, from the maintained
+C implementation in PyStemmer, so word forms meet: "rejects", "rejected" and "rejecting", and also "deployed" and
 "deployment", "renewed" and "renewal". Documents are content plus topic plus
 tags.
 """
@@ -20,13 +20,18 @@ from __future__ import annotations
 import heapq
 import math
 import re
+import threading
 import unicodedata
+from array import array
 from collections import Counter
 from collections.abc import Iterable
+from itertools import accumulate
 
-from trails.memory.stemmer import stem
+import Stemmer
 
-__all__ = ["STOPWORDS", "Bm25Index", "stem", "tokenize"]
+__all__ = ["INT", "STOPWORDS", "Bm25Index", "stem", "tokenize"]
+
+INT = "i"  # the array type of exported postings and lengths (checked to be 4 bytes on use)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -41,16 +46,34 @@ _STOP_TEXT = """a about above after again against all am an and any are as at be
 STOPWORDS = frozenset(_STOP_TEXT.split())
 
 
+_local = threading.local()
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    # a PyStemmer object is not thread-safe: one per thread
+    stemmer: Stemmer.Stemmer | None = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+def stem(word: str) -> str:
+    """The Snowball English (Porter2) stem of one lower-case word."""
+    result: str = _stemmer().stemWord(word)
+    return result
+
+
 def tokenize(text: str) -> list[str]:
     """The index terms of ``text``: normalised, case-folded, stemmed, stop words dropped."""
     folded = unicodedata.normalize("NFKC", text).casefold()
-    return [stem(w) for w in _WORD.findall(folded) if w not in STOPWORDS]
+    words = [w for w in _WORD.findall(folded) if w not in STOPWORDS]
+    return list(_stemmer().stemWords(words)) if words else []
 
 
 class Bm25Index:
     """An inverted index scored with Okapi BM25.
 
-    Documents are dense integers handed out by the caller. Not thread-safe on
+    Documents are numbered 0, 1, 2... in the order they are added. Not thread-safe on
     its own: ``MemoryIndex`` serialises access.
 
     Args:
@@ -68,29 +91,95 @@ class Bm25Index:
         self.b = b
         self.common = common
         self.postings: dict[str, dict[int, int]] = {}
-        self.lengths: dict[int, int] = {}
+        self.lengths: list[int] | array[int] = []
         self.total_length = 0
+        # restored from a snapshot and not used yet: term -> (first pair, pairs) in _flat
+        self._cold: dict[str, tuple[int, int]] = {}
+        self._flat: array[int] = array(INT)
 
     def __len__(self) -> int:
         return len(self.lengths)
 
     def add(self, doc: int, terms: Iterable[str]) -> None:
-        """Index document ``doc`` with ``terms`` (replacing nothing: ids are new)."""
+        """Index document ``doc`` (the next number: 0, 1, 2...) with ``terms``."""
+        if doc != len(self.lengths):
+            raise ValueError(
+                f"documents are numbered 0, 1, 2... in order: expected {len(self.lengths)}"
+            )
         counts = Counter(terms)
         length = sum(counts.values())
-        self.lengths[doc] = length
+        self.lengths.append(length)
         self.total_length += length
         postings = self.postings
         for term, tf in counts.items():
-            bucket = postings.get(term)
+            bucket = postings.get(term) if term not in self._cold else self._warm(term)
             if bucket is None:
                 postings[term] = {doc: tf}
             else:
                 bucket[doc] = tf
 
+    def _warm(self, term: str) -> dict[int, int] | None:
+        """The posting dict of ``term``, built from restored flat data on first use."""
+        bucket = self.postings.get(term)
+        if bucket is None and term in self._cold:
+            start, count = self._cold.pop(term)
+            flat = self._flat[2 * start : 2 * (start + count)]
+            docs = flat[0::2]
+            if min(docs) < 0 or max(docs) >= len(self.lengths):
+                raise ValueError(f"restored postings of {term!r} name unknown documents")
+            bucket = self.postings[term] = dict(zip(docs, flat[1::2], strict=True))
+        return bucket
+
+    def export(self) -> tuple[list[str], list[int], array[int], array[int]]:
+        """The index as flat data: its terms, their posting counts, ``doc, tf`` pairs, lengths.
+
+        Documents must be the dense range ``0..n-1`` (as ``MemoryIndex`` hands them out).
+        """
+        terms = sorted({*self.postings, *self._cold})
+        flat = array(INT)
+        counts: list[int] = []
+        for term in terms:
+            cold = self._cold.get(term)
+            if cold is not None:  # never used since restored: copied as it was
+                start, count = cold
+                flat.extend(self._flat[2 * start : 2 * (start + count)])
+            else:
+                bucket = self.postings[term]
+                count = len(bucket)
+                flat.extend(x for pair in bucket.items() for x in pair)
+            counts.append(count)
+        return terms, counts, flat, array(INT, self.lengths)
+
+    @classmethod
+    def restore(
+        cls, terms: list[str], counts: list[int], flat: array[int], lengths: array[int]
+    ) -> Bm25Index:
+        """The index ``export`` gave (each term's posting count alongside), checked.
+
+        Posting dicts are built (and their documents checked) per term on first
+        use, so restoring costs little whatever the size of the index.
+
+        Raises:
+            ValueError: the data does not describe an index of ``len(lengths)`` documents.
+        """
+        if len(terms) != len(counts) or sum(counts) * 2 != len(flat) or min(counts, default=1) < 1:
+            raise ValueError("postings of the wrong shape")
+        if not all(isinstance(t, str) for t in terms) or len(set(terms)) != len(terms):
+            raise ValueError("bad terms")
+        if lengths and min(lengths) < 0:
+            raise ValueError("negative document lengths")
+        index = cls()
+        index.lengths = lengths
+        index.total_length = sum(lengths)
+        index._flat = flat
+        starts = [0, *accumulate(counts)][:-1]
+        index._cold = dict(zip(terms, zip(starts, counts, strict=True), strict=True))
+        return index
+
     def idf(self, term: str) -> float:
         """BM25 inverse document frequency of ``term`` (0 when unknown)."""
-        df = len(self.postings.get(term, ()))
+        cold = self._cold.get(term)
+        df = cold[1] if cold is not None else len(self.postings.get(term, ()))
         if not df:
             return 0.0
         n = len(self.lengths)
@@ -121,7 +210,7 @@ class Bm25Index:
         slope = k1 * b / avg
         lengths = self.lengths
         postings_of = self.postings
-        unique = [t for t in dict.fromkeys(terms) if t in postings_of]
+        unique = [t for t in dict.fromkeys(terms) if self._warm(t) is not None]
         unique.sort(key=lambda t: len(postings_of[t]))
         idfs = [self.idf(t) for t in unique]
         # most one term can add to a document: tf / (tf + k1 (1 - b)) < 1, times (k1 + 1)

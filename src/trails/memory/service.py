@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -30,7 +29,12 @@ from typing import Any
 from trails.config import load_settings
 from trails.errors import ConfigError, MemoryInputError
 from trails.kernel.context import Context, now
-from trails.memory.events import MemoryForgotten, MemoryLearned, MemoryRecalled
+from trails.memory.events import (
+    MemoriesLearned,
+    MemoryForgotten,
+    MemoryLearned,
+    MemoryRecalled,
+)
 from trails.memory.index import EmbeddingRanker, MemoryIndex, Query, Weights, index_for
 from trails.memory.model import (
     MAX_CONTENT_CHARS,
@@ -54,12 +58,14 @@ from trails.store.base import Store
 from trails.store.terms import IRI
 
 __all__ = [
+    "MAX_BATCH",
     "MemoryConfig",
     "config",
     "forget",
     "history",
     "index",
     "learn",
+    "learn_many",
     "list_memories",
     "memory_graph",
     "recall",
@@ -181,6 +187,100 @@ def _live(idx: MemoryIndex, mid: IRI, agent: str, action: str) -> Memory:
     return memory
 
 
+@dataclass(frozen=True)
+class _Item:
+    """One memory to learn, its arguments checked (``supersedes`` still an unchecked id)."""
+
+    content: str
+    confidence: float
+    topic: str | None
+    tags: tuple[str, ...]
+    scope: str
+    start: datetime | None
+    end: datetime | None
+    supersedes: IRI | None
+    source: str | None
+
+
+def _item(
+    ctx: Context,
+    content: str,
+    *,
+    confidence: float = 1.0,
+    topic: str | None = None,
+    tags: Iterable[str] | None = None,
+    scope: str = "private",
+    valid_from: datetime | str | None = None,
+    valid_until: datetime | str | None = None,
+    supersedes: str | None = None,
+    derived_from: str | None = None,
+    invocation: str | None = None,
+) -> _Item:
+    settings = config()
+    content = check_content(content, settings.max_content_chars)
+    conf = check_confidence(confidence)
+    topic = check_topic(topic)
+    tag_list = check_tags(tags)
+    scope = check_scope(scope)
+    start, end = check_validity(valid_from, valid_until)
+    base = ctx.recorder.minter.base
+    source: str | None = None
+    if derived_from is not None:
+        source = check_id(derived_from, base)
+        if not _entity_exists(ctx.store, source):
+            raise MemoryInputError(f"derived_from names no recorded entity: {source}")
+    elif invocation is not None:
+        source = f"{invocation}:input"
+    old = check_id(supersedes, base) if supersedes is not None else None
+    return _Item(content, conf, topic, tuple(tag_list), scope, start, end, old, source)
+
+
+def _plan(ctx: Context, idx: MemoryIndex, item: _Item, agent: str) -> tuple[MemoryLearned, Memory]:
+    """The learn event of ``item`` and the memory it records (under the index lock)."""
+    old = _live(idx, item.supersedes, agent, "supersede") if item.supersedes else None
+    started = now()
+    activity = ctx.recorder.minter.activity()
+    memory_iri = ctx.recorder.minter.entity()
+    ended = now()
+    event = MemoryLearned(
+        session=ctx.session,
+        activity=activity,
+        parent=ctx.parent,
+        agent_did=agent,
+        memory=memory_iri,
+        memory_graph=memory_graph(ctx, item.scope, agent),
+        content=item.content,
+        confidence=item.confidence,
+        topic=item.topic,
+        tags=item.tags,
+        scope=item.scope,
+        started=started,
+        ended=ended,
+        valid_from=item.start,
+        valid_until=item.end,
+        derived_from=item.source,
+        supersedes=old.id if old else None,
+        supersedes_graph=memory_graph_of(ctx, old) if old else None,
+    )
+    memory = Memory(
+        id=memory_iri,
+        content=item.content,
+        confidence=item.confidence,
+        topic=item.topic,
+        tags=tuple(sorted(item.tags)),
+        scope=item.scope,
+        agent_did=agent,
+        recorded_at=ended,
+        activity=activity,
+        session=ctx.session,
+        valid_from=item.start,
+        valid_until=item.end,
+        derived_from=item.source,
+        revision_of=old.id if old else None,
+    )
+    return event, memory
+
+
 def learn(
     ctx: Context,
     content: str,
@@ -221,76 +321,126 @@ def learn(
         MemoryInputError: a bad argument, an unknown or retired ``supersedes``.
         StoreError: the write failed; nothing was recorded.
     """
-    settings = config()
-    content = check_content(content, settings.max_content_chars)
-    conf = check_confidence(confidence)
-    topic = check_topic(topic)
-    tag_list = check_tags(tags)
-    scope = check_scope(scope)
+    item = _item(
+        ctx,
+        content,
+        confidence=confidence,
+        topic=topic,
+        tags=tags,
+        scope=scope,
+        valid_from=valid_from,
+        valid_until=valid_until,
+        supersedes=supersedes,
+        derived_from=derived_from,
+        invocation=invocation,
+    )
+    return _learn_items(ctx, [item], check_agent(agent_did, ctx.principal))[0]
+
+
+def learn_many(
+    ctx: Context,
+    memories: Sequence[str | Mapping[str, Any]],
+    *,
+    scope: str = "private",
+    agent_did: str | None = None,
+    invocation: str | None = None,
+) -> list[Memory]:
+    """Record several memories in one atomic write; each is its own entity and learn activity.
+
+    Args:
+        ctx: the calling context.
+        memories: each a text (the content) or a mapping with the arguments of
+            ``learn``: ``content`` and optionally ``confidence``, ``topic``,
+            ``tags``, ``scope``, ``valid_from``, ``valid_until``,
+            ``supersedes``, ``derived_from`` (at most ``MAX_BATCH``).
+        scope: the scope of the memories that do not name one.
+        agent_did: the learning agent; the context's principal by default.
+        invocation: the invocation running this call (see ``learn``).
+
+    Returns:
+        The recorded memories, in order.
+
+    Raises:
+        MemoryInputError: a bad item (named by its position): nothing is recorded.
+        StoreError: the write failed; nothing was recorded.
+    """
+    if isinstance(memories, str | bytes) or not isinstance(memories, Sequence):
+        raise MemoryInputError("memories must be a list of texts or of learn arguments")
+    if not 1 <= len(memories) <= MAX_BATCH:
+        raise MemoryInputError(f"memories must hold 1..{MAX_BATCH} items, not {len(memories)}")
     agent = check_agent(agent_did, ctx.principal)
-    start, end = check_validity(valid_from, valid_until)
-    base = ctx.recorder.minter.base
-    source: str | None = None
-    if derived_from is not None:
-        source = check_id(derived_from, base)
-        if not _entity_exists(ctx.store, source):
-            raise MemoryInputError(f"derived_from names no recorded entity: {source}")
-    elif invocation is not None:
-        source = f"{invocation}:input"
+    items: list[_Item] = []
+    for i, raw in enumerate(memories):
+        args: dict[str, Any] = {"content": raw} if isinstance(raw, str) else _args(raw, i)
+        args.setdefault("scope", scope)
+        try:
+            items.append(_item(ctx, invocation=invocation, **args))
+        except MemoryInputError as exc:
+            raise MemoryInputError(f"memories[{i}]: {exc}") from None
+    retiring = [it.supersedes for it in items if it.supersedes]
+    if len(set(retiring)) != len(retiring):
+        raise MemoryInputError("two memories of one call supersede the same memory")
+    return _learn_items(ctx, items, agent)
+
+
+MAX_BATCH = 10_000
+_ITEM_KEYS = frozenset(
+    {
+        "content",
+        "confidence",
+        "topic",
+        "tags",
+        "scope",
+        "valid_from",
+        "valid_until",
+        "supersedes",
+        "derived_from",
+    }
+)
+
+
+def _args(raw: object, i: int) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise MemoryInputError(
+            f"memories[{i}] must be a text or a mapping, not {type(raw).__name__}"
+        )
+    unknown = sorted(str(k) for k in raw if k not in _ITEM_KEYS)
+    if unknown:
+        raise MemoryInputError(f"memories[{i}] has unknown fields: {', '.join(unknown)}")
+    if "content" not in raw:
+        raise MemoryInputError(f"memories[{i}] has no content")
+    return dict(raw)
+
+
+def _learn_items(ctx: Context, items: list[_Item], agent: str) -> list[Memory]:
+    """Plan every learn, write them and a fresh revision token at once, then index them."""
     idx = index(ctx)
     with idx.lock:
-        old: Memory | None = None
-        if supersedes is not None:
-            old = _live(idx, check_id(supersedes, base), agent, "supersede")
-        started = now()
-        activity = ctx.recorder.minter.activity()
-        memory_iri = ctx.recorder.minter.entity()
-        graph = memory_graph(ctx, scope, agent)
-        token = uuid.uuid4().hex
-        ended = now()
+        planned = []
+        for i, item in enumerate(items):
+            try:
+                planned.append(_plan(ctx, idx, item, agent))
+            except MemoryInputError as exc:
+                raise (
+                    MemoryInputError(f"memories[{i}]: {exc}") if len(items) > 1 else exc
+                ) from None
+        token, stale = idx.begin_write()
+        events = [event for event, _ in planned]
         ctx.recorder.record(
-            MemoryLearned(
+            MemoriesLearned(
                 session=ctx.session,
-                activity=activity,
-                parent=ctx.parent,
-                agent_did=agent,
-                memory=memory_iri,
-                memory_graph=graph,
-                content=content,
-                confidence=conf,
-                topic=topic,
-                tags=tag_list,
-                scope=scope,
-                started=started,
-                ended=ended,
-                valid_from=start,
-                valid_until=end,
-                derived_from=source,
-                supersedes=old.id if old else None,
-                supersedes_graph=memory_graph_of(ctx, old) if old else None,
+                learns=tuple(events),
                 head_graph=idx.head_graph,
                 revision=token,
             )
+            if len(events) > 1
+            else events[0].model_copy(update={"head_graph": idx.head_graph, "revision": token}),
+            remove=stale,
         )
-        memory = Memory(
-            id=memory_iri,
-            content=content,
-            confidence=conf,
-            topic=topic,
-            tags=tuple(sorted(tag_list)),
-            scope=scope,
-            agent_did=agent,
-            recorded_at=ended,
-            activity=activity,
-            session=ctx.session,
-            valid_from=start,
-            valid_until=end,
-            derived_from=source,
-            revision_of=old.id if old else None,
-        )
-        idx.learned(memory)
+        for _, memory in planned:
+            idx.learned(memory)
         idx.wrote(token)
-    return memory
+    return [memory for _, memory in planned]
 
 
 def memory_graph_of(ctx: Context, memory: Memory) -> IRI:
@@ -330,7 +480,7 @@ def forget(
     with idx.lock:
         memory = _live(idx, mid, agent, "forget")
         activity = ctx.recorder.minter.activity()
-        token = uuid.uuid4().hex
+        token, stale = idx.begin_write()
         at = now()
         ctx.recorder.record(
             MemoryForgotten(
@@ -344,7 +494,8 @@ def forget(
                 at=at,
                 head_graph=idx.head_graph,
                 revision=token,
-            )
+            ),
+            remove=stale,
         )
         idx.forgot(mid, at, activity, reason or None)
         idx.wrote(token)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from trails.config import Settings, load_settings
 from trails.prov.builder import QuadBuilder
@@ -92,19 +92,21 @@ class Recorder:
         event.emit(builder)
         return builder.quads
 
-    def record(self, event: Event) -> None:
-        """Write ``event`` atomically.
+    def record(self, event: Event, *, remove: Iterable[Quad] = ()) -> None:
+        """Write ``event`` atomically, removing ``remove`` in the same transaction.
+
+        ``remove`` is for state the event replaces (the memory revision token).
 
         Raises:
             StoreError: the write failed; nothing of the event was written.
         """
         quads = self.quads(event)
         if not self._prewrite:
-            self.store.write(quads)
+            self.store.write(quads, remove=remove)
         else:
             with self._lock:
-                add, remove = self._extra(event, quads)
-                self.store.write(quads + add, remove=remove)
+                add, extra = self._extra(event, quads)
+                self.store.write(quads + add, remove=[*remove, *extra])
                 for done in self._on_written:
                     done(self, event)
         for listener in self._listeners:

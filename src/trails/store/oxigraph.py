@@ -213,6 +213,11 @@ class OxigraphStore(Store):
         ConfigError: ``base_iri`` is not an absolute IRI.
     """
 
+    #: Only this process can change the store while it is open (RocksDB locks an
+    #: on-disk directory; an in-memory store lives in the process), so caches of
+    #: it (the memory index) need no cross-process freshness check.
+    exclusive = True
+
     def __init__(self, path: str | Path | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> None:
         self.base_iri = _base(base_iri)
         self.path = Path(path) if path is not None else None
