@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from trails.audit.access import reading
+from trails.audit.bundle import write_bundle
 from trails.audit.export import (
     EXPORT_FORMATS,
     IMPORT_FORMATS,
@@ -23,7 +24,8 @@ from trails.audit.render import ProgressBar
 from trails.config import load_settings
 from trails.errors import ConfigError
 from trails.prov.iri import Minter
-from trails.store import default_store, open_store
+from trails.store import Store, default_store, open_store
+from trails.store.terms import IRI
 
 __all__ = ["register", "run_export", "run_import"]
 
@@ -45,6 +47,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--until", help="sessions started before (ISO 8601)")
     p.add_argument("--format", "-f", choices=EXPORT_FORMATS, default="trig")
     p.add_argument("--out", "-o", help="file to write (default: standard output)")
+    p.add_argument(
+        "--bundle",
+        metavar="FILE.zip",
+        help="write an offline evidence bundle (graphs, seals, keys, answers, manifest) "
+        "that trails verify --bundle checks without the store",
+    )
     p.add_argument("--domain", help="the domain the export stays within (default: [audit] domain)")
     bar = p.add_mutually_exclusive_group()
     bar.add_argument("--progress", action="store_true", default=None, help="always show progress")
@@ -73,6 +81,8 @@ def run_export(args: argparse.Namespace) -> int:
         raise ConfigError(
             "--since/--until select sessions by time: use them without --session/--all"
         )
+    if args.bundle and args.out:
+        raise ConfigError("--bundle names the file to write: use it without --out")
     settings = load_settings()
     audit = settings.section("audit")
     redaction = Redaction.from_settings(settings)
@@ -83,6 +93,8 @@ def run_export(args: argparse.Namespace) -> int:
             store, sessions=args.session, all_graphs=args.all, since=args.since, until=args.until
         )
         check_assurance(store, graphs, domain=domain, forbidden=_levels(audit))
+        if args.bundle:
+            return _bundle(store, graphs, args, minter)
         show = (
             args.progress
             if args.progress is not None
@@ -114,6 +126,17 @@ def run_export(args: argparse.Namespace) -> int:
     extra = f", {stats.redacted} value(s) redacted" if stats.redacted else ""
     print(
         f"exported {stats.graphs} graph(s), {stats.quads} quads as {stats.format} to {where}{extra}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _bundle(store: Store, graphs: list[IRI], args: argparse.Namespace, minter: Minter) -> int:
+    selection = "all" if args.all else ("sessions" if args.session else "time")
+    stats = write_bundle(store, args.bundle, graphs, minter=minter, selection=selection)
+    print(
+        f"bundled {stats.graphs} graph(s), {stats.quads} quads, {stats.seals} seal(s) and "
+        f"{stats.answers} answer file(s) in {args.bundle} ({stats.bytes} bytes)",
         file=sys.stderr,
     )
     return 0
