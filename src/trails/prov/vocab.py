@@ -152,6 +152,12 @@ class T:
     toKey = TRAILS.toKey
     rotationHash = TRAILS.rotationHash
     redaction = TRAILS.redaction
+    # PII masking at the source
+    Masking = TRAILS.Masking
+    masking = TRAILS.masking
+    maskingRule = TRAILS.maskingRule
+    maskedProperty = TRAILS.maskedProperty
+    matchCount = TRAILS.matchCount
     # memory: learn / recall / forget on the store
     MemoryLearn = TRAILS.MemoryLearn
     MemoryRecall = TRAILS.MemoryRecall
