@@ -28,6 +28,7 @@ COMMANDS = (
     "memory",
     "exporting",
     "verify",
+    "holds",
     "report",
     "replay",
     "serve",

@@ -158,6 +158,14 @@ class T:
     maskingRule = TRAILS.maskingRule
     maskedProperty = TRAILS.maskedProperty
     matchCount = TRAILS.matchCount
+    # legal holds
+    LegalHold = TRAILS.LegalHold
+    HoldPlacement = TRAILS.HoldPlacement
+    HoldRelease = TRAILS.HoldRelease
+    heldSession = TRAILS.heldSession
+    heldPrincipal = TRAILS.heldPrincipal
+    holdReason = TRAILS.holdReason
+    releaseReason = TRAILS.releaseReason
     # memory: learn / recall / forget on the store
     MemoryLearn = TRAILS.MemoryLearn
     MemoryRecall = TRAILS.MemoryRecall
