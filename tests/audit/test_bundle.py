@@ -107,6 +107,10 @@ def test_one_changed_byte_fails(
 ) -> None:
     bundle = tmp_path / "evidence.zip"
     assert run(capsys, "export", "--all", "--domain", "health", "--bundle", str(bundle))[0] == 0
+    intact = verify_bundle(bundle)
+    assert intact.ok, intact.findings
+    assert intact.graphs_checked == 3 and intact.unsealed  # A, B, C sealed; D and memory not
+    assert fx.sessions["D"] in intact.unsealed
     raw = bytearray(bundle.read_bytes())
     if where == "zip-header":
         offset = 10  # the first entry's modification time in its local header

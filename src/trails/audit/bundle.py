@@ -53,7 +53,7 @@ from trails.audit.ledger import (
     read_ledger,
 )
 from trails.audit.querypack import Query, load_pack
-from trails.audit.verify import Finding, trusted_keys
+from trails.audit.verify import Finding, VerifyReport, _check_seal, trusted_keys
 from trails.errors import ExportError, UserError
 from trails.prov.iri import Minter
 from trails.store import Solutions, Store, open_store
@@ -95,6 +95,8 @@ class BundleReport:
     signed: int = 0
     answers_checked: int = 0
     unsealed: list[str] = field(default_factory=list)
+    unchecked_answers: list[str] = field(default_factory=list)
+    """Answer files of queries this installation's pack does not have (not recomputed)."""
     proves: list[str] = field(default_factory=list)
     does_not_prove: list[str] = field(default_factory=list)
 
@@ -364,8 +366,6 @@ def _check_segment(
     contents: LedgerContents, trusted: set[str] | None, report: BundleReport
 ) -> dict[str, tuple[int, int]]:
     """Each seal's hash and signature, and the links inside each chain's segment."""
-    from trails.audit.verify import VerifyReport, _check_seal
-
     inner = VerifyReport()
     chains: dict[IRI | None, list[SealRecord]] = defaultdict(list)
     for seal in contents.seals:
@@ -463,9 +463,15 @@ def verify_bundle(
                         f"bundled {count} quads, hash {digest[:16]}…",
                     )
                 )
-        for name, data in sorted(_answers(scratch, bundled).items()):
+        recomputed = _answers(scratch, bundled)
+        for name in sorted(n for n in entries if n.startswith("answers/")):
+            if name not in recomputed:
+                report.unchecked_answers.append(name)
+        for name, data in sorted(recomputed.items()):
+            if name not in entries:
+                continue  # a query this trails has and the exporter's had not
             report.answers_checked += 1
-            if name not in entries or _rows_of(entries[name]) != _rows_of(data):
+            if _rows_of(entries[name]) != _rows_of(data):
                 report.findings.append(
                     Finding("answers", name, "differs from the answer recomputed from the graphs")
                 )
@@ -529,6 +535,11 @@ def _explain(
         "that no seals were written after the segment's last seal; the manifest's time and "
         "selection are the exporter's statements, not sealed evidence"
     )
+    if report.unchecked_answers:
+        not_proven.append(
+            f"{len(report.unchecked_answers)} answer file(s) of queries this installation "
+            "does not have (not recomputed)"
+        )
     if report.unsealed:
         not_proven.append(
             f"the integrity of {len(report.unsealed)} bundled graph(s) without a seal "

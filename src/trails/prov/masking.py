@@ -141,9 +141,14 @@ def _iban(text: str) -> bool:
     return bool(iban.is_valid(text))
 
 
+# A cheap test for "could hold a phone number": a run of at least 7 digits with phone
+# punctuation, not glued to letters or hyphens (hex digests, UUIDs and ISO times are not).
+_PHONE_CANDIDATE = re.compile(r"(?<![\w-])\+?\(?\d(?:[\s()./-]{0,2}\d){6,}(?![\w-])")
+
+
 def _phone_rule(region: str | None) -> MaskRule:
     def mask_phones(text: str) -> tuple[str, int]:
-        if not any(c.isdigit() for c in text):
+        if not _PHONE_CANDIDATE.search(text):
             return text, 0
         import phonenumbers
 
