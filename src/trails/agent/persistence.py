@@ -226,7 +226,9 @@ def persist(session: Session, *, graph: str | None = None) -> IRI:
     projection = project(session)
     ctx = session.context
     target = ctx.session if chosen is None else chosen
-    quads = projection_quads(projection, target, ctx.recorder.minter, now())
+    quads = projection_quads(
+        projection, target, ctx.recorder.minter, now(), masking=ctx.recorder.masking
+    )
     old = stored_projection_quads(ctx.store, target, projection.session)
     ctx.store.write(quads, remove=old)
     return target

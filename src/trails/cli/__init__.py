@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "recover",
         "end sessions left open by a process that stopped (as interrupted) and seal them",
     ),
+    "hold": ("holds", "place, release and list legal holds on sessions or principals"),
     "report": ("report", "write the HTML audit report of a session"),
     "replay": ("replay", "print a persisted session; --rerun checks it still runs"),
     "diff": ("replay", "where two recorded sessions diverge"),

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from trails.audit.access import reading, writing
+from trails.audit.bundle import write_bundle
 from trails.audit.export import (
     EXPORT_FORMATS,
     IMPORT_FORMATS,
@@ -25,6 +26,8 @@ from trails.cli.common import session_arg
 from trails.config import load_settings
 from trails.errors import ConfigError, ExportError
 from trails.prov.iri import Minter
+from trails.store import Store
+from trails.store.terms import IRI
 
 __all__ = ["register", "run_export", "run_import"]
 
@@ -61,6 +64,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--out",
         "-o",
         help="file to write, or a directory to write STORE.EXT into (default: standard output)",
+    )
+    p.add_argument(
+        "--bundle",
+        metavar="FILE.zip",
+        help="write an offline evidence bundle (graphs, seals, keys, answers, manifest) "
+        "that trails verify --bundle checks without the store",
     )
     p.add_argument("--domain", help="the domain the export stays within (default: [audit] domain)")
     bar = p.add_mutually_exclusive_group()
@@ -134,6 +143,8 @@ def run_export(args: argparse.Namespace) -> int:
         raise ConfigError(
             "--since/--until select sessions by time: use them without --session/--all"
         )
+    if args.bundle and args.out:
+        raise ConfigError("--bundle names the file to write: use it without --out")
     settings = load_settings()
     audit = settings.section("audit")
     redaction = Redaction.from_settings(settings)
@@ -148,6 +159,8 @@ def run_export(args: argparse.Namespace) -> int:
             until=args.until,
         )
         check_assurance(store, graphs, domain=domain, forbidden=_levels(audit))
+        if args.bundle:
+            return _bundle(store, graphs, args, minter)
         if args.format == "otlp-json":
             return _otlp_json(store, graphs, args.out)
         show = (
@@ -213,6 +226,17 @@ def _otlp_json(store: Any, graphs: list[Any], out: str | None) -> int:
         sys.stdout.flush()
     print(
         f"exported {len(sessions)} session(s) as otlp-json to {out or 'standard output'}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _bundle(store: Store, graphs: list[IRI], args: argparse.Namespace, minter: Minter) -> int:
+    selection = "all" if args.all else ("sessions" if args.session else "time")
+    stats = write_bundle(store, args.bundle, graphs, minter=minter, selection=selection)
+    print(
+        f"bundled {stats.graphs} graph(s), {stats.quads} quads, {stats.seals} seal(s) and "
+        f"{stats.answers} answer file(s) in {args.bundle} ({stats.bytes} bytes)",
         file=sys.stderr,
     )
     return 0

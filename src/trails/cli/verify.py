@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from typing import Any
 
 from trails.audit.access import reading
+from trails.audit.bundle import verify_bundle
 from trails.audit.verify import load_public_key, verify
 from trails.cli.common import session_arg
 from trails.config import load_settings
@@ -46,6 +48,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--strict", action="store_true", help="also fail on open and interrupted sessions"
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--bundle",
+        metavar="FILE",
+        help="check an evidence bundle (trails export --bundle) instead of a store; "
+        "no store is opened",
+    )
     p.set_defaults(func=run)
 
 
@@ -73,6 +81,10 @@ def run(args: argparse.Namespace) -> int:
     heads = _heads(args.expect_head)
     key_path = args.key or settings.section("audit").get("verify_key")
     public_key = load_public_key(str(settings.resolve_path(key_path))) if key_path else None
+    if args.bundle:
+        if session is not None:
+            raise UserError("--session checks a store; a bundle is checked whole")
+        return _run_bundle(args, public_key, heads)
     with reading(args.store) as store:
         report = verify(
             store,
@@ -122,3 +134,40 @@ def run(args: argparse.Namespace) -> int:
         f"seal(s) in {report.chains} chain(s), {report.signed} signed; head {report.head}"
     )
     return 1 if failed else 0
+
+
+def _run_bundle(args: argparse.Namespace, public_key: Any, heads: list[str] | None) -> int:
+    report = verify_bundle(args.bundle, public_key=public_key, expect_heads=heads)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "ok": report.ok,
+                    "graphs_checked": report.graphs_checked,
+                    "seals": report.seals,
+                    "signed": report.signed,
+                    "answers_checked": report.answers_checked,
+                    "unsealed": report.unsealed,
+                    "findings": [
+                        {"kind": f.kind, "subject": f.subject, "detail": f.detail}
+                        for f in report.findings
+                    ],
+                    "proves": report.proves,
+                    "does_not_prove": report.does_not_prove,
+                },
+                indent=2,
+            )
+        )
+        return 0 if report.ok else 1
+    for finding in report.findings:
+        print(finding)
+    if report.ok:
+        print(f"OK. The bundle {args.bundle} proves:")
+        for line in report.proves:
+            print(f"  - {line}")
+    else:
+        print(f"FAILED: {len(report.findings)} finding(s) in the bundle {args.bundle}")
+    print("It does not prove:")
+    for line in report.does_not_prove:
+        print(f"  - {line}")
+    return 0 if report.ok else 1

@@ -32,7 +32,6 @@ from __future__ import annotations
 from datetime import datetime
 
 from trails.prov.builder import QuadBuilder
-from trails.prov.content import sha256_hex
 from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
@@ -46,7 +45,7 @@ def _iri(value: str) -> IRI:
 
 
 def _other(b: QuadBuilder, graph: str) -> QuadBuilder:
-    return QuadBuilder(_iri(graph), b.minter, b.content)
+    return b.sibling(_iri(graph))
 
 
 def _operation(
@@ -126,8 +125,7 @@ class MemoryLearned(Event):
         mg = _other(b, self.memory_graph)
         mg.types(m, T.Memory, PROV.Entity)
         # Memory content is the data itself: it is kept whatever the content policy.
-        mg.value(m, PROV.value, self.content)
-        mg.value(m, T.sha256, sha256_hex(self.content))
+        mg.content_value(m, self.content)
         mg.value(m, T.confidence, float(self.confidence))
         mg.value(m, T.scope, self.scope)
         mg.value(m, T.topic, self.topic)
@@ -138,7 +136,7 @@ class MemoryLearned(Event):
         mg.add(m, PROV.wasGeneratedBy, a)
         mg.value(m, PROV.generatedAtTime, self.ended)
         mg.add(m, PROV.wasAttributedTo, mg.agent(self.agent_did))
-        mg.label(m, f"memory: {self.content[:60]}")
+        mg.label(m, f"memory: {mg.masked(m, PROV.value, self.content)[:60]}")
         if self.derived_from:
             mg.add(m, PROV.wasDerivedFrom, _iri(self.derived_from))
         _stub(mg, a, session, self.ended)

@@ -7,7 +7,10 @@ the PROV-O rules live in one place:
   (SPARQL engines do no inference; a plain ``prov:Activity`` query must match);
 - a trails property that specialises a PROV-O property is written with both;
 - content is ``prov:value`` (canonical JSON when structured) plus
-  ``trails:sha256``, or the hash alone when the settings say ``hash``.
+  ``trails:sha256``, or the hash alone when the settings say ``hash``;
+- with masking rules (``trails.prov.masking``), every text is masked before it
+  becomes a literal, digests are of the masked text, and each masking is
+  recorded as a ``trails:Masking`` next to the value (rule, property, matches).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from trails.prov.content import canonical_json, sha256_hex
 from trails.prov.iri import Minter
+from trails.prov.masking import Masking
 from trails.prov.vocab import PROV, RDF, RDFS, T
 from trails.store.terms import IRI, Literal, Quad, Term, literal
 
@@ -24,6 +28,28 @@ __all__ = ["QuadBuilder"]
 
 _TYPE = RDF.type
 _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+# Identifiers, digests and keys: never masked (a digest is not personal data, and a
+# masked seal field would break the ledger).
+_UNMASKED = frozenset(
+    {
+        T.sha256,
+        T.argumentsSha256,
+        T.resultSha256,
+        T.requestHash,
+        T.graphHash,
+        T.sealHash,
+        T.previousSealHash,
+        T.anchorHash,
+        T.signature,
+        T.signingKey,
+        T.fromKey,
+        T.toKey,
+        T.rotationHash,
+        T.writerId,
+        T.maskingRule,
+        T.memoryRevision,
+    }
+)
 
 
 class QuadBuilder:
@@ -33,25 +59,67 @@ class QuadBuilder:
         graph: the named graph the event belongs to.
         minter: IRI minter under the configured base.
         content: ``"full"`` to record values, ``"hash"`` to record hashes only.
+        masking: rules applied to every text before it is recorded (None: none).
     """
 
-    __slots__ = ("content", "graph", "minter", "quads")
+    __slots__ = ("content", "graph", "masking", "minter", "quads")
 
-    def __init__(self, graph: IRI, minter: Minter, content: str = "full") -> None:
+    def __init__(
+        self,
+        graph: IRI,
+        minter: Minter,
+        content: str = "full",
+        masking: Masking | None = None,
+    ) -> None:
         self.graph = graph
         self.minter = minter
         self.content = content
+        self.masking = masking if masking else None
         self.quads: list[Quad] = []
+
+    def sibling(self, graph: IRI) -> QuadBuilder:
+        """A builder for another graph with the same minter, content policy and masking."""
+        return QuadBuilder(graph, self.minter, self.content, self.masking)
 
     def add(self, s: IRI, p: IRI, o: Term) -> None:
         self.quads.append(Quad(s, p, o, self.graph))
 
     def value(self, s: IRI, p: IRI, value: Any) -> None:
-        """Add a literal property unless ``value`` is None."""
+        """Add a literal property unless ``value`` is None (text is masked first)."""
         if value is None:
             return
-        o = Literal(value, _XSD_STRING) if type(value) is str else literal(value)
-        self.quads.append(Quad(s, p, o, self.graph))
+        if type(value) is not str:
+            self.quads.append(Quad(s, p, literal(value), self.graph))
+            return
+        if self.masking is not None:
+            value = self.masked(s, p, value)
+        self.quads.append(Quad(s, p, Literal(value, _XSD_STRING), self.graph))
+
+    def masked(self, s: IRI, p: IRI, text: str) -> str:
+        """``text`` with the masking rules applied; records a ``trails:Masking`` per rule
+        that matched (``s``'s property ``p``)."""
+        if self.masking is None or p in _UNMASKED:
+            return text
+        masked, found = self.masking.mask(text)
+        for rule, count in found:
+            name = p.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
+            m = Minter.part(s, f"masking:{name}:{rule}")
+            self.types(m, T.Masking, PROV.Entity)
+            self.quads.append(Quad(m, RDFS.label, Literal(f"{rule} masked in {name}"), self.graph))
+            self.add(s, T.masking, m)
+            self.quads.append(Quad(m, T.maskingRule, Literal(rule), self.graph))
+            self.add(m, T.maskedProperty, p)
+            self.quads.append(Quad(m, T.matchCount, literal(count), self.graph))
+        return masked
+
+    def content_value(self, s: IRI, text: str) -> str:
+        """``prov:value`` and ``trails:sha256`` of ``text`` (masked first, whatever the
+        content policy); returns the digest."""
+        text = self.masked(s, PROV.value, text)
+        digest = sha256_hex(text)
+        self.quads.append(Quad(s, PROV.value, Literal(text, _XSD_STRING), self.graph))
+        self.value(s, T.sha256, digest)
+        return digest
 
     def types(self, s: IRI, *classes: IRI) -> None:
         for cls in classes:
@@ -111,9 +179,10 @@ class QuadBuilder:
         digest = None
         if has_content:
             text = canonical_json(content) if as_json else str(content)
+            text = self.masked(s, PROV.value, text)
             digest = sha256_hex(text)
             if self.content == "full":
-                self.value(s, PROV.value, text)
+                self.quads.append(Quad(s, PROV.value, Literal(text, _XSD_STRING), self.graph))
             self.value(s, T.sha256, digest)
         if generated_by is not None:
             self.add(s, PROV.wasGeneratedBy, generated_by)

@@ -34,6 +34,7 @@ from trails.errors import SessionError
 from trails.prov.builder import QuadBuilder
 from trails.prov.events import Event
 from trails.prov.iri import Minter
+from trails.prov.masking import Masking
 from trails.prov.vocab import PROV, T
 from trails.store.base import Store, ask, select
 from trails.store.terms import IRI, Quad, Term, to_python
@@ -162,7 +163,12 @@ def _json(value: Any) -> str:
 
 
 def projection_quads(
-    projection: Projection, graph: IRI, minter: Minter, at: datetime
+    projection: Projection,
+    graph: IRI,
+    minter: Minter,
+    at: datetime,
+    *,
+    masking: Masking | None = None,
 ) -> list[Quad]:
     """The quads of ``projection`` in ``graph``.
 
@@ -171,11 +177,12 @@ def projection_quads(
         graph: the named graph to write it into.
         minter: mints the principal's IRI.
         at: when it was persisted (``prov:generatedAtTime``).
+        masking: the recorder's PII masking rules (texts are masked as events are).
 
     Returns:
         The quads (one projection entity, its members, the principal agent).
     """
-    b = QuadBuilder(graph, minter)
+    b = QuadBuilder(graph, minter, masking=masking)
     session = IRI.trusted(projection.session)
     p = projection_iri(session)
     b.types(p, T.SessionProjection, PROV.Collection, PROV.Entity)

@@ -26,6 +26,7 @@ from trails.config import Settings, load_settings
 from trails.prov.builder import QuadBuilder
 from trails.prov.events import Event
 from trails.prov.iri import Minter
+from trails.prov.masking import Masking
 from trails.store import Store, default_store
 from trails.store.terms import Quad
 
@@ -47,16 +48,24 @@ class Recorder:
         store: where to write.
         base_iri: base under which instance IRIs are minted.
         content: ``"full"`` records values, ``"hash"`` records sha256 only.
+        masking: PII masking rules applied to every text before it is written
+            (``trails.prov.masking``; default: none).
     """
 
     def __init__(
-        self, store: Store, *, base_iri: str = "urn:trails:", content: str = "full"
+        self,
+        store: Store,
+        *,
+        base_iri: str = "urn:trails:",
+        content: str = "full",
+        masking: Masking | None = None,
     ) -> None:
         if content not in ("full", "hash"):
             raise ValueError(f"content must be 'full' or 'hash', not {content!r}")
         self.store = store
         self.minter = Minter(base_iri)
         self.content = content
+        self.masking = masking
         self._listeners: list[Listener] = []
         self._prewrite: list[PreWriteHook] = []
         self._on_written: list[Listener] = []
@@ -81,6 +90,7 @@ class Recorder:
             store if store is not None else default_store(),
             base_iri=settings.base_iri,
             content=settings.record_content,
+            masking=Masking.from_settings(settings),
         )
         for path in settings.recorder_plugins():
             settings.plugin(path)(recorder, settings)
@@ -88,7 +98,7 @@ class Recorder:
 
     def quads(self, event: Event) -> list[Quad]:
         """The quads ``event`` becomes, without writing them."""
-        builder = QuadBuilder(event.graph, self.minter, self.content)
+        builder = QuadBuilder(event.graph, self.minter, self.content, self.masking)
         event.emit(builder)
         return builder.quads
 

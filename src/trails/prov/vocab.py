@@ -154,6 +154,20 @@ class T:
     toKey = TRAILS.toKey
     rotationHash = TRAILS.rotationHash
     redaction = TRAILS.redaction
+    # PII masking at the source
+    Masking = TRAILS.Masking
+    masking = TRAILS.masking
+    maskingRule = TRAILS.maskingRule
+    maskedProperty = TRAILS.maskedProperty
+    matchCount = TRAILS.matchCount
+    # legal holds
+    LegalHold = TRAILS.LegalHold
+    HoldPlacement = TRAILS.HoldPlacement
+    HoldRelease = TRAILS.HoldRelease
+    heldSession = TRAILS.heldSession
+    heldPrincipal = TRAILS.heldPrincipal
+    holdReason = TRAILS.holdReason
+    releaseReason = TRAILS.releaseReason
     # memory: learn / recall / forget on the store
     MemoryLearn = TRAILS.MemoryLearn
     MemoryRecall = TRAILS.MemoryRecall

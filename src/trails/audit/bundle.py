@@ -1,0 +1,547 @@
+"""Offline evidence bundles: a regulator's copy that verifies without the store.
+
+``write_bundle`` puts the selected session graphs in one zip archive with
+everything needed to check them on another machine:
+
+- ``sessions/NNNN.trig``: each graph, in TriG, as the store holds it;
+- ``ledger/segment.nq``: the seals of those graphs and, for each writer's
+  chain, every seal between the first and the last of them (the **chain
+  segment**), plus recorded key rotations, in canonical N-Quads;
+- ``keys/NNNN.pem``: the public keys recorded in those seals and rotations;
+- ``answers/*.csv``: the pack queries' answers over the bundled graphs (a
+  query that needs a session is answered once per session);
+- ``manifest.json``: what is where, with each file's SHA-256 and size.
+
+The archive is written in one canonical layout (entries stored uncompressed,
+in sorted order, with fixed times and modes), so ``verify_bundle`` can rebuild
+it from its content and compare byte for byte: a single changed byte anywhere,
+content or zip structure, is found. Then it checks every file against the
+manifest, each seal's own hash and signature, the links inside each chain
+segment, each bundled graph against its newest seal, and recomputes the
+answers from the graphs. ``BundleReport.proves`` and ``.does_not_prove`` say
+in words what the result means, since a bundle is a part of a ledger, not all
+of it.
+
+Export redaction rules are not applied to bundles: a redacted graph no longer
+matches its seal, and a bundle is evidence. Mask personal data at the source
+(``trails.redact``) instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import itertools
+import json
+import zipfile
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from trails.audit.canonical import canonical_lines, graph_digest
+from trails.audit.export import ExportStats, export
+from trails.audit.ledger import (
+    GENESIS,
+    LedgerContents,
+    SealRecord,
+    latest_of,
+    ledger_iri,
+    read_ledger,
+)
+from trails.audit.querypack import Query, load_pack
+from trails.audit.verify import Finding, VerifyReport, _check_seal, trusted_keys
+from trails.errors import ExportError, UserError
+from trails.prov.iri import Minter
+from trails.store import Solutions, Store, open_store
+from trails.store.terms import IRI
+
+__all__ = ["BUNDLE_FORMAT", "BundleReport", "BundleStats", "verify_bundle", "write_bundle"]
+
+BUNDLE_FORMAT = "trails-bundle/1"
+"""The manifest's ``format``: change it when the layout changes."""
+
+_MANIFEST = "manifest.json"
+_SEGMENT = "ledger/segment.nq"
+_EPOCH = (1980, 1, 1, 0, 0, 0)
+_ROWS = "SELECT ?s ?p ?o $ledger WHERE { GRAPH $ledger { ?s ?p ?o } }"
+_SESSION_TYPE = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+ASK { GRAPH $g { $g a trails:Session } }
+"""
+
+
+@dataclass
+class BundleStats:
+    """What ``write_bundle`` wrote."""
+
+    graphs: int = 0
+    quads: int = 0
+    seals: int = 0
+    answers: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class BundleReport:
+    """What ``verify_bundle`` found, and what the result means."""
+
+    findings: list[Finding] = field(default_factory=list)
+    graphs_checked: int = 0
+    seals: int = 0
+    signed: int = 0
+    answers_checked: int = 0
+    unsealed: list[str] = field(default_factory=list)
+    unchecked_answers: list[str] = field(default_factory=list)
+    """Answer files of queries this installation's pack does not have (not recomputed)."""
+    proves: list[str] = field(default_factory=list)
+    does_not_prove: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing in the bundle fails its check."""
+        return not self.findings
+
+
+# -- writing ------------------------------------------------------------------------
+
+
+def _zip_bytes(entries: dict[str, bytes]) -> bytes:
+    """The canonical archive of ``entries``: manifest first, then sorted, stored, fixed times."""
+    buffer = io.BytesIO()
+    names = sorted(entries, key=lambda n: (n != _MANIFEST, n))
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name in names:
+            info = zipfile.ZipInfo(name, date_time=_EPOCH)
+            info.compress_type = zipfile.ZIP_STORED
+            info.create_system = 3
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, entries[name])
+    return buffer.getvalue()
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _pem(key_b64: str) -> bytes:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    key = Ed25519PublicKey.from_public_bytes(base64.b64decode(key_b64))
+    return key.public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+
+
+def _segment(contents: LedgerContents, graphs: set[IRI]) -> list[SealRecord]:
+    """Every seal of ``graphs`` and, per chain, every seal between the first and last of them."""
+    ranges: dict[IRI | None, tuple[int, int]] = {}
+    for seal in contents.seals:
+        if seal.graph in graphs:
+            low, high = ranges.get(seal.chain, (seal.sequence, seal.sequence))
+            ranges[seal.chain] = (min(low, seal.sequence), max(high, seal.sequence))
+    return [
+        s
+        for s in contents.seals
+        if s.chain in ranges and ranges[s.chain][0] <= s.sequence <= ranges[s.chain][1]
+    ]
+
+
+def _answerable(pack: dict[str, Query]) -> list[tuple[Query, bool]]:
+    """SELECT queries that need no parameter (False) or only a session (True)."""
+    chosen = []
+    for query in pack.values():
+        if query.form != "SELECT":
+            continue
+        required = {n for n, p in query.params.items() if not p.optional}
+        if not required:
+            chosen.append((query, False))
+        elif required == {"session"}:
+            chosen.append((query, True))
+    return chosen
+
+
+def _answers(scratch: Store, sessions: dict[str, IRI]) -> dict[str, bytes]:
+    """Pack answers over the bundled graphs, as CSV, by archive path."""
+    out: dict[str, bytes] = {}
+    for query, per_session in _answerable(load_pack()):
+        if per_session:
+            for stem, graph in sessions.items():
+                data = query.run_to(scratch, {"session": graph}, format="csv")
+                out[f"answers/{query.name}/{stem}.csv"] = data
+        else:
+            out[f"answers/{query.name}.csv"] = query.run_to(scratch, {}, format="csv")
+    return out
+
+
+def _scratch(entries: dict[str, bytes]) -> Store:
+    """A memory store with the bundle's graphs and ledger segment."""
+    scratch = open_store("memory:")
+    for name, data in entries.items():
+        if name.startswith("sessions/") and name.endswith(".trig"):
+            scratch.load(data, format="trig")
+        elif name == _SEGMENT:
+            scratch.load(data, format="nquads")
+    return scratch
+
+
+def write_bundle(
+    store: Store,
+    path: str | Path,
+    graphs: list[IRI],
+    *,
+    minter: Minter | None = None,
+    selection: str = "",
+) -> BundleStats:
+    """Write an evidence bundle of ``graphs`` (from ``select_graphs``) to ``path``.
+
+    Check ``check_assurance`` first. The ledger graph, when selected (``--all``),
+    is not bundled whole: its segment covering the bundled graphs is.
+
+    Args:
+        store: the store.
+        path: the zip file to write (written to ``path.partial``, then renamed).
+        graphs: the graphs to bundle.
+        minter: names the ledger (default ``urn:trails:``).
+        selection: how the graphs were chosen, recorded in the manifest.
+
+    Returns:
+        What was written.
+
+    Raises:
+        ExportError: nothing to bundle, or the file cannot be written.
+        StoreError: the store could not be read.
+    """
+    minter = minter or Minter()
+    ledger = ledger_iri(minter)
+    graphs = sorted(g for g in set(graphs) if g != ledger)
+    if not graphs:
+        raise ExportError("the selection is empty: no session graph to bundle")
+    entries: dict[str, bytes] = {}
+    stats = BundleStats()
+    sessions: dict[str, IRI] = {}
+    for i, graph in enumerate(graphs, start=1):
+        stem = f"{i:04d}"
+        out = io.BytesIO()
+        part: ExportStats = export(store, out, [graph], format="trig", minter=minter)
+        entries[f"sessions/{stem}.trig"] = out.getvalue()
+        sessions[stem] = graph
+        stats.quads += part.quads
+    stats.graphs = len(graphs)
+
+    contents = read_ledger(store, ledger)
+    segment = _segment(contents, set(graphs))
+    keep = {s.iri for s in segment} | {r.iri for r in contents.rotations}
+    result = store.query(_ROWS, {"ledger": ledger})
+    assert isinstance(result, Solutions)
+    rows = [r for r in result.rows if r[0] in keep]
+    entries[_SEGMENT] = "".join(canonical_lines(rows, ledger)).encode("utf-8")
+    stats.seals = len(segment)
+    keys = sorted(
+        {s.signing_key for s in segment if s.signing_key}
+        | {k for r in contents.rotations for k in (r.from_key, r.to_key) if k}
+    )
+    for i, key in enumerate(keys, start=1):
+        entries[f"keys/{i:04d}.pem"] = _pem(key)
+
+    scratch = _scratch(entries)
+    try:
+        answers = _answers(scratch, sessions)
+        described = _describe_sessions(scratch, sessions, segment)
+    finally:
+        scratch.close()
+    entries.update(answers)
+    stats.answers = len(answers)
+
+    chains: dict[str, list[SealRecord]] = defaultdict(list)
+    for seal in segment:
+        chains[str(seal.chain or "")].append(seal)
+    manifest = {
+        "format": BUNDLE_FORMAT,
+        "created": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "ledger": str(ledger),
+        "selection": selection,
+        "sessions": described,
+        "chains": [
+            {
+                "chain": chain,
+                "first": seals[0].sequence,
+                "last": seals[-1].sequence,
+                "head": seals[-1].seal_hash,
+            }
+            for chain, seals in sorted(chains.items())
+        ],
+        "keys": {
+            name: base64_key
+            for name, base64_key in zip(
+                [f"keys/{i:04d}.pem" for i in range(1, len(keys) + 1)], keys, strict=True
+            )
+        },
+        "files": {
+            name: {"sha256": _sha(data), "bytes": len(data)}
+            for name, data in sorted(entries.items())
+        },
+    }
+    entries[_MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+    data = _zip_bytes(entries)
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial")
+    try:
+        partial.write_bytes(data)
+        partial.replace(target)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise ExportError(f"cannot write the bundle to {target}: {exc}") from exc
+    stats.bytes = len(data)
+    return stats
+
+
+def _describe_sessions(
+    scratch: Store, sessions: dict[str, IRI], segment: list[SealRecord]
+) -> list[dict[str, Any]]:
+    by_graph: dict[IRI, list[SealRecord]] = defaultdict(list)
+    for seal in segment:
+        by_graph[seal.graph].append(seal)
+    described = []
+    for stem, graph in sessions.items():
+        latest = latest_of(by_graph.get(graph, []))
+        described.append(
+            {
+                "graph": str(graph),
+                "file": f"sessions/{stem}.trig",
+                "session": bool(scratch.query(_SESSION_TYPE, {"g": graph})),
+                "seal": str(latest.iri) if latest else None,
+                "graph_hash": latest.graph_hash if latest else None,
+                "quads": latest.quad_count if latest else None,
+            }
+        )
+    return described
+
+
+# -- verifying ----------------------------------------------------------------------
+
+
+def _read_archive(path: Path, report: BundleReport) -> dict[str, bytes] | None:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"cannot read the bundle {path}: {exc}") from exc
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            entries = {info.filename: archive.read(info) for info in archive.infolist()}
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, KeyError) as exc:
+        report.findings.append(Finding("archive", str(path), f"not a readable zip archive: {exc}"))
+        return None
+    if _zip_bytes(entries) != raw:
+        report.findings.append(
+            Finding(
+                "archive",
+                str(path),
+                "its bytes differ from the canonical archive of its content "
+                "(the zip structure was changed after it was written)",
+            )
+        )
+    return entries
+
+
+def _check_files(entries: dict[str, bytes], manifest: dict[str, Any], report: BundleReport) -> None:
+    files = manifest.get("files", {})
+    for name, data in sorted(entries.items()):
+        if name == _MANIFEST:
+            continue
+        listed = files.get(name)
+        if listed is None:
+            report.findings.append(Finding("manifest", name, "in the archive, not in the manifest"))
+        elif listed.get("sha256") != _sha(data) or listed.get("bytes") != len(data):
+            report.findings.append(
+                Finding("altered", name, "its SHA-256 or size differs from the manifest")
+            )
+    for name in sorted(set(files) - set(entries)):
+        report.findings.append(Finding("missing", name, "in the manifest, not in the archive"))
+
+
+def _check_segment(
+    contents: LedgerContents, trusted: set[str] | None, report: BundleReport
+) -> dict[str, tuple[int, int]]:
+    """Each seal's hash and signature, and the links inside each chain's segment."""
+    inner = VerifyReport()
+    chains: dict[IRI | None, list[SealRecord]] = defaultdict(list)
+    for seal in contents.seals:
+        _check_seal(seal, trusted, inner)
+        chains[seal.chain].append(seal)
+    report.findings.extend(inner.findings)
+    report.signed = inner.signed
+    report.seals = len(contents.seals)
+    spans: dict[str, tuple[int, int]] = {}
+    for chain, seals in chains.items():
+        seals.sort(key=lambda s: (s.sequence, s.iri))
+        spans[str(chain or "")] = (seals[0].sequence, seals[-1].sequence)
+        if seals[0].sequence == 1 and seals[0].previous_hash != GENESIS:
+            report.findings.append(
+                Finding("chain", str(seals[0].iri), "the first seal does not start from genesis")
+            )
+        for before, seal in itertools.pairwise(seals):
+            if seal.sequence != before.sequence + 1:
+                report.findings.append(
+                    Finding(
+                        "chain",
+                        str(seal.iri),
+                        f"sequence {seal.sequence} follows {before.sequence} in the segment "
+                        "(a seal is missing from the bundle)",
+                    )
+                )
+            elif seal.previous != before.iri or seal.previous_hash != before.seal_hash:
+                report.findings.append(
+                    Finding("chain", str(seal.iri), "it does not link to the seal before it")
+                )
+    return spans
+
+
+def _rows_of(data: bytes) -> Counter[tuple[str, ...]]:
+    return Counter(tuple(row) for row in csv.reader(io.StringIO(data.decode("utf-8"))))
+
+
+def verify_bundle(
+    path: str | Path, *, public_key: Any = None, expect_heads: list[str] | None = None
+) -> BundleReport:
+    """Check an evidence bundle without the store it came from.
+
+    Args:
+        path: the zip file.
+        public_key: a trusted Ed25519 public key (obtained apart from the bundle): every
+            bundled seal must be signed by it or by a key a recorded rotation from it
+            introduced.
+        expect_heads: seal hashes kept elsewhere; each must be a seal in the bundle.
+
+    Returns:
+        The report, with what the result proves and does not.
+
+    Raises:
+        UserError: the file cannot be read.
+    """
+    path = Path(path)
+    report = BundleReport()
+    entries = _read_archive(path, report)
+    if entries is None:
+        return report
+    try:
+        manifest = json.loads(entries[_MANIFEST])
+        if manifest.get("format") != BUNDLE_FORMAT:
+            raise ValueError(f"format {manifest.get('format')!r}, expected {BUNDLE_FORMAT}")
+        ledger = IRI(manifest["ledger"])
+        described = list(manifest["sessions"])
+    except (KeyError, ValueError, TypeError, UnicodeDecodeError) as exc:
+        report.findings.append(Finding("manifest", _MANIFEST, f"unreadable: {exc}"))
+        return report
+    _check_files(entries, manifest, report)
+    scratch = _scratch(entries)
+    try:
+        contents = read_ledger(scratch, ledger)
+        trusted = trusted_keys(public_key, contents.rotations) if public_key is not None else None
+        spans = _check_segment(contents, trusted, report)
+        by_graph: dict[IRI, list[SealRecord]] = defaultdict(list)
+        for seal in contents.seals:
+            by_graph[seal.graph].append(seal)
+        bundled: dict[str, IRI] = {}
+        for item in described:
+            graph = IRI.trusted(str(item["graph"]))
+            bundled[Path(str(item["file"])).stem] = graph
+            latest = latest_of(by_graph.get(graph, []))
+            if latest is None:
+                report.unsealed.append(str(graph))
+                continue
+            report.graphs_checked += 1
+            digest, count = graph_digest(scratch, graph, version=latest.version)
+            if digest != latest.graph_hash or count != latest.quad_count:
+                report.findings.append(
+                    Finding(
+                        "altered",
+                        str(graph),
+                        f"sealed with {latest.quad_count} quads, hash {latest.graph_hash[:16]}…; "
+                        f"bundled {count} quads, hash {digest[:16]}…",
+                    )
+                )
+        recomputed = _answers(scratch, bundled)
+        for name in sorted(n for n in entries if n.startswith("answers/")):
+            if name not in recomputed:
+                report.unchecked_answers.append(name)
+        for name, data in sorted(recomputed.items()):
+            if name not in entries:
+                continue  # a query this trails has and the exporter's had not
+            report.answers_checked += 1
+            if _rows_of(entries[name]) != _rows_of(data):
+                report.findings.append(
+                    Finding("answers", name, "differs from the answer recomputed from the graphs")
+                )
+    finally:
+        scratch.close()
+    hashes = {s.seal_hash for s in contents.seals}
+    for head in expect_heads or []:
+        if head not in hashes:
+            report.findings.append(Finding("chain", head, "the expected head is not in the bundle"))
+    _explain(report, contents, set(bundled.values()), spans, public_key is not None, expect_heads)
+    return report
+
+
+def _explain(
+    report: BundleReport,
+    contents: LedgerContents,
+    bundled: set[IRI],
+    spans: dict[str, tuple[int, int]],
+    trusted: bool,
+    heads: list[str] | None,
+) -> None:
+    """Say in words what a passing check means and where it stops."""
+    proves, not_proven = report.proves, report.does_not_prove
+    proves.append(
+        f"{report.graphs_checked} bundled graph(s) are, quad for quad, the graphs their "
+        "seals fixed (canonical hash and quad count recomputed)"
+    )
+    proves.append(
+        f"{report.seals} seal(s) hash to their recorded hashes and, within each of "
+        f"{len(spans)} chain segment(s), link one to the next without a gap"
+    )
+    if trusted:
+        proves.append("every bundled seal is signed by the trusted key or a key rotated to from it")
+    else:
+        not_proven.append(
+            "who made the seals: no trusted key was given, so signatures were checked against "
+            "the keys the bundle itself carries; anyone can build a self-consistent bundle. "
+            "Pass the publisher's public key, obtained apart from the bundle (--key)"
+        )
+    if heads:
+        proves.append("the expected head(s) kept elsewhere are seals of this bundle")
+    proves.append(f"{report.answers_checked} query answer file(s) match the bundled graphs")
+    outside = sorted({str(s.graph) for s in contents.seals if s.graph not in bundled})
+    if outside:
+        not_proven.append(
+            f"anything about {len(outside)} session(s) whose seals sit in the chain segment "
+            f"but whose graphs are not in the bundle (e.g. {outside[0]})"
+        )
+    not_proven.append(
+        "anything about sessions outside the bundle, or that the bundle holds every session "
+        "of the store (a selection is a selection)"
+    )
+    starts = [f"{c.rsplit(':', 1)[-1]}@{lo}" for c, (lo, _hi) in sorted(spans.items()) if lo > 1]
+    if starts:
+        not_proven.append(
+            "the chains before the segment (it starts after seal 1: "
+            + ", ".join(starts)
+            + "); anchors to seals outside the bundle are recorded but not checked"
+        )
+    not_proven.append(
+        "that no seals were written after the segment's last seal; the manifest's time and "
+        "selection are the exporter's statements, not sealed evidence"
+    )
+    if report.unchecked_answers:
+        not_proven.append(
+            f"{len(report.unchecked_answers)} answer file(s) of queries this installation "
+            "does not have (not recomputed)"
+        )
+    if report.unsealed:
+        not_proven.append(
+            f"the integrity of {len(report.unsealed)} bundled graph(s) without a seal "
+            "(open sessions, memory graphs)"
+        )
