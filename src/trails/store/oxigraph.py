@@ -28,6 +28,7 @@ from trails.errors import (
     StoreError,
     StoreLockedError,
 )
+from trails.store._sparql_bind import bind_params
 from trails.store.base import DATASET_FORMATS, RESULT_FORMATS, QueryResult, Solutions, Store
 from trails.store.terms import IRI, BNode, Literal, Quad, Term, Triple
 
@@ -215,7 +216,11 @@ class OxigraphStore(Store):
         if named_graphs is not None:
             kw["named_graphs"] = [_named(g) for g in named_graphs]
         try:
-            if params:
+            if params and not any(isinstance(v, BNode) for v in params.values()):
+                sparql = bind_params(
+                    sparql, params
+                )  # the remote store's text: docs/remote-store.md
+            elif params:  # a blank node can only be pre-bound by pyoxigraph itself
                 kw["substitutions"] = {ox.Variable(k): _to_ox(v) for k, v in params.items()}
             return store.query(sparql, **kw)
         except SyntaxError as exc:
