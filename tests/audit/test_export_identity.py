@@ -9,8 +9,10 @@
 - PROV-JSON: every export of the audit fixture validates against the W3C
   PROV-JSON schema (member submission, vendored in
   ``tests/data/w3c/prov-json/``), with ``jsonschema``.
-- Known gap: PROV-N / PROV-JSON still let an IRI whose scheme equals a
-  declared prefix read back as another IRI (a strict xfail below).
+- PROV-N and PROV-JSON: the ``prov`` package reads back the same records
+  (types, identifiers, attributes, per bundle) as it reads from the TriG
+  export, adversarial IRIs included; IRIs in the ``prov`` package's own
+  prefixes (``prov:erin``, ``xsd:y``) are refused with ``ExportError``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pyld import jsonld
 from tests.audit.conftest import Fixture
 
 from trails.audit.export import export
+from trails.errors import ExportError
 from trails.store import IRI, Literal, Quad, Solutions, Store, open_store
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -156,20 +159,61 @@ def test_provjson_exports_validate_against_the_w3c_schema(fx: Fixture) -> None:
     assert checked == len(fx.sessions) >= 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not fixed yet: the prov package writes agent:bob and urn:trails:agent:bob as the "
-    "same qualified name when the export declares the prefix agent (issue 14 item 5)",
-)
-def test_provjson_keeps_an_iri_whose_scheme_is_a_prefix() -> None:
+def _records(doc: ProvDocument) -> set[tuple[str, str, str]]:
+    """(bundle, record type, identifier IRI) of every record, and each attribute as text."""
+    found: set[tuple[str, str, str]] = set()
+    for bundle in [doc, *doc.bundles]:
+        name = str(bundle.identifier.uri) if bundle.identifier else ""
+        for record in bundle.get_records():
+            ident = str(record.identifier.uri) if record.identifier else ""
+            found.add((name, str(record.get_type().uri), ident))
+            for attr, value in record.attributes:
+                text = str(value.uri) if hasattr(value, "uri") else str(value)
+                found.add((name, f"{ident} {attr.uri}", text))
+    return found
+
+
+def _export(store: Store, graphs: list[IRI], fmt: str) -> str:
+    out = io.BytesIO()
+    export(store, out, graphs, format=fmt)
+    return out.getvalue().decode("utf-8")
+
+
+@pytest.mark.parametrize("fmt", ["provjson", "provn"])
+def test_prov_formats_keep_iris_whose_scheme_looks_like_a_prefix(fmt: str) -> None:
+    iris = [i for i in ADVERSARIAL if not str(i).startswith(("prov:", "xsd:"))]
     source = open_store("memory:")
     try:
-        source.write([Quad(IRI("agent:bob"), RDF_TYPE, PROV_AGENT, G),
-                      Quad(IRI("urn:trails:agent:bob"), RDF_TYPE, PROV_AGENT, G)])  # fmt: skip
-        out = io.BytesIO()
-        export(source, out, [G], format="provjson")
+        source.write([Quad(who, RDF_TYPE, PROV_AGENT, G) for who in iris])
+        nquads = _export(source, [G], "nquads")
+        text = _export(source, [G], fmt)
     finally:
         source.close()
-    doc = ProvDocument.deserialize(content=out.getvalue().decode(), format="json")
-    agents = {str(r.identifier.uri) for b in [doc, *doc.bundles] for r in b.get_records()}
-    assert agents == {"agent:bob", "urn:trails:agent:bob"}
+    # the reference reads N-Quads: no prefix declarations for the prov package to misapply
+    reference = ProvDocument.deserialize(content=nquads, format="rdf", rdf_format="nquads")
+    doc = ProvDocument.deserialize(content=text, format="json" if fmt == "provjson" else "provn")
+    assert _records(doc) == _records(reference)
+    agents = {str(r.identifier.uri) for b in doc.bundles for r in b.get_records()}
+    assert agents == {str(i) for i in iris}
+
+
+@pytest.mark.parametrize("fmt", ["provjson", "provn"])
+def test_prov_formats_refuse_iris_in_the_prov_packages_own_prefixes(fmt: str) -> None:
+    source = open_store("memory:")
+    try:
+        source.write([Quad(IRI("prov:erin"), RDF_TYPE, PROV_AGENT, G)])
+        with pytest.raises(ExportError, match="prov"):
+            _export(source, [G], fmt)
+    finally:
+        source.close()
+
+
+@pytest.mark.parametrize("fmt", ["provjson", "provn"])
+def test_prov_formats_read_back_the_fixture_record_for_record(fx: Fixture, fmt: str) -> None:
+    graphs = sorted(fx.sessions.values())
+    reference = ProvDocument.deserialize(
+        content=_export(fx.store, graphs, "trig"), format="rdf", rdf_format="trig"
+    )
+    text = _export(fx.store, graphs, fmt)
+    doc = ProvDocument.deserialize(content=text, format="json" if fmt == "provjson" else "provn")
+    assert _records(doc) == _records(reference)
