@@ -159,6 +159,21 @@ SCOPED: list[tuple[str, str, dict[str, Any], Any]] = [
         {"x": D},
         [],
     ),
+    (
+        "exists-without-pattern",
+        "SELECT ?x ?s WHERE { GRAPH ?g { ?s <urn:t:q> ?o } "
+        "OPTIONAL { GRAPH ?g2 { ?o ?p2 ?o2 } FILTER(?o2 != ?x) } "
+        "FILTER EXISTS { GRAPH ?h { ?x <urn:t:q> ?c } } }",
+        {"x": D},
+        [],
+    ),
+    (
+        "construct-filter-without-pattern",
+        "CONSTRUCT { ?x <urn:t:seen> ?o } WHERE { GRAPH ?g { ?s <urn:t:q> ?o } "
+        "FILTER(?x IN (<urn:t:a>, <urn:t:z>)) }",
+        {"x": A},
+        [Triple(A, IRI(T + "seen"), IRI(T + "c"))],
+    ),
     ("ask-filter-only", "ASK { GRAPH ?g { ?s ?p ?o } FILTER(?s = ?x) }", {"x": Z}, True),
     (
         "construct",
@@ -182,6 +197,8 @@ SCOPED: list[tuple[str, str, dict[str, Any], Any]] = [
 
 
 VIRTUOSO_BUGS = {
+    "exists-without-pattern": "Virtuoso 7.2 keeps a row whose FILTER EXISTS group has no "
+    "match here (embedded and oxigraph serve answer as SPARQL says)",
     "minus-not-mentioning": "Virtuoso 7.2 removes every row for a MINUS that shares no variable "
     "with its left side, parameters or not; SPARQL 1.1 removes none",
 }
@@ -290,10 +307,13 @@ def test_remote_text_means_what_prebinding_means(
 ) -> None:
     sparql = form.format(body=" ".join([first, *extras]))
     expected = _answer(sparql, {"x": value})
-    # pyoxigraph's own pre-binding is wrong in two known ways (rows of SCOPED above):
-    # BOUND(?x) is folded to false when no pattern binds ?x, and an ASK refuses a
-    # parameter no pattern binds.
+    # pyoxigraph's own pre-binding is wrong in known ways (rows of SCOPED above):
+    # BOUND(?x) is folded to false when no pattern binds ?x, EXISTS may not see a
+    # ?x no pattern outside it binds, and an ASK refuses a parameter no pattern binds.
     assume("BOUND" not in sparql)
+    assume(not ("EXISTS" in sparql and "?x" not in first))
+    # ... and in a CONSTRUCT, FILTERs do not see a parameter no pattern binds
+    assume(not (form.startswith("CONSTRUCT") and "?x" not in first))
     assume(not (form.startswith("ASK") and expected == ("refused", False)))
     try:
         text = bind_params(sparql, {"x": value})
