@@ -45,6 +45,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from trails.errors import QueryParameterError
 from trails.store.terms import BNode, Literal, Quad, Term
@@ -158,10 +159,16 @@ def bind_params(sparql: str, params: Mapping[str, Term] | None) -> str:
     if not params:
         return sparql
     values = _checked_values(params)
+    return _Binder(_parsed(sparql, frozenset(values)), values).text()
+
+
+@lru_cache(maxsize=512)
+def _parsed(sparql: str, names: frozenset[str]) -> _Parser:
+    """The query read once per text and parameter names (the query pack repeats them)."""
     tokens = [(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(sparql)]
-    parsed = _Parser(set(values), tokens)
+    parsed = _Parser(set(names), tokens)
     parsed.parse()
-    return _Binder(parsed, values).text()
+    return parsed
 
 
 @dataclass(eq=False)
