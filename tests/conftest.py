@@ -9,7 +9,8 @@
 - Every graph a test leaves in the process default store (the ``store``
   fixture, or the store trails opened by default) must conform to
   ``ontologies/shapes.ttl`` and be read by the ``prov`` package with every
-  activity, entity and agent in it: checked after the test. A test that builds
+  activity, entity and agent in it, and satisfy the PROV-CONSTRAINTS checks
+  of ``trails.testing.prov_constraints``: checked after the test. A test that builds
   non-conforming graphs on purpose says so with
   ``@pytest.mark.allow_nonconforming``.
 """
@@ -44,11 +45,12 @@ def _check_recorded_graphs(request: pytest.FixtureRequest, store: Store | None) 
     except StoreError:  # closed by the test
         return
     if recorded:
-        from trails.testing import assert_prov_readable, shacl_report
+        from trails.testing import assert_prov_constraints, assert_prov_readable, shacl_report
 
         conforms, text = shacl_report(store)
         assert conforms, f"graphs recorded by this test do not conform to shapes.ttl:\n{text}"
         assert_prov_readable(store)  # the prov package reads every activity, entity and agent
+        assert_prov_constraints(store)  # PROV-CONSTRAINTS: times, unique generation, typing
 
 
 @pytest.fixture(autouse=True)

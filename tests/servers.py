@@ -371,10 +371,11 @@ def _check_shapes(request: pytest.FixtureRequest, store: Store) -> None:
         return
     if not recorded:
         return
-    from trails.testing import shacl_report
+    from trails.testing import assert_prov_constraints, shacl_report
 
     conforms, text = shacl_report(store)
     assert conforms, f"graphs recorded by this test do not conform to shapes.ttl:\n{text}"
+    assert_prov_constraints(store)
 
 
 def _use(request: pytest.FixtureRequest, store: Store) -> Iterator[Store]:

@@ -184,6 +184,14 @@ def build(store: Store, monkeypatch: pytest.MonkeyPatch, *, seal: bool = True) -
     clock = Clock()
     monkeypatch.setattr(kinvoke, "now", clock)
     monkeypatch.setattr(kcontext, "now", clock)
+    # every module that stamps events reads the same frozen clock (PROV-CONSTRAINTS
+    # compares the times of activities recorded by different modules)
+    import trails.agent.planners._loop as ploop
+    import trails.llm.client as lclient
+    import trails.memory.service as mservice
+
+    for module in (ploop, lclient, mservice):
+        monkeypatch.setattr(module, "now", clock)
     recorder = Recorder(store)
     if seal:
         install_sealer(recorder)

@@ -7,9 +7,15 @@ included) written in one format:
 - ``nquads`` and ``trig`` are streamed graph by graph (the store serialises
   each graph; trails adds the graph name), with a progress callback; they are
   the lossless formats: export -> import -> export gives the same quads;
-- ``turtle`` holds one graph only; ``jsonld`` holds the dataset with its graphs;
+- ``turtle`` holds one graph only; ``jsonld`` holds the dataset with its graphs,
+  in expanded form: every IRI in full, every literal with its datatype and
+  lexical form, so any JSON-LD 1.1 processor reads back the same quads;
 - ``provn`` and ``provjson`` go through the ``prov`` package (one bundle per
   graph) for PROV tools that do not read RDF; they are for reading, not import.
+  No prefix is named like the scheme of an IRI in the export (``agent`` becomes
+  ``agent1`` next to ``agent:bob``), since the ``prov`` package would read
+  ``agent:bob`` as a qualified name; an IRI whose scheme is one of its own
+  prefixes (``prov:``, ``xsd:``) is refused with ``ExportError``.
 
 Two rules from the ``[audit]`` configuration apply on the way out:
 
@@ -47,7 +53,7 @@ from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxErro
 from trails.prov.iri import Minter
 from trails.prov.vocab import NAMESPACES, PROV, T
 from trails.store import Literal, Solutions, Store, open_store
-from trails.store.terms import IRI, Term
+from trails.store.terms import IRI, XSD, BNode, Term
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -331,15 +337,42 @@ def _graph_ntriples(
     return data, data.count(b"\n"), 0
 
 
-def _prefixes(minter: Minter) -> dict[str, str]:
+def _prefixes(minter: Minter, avoid: frozenset[str] = frozenset()) -> dict[str, str]:
     names = dict(NAMESPACES)
     for kind in ("session", "activity", "entity", "agent", "capability", "model", "policy"):
         names[kind] = f"{minter.base}{kind}:"
     names["graph"] = f"{minter.base}graph:"
-    return names
+    if not avoid:
+        return names
+    return {_free(name, avoid, names): iri for name, iri in names.items()}
 
 
-def _new_prefixes(data: bytes, names: dict[str, str], known: set[str]) -> bytes:
+def _free(name: str, avoid: frozenset[str], taken: Iterable[str] = ()) -> str:
+    """``name``, or ``name1``, ``name2`` ...: a prefix no IRI of the data has as its scheme.
+
+    The ``prov`` package reads ``agent:bob`` as the qualified name ``agent:bob``
+    when a prefix ``agent`` is declared, so a prefix must never equal a scheme.
+    """
+    used = set(taken) - {name}
+    candidate, n = name, 0
+    while candidate.lower() in avoid or candidate in used:
+        n += 1
+        candidate = f"{name}{n}"
+    return candidate
+
+
+_SCHEME = re.compile(rb"<([A-Za-z][A-Za-z0-9+.\-]*):")
+_RESERVED = frozenset({"prov", "xsd"})  # the prov package's own prefixes, never renamed
+
+
+def _schemes(nquads: bytes) -> frozenset[str]:
+    """The IRI schemes of an N-Quads text, lower-cased."""
+    return frozenset(m.decode("ascii").lower() for m in _SCHEME.findall(nquads))
+
+
+def _new_prefixes(
+    data: bytes, names: dict[str, str], known: set[str], avoid: frozenset[str] = frozenset()
+) -> bytes:
     """``@prefix`` lines for namespaces in ``data`` not declared yet (PROV tools need a
     prefix for every IRI; TriG allows directives between graph blocks)."""
     lines = []
@@ -348,7 +381,7 @@ def _new_prefixes(data: bytes, names: dict[str, str], known: set[str]) -> bytes:
         namespace = iri[: cut + 1]
         if cut > 0 and cut + 1 < len(iri) and namespace not in known:
             known.add(namespace)
-            prefix = f"ns{len(names) + 1}"
+            prefix = _free(f"ns{len(names) + 1}", avoid, names)
             names[prefix] = namespace
             lines.append(f"@prefix {prefix}: <{namespace}> .\n")
     return "".join(lines).encode()
@@ -379,9 +412,10 @@ def _stream(
     stats: ExportStats,
     progress: Progress | None,
     minter: Minter | None = None,
+    avoid: frozenset[str] = frozenset(),
 ) -> None:
-    """Write graphs as N-Quads or TriG, one graph at a time."""
-    names = _prefixes(minter or Minter())
+    """Write graphs as N-Quads or TriG, one graph at a time (no prefix named like ``avoid``)."""
+    names = _prefixes(minter or Minter(), avoid)
     known = set(names.values())
     if fmt == "trig":
         out.write("".join(f"@prefix {k}: <{v}> .\n" for k, v in names.items()).encode())
@@ -390,7 +424,7 @@ def _stream(
         if fmt == "nquads":
             out.write(data.replace(b" .\n", f" <{g}> .\n".encode()))
         else:
-            out.write(_new_prefixes(data, names, known))
+            out.write(_new_prefixes(data, names, known, avoid))
             out.write(f"<{g}> {{\n".encode())
             out.write(data)
             out.write(b"}\n")
@@ -463,8 +497,15 @@ def export(
         return stats
     from prov.model import ProvDocument
 
+    schemes = _schemes(buffer.getvalue())
+    if schemes & _RESERVED:
+        raise ExportError(
+            f"{format} cannot keep IRIs whose scheme is {', '.join(sorted(schemes & _RESERVED))}: "
+            f"the prov package reads them as its own prefix (prov:erin would become "
+            f"{PROV}erin); export as trig, nquads or jsonld"
+        )
     trig = io.BytesIO()
-    _stream(store, graphs, trig, "trig", targets, ExportStats(), None, minter)
+    _stream(store, graphs, trig, "trig", targets, ExportStats(), None, minter, schemes)
     document = ProvDocument.deserialize(
         content=trig.getvalue().decode("utf-8"), format="rdf", rdf_format="trig"
     )
@@ -506,14 +547,53 @@ _PROVN_PREFIX = re.compile(r"^\s*prefix\s+([A-Za-z_][\w.-]*)\s+<")
 
 
 def _nquads_to_jsonld(data: bytes, minter: Minter) -> bytes:
-    """JSON-LD of a dataset, named graphs kept (rdflib: the store's JSON-LD holds one graph)."""
-    import rdflib
+    """Expanded JSON-LD of a dataset: every IRI in full, every literal typed, term for term.
 
-    dataset = rdflib.Dataset()
-    dataset.parse(data=data, format="nquads")
-    context = dict(_prefixes(minter))
-    text = dataset.serialize(format="json-ld", context=context, indent=1)
-    return text.encode("utf-8") if isinstance(text, str) else text
+    Written here rather than by rdflib's serialiser, which compacts IRIs with
+    prefixes that can collide with an IRI's own scheme (``agent:bob``), turns
+    numbers into native JSON values and rewrites lexical forms (``0.5Z`` as
+    ``.500000+00:00``). Expanded form needs no context, so nothing is renamed.
+    """
+    del minter  # full IRIs: no instance prefixes
+    scratch = open_store("memory:")
+    try:
+        scratch.load(data, format="nquads")
+        rows = scratch.query("SELECT ?g ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } }")
+    finally:
+        scratch.close()
+    graphs: dict[str, dict[str, dict[str, list[dict[str, str]]]]] = {}
+    for row in rows if isinstance(rows, Solutions) else ():
+        g, s, p, o = row["g"], row["s"], row["p"], row["o"]
+        node = graphs.setdefault(_jsonld_id(g), {}).setdefault(_jsonld_id(s), {})
+        node.setdefault(str(p), []).append(_jsonld_object(o))
+    document: list[dict[str, Any]] = []
+    for graph, nodes in sorted(graphs.items()):
+        members: list[dict[str, Any]] = []
+        for subject, props in sorted(nodes.items()):
+            member: dict[str, Any] = {"@id": subject}
+            for predicate, objects in sorted(props.items()):
+                member[predicate] = sorted(objects, key=_sort_key)
+            members.append(member)
+        document.append({"@id": graph, "@graph": members})
+    return json.dumps(document, indent=1, ensure_ascii=False).encode("utf-8")
+
+
+def _jsonld_id(term: Term) -> str:
+    return f"_:{term}" if isinstance(term, BNode) else str(term)
+
+
+def _jsonld_object(term: Term) -> dict[str, str]:
+    if isinstance(term, Literal):
+        if term.language:
+            return {"@value": term.value, "@language": term.language}
+        if term.datatype == XSD + "string":
+            return {"@value": term.value}
+        return {"@value": term.value, "@type": term.datatype}
+    return {"@id": _jsonld_id(term)}
+
+
+def _sort_key(value: dict[str, str]) -> str:
+    return json.dumps(value, sort_keys=True)
 
 
 def _jsonld_to_nquads(data: bytes) -> bytes:

@@ -12,34 +12,40 @@ is doubled, even a server that expands ``\\uXXXX`` escapes before parsing (as
 the SPARQL grammar allows) only ever sees an escaped character, never a
 closing quote.
 
-Parameters follow the embedded store's semantics (pyoxigraph
-``substitutions``, SPARQL SEP-0007): the variable is pre-bound to the term
-for the whole evaluation, so FILTERs in nested groups, OPTIONALs, EXISTS and
-subqueries see the value, and a SELECT returns it in its column. That is
-reproduced on the text, outside strings, IRIs and comments:
+Parameters are the query's own variable pre-bound to a term, with SPARQL's
+scoping. Both stores send the same rewritten text (the embedded one too, so
+the backends cannot differ; docs/remote-store.md says why pyoxigraph's own
+``substitutions`` are not used). The query is read into scopes (the query and
+each sub-SELECT) and brace blocks (groups, VALUES data, templates), outside
+strings, IRIs and comments; then, per parameter ``?x`` bound to ``t``:
 
-- inside a query pattern (the WHERE group and everything nested in it, the
-  CONSTRUCT template, DESCRIBE targets) each ``?name`` / ``$name`` is
-  replaced by the term, so the server sees a constant exactly where the
-  embedded store sees a pre-bound variable;
-- a SELECT (the outer one and every subquery) keeps the variable in its
-  projection and solution modifiers (GROUP BY, HAVING, ORDER BY) and gets
-  ``BIND(<term> AS ?name)`` as the first element of its WHERE group, so the
-  column exists, holds the term on every row and can be grouped on.
+- every group that mentions ``?x`` in the query's scope (directly, in a nested
+  group, in an EXISTS, or through a sub-SELECT that projects it) starts with
+  ``BIND(t AS ?x)``, and ``?x`` in its triple patterns becomes ``t``: FILTERs,
+  ``BOUND``, aggregates, ``GROUP BY`` and ``MINUS`` see a bound variable, and
+  the server can use the constant to find the triples;
+- the WHERE group of the query always gets it, so a SELECT returns the column;
+- a sub-SELECT that does not project ``?x`` has a ``?x`` of its own: untouched;
+  one that projects it (or ``*`` with ``?x`` in scope) is bound inside, before
+  its LIMIT, as pyoxigraph does;
+- the right side of a ``MINUS`` that never mentions ``?x`` is not bound (bound,
+  it would share ``?x`` with every row and remove them all);
+- ``VALUES ?x { ... }`` is joined with the bound value; ``CONSTRUCT WHERE { T }``
+  becomes ``CONSTRUCT { T } WHERE { ... }``; ``DESCRIBE ?x`` without WHERE
+  describes ``t``.
 
-Not expressible that way, and refused with ``QueryParameterError`` rather than
-silently changed: a parameter the query assigns itself (``BIND(... AS
-?name)``, ``(... AS ?name)``) or lists in a ``VALUES`` clause. As on the
-embedded store, a parameter must occur in the query, and a SELECT must
-project it. Blank nodes cannot be parameters: a label in query text names a
-fresh variable-like node on the server, not a stored blank node.
+Refused with ``QueryParameterError`` rather than silently changed: a
+parameter the query assigns itself (``BIND(... AS ?x)``, ``(... AS ?x)``), one
+the query does not use (or only inside a sub-SELECT of its own), one a SELECT
+does not project, a blank node, unbalanced braces.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 from trails.errors import QueryParameterError
 from trails.store.terms import BNode, Literal, Quad, Term
@@ -106,14 +112,6 @@ def quad_ntriples(quad: Quad) -> str:
     return f"{term_n3(s)} {term_n3(p)} {term_n3(o)} ."
 
 
-@dataclass
-class _Frame:
-    kind: str  # "top", "head", "body", "template", "describe", "mods", "values"
-    depth: int  # brace depth of the frame's own group (its closing brace ends it)
-    paren: int = 0  # paren depth where a SELECT head started
-    select: bool = False  # a SELECT body: gets the BIND prelude, then solution modifiers
-
-
 def query_form(sparql: str) -> str:
     """SELECT, ASK, CONSTRUCT or DESCRIBE: the first form keyword outside strings, IRIs, comments.
 
@@ -125,6 +123,23 @@ def query_form(sparql: str) -> str:
         if word and word.upper() in _FORMS:
             return word.upper()
     return ""
+
+
+def _checked_values(params: Mapping[str, Term]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for name, term in params.items():
+        if not isinstance(name, str) or not _VARNAME.fullmatch(name):
+            raise QueryParameterError(f"bad parameter name {name!r}")
+        if isinstance(term, BNode):
+            raise QueryParameterError(
+                f"parameter {name!r} is a blank node; a SPARQL server cannot match a "
+                f"stored blank node by label, bind an IRI or a literal"
+            )
+        try:
+            values[name] = term_n3(term)
+        except (ValueError, TypeError) as exc:
+            raise QueryParameterError(f"parameter {name!r} is not a valid RDF term: {exc}") from exc
+    return values
 
 
 def bind_params(sparql: str, params: Mapping[str, Term] | None) -> str:
@@ -143,129 +158,286 @@ def bind_params(sparql: str, params: Mapping[str, Term] | None) -> str:
     """
     if not params:
         return sparql
-    values: dict[str, str] = {}
-    for name, term in params.items():
-        if not isinstance(name, str) or not _VARNAME.fullmatch(name):
-            raise QueryParameterError(f"bad parameter name {name!r}")
-        if isinstance(term, BNode):
-            raise QueryParameterError(
-                f"parameter {name!r} is a blank node; a SPARQL server cannot match a "
-                f"stored blank node by label, bind an IRI or a literal"
-            )
-        try:
-            values[name] = term_n3(term)
-        except (ValueError, TypeError) as exc:
-            raise QueryParameterError(f"parameter {name!r} is not a valid RDF term: {exc}") from exc
+    values = _checked_values(params)
+    return _Binder(_parsed(sparql, frozenset(values)), values).text()
+
+
+@lru_cache(maxsize=512)
+def _parsed(sparql: str, names: frozenset[str]) -> _Parser:
+    """The query read once per text and parameter names (the query pack repeats them)."""
     tokens = [(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(sparql)]
-    return _Rewriter(values, tokens).run()
+    parsed = _Parser(set(names), tokens)
+    parsed.parse()
+    return parsed
 
 
-class _Rewriter:
-    """One pass over the tokens with a stack of syntactic regions."""
+@dataclass(eq=False)
+class _Scope:
+    """The query itself or one sub-SELECT: a scope of variables."""
 
-    def __init__(self, values: dict[str, str], tokens: list[tuple[str, str]]) -> None:
-        self.values = values
+    parent: _Scope | None
+    form: str = ""
+    projected: set[str] = field(default_factory=set)
+    star: bool = False
+    where: _Block | None = None
+    outside: set[str] = field(default_factory=set)  # used outside the WHERE group
+
+
+@dataclass(eq=False)
+class _Block:
+    """One ``{ ... }``: a group graph pattern, a VALUES data block or a CONSTRUCT template."""
+
+    kind: str  # "group", "values", "template", "short" (the group of CONSTRUCT WHERE { })
+    scope: _Scope
+    open: int  # token index of its ``{``
+    paren: int  # parenthesis depth at the brace
+    opener: str = ""  # the significant token before the brace (OPTIONAL, MINUS, ...)
+    opener_at: int = -1
+    in_expr: bool = False  # inside parentheses of its parent (EXISTS in a FILTER or BIND)
+    close: int = -1
+    seen: bool = False  # a significant token followed the brace
+    subselect: _Scope | None = None  # the braces hold one sub-SELECT
+    children: list[_Block] = field(default_factory=list)
+    mentions: set[str] = field(default_factory=set)  # parameters written directly in it
+    pattern: set[str] = field(default_factory=set)  # ... outside parentheses (in scope)
+    terms: list[tuple[int, str]] = field(default_factory=list)  # (token, name) in triple patterns
+
+
+class _Parser:
+    """Scopes and brace blocks of a query, read from its tokens in one pass."""
+
+    def __init__(self, names: set[str], tokens: list[tuple[str, str]]) -> None:
+        self.names = names
         self.tokens = tokens
-        self.used: set[str] = set()
-        self.projected: set[str] = set()
-        self.star = False
-        self.top_form = ""
+        self.top = _Scope(None)
+        self.blocks: list[_Block] = []
+        self.describe_vars: list[int] = []
+        self.template = False
 
-    def _prelude(self) -> str:
-        return "".join(f" BIND({self.values[n]} AS ?{n})" for n in sorted(self.values))
-
-    def run(self) -> str:
-        out: list[str] = []
-        stack = [_Frame("top", 0)]
-        depth = paren = 0
-        previous = ""  # last significant token, upper-cased
-        in_values = False  # between VALUES and its data block
-        for kind, text in self.tokens:
-            frame = stack[-1]
+    def parse(self) -> None:
+        scopes = [self.top]
+        stack: list[_Block] = []
+        heads: list[tuple[_Scope, int]] = []  # SELECT clauses being read, with their paren depth
+        paren = 0
+        previous = ""
+        values_head = False
+        for index, (kind, text) in enumerate(self.tokens):
             if kind in ("ws", "skip"):
-                out.append(text)
                 continue
+            block = stack[-1] if stack else None
             upper = text.upper()
             if kind == "word":
                 if upper == "SELECT":
-                    self.top_form = self.top_form or "SELECT"
-                    stack.append(_Frame("head", depth, paren=paren, select=True))
-                elif upper in ("ASK", "CONSTRUCT", "DESCRIBE") and frame.kind == "top":
-                    self.top_form = self.top_form or upper
-                    if upper == "DESCRIBE":
-                        stack.append(_Frame("describe", depth))
+                    if block is None:
+                        self.top.form = self.top.form or "SELECT"
+                        heads.append((self.top, paren))
+                    else:
+                        if block.seen:
+                            raise _refuse("a sub-SELECT must be alone in its braces")
+                        sub = _Scope(scopes[-1])
+                        sub.form = "SELECT"
+                        block.subselect = sub
+                        scopes.append(sub)
+                        heads.append((sub, paren))
+                elif upper in ("ASK", "CONSTRUCT", "DESCRIBE") and block is None:
+                    self.top.form = self.top.form or upper
                 elif upper == "VALUES":
-                    in_values = True
-                elif upper == "WHERE" and frame.kind == "describe":
-                    stack.pop()
+                    values_head = True
             elif kind == "var":
-                text = self._var(text, frame, previous, in_values, paren)
-            elif text == "*" and frame.kind == "head" and frame.depth == 0:
-                self.star = True
+                self._var(text[1:], index, previous, block, scopes[-1], heads, paren, values_head)
+            elif text == "*" and heads and paren == heads[-1][1]:
+                heads[-1][0].star = True
             elif text == "(":
                 paren += 1
             elif text == ")":
                 paren -= 1
             elif text == "{":
-                depth += 1
-                if in_values:
-                    in_values = False
-                    stack.append(_Frame("values", depth))
-                elif frame.kind == "head" and paren == frame.paren:
-                    stack[-1] = _Frame("body", depth, select=True)
-                    text += self._prelude()
-                elif frame.kind == "describe":
-                    stack[-1] = _Frame("body", depth)
-                elif frame.kind == "top":
-                    region = "template" if previous == "CONSTRUCT" else "body"
-                    stack.append(_Frame(region, depth))
+                if block is not None:
+                    block.seen = True
+                new = self._open(index, block, scopes[-1], heads, paren, previous, values_head)
+                values_head = False
+                stack.append(new)
+                previous = "{"
+                continue
             elif text == "}":
-                if frame.depth == depth and frame.kind in ("body", "template", "values"):
-                    stack.pop()
-                    if frame.select:
-                        stack.append(_Frame("mods", depth - 1))
-                elif frame.kind == "mods" and frame.depth == depth:
-                    stack.pop()  # the group around a subquery closes
-                depth -= 1
-            out.append(text)
+                if block is None:
+                    raise _refuse("unbalanced braces")
+                block.close = index
+                stack.pop()
+                if block.subselect is not None:
+                    scopes.pop()
+            if block is not None:
+                block.seen = True
             previous = upper
-        self._check()
-        return "".join(out)
+        if stack or heads or paren:
+            raise _refuse("the query is incomplete (unbalanced braces or parentheses)")
 
-    def _check(self) -> None:
-        missing = sorted(set(self.values) - self.used)
-        if missing:
-            raise QueryParameterError(
-                f"query parameters rejected: the query does not use "
-                f"{', '.join('?' + m for m in missing)}"
-            )
-        if self.top_form == "SELECT" and not self.star:
-            unprojected = sorted(set(self.values) - self.projected)
-            if unprojected:
-                raise QueryParameterError(
-                    f"query parameters rejected: a SELECT must project its parameters to bind "
-                    f"them; add {', '.join('?' + u for u in unprojected)} to the SELECT clause"
-                )
+    def _open(
+        self,
+        index: int,
+        block: _Block | None,
+        scope: _Scope,
+        heads: list[tuple[_Scope, int]],
+        paren: int,
+        previous: str,
+        values_head: bool,
+    ) -> _Block:
+        opener_at = self._previous_index(index)
+        if values_head:
+            new = _Block("values", scope, index, paren)
+        elif heads and paren == heads[-1][1]:
+            owner = heads.pop()[0]
+            new = _Block("group", owner, index, paren, opener="WHERE")
+            owner.where = new
+        elif block is None and previous == "CONSTRUCT":
+            new = _Block("template", scope, index, paren)
+            self.template = True
+        elif block is None:
+            short = previous == "WHERE" and self.top.form == "CONSTRUCT" and not self.template
+            new = _Block("short" if short else "group", scope, index, paren, opener=previous)
+            self.top.where = new
+        else:
+            new = _Block("group", scope, index, paren, opener=previous)
+        new.opener_at = opener_at
+        if block is not None:
+            new.in_expr = paren > block.paren or previous == "EXISTS"
+            block.children.append(new)
+        self.blocks.append(new)
+        return new
 
-    def _var(self, text: str, frame: _Frame, previous: str, in_values: bool, paren: int) -> str:
-        name = text[1:]
-        if name not in self.values:
-            return text
-        self.used.add(name)
+    def _previous_index(self, index: int) -> int:
+        for i in range(index - 1, -1, -1):
+            if self.tokens[i][0] not in ("ws", "skip"):
+                return i
+        return -1
+
+    def _var(
+        self,
+        name: str,
+        index: int,
+        previous: str,
+        block: _Block | None,
+        scope: _Scope,
+        heads: list[tuple[_Scope, int]],
+        paren: int,
+        values_head: bool,
+    ) -> None:
+        if name not in self.names:
+            return
         if previous == "AS":
-            raise QueryParameterError(
-                f"query parameters rejected: the query assigns ?{name} itself "
-                f"(... AS ?{name}); a parameter cannot also be computed"
+            raise _refuse(
+                f"the query assigns ?{name} itself (... AS ?{name}); a parameter cannot also "
+                f"be computed"
             )
-        if in_values:
-            raise QueryParameterError(
-                f"query parameters rejected: ?{name} is listed in a VALUES clause; "
-                f"bind it as a parameter or list it in VALUES, not both"
-            )
-        if frame.kind == "head":
-            if frame.depth == 0 and paren == frame.paren:
-                self.projected.add(name)
-            return "?" + name
-        if frame.kind in ("mods", "top"):
-            return "?" + name
-        return self.values[name]
+        if heads and heads[-1][0] is scope:
+            if paren == heads[-1][1]:
+                scope.projected.add(name)
+            else:
+                scope.outside.add(name)
+            return
+        if block is None or block.scope is not scope or block.kind == "template":
+            scope.outside.add(name)  # solution modifiers, a template, DESCRIBE targets
+            if block is None and self.top.form == "DESCRIBE":
+                self.describe_vars.append(index)
+            return
+        block.mentions.add(name)
+        if paren == block.paren or values_head:
+            block.pattern.add(name)
+        if paren == block.paren and not values_head and block.kind in ("group", "short"):
+            block.terms.append((index, name))
+
+
+def _refuse(why: str) -> QueryParameterError:
+    return QueryParameterError(f"query parameters rejected: {why}")
+
+
+class _Binder:
+    """Decides, per parameter, which groups bind it, and writes the query text."""
+
+    def __init__(self, parsed: _Parser, values: dict[str, str]) -> None:
+        self.p = parsed
+        self.values = values
+
+    def binds(self, scope: _Scope, name: str) -> bool:
+        """Whether ``?name`` in ``scope`` is the query's own ``?name`` (the parameter)."""
+        if scope.parent is None:
+            return True
+        if not self.binds(scope.parent, name):
+            return False
+        if name in scope.projected:
+            return True
+        return scope.star and scope.where is not None and name in self.in_scope(scope.where)
+
+    def in_scope(self, block: _Block) -> set[str]:
+        """Parameters in scope of a group: written in its patterns, not in FILTER or MINUS."""
+        found = set(block.pattern)
+        if block.subselect is not None:
+            sub = block.subselect
+            found |= sub.projected
+            if sub.star and sub.where is not None:
+                found |= self.in_scope(sub.where)
+        for child in block.children:
+            if child.scope is block.scope and not child.in_expr and child.opener != "MINUS":
+                found |= self.in_scope(child)
+        return found
+
+    def mentions(self, block: _Block, name: str) -> bool:
+        if name in block.mentions:
+            return True
+        if block.subselect is not None and self.binds(block.subselect, name):
+            return True
+        return any(c.scope is block.scope and self.mentions(c, name) for c in block.children)
+
+    def text(self) -> str:
+        top = self.p.top
+        for name in sorted(self.values):
+            used = name in top.projected or name in top.outside
+            if top.where is not None and self.mentions(top.where, name):
+                used = True
+            if not used:
+                raise _refuse(f"the query does not use ?{name}")
+        if top.form == "SELECT":
+            projected = top.projected
+            if top.star:  # SELECT * projects the variables in scope of its WHERE group
+                projected = self.in_scope(top.where) if top.where is not None else set()
+            unprojected = sorted(set(self.values) - projected)
+            if unprojected:
+                raise _refuse(
+                    f"a SELECT must project its parameters to bind them (not in its projection); add "
+                    f"{', '.join('?' + u for u in unprojected)} to the SELECT clause"
+                )
+        after: dict[int, str] = {}
+        before: dict[int, str] = {}
+        constant: dict[int, str] = {}
+        for block in self.p.blocks:
+            if block.kind not in ("group", "short"):
+                continue
+            for index, name in block.terms:
+                if self.binds(block.scope, name):
+                    constant[index] = self.values[name]
+            names = [
+                n
+                for n in sorted(self.values)
+                if self.binds(block.scope, n)
+                and (block is block.scope.where or self.mentions(block, n))
+            ]
+            if not names:
+                continue
+            data = "".join(f" BIND({self.values[n]} AS ?{n})" for n in names)
+            if block.subselect is not None:  # a sub-SELECT is alone in its braces: wrap it
+                after[block.open] = data + " {"
+                before[block.close] = "} "
+            else:
+                after[block.open] = data
+            if block.kind == "short":  # CONSTRUCT WHERE { T } -> CONSTRUCT { T } WHERE { ... T }
+                original = "".join(t for _, t in self.p.tokens[block.open : block.close + 1])
+                before[block.opener_at] = original + " "
+        out: list[str] = []
+        if top.where is None:
+            constant.update((i, self.values[self.p.tokens[i][1][1:]]) for i in self.p.describe_vars)
+        for index, (_, token) in enumerate(self.p.tokens):
+            out.append(before.get(index, ""))
+            token = constant.get(index, token)
+            out.append(token)
+            out.append(after.get(index, ""))
+        return "".join(out)

@@ -34,6 +34,7 @@ from trails.errors import (
     StoreError,
     StoreLockedError,
 )
+from trails.store._sparql_bind import bind_params
 from trails.store.base import (
     DATASET_FORMATS,
     DEFAULT_BASE_IRI,
@@ -300,7 +301,10 @@ class OxigraphStore(Store):
         for name, term in (params or {}).items():
             check_term(term, f"query parameter {name!r}", QueryParameterError)
         try:
-            if params:
+            if params and not any(isinstance(v, BNode) for v in params.values()):
+                # the same rewritten text as the remote store (docs/remote-store.md)
+                sparql = bind_params(sparql, params)
+            elif params:  # a blank node can only be pre-bound by pyoxigraph itself
                 kw["substitutions"] = {ox.Variable(k): _to_ox(v) for k, v in params.items()}
             return store.query(sparql, **kw)
         except SyntaxError as exc:

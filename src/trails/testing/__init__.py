@@ -21,6 +21,11 @@ from trails.testing.conformance import (
     shacl_report,
     shapes_graph,
 )
+from trails.testing.prov_constraints import (
+    Violation,
+    assert_prov_constraints,
+    prov_constraint_violations,
+)
 from trails.testing.replay import ReplayLLM
 from trails.testing.rerun import Activity, Divergence, RerunReport, compare, rerun, trajectory
 
@@ -30,10 +35,13 @@ __all__ = [
     "ProvSummary",
     "ReplayLLM",
     "RerunReport",
+    "Violation",
     "assert_conforms",
+    "assert_prov_constraints",
     "assert_prov_readable",
     "compare",
     "ontology_dir",
+    "prov_constraint_violations",
     "prov_document",
     "record_sample_session",
     "rerun",
