@@ -30,7 +30,7 @@ from llm_fakes import (
 
 from trails.errors import UserError
 from trails.kernel import Context, capability, get_capability
-from trails.llm import LLMClient, Message, Response, ToolCall, ToolSpec
+from trails.llm import LLMClient, Message, Response, ToolCall, ToolSpec, tool_specs
 from trails.llm.types import Request, wire_name
 from trails.prov import T
 from trails.store import IRI, Solutions, Store, to_python
@@ -47,6 +47,12 @@ def weather_lookup(city: str, days: int = 1) -> str:
 def _tools() -> list[Any]:
     clock = {"name": "clock", "description": "The time.", "parameters": {"type": "object"}}
     return [get_capability("weather.lookup"), clock]
+
+
+def test_a_decorated_function_is_offered_as_its_capability() -> None:
+    [spec] = tool_specs([weather_lookup])
+    manifest = get_capability("weather.lookup").manifest()
+    assert spec == ToolSpec("weather.lookup", manifest["description"], manifest["input_schema"])
 
 
 Client = Callable[[str], LLMClient]
@@ -255,6 +261,7 @@ def test_offered_tools_are_part_of_the_request_hash(ctx: Context) -> None:
     ("tools", "match"),
     [
         ([42], "tool #0 is a int"),
+        ([len], "tool #0 is a builtin_function_or_method"),
         ([{"description": "x"}], "tool #0 has no name"),
         ([{"name": "a.b"}, {"name": "a__b"}], "would both be called 'a__b'"),
         ([{"name": "x", "parameters": "nope"}], "parameters must be a JSON schema"),

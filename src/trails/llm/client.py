@@ -13,6 +13,12 @@ own around every call, once, for every provider:
    ``prov:wasInformedBy`` the calling activity (``ctx.parent``), success or
    failure, and its IRI comes back on ``Response.activity_iri``.
 
+The same envelope serves ``acomplete`` / ``astream`` (asyncio), ``batch`` /
+``abatch``, native tool calls (``tools=``, ``Response.tool_calls``) and
+structured output (``response_format=``, ``Response.parsed``): one
+implementation in ``trails.llm.envelope``, whose sync and async paths differ
+only in how they wait for the adapter (see ``docs/llm.md``).
+
 Cost lives on the completion only. A capability that calls the model while
 running under a planner step gets its own completion, linked to the
 capability's activity; neither the capability nor the planner step books that

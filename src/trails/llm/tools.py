@@ -3,7 +3,8 @@
 Native tool calling needs each tool's name, description and the JSON schema
 of its arguments. A capability already has all three in its manifest
 (``id``, ``description``, ``input_schema``), so ``tool_specs`` reads them
-from there; a ``{"name", "description", "parameters"}`` dict (or an
+from there (given the capability spec or the function ``@capability``
+decorated); a ``{"name", "description", "parameters"}`` dict (or an
 ``input_schema`` key, Anthropic's spelling) works too. Duck-typed, so the LLM
 room does not import the kernel's registry.
 """
@@ -18,12 +19,13 @@ from trails.llm.types import ToolSpec, wire_name
 
 __all__ = ["ToolLike", "tool_specs"]
 
-ToolLike = Any  # a Capability (anything with .manifest()), a ToolSpec, or a mapping
+ToolLike = Any  # a capability (its spec or decorated function), a ToolSpec, or a mapping
 
 
 def _one(tool: ToolLike, i: int) -> ToolSpec:
     if isinstance(tool, ToolSpec):
         return tool
+    tool = getattr(tool, "__trails_capability__", tool)  # a function under @capability
     if callable(getattr(tool, "manifest", None)):
         manifest = tool.manifest()
         return ToolSpec(
@@ -40,7 +42,8 @@ def _one(tool: ToolLike, i: int) -> ToolSpec:
             raise UserError(f"tool {name!r}: parameters must be a JSON schema object")
         return ToolSpec(name, str(tool.get("description") or ""), dict(schema))
     raise UserError(
-        f"tool #{i} is a {type(tool).__name__}; pass capabilities, ToolSpec or "
+        f"tool #{i} is a {type(tool).__name__}; pass capabilities (@capability functions "
+        "or their specs), ToolSpec or "
         "{'name', 'description', 'parameters'} dicts"
     )
 
