@@ -43,6 +43,10 @@ class Received:
     body: Any
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the default backlog (5) refuses concurrent clients' connects
+
+
 class FakeServer:
     """A scripted HTTP server on loopback. ``enqueue`` replies; ``requests`` holds what came in."""
 
@@ -94,7 +98,7 @@ class FakeServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True

@@ -156,7 +156,8 @@ def test_concurrent_acompletes_over_http_each_land_whole(
 ) -> None:
     """32 concurrent calls through httpx's async client to one loopback server."""
     server.enqueue(*(Reply(json=openai_chat("ok"), delay=0.01) for _ in range(32)))
-    client = LLMClient.openai_compatible("local-model", base_url=server.url + "/v1")
+    no_retry = RetryPolicy(max_retries=0)  # every call must get through the first time
+    client = LLMClient.openai_compatible("local-model", base_url=server.url + "/v1", retry=no_retry)
 
     async def main() -> list[Any]:
         return await asyncio.gather(*(client.acomplete(f"q{i}", ctx=ctx) for i in range(32)))
