@@ -20,6 +20,7 @@ FROZEN = {
         "UserError",
         "ValidationError",
         "__version__",
+        "ainvoke",
         "all_capabilities",
         "capability",
         "get_capability",

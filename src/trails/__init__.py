@@ -25,7 +25,14 @@ from trails.errors import (
     UserError,
     ValidationError,
 )
-from trails.kernel import Context, all_capabilities, capability, get_capability, invoke
+from trails.kernel import (
+    Context,
+    ainvoke,
+    all_capabilities,
+    capability,
+    get_capability,
+    invoke,
+)
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
@@ -64,6 +71,7 @@ __all__ = [
     "UserError",
     "ValidationError",
     "__version__",
+    "ainvoke",
     "all_capabilities",
     "capability",
     "get_capability",

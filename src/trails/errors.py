@@ -22,6 +22,7 @@ Every error trails raises on purpose is a ``TrailsError``. Backend exceptions
     │   └── MemoryInputError       bad memory input (range, scope, missing id)
     ├── RunError                   something failed while running
     │   ├── CapabilityError        a handler raised; the cause is attached
+    │   │   └── CapabilityTimeout  it ran past its timeout_s
     │   ├── QueryTimeout           a query ran past its time limit and was stopped
     │   ├── StoreError             the store failed or refused
     │   │   ├── StoreLockedError   the directory is held by another process
@@ -40,6 +41,7 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceeded",
     "CapabilityError",
+    "CapabilityTimeout",
     "ConfigError",
     "ExportError",
     "ExportRefused",
@@ -166,6 +168,14 @@ class CapabilityError(RunError):
     def __init__(self, capability_id: str, message: str) -> None:
         self.capability_id = capability_id
         super().__init__(f"capability {capability_id!r} failed: {message}")
+
+
+class CapabilityTimeout(CapabilityError):
+    """A capability ran past its ``timeout_s``; the invocation is recorded as failed."""
+
+    def __init__(self, capability_id: str, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        super().__init__(capability_id, f"timed out after {timeout_s:g} s")
 
 
 class QueryTimeout(RunError):

@@ -43,6 +43,10 @@ class Received:
     body: Any
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # the default backlog (5) refuses concurrent clients' connects
+
+
 class FakeServer:
     """A scripted HTTP server on loopback. ``enqueue`` replies; ``requests`` holds what came in."""
 
@@ -94,7 +98,7 @@ class FakeServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
@@ -304,3 +308,99 @@ class Sleeps(list[float]):
 
     def __call__(self, seconds: float) -> None:
         self.append(seconds)
+
+
+# -- native tool calls, in each provider's wire format -------------------------------
+
+
+def anthropic_tool_use(
+    calls: list[tuple[str, str, dict[str, Any]]], text: str = ""
+) -> dict[str, Any]:
+    body = anthropic_message(text, stop_reason="tool_use")
+    body["content"] += [
+        {"type": "tool_use", "id": cid, "name": name, "input": args} for cid, name, args in calls
+    ]
+    return body
+
+
+def anthropic_tool_stream(call: tuple[str, str, dict[str, Any]]) -> list[bytes]:
+    cid, name, args = call
+    start = anthropic_message("", output_tokens=1)
+    start["stop_reason"] = None
+    raw = json.dumps(args)
+    return [
+        sse("message_start", {"type": "message_start", "message": start}),
+        sse(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "tool_use", "id": cid, "name": name, "input": {}},
+            },
+        ),
+        *(
+            sse(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": raw[i : i + 5]},
+                },
+            )
+            for i in range(0, len(raw), 5)
+        ),
+        sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 5},
+            },
+        ),
+        sse("message_stop", {"type": "message_stop"}),
+    ]
+
+
+def openai_tool_calls(calls: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
+    body = openai_chat(None)
+    body["choices"][0]["message"]["tool_calls"] = [
+        {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        for cid, name, args in calls
+    ]
+    body["choices"][0]["finish_reason"] = "tool_calls"
+    return body
+
+
+def openai_tool_stream(call: tuple[str, str, dict[str, Any]]) -> list[bytes]:
+    cid, name, args = call
+    raw = json.dumps(args)
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return sse(
+            None,
+            {
+                "id": "chatcmpl-test",
+                "object": "chat.completion.chunk",
+                "model": "local-model",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            },
+        )
+
+    head = {"index": 0, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}
+    events = [chunk({"role": "assistant", "tool_calls": [head]})]
+    events += [
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": raw[i : i + 4]}}]})
+        for i in range(0, len(raw), 4)
+    ]
+    events.append(chunk({}, "tool_calls"))
+    events.append(sse(None, "[DONE]"))
+    return events
+
+
+def ollama_tool_calls(calls: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
+    body = ollama_chat("")
+    body["message"]["tool_calls"] = [
+        {"function": {"name": name, "arguments": args}} for _, name, args in calls
+    ]
+    return body

@@ -17,7 +17,7 @@ from trails.kernel.context import (
     reset_default_context,
 )
 from trails.kernel.cost import Budget, CostTracker, Envelope, default_tracker
-from trails.kernel.invoke import invoke
+from trails.kernel.invoke import ainvoke, invoke
 from trails.kernel.registry import (
     CapabilitySpec,
     ParamSpec,
@@ -37,6 +37,7 @@ __all__ = [
     "InvocationRecord",
     "ParamSpec",
     "ToolPolicy",
+    "ainvoke",
     "all_capabilities",
     "capability",
     "current_context",

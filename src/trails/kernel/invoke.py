@@ -12,22 +12,34 @@ visibly started, which recovery marks interrupted; pure capabilities keep one
 write. A handler's own exception reaches the caller as
 ``CapabilityError`` with the original on ``__cause__``; trails errors pass
 through unchanged so planners can show them to the model.
+
+``ainvoke`` is the same call for asyncio: ``invoke`` itself (one recorded
+path) runs in a worker thread, so the event loop stays free, and an
+``async def`` handler runs on the caller's loop (``trails.kernel.handlers``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
 from trails.errors import CapabilityError, PolicyDenied, TrailsError, ValidationError
 from trails.kernel.context import Context, InvocationRecord, _current, current_context, now
+from trails.kernel.handlers import caller_loop, run_handler
 from trails.kernel.registry import CapabilitySpec, get_capability
 from trails.prov.content import canonical_json, sha256_hex, unicode_problem
 from trails.prov.events import CapabilityInvoked, CapabilityStarted, PolicyDecided
 from trails.store.terms import IRI
 
-__all__ = ["invoke"]
+__all__ = ["ainvoke", "invoke"]
+
+# ``ainvoke``'s worker threads: more than asyncio's default pool (cpu + 4), since
+# each mostly waits (on a model, on I/O, or on its async handler on the loop).
+_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="trails-ainvoke")
 
 
 def invoke(
@@ -78,7 +90,7 @@ def invoke(
     inner = ctx.child(parent=activity, step=None)
     token = _current.set(inner)
     try:
-        result = spec.handler(inner, **kwargs) if spec.takes_ctx else spec.handler(**kwargs)
+        result = run_handler(spec, inner, kwargs)
     except TrailsError as exc:
         _finish(
             ctx, spec, activity, started, "error", raw_args, None, str(exc), args_text, ahead=ahead
@@ -135,6 +147,28 @@ def _write_ahead(
             inputs=args,
             step=ctx.step,
         )
+    )
+
+
+async def ainvoke(
+    capability_id: str, args: Mapping[str, Any] | None = None, *, ctx: Context | None = None
+) -> Any:
+    """``invoke`` for asyncio: same arguments, same recorded invocation.
+
+    Sync handlers run in a worker thread; ``async def`` handlers run on this
+    event loop. ``timeout_s`` applies to both.
+
+    Raises:
+        See ``invoke``; ``CapabilityTimeout`` when the call ran past ``timeout_s``.
+    """
+    loop = asyncio.get_running_loop()
+    token = caller_loop.set(loop)
+    try:
+        context = contextvars.copy_context()
+    finally:
+        caller_loop.reset(token)
+    return await loop.run_in_executor(
+        _POOL, lambda: context.run(invoke, capability_id, args, ctx=ctx)
     )
 
 

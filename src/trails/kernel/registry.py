@@ -60,6 +60,12 @@ class CapabilitySpec:
     side_effects: bool = False
     terminal: bool = False
     annotations: Mapping[str, Any] = field(default_factory=dict)
+    timeout_s: float | None = None
+
+    @property
+    def is_async(self) -> bool:
+        """The handler is an ``async def``: ``invoke`` runs it to completion, ``ainvoke`` awaits it."""
+        return inspect.iscoroutinefunction(self.handler)
 
     def validate(self, args: Mapping[str, Any] | None) -> dict[str, Any]:
         """Validate and coerce ``args``; the keyword arguments for the handler.
@@ -100,6 +106,7 @@ class CapabilitySpec:
             "side_effects": self.side_effects,
             "terminal": self.terminal,
             "annotations": dict(self.annotations),
+            "timeout_s": self.timeout_s,
         }
 
     def metadata(self) -> dict[str, Any]:
@@ -137,6 +144,7 @@ def _build_spec(
     side_effects: bool,
     terminal: bool,
     annotations: Mapping[str, Any] | None,
+    timeout_s: float | None = None,
 ) -> CapabilitySpec:
     signature = inspect.signature(fn)
     try:
@@ -184,6 +192,7 @@ def _build_spec(
         side_effects=side_effects,
         terminal=terminal,
         annotations=dict(annotations or {}),
+        timeout_s=timeout_s,
     )
 
 
@@ -195,6 +204,7 @@ def capability(
     side_effects: bool = False,
     terminal: bool = False,
     annotations: Mapping[str, Any] | None = None,
+    timeout_s: float | None = None,
 ) -> Callable[[F], F]:
     """Register a function as a capability that ``invoke`` can dispatch to.
 
@@ -205,6 +215,9 @@ def capability(
         side_effects: the capability changes the world (auditors list these).
         terminal: calling it ends a planner run.
         annotations: free-form tool annotations (e.g. ``{"tags": "read-only"}``).
+        timeout_s: seconds a call may run; past it the invocation is recorded as
+            failed and ``CapabilityTimeout`` raised (a sync handler is left to
+            finish in its worker thread: Python cannot stop a thread).
 
     Raises:
         UserError: an empty id, an unsupported signature, or an id or description
@@ -213,6 +226,12 @@ def capability(
     if not isinstance(id, str) or not id.strip():
         raise UserError("capability id must be a non-empty string")
     check_text(id, "capability id")
+    if timeout_s is not None and (
+        isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or timeout_s <= 0
+    ):
+        raise UserError(
+            f"capability {id!r}: timeout_s must be a positive number, not {timeout_s!r}"
+        )
 
     def register(fn: F) -> F:
         spec = _build_spec(
@@ -223,6 +242,7 @@ def capability(
             side_effects=side_effects,
             terminal=terminal,
             annotations=annotations,
+            timeout_s=None if timeout_s is None else float(timeout_s),
         )
         check_text(spec.description, f"capability {id!r} description")
         with _lock:

@@ -2,8 +2,11 @@
 
 ``LLMClient`` wraps one provider adapter (Anthropic, Ollama, any
 OpenAI-compatible server, a scripted mock, or a fallback chain of those) and
-makes every ``complete`` / ``stream`` call a booked, budgeted, recorded
-``trails:LLMCompletion``. Provider SDKs are imported only when their adapter
+makes every ``complete`` / ``stream`` call (and their asyncio twins
+``acomplete`` / ``astream``, and ``batch`` / ``abatch``) a booked, budgeted,
+recorded ``trails:LLMCompletion``; native tool calls come back on
+``Response.tool_calls``, a validated ``response_format`` answer on
+``Response.parsed``. Provider SDKs are imported only when their adapter
 is built, so ``import trails.llm`` stays cheap.
 """
 
@@ -32,13 +35,27 @@ from trails.llm.errors import (
     ModelTimeoutError,
     ProvidersUnavailable,
     RealModelsForbidden,
+    StructuredOutputError,
 )
 from trails.llm.mock import MockAdapter
 from trails.llm.retry import RetryPolicy
-from trails.llm.types import Adapter, Chunk, Message, Request, Response, Role
+from trails.llm.structured import OutputFormat, ResponseFormat, output_format
+from trails.llm.tools import tool_specs
+from trails.llm.types import (
+    Adapter,
+    AsyncAdapter,
+    Chunk,
+    Message,
+    Request,
+    Response,
+    Role,
+    ToolCall,
+    ToolSpec,
+)
 
 __all__ = [
     "Adapter",
+    "AsyncAdapter",
     "CacheStats",
     "Catalogue",
     "Chunk",
@@ -56,21 +73,28 @@ __all__ = [
     "ModelServerError",
     "ModelSpec",
     "ModelTimeoutError",
+    "OutputFormat",
     "Prompt",
     "ProvidersUnavailable",
     "RealModelsForbidden",
     "Request",
     "Response",
     "ResponseCache",
+    "ResponseFormat",
     "RetryPolicy",
     "Role",
+    "StructuredOutputError",
+    "ToolCall",
+    "ToolSpec",
     "default_catalogue",
     "lookup_recorded",
     "module_tracker",
+    "output_format",
     "request_hash",
     "request_params",
     "select_model",
     "to_messages",
+    "tool_specs",
 ]
 
 

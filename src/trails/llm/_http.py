@@ -2,13 +2,20 @@
 
 One place turns httpx's exceptions and HTTP error statuses into the
 ``trails.llm.errors`` classes, so the adapters only parse their bodies. The
-loopback guard runs before every request.
+loopback guard runs before every request. The same object speaks sync
+(``post``, ``stream_lines``: an ``httpx.Client``) and asyncio (``apost``,
+``astream_lines``: an ``httpx.AsyncClient`` per running event loop, since an
+async client's connections belong to the loop that opened them); both share
+the URL, headers, error translation and body parsing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator, Mapping
+import threading
+import weakref
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -68,7 +75,21 @@ class JsonHttp:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self._client = httpx.Client(timeout=timeout, headers=dict(headers or {}))
+        self._headers = dict(headers or {})
+        self._client = httpx.Client(timeout=timeout, headers=self._headers)
+        self._aclients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
+        self._aclients = weakref.WeakKeyDictionary()
+        self._alock = threading.Lock()
+
+    def _aclient(self) -> httpx.AsyncClient:
+        """The async client of the running event loop (made on first use in that loop)."""
+        loop = asyncio.get_running_loop()
+        with self._alock:
+            client = self._aclients.get(loop)
+            if client is None:
+                client = httpx.AsyncClient(timeout=self.timeout, headers=self._headers)
+                self._aclients[loop] = client
+            return client
 
     def url(self, path: str) -> str:
         return f"{self.base_url}/{path.lstrip('/')}"
@@ -89,13 +110,34 @@ class JsonHttp:
     def _check(self, response: httpx.Response) -> None:
         if response.status_code >= 400:
             response.read()
-            raise error_for_status(
-                response.status_code,
-                _error_text(response),
+            raise self._status_error(response)
+
+    async def _acheck(self, response: httpx.Response) -> None:
+        if response.status_code >= 400:
+            await response.aread()
+            raise self._status_error(response)
+
+    def _status_error(self, response: httpx.Response) -> ModelAPIError:
+        return error_for_status(
+            response.status_code,
+            _error_text(response),
+            provider=self.provider,
+            request_id=_request_id(response),
+            retry_after=response.headers.get("retry-after"),
+        )
+
+    def _parsed(self, response: httpx.Response, url: str) -> tuple[Any, str | None]:
+        request_id = _request_id(response)
+        try:
+            return response.json(), request_id
+        except ValueError as exc:
+            raise MalformedResponseError(
+                f"{self.provider}: {url} answered {response.status_code} with a body that is "
+                f"not JSON: {response.text[:200]!r}",
                 provider=self.provider,
-                request_id=_request_id(response),
-                retry_after=response.headers.get("retry-after"),
-            )
+                status=response.status_code,
+                request_id=request_id,
+            ) from exc
 
     def post(self, path: str, body: dict[str, Any]) -> tuple[Any, str | None]:
         """POST ``body`` and parse the JSON answer.
@@ -117,17 +159,22 @@ class JsonHttp:
         except httpx.HTTPError as exc:
             raise self._translate(exc, url) from exc
         self._check(response)
-        request_id = _request_id(response)
+        return self._parsed(response, url)
+
+    async def apost(self, path: str, body: dict[str, Any]) -> tuple[Any, str | None]:
+        """``post`` over the event loop's async client.
+
+        Raises:
+            ModelAPIError: a subclass per failure kind.
+        """
+        url = self.url(path)
+        check_host(url, self.provider)
         try:
-            return response.json(), request_id
-        except ValueError as exc:
-            raise MalformedResponseError(
-                f"{self.provider}: {url} answered {response.status_code} with a body that is "
-                f"not JSON: {response.text[:200]!r}",
-                provider=self.provider,
-                status=response.status_code,
-                request_id=request_id,
-            ) from exc
+            response = await self._aclient().post(url, json=body)
+        except httpx.HTTPError as exc:
+            raise self._translate(exc, url) from exc
+        await self._acheck(response)
+        return self._parsed(response, url)
 
     def stream_lines(
         self, path: str, body: dict[str, Any]
@@ -146,6 +193,26 @@ class JsonHttp:
                 self._check(response)
                 yield {"request_id": _request_id(response)}
                 for line in response.iter_lines():
+                    if line.strip():
+                        yield line
+        except httpx.HTTPError as exc:
+            raise self._translate(exc, url) from exc
+
+    async def astream_lines(
+        self, path: str, body: dict[str, Any]
+    ) -> AsyncGenerator[str | dict[str, str | None], None]:
+        """``stream_lines`` over the event loop's async client.
+
+        Raises:
+            ModelAPIError: a subclass per failure kind, before or during the stream.
+        """
+        url = self.url(path)
+        check_host(url, self.provider)
+        try:
+            async with self._aclient().stream("POST", url, json=body) as response:
+                await self._acheck(response)
+                yield {"request_id": _request_id(response)}
+                async for line in response.aiter_lines():
                     if line.strip():
                         yield line
         except httpx.HTTPError as exc:

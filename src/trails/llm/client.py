@@ -13,6 +13,12 @@ own around every call, once, for every provider:
    ``prov:wasInformedBy`` the calling activity (``ctx.parent``), success or
    failure, and its IRI comes back on ``Response.activity_iri``.
 
+The same envelope serves ``acomplete`` / ``astream`` (asyncio), ``batch`` /
+``abatch``, native tool calls (``tools=``, ``Response.tool_calls``) and
+structured output (``response_format=``, ``Response.parsed``): one
+implementation in ``trails.llm.envelope``, whose sync and async paths differ
+only in how they wait for the adapter (see ``docs/llm.md``).
+
 Cost lives on the completion only. A capability that calls the model while
 running under a planner step gets its own completion, linked to the
 capability's activity; neither the capability nor the planner step books that
@@ -23,82 +29,27 @@ completions agree (see ``docs/llm.md``, "Cost accounting").
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import datetime
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
 from typing import Any
 
-from trails.errors import ModelAPIError, TrailsError, UserError
-from trails.kernel.context import Context, current_context, now
+from trails.errors import UserError
+from trails.kernel.context import Context
 from trails.kernel.cost import CostTracker, default_tracker
-from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params
+from trails.llm.batch import Progress, arun_batch, run_batch
+from trails.llm.cache import ResponseCache
 from trails.llm.catalogue import Catalogue, ModelSpec, default_catalogue
-from trails.llm.errors import IncompleteStreamError, MalformedResponseError
+from trails.llm.envelope import Call, Envelope, Prompt, to_messages
+from trails.llm.errors import StructuredOutputError
 from trails.llm.mock import MockAdapter, MockScript
-from trails.llm.retry import RetryError, RetryPolicy, call_with_retries
-from trails.llm.types import Adapter, Chunk, Message, Request, Response
-from trails.prov.events import LLMCompleted
-from trails.text import check_text, text_problem
+from trails.llm.retry import RetryPolicy
+from trails.llm.structured import ResponseFormat, output_format
+from trails.llm.tools import ToolLike, tool_specs
+from trails.llm.types import Adapter, Chunk, Request, Response
 
 __all__ = ["LLMClient", "Prompt", "to_messages"]
 
-Prompt = str | Message | Sequence[Message | Mapping[str, Any]]
 
-
-def to_messages(messages: Prompt) -> list[Message]:
-    """Normalise a prompt: a str becomes one user message; dicts become ``Message``.
-
-    Args:
-        messages: a string, a ``Message``, or a sequence of messages or
-            ``{"role", "content", "cache"?}`` dicts.
-
-    Returns:
-        The messages.
-
-    Raises:
-        UserError: empty, or a message with an unknown role or non-str content.
-    """
-    if isinstance(messages, str):
-        return [Message("user", messages)]
-    if isinstance(messages, Message):
-        return [messages]
-    out: list[Message] = []
-    for i, m in enumerate(messages):
-        if isinstance(m, Mapping):
-            try:
-                m = Message(m["role"], m["content"], bool(m.get("cache", False)))
-            except KeyError as exc:
-                raise UserError(f"message #{i} has no {exc.args[0]!r}") from exc
-        if not isinstance(m, Message):
-            raise UserError(f"message #{i} is a {type(m).__name__}, expected Message or dict")
-        if m.role not in ("system", "user", "assistant"):
-            raise UserError(
-                f"message #{i} has role {m.role!r}; use 'system', 'user' or 'assistant'"
-            )
-        if not isinstance(m.content, str):
-            raise UserError(f"message #{i} content must be str, not {type(m.content).__name__}")
-        out.append(m)
-    if not out:
-        raise UserError("a completion needs at least one message")
-    return out
-
-
-@dataclass
-class _Call:
-    """What one complete/stream call needs to book and record itself."""
-
-    ctx: Context
-    request: Request
-    messages: list[dict[str, Any]]
-    params: dict[str, Any]
-    hash: str
-    activity: str
-    started: datetime
-    t0: float
-
-
-class LLMClient:
+class LLMClient(Envelope):
     """A model client: one adapter plus cost, budgets, retries, caching and provenance.
 
     Build one with a constructor (``mock``, ``anthropic``, ``ollama``,
@@ -393,14 +344,6 @@ class LLMClient:
     # -- introspection --------------------------------------------------------------
 
     @property
-    def provider(self) -> str:
-        return self.adapter.provider
-
-    @property
-    def model(self) -> str:
-        return self.adapter.model
-
-    @property
     def requests(self) -> list[Request]:
         """Requests the adapter received (the mock keeps them; others return [])."""
         return list(getattr(self.adapter, "requests", []))
@@ -428,6 +371,9 @@ class LLMClient:
         ctx: Context | None = None,
         model: str | ModelSpec | None = None,
         stop: Sequence[str] = (),
+        tools: Sequence[ToolLike] | None = None,
+        response_format: ResponseFormat | None = None,
+        max_retries: int = 2,
         **extra: Any,
     ) -> Response:
         """One completion, with budget check, cost envelope and a recorded ``trails:LLMCompletion``.
@@ -442,6 +388,13 @@ class LLMClient:
                 (one of another provider is served by the client configured for
                 that provider, see ``trails.llm.configured``).
             stop: stop sequences.
+            tools: tools the model may call natively: capabilities (their
+                manifest's JSON schema), ``ToolSpec`` or ``{"name", "description",
+                "parameters"}`` dicts; the calls come back on ``Response.tool_calls``.
+            response_format: a pydantic model class or a JSON schema the answer
+                must follow; the validated answer is ``Response.parsed``.
+            max_retries: with ``response_format``, how many more attempts an
+                answer that fails validation gets (each shown the error).
             **extra: further provider parameters (recorded, hashed, passed on).
 
         Returns:
@@ -451,6 +404,8 @@ class LLMClient:
             BudgetExceeded: the principal had already spent its budget (nothing recorded).
             ModelAPIError: the provider failed (a subclass per kind); a failed
                 completion was recorded first.
+            StructuredOutputError: no answer matched ``response_format`` (each
+                attempt recorded with status ``invalid``).
             UserError: the messages or parameters are invalid.
             ConfigError: ``model`` is a ``ModelSpec`` of a provider no client is
                 configured for.
@@ -464,20 +419,129 @@ class LLMClient:
                 ctx=ctx,
                 model=routed.model,
                 stop=stop,
+                tools=tools,
+                response_format=response_format,
+                max_retries=max_retries,
                 **extra,
             )
-        call = self._begin(messages, max_tokens, temperature, ctx, model, stop, extra)
-        cached = self._cached(call)
-        if cached is not None:
-            return self._succeed(call, cached, retries=0, cache_hit=True)
+        attempts = self._attempts(
+            messages, max_tokens, temperature, ctx, model, stop, extra,
+            tools, response_format, max_retries,
+        )  # fmt: skip
+        call = next(attempts)
         try:
-            response, retries = call_with_retries(
-                lambda: self.adapter.complete(call.request), self.retry
+            while True:
+                call = attempts.send(self._attempt(call))
+        except StopIteration as done:
+            result: Response = done.value
+            return result
+        finally:
+            attempts.close()
+
+    async def acomplete(
+        self,
+        messages: Prompt,
+        *,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+        ctx: Context | None = None,
+        model: str | ModelSpec | None = None,
+        stop: Sequence[str] = (),
+        tools: Sequence[ToolLike] | None = None,
+        response_format: ResponseFormat | None = None,
+        max_retries: int = 2,
+        **extra: Any,
+    ) -> Response:
+        """``complete`` for asyncio: same arguments, same recorded completion.
+
+        The adapter's ``acomplete`` is awaited (the Anthropic SDK's async
+        client; httpx's ``AsyncClient`` for Ollama and OpenAI-compatible
+        servers); an adapter without one runs its ``complete`` in a worker
+        thread. Retries wait with ``asyncio.sleep``. The store write stays
+        synchronous: one atomic write per completion, under the recorder's lock.
+
+        Raises:
+            See ``complete``.
+        """
+        routed = self._route(model)
+        if routed is not None:
+            return await routed.acomplete(
+                messages,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                ctx=ctx,
+                model=routed.model,
+                stop=stop,
+                tools=tools,
+                response_format=response_format,
+                max_retries=max_retries,
+                **extra,
             )
-        except RetryError as err:
-            error = self._fail(call, err.error, err.retries)
-            raise error from error.__cause__
-        return self._succeed(call, response, retries=retries, cache_hit=False)
+        attempts = self._attempts(
+            messages, max_tokens, temperature, ctx, model, stop, extra,
+            tools, response_format, max_retries,
+        )  # fmt: skip
+        call = next(attempts)
+        try:
+            while True:
+                call = attempts.send(await self._aattempt(call))
+        except StopIteration as done:
+            result: Response = done.value
+            return result
+        finally:
+            attempts.close()
+
+    def _attempts(
+        self,
+        messages: Prompt,
+        max_tokens: int,
+        temperature: float,
+        ctx: Context | None,
+        model: str | ModelSpec | None,
+        stop: Sequence[str],
+        extra: dict[str, Any],
+        tools: Sequence[ToolLike] | None,
+        response_format: ResponseFormat | None,
+        max_retries: int,
+    ) -> Generator[Call, Response, Response]:
+        """The attempts of one call, shared by ``complete`` and ``acomplete``.
+
+        Yields each attempt's ``Call``; the driver sends back the recorded
+        response (sync or async, the only difference). Without a response
+        format there is one attempt; with one, an invalid answer leads to
+        another attempt shown the validation error, up to ``max_retries``.
+
+        Raises:
+            StructuredOutputError: the last attempt was invalid too.
+        """
+        output = output_format(response_format) if response_format is not None else None
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise UserError(f"max_retries must be an int >= 0, not {max_retries!r}")
+        specs = tool_specs(tools)
+        msgs = to_messages(messages)
+        total = max_retries + 1 if output is not None else 1
+        errors: list[str] = []
+        for attempt in range(1, total + 1):
+            call = self._begin(
+                msgs, max_tokens, temperature, ctx, model, stop, extra, specs, output
+            )
+            call.attempt, call.attempts = attempt, total
+            response = yield call
+            if call.invalid is None or output is None:
+                return response
+            errors.append(call.invalid)
+            msgs = output.retry_messages(msgs, response, call.invalid)
+        assert output is not None  # the loop returns on the only attempt without one
+        error = StructuredOutputError(
+            f"{self.provider}:{call.request.model} gave no answer matching {output.name!r} "
+            f"in {total} attempt(s); last problem: {errors[-1]}",
+            errors=errors,
+            text=output.raw(response),
+            provider=self.provider,
+            request_id=response.request_id,
+        )
+        error.activity_iri = call.activity  # type: ignore[attr-defined]
+        raise error
 
     def stream(
         self,
@@ -488,6 +552,7 @@ class LLMClient:
         ctx: Context | None = None,
         model: str | ModelSpec | None = None,
         stop: Sequence[str] = (),
+        tools: Sequence[ToolLike] | None = None,
         **extra: Any,
     ) -> Iterator[Chunk | Response]:
         """Stream a completion: ``Chunk`` pieces of text, then the full ``Response`` last.
@@ -504,6 +569,7 @@ class LLMClient:
             ctx: see ``complete``.
             model: see ``complete``.
             stop: see ``complete``.
+            tools: see ``complete`` (the calls are on the final ``Response``).
             **extra: see ``complete``.
 
         Returns:
@@ -522,63 +588,93 @@ class LLMClient:
                 ctx=ctx,
                 model=routed.model,
                 stop=stop,
+                tools=tools,
                 **extra,
             )
-        call = self._begin(messages, max_tokens, temperature, ctx, model, stop, extra)
+        call = self._begin(
+            messages, max_tokens, temperature, ctx, model, stop, extra, tool_specs(tools)
+        )
         return self._stream(call)
 
-    def _stream(self, call: _Call) -> Iterator[Chunk | Response]:
-        cached = self._cached(call)
-        if cached is not None:
-            if cached.text:
-                yield Chunk(cached.text)
-            yield self._succeed(call, cached, retries=0, cache_hit=True)
-            return
+    def astream(
+        self,
+        messages: Prompt,
+        *,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+        ctx: Context | None = None,
+        model: str | ModelSpec | None = None,
+        stop: Sequence[str] = (),
+        tools: Sequence[ToolLike] | None = None,
+        **extra: Any,
+    ) -> AsyncIterator[Chunk | Response]:
+        """``stream`` for asyncio: ``async for`` over chunks, then the ``Response``.
 
-        def open_stream() -> tuple[Iterator[Chunk | Response], Chunk | Response | None]:
-            it = iter(self.adapter.stream(call.request))
-            return it, next(it, None)
+        Checked (budget, input) at the call, like ``stream``; recorded the same way.
 
-        try:
-            (it, first), retries = call_with_retries(open_stream, self.retry)
-        except RetryError as err:
-            error = self._fail(call, err.error, err.retries)
-            raise error from error.__cause__
-        received: list[str] = []
-        item = first
-        try:
-            while item is not None:
-                if isinstance(item, Response):
-                    break
-                received.append(item.text)
-                yield item
-                item = next(it, None)
-        except GeneratorExit:
-            _close(it)
-            self._fail(
-                call,
-                ModelAPIError(
-                    f"stream closed by the consumer after {sum(map(len, received))} characters",
-                    provider=self.provider,
-                ),
-                retries,
-                received="".join(received),
+        Raises:
+            See ``stream``.
+        """
+        routed = self._route(model)
+        if routed is not None:
+            return routed.astream(
+                messages,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                ctx=ctx,
+                model=routed.model,
+                stop=stop,
+                tools=tools,
+                **extra,
             )
-            raise
-        except Exception as exc:
-            _close(it)
-            error = self._fail(call, exc, retries, received="".join(received))
-            raise error from error.__cause__
-        if not isinstance(item, Response):
-            text = "".join(received)
-            error = IncompleteStreamError(
-                f"{self.provider} stream ended without a final message, after {len(text)} "
-                "characters of text",
-                received=text,
-                provider=self.provider,
-            )
-            raise self._fail(call, error, retries, received=text)
-        yield self._succeed(call, item, retries=retries, cache_hit=False)
+        call = self._begin(
+            messages, max_tokens, temperature, ctx, model, stop, extra, tool_specs(tools)
+        )
+        return self._astream(call)
+
+    def batch(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_concurrency: int = 8,
+        on_progress: Progress | None = None,
+        ctx: Context | None = None,
+        **options: Any,
+    ) -> list[Response | Exception]:
+        """Complete many prompts, ``max_concurrency`` at a time (worker threads).
+
+        Args:
+            prompts: one prompt per completion.
+            max_concurrency: how many calls run at once.
+            on_progress: called with ``(done, total)`` after each call ends.
+            ctx: the context every call runs in (default: the caller's).
+            **options: passed to ``complete`` (``max_tokens``, ``tools``,
+                ``response_format`` ...).
+
+        Returns:
+            One result per prompt, in order: the ``Response``, or the exception
+            that call ended with (one failure does not cancel the others).
+
+        Raises:
+            UserError: ``max_concurrency`` < 1.
+        """
+        return run_batch(self.complete, prompts, max_concurrency, on_progress, ctx, options)
+
+    async def abatch(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_concurrency: int = 8,
+        on_progress: Progress | None = None,
+        ctx: Context | None = None,
+        **options: Any,
+    ) -> list[Response | Exception]:
+        """``batch`` for asyncio: tasks bounded by a semaphore, each an ``acomplete``.
+
+        Raises:
+            UserError: ``max_concurrency`` < 1.
+        """
+        return await arun_batch(self.acomplete, prompts, max_concurrency, on_progress, ctx, options)
 
     def _route(self, model: str | ModelSpec | None) -> LLMClient | None:
         """The client serving a ``ModelSpec`` of another provider (None: this one serves it).
@@ -594,208 +690,10 @@ class LLMClient:
             model.provider, model.model, asked_by=f"{self.provider}:{self.model}"
         )
 
-    # -- the envelope around every call ---------------------------------------------
-
-    def _begin(
-        self,
-        messages: Prompt,
-        max_tokens: int,
-        temperature: float,
-        ctx: Context | None,
-        model: str | ModelSpec | None,
-        stop: Sequence[str],
-        extra: dict[str, Any],
-    ) -> _Call:
-        msgs = to_messages(messages)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise UserError(f"max_tokens must be a positive int, not {max_tokens!r}")
-        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
-            raise UserError(f"temperature must be a number, not {temperature!r}")
-        if isinstance(stop, str):
-            stop = [stop]
-        model_id = model.model if isinstance(model, ModelSpec) else (model or self.model)
-        for i, m in enumerate(msgs):
-            check_text(m.content, f"message #{i} content")
-        check_text(model_id, "model")
-        for s in stop:
-            check_text(s, "stop sequence")
-        ctx = ctx if ctx is not None else current_context()
-        ctx.tracker.check(ctx.principal)
-        params = request_params(max_tokens, temperature, stop, extra)
-        request = Request(
-            model=model_id,
-            messages=tuple(msgs),
-            max_tokens=max_tokens,
-            temperature=float(temperature),
-            stop=tuple(stop),
-            extra=dict(extra),
-        )
-        return _Call(
-            ctx=ctx,
-            request=request,
-            messages=[m.as_dict() for m in msgs],
-            params=params,
-            hash=request_hash(model_id, msgs, params),
-            activity=ctx.recorder.minter.activity(),
-            started=now(),
-            t0=time.perf_counter(),
-        )
-
-    def _cached(self, call: _Call) -> Response | None:
-        if self.response_cache is not None:
-            hit = self.response_cache.get(call.hash)
-            if hit is not None:
-                return hit
-        if self.store_cache:
-            return lookup_recorded(call.ctx.store, call.hash)
-        return None
-
-    def _spec(self, provider: str, model: str, requested: str) -> ModelSpec:
-        local = bool(getattr(self.adapter, "local", False)) and provider == self.provider
-        found = self.catalogue.find(provider, model) or self.catalogue.find(provider, requested)
-        return found or self.catalogue.spec_for(provider, model, local=local)
-
-    def _succeed(
-        self, call: _Call, response: Response, *, retries: int, cache_hit: bool
-    ) -> Response:
-        ctx = call.ctx
-        if not cache_hit:
-            retries += response.retries  # attempts an adapter made itself (a fallback chain)
-        provider = response.provider or self.provider
-        model = response.model or call.request.model
-        for what, value in (("completion text", response.text), ("model id", model)):
-            problem = text_problem(value)
-            if problem is not None:  # e.g. a "\ud800" escape in the provider's JSON
-                raise self._fail(
-                    call,
-                    MalformedResponseError(
-                        f"{provider}: the {what} is not valid Unicode text ({problem}), "
-                        "so it cannot be recorded",
-                        provider=provider,
-                        request_id=response.request_id,
-                    ),
-                    retries,
-                )
-        if cache_hit:
-            usd: float | None = 0.0
-        elif response.usd is not None:
-            usd = response.usd
-        else:
-            usd = self._spec(provider, model, call.request.model).cost(
-                response.input_tokens,
-                response.output_tokens,
-                response.cache_read_tokens,
-                response.cache_write_tokens,
-            )
-        latency = time.perf_counter() - call.t0
-        envelope = ctx.tracker.book(
-            tag=f"llm:{model}",
-            principal=ctx.principal,
-            usd=usd,
-            input_tokens=response.input_tokens,
-            output_tokens=response.output_tokens,
-            activity=call.activity,
-        )
-        ctx.recorder.record(
-            LLMCompleted(
-                session=ctx.session,
-                activity=call.activity,
-                parent=ctx.parent,
-                principal=ctx.principal,
-                provider=provider,
-                model=model,
-                started=call.started,
-                ended=now(),
-                messages=call.messages,
-                params=call.params,
-                request_hash=call.hash,
-                text=response.text,
-                input_tokens=response.input_tokens,
-                output_tokens=response.output_tokens,
-                cache_read_tokens=response.cache_read_tokens,
-                cache_write_tokens=response.cache_write_tokens,
-                usd=usd,
-                cache_hit=cache_hit,
-                latency_ms=latency * 1000.0,
-                retries=retries,
-                request_id=response.request_id,
-                status="ok",
-                step=ctx.step,
-            )
-        )
-        if not cache_hit and self.response_cache is not None:
-            self.response_cache.set(call.hash, response)
-        return replace(
-            response,
-            provider=provider,
-            model=model,
-            usd=usd,
-            cache_hit=cache_hit,
-            latency_s=latency,
-            retries=retries,
-            activity_iri=call.activity,
-            call_id=envelope.call_id,
-        )
-
-    def _fail(
-        self, call: _Call, error: BaseException, retries: int, *, received: str = ""
-    ) -> BaseException:
-        """Record a failed completion and return the error to raise (translated if foreign).
-
-        ``received`` is the text a stream delivered before it failed; it is
-        recorded as the failed completion's content (a cut stream's partial
-        answer is evidence too), never as an answer: the status is ``error``.
-        """
-        if not isinstance(error, TrailsError):
-            translated: BaseException = ModelAPIError(
-                f"{self.provider} adapter raised {type(error).__name__}: {error}",
-                provider=self.provider,
-            )
-            translated.__cause__ = error
-            error = translated
-        retries += int(getattr(error, "inner_retries", 0))
-        message = f"{type(error).__name__}: {error}"
-        if text_problem(message) is not None:  # a provider's message may hold anything
-            message = message.encode("utf-8", "backslashreplace").decode("utf-8")
-        if text_problem(received) is not None:
-            received = ""  # not recordable as it came; the error says how much arrived
-        ctx = call.ctx
-        ctx.recorder.record(
-            LLMCompleted(
-                session=ctx.session,
-                activity=call.activity,
-                parent=ctx.parent,
-                principal=ctx.principal,
-                provider=getattr(error, "provider", "") or self.provider,
-                model=call.request.model,
-                started=call.started,
-                ended=now(),
-                messages=call.messages,
-                params=call.params,
-                request_hash=call.hash,
-                latency_ms=(time.perf_counter() - call.t0) * 1000.0,
-                retries=retries,
-                request_id=getattr(error, "request_id", None),
-                text=received or None,
-                status="error",
-                error=message,
-                step=ctx.step,
-            )
-        )
-        error.activity_iri = call.activity  # type: ignore[attr-defined]
-        error.retries = retries  # type: ignore[attr-defined]
-        return error
-
 
 def _same_provider(wanted: str, serving: str) -> bool:
     """Whether a client of provider ``serving`` serves models of provider ``wanted``."""
     return wanted == serving
-
-
-def _close(it: Iterator[Any]) -> None:
-    close = getattr(it, "close", None)
-    if callable(close):
-        close()
 
 
 def module_tracker() -> CostTracker:

@@ -13,7 +13,8 @@ fallback chain decide from the class alone, never from message text::
     ├── ModelTimeoutError          the call did not finish in time retried
     ├── ModelConnectionError       could not reach the provider    retried
     ├── MalformedResponseError     a 2xx body that does not parse  never retried
-    │   └── IncompleteStreamError  a stream cut before its end-of-message event
+    │   ├── IncompleteStreamError  a stream cut before its end-of-message event
+    │   └── StructuredOutputError  no answer matched the response_format, retries spent
     ├── RealModelsForbidden        TRAILS_FORBID_REAL_MODELS=1 and a non-loopback host
     ├── MockScriptExhausted        a scripted mock ran out of answers
     └── ProvidersUnavailable       every client of a fallback chain failed or is open
@@ -39,6 +40,7 @@ __all__ = [
     "ModelTimeoutError",
     "ProvidersUnavailable",
     "RealModelsForbidden",
+    "StructuredOutputError",
     "error_for_status",
     "is_retryable",
     "parse_retry_after",
@@ -115,6 +117,28 @@ class IncompleteStreamError(MalformedResponseError):
     ) -> None:
         self.received = received
         super().__init__(message, provider=provider, status=status, request_id=request_id)
+
+
+class StructuredOutputError(MalformedResponseError):
+    """No attempt produced an answer matching the requested ``response_format``.
+
+    ``errors`` holds each attempt's validation error, in order; ``text`` is
+    the last answer. Every attempt was recorded as a completion with status
+    ``invalid``; the last one's error message is this error's.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        errors: list[str] | None = None,
+        text: str = "",
+        provider: str = "",
+        request_id: str | None = None,
+    ) -> None:
+        self.errors = list(errors or [])
+        self.text = text
+        super().__init__(message, provider=provider, request_id=request_id)
 
 
 class RealModelsForbidden(ModelAPIError):

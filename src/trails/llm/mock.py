@@ -3,24 +3,26 @@
 ``MockAdapter`` answers from a script: one fixed text (or ``Response``), a function of the
 messages, or a list of answers used in order. A script entry may also be a
 ``Response`` (to set token counts) or an exception instance (to fail that
-call). Every request it receives is kept on ``requests``, so a test can check
-what a planner actually sent. Token counts are a deterministic estimate (about
+call), a ``ToolCall`` or a list of them (the model asks for those tool
+calls, native tool calling). Every request it receives is kept on
+``requests``, so a test can check what a planner actually sent. Token counts are a deterministic estimate (about
 four characters a token) unless the script gives a ``Response``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import replace
 
 from trails.errors import UserError
 from trails.llm.errors import MockScriptExhausted
-from trails.llm.types import Chunk, Message, Request, Response
+from trails.llm.types import Chunk, Message, Request, Response, ToolCall
 
 __all__ = ["MockAdapter", "MockScript", "estimate_tokens"]
 
-ScriptItem = str | Response | BaseException
+ScriptItem = str | Response | BaseException | ToolCall | list[ToolCall]
 MockScript = str | Response | Callable[[list[Message]], "str | Response"] | Sequence[ScriptItem]
 
 
@@ -111,6 +113,18 @@ class MockAdapter:
         if isinstance(item, BaseException):
             raise item
         prompt_tokens = sum(estimate_tokens(m.content) for m in request.messages)
+        if isinstance(item, ToolCall):
+            item = [item]
+        if isinstance(item, list) and all(isinstance(c, ToolCall) for c in item):
+            return Response(
+                text="",
+                model=request.model,
+                input_tokens=prompt_tokens,
+                output_tokens=sum(estimate_tokens(f"{c.name}{c.arguments}") for c in item),
+                provider=self.provider,
+                stop_reason="tool_use",
+                tool_calls=tuple(item),
+            )
         if isinstance(item, Response):
             return replace(
                 item, provider=item.provider or self.provider, model=item.model or request.model
@@ -125,6 +139,17 @@ class MockAdapter:
             provider=self.provider,
             stop_reason="end_turn",
         )
+
+    async def acomplete(self, request: Request) -> Response:
+        """``complete`` for asyncio: yields to the event loop once, then answers."""
+        await asyncio.sleep(0)
+        return self.complete(request)
+
+    async def astream(self, request: Request) -> AsyncIterator[Chunk | Response]:
+        """``stream`` for asyncio, yielding to the event loop between chunks."""
+        for item in self.stream(request):
+            await asyncio.sleep(0)
+            yield item
 
     def stream(self, request: Request) -> Iterator[Chunk | Response]:
         """The scripted answer in ``chunk_size`` pieces, then the full response."""

@@ -4,18 +4,88 @@ Token counts come from ``prompt_eval_count`` (prompt) and ``eval_count``
 (completion) on the final object. Ollama runs models on this machine, so its
 completions cost 0. Sampling parameters travel in ``options``
 (``temperature``, ``num_predict`` for the token limit, ``stop``).
+
+Tools travel as ``tools=[{"type": "function", ...}]`` and come back as
+``message.tool_calls`` (arguments already an object; Ollama gives no call id,
+so one is minted); a ``response_format`` is sent as ``format`` (a JSON
+schema). The sync and async paths share the body builder, the parser and the
+stream state; only the transport call differs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from trails.llm._http import JsonHttp, loads
 from trails.llm.errors import IncompleteStreamError, MalformedResponseError
-from trails.llm.types import Chunk, Request, Response
+from trails.llm.types import (
+    Chunk,
+    Message,
+    Request,
+    Response,
+    ToolCall,
+    new_call_id,
+    wire_name,
+)
 
 __all__ = ["OllamaAdapter"]
+
+
+def _message(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {"function": {"name": wire_name(c.name), "arguments": c.arguments}}
+            for c in m.tool_calls
+        ]
+    return out
+
+
+class _Stream:
+    """The state of one NDJSON stream: fed lines, it returns chunks until the ``done`` line."""
+
+    def __init__(self, adapter: OllamaAdapter, request: Request) -> None:
+        self.adapter = adapter
+        self.request = request
+        self.parts: list[str] = []
+        self.calls: list[Any] = []
+        self.request_id: str | None = None
+        self.response: Response | None = None
+
+    def feed(self, line: str | dict[str, str | None]) -> list[Chunk]:
+        if isinstance(line, dict):
+            self.request_id = line["request_id"]
+            return []
+        data = loads(line, self.adapter.provider, "a stream line")
+        if not isinstance(data, dict):
+            raise self.adapter._malformed(f"stream line {line[:100]!r}", self.request_id)
+        if "error" in data:
+            raise self.adapter._malformed(f"error in the stream: {data['error']}", self.request_id)
+        message = data.get("message") or {}
+        self.calls.extend(message.get("tool_calls") or [])
+        piece = message.get("content") or ""
+        out = []
+        if piece:
+            self.parts.append(piece)
+            out.append(Chunk(piece))
+        if data.get("done"):
+            self.response = self.adapter._response(
+                data, "".join(self.parts), self.calls, self.request, self.request_id
+            )
+        return out
+
+    def finish(self) -> Response:
+        if self.response is None:
+            received = "".join(self.parts)
+            raise IncompleteStreamError(
+                f'ollama: the stream ended before its "done": true line, after {len(received)} '
+                "characters of text: the completion is incomplete",
+                received=received,
+                provider=self.adapter.provider,
+                request_id=self.request_id,
+            )
+        return self.response
 
 
 class OllamaAdapter:
@@ -46,13 +116,28 @@ class OllamaAdapter:
             options["stop"] = list(request.stop)
         extra = dict(request.extra)
         options.update(extra.pop("options", {}))
-        return {
+        body: dict[str, Any] = {
             "model": request.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [_message(m) for m in request.messages],
             "stream": stream,
             "options": options,
-            **extra,
         }
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": wire_name(t.name),
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in request.tools
+            ]
+        if request.response_format is not None:
+            body["format"] = request.response_format
+        body.update(extra)
+        return body
 
     def _malformed(self, detail: str, request_id: str | None = None) -> MalformedResponseError:
         return MalformedResponseError(
@@ -61,7 +146,27 @@ class OllamaAdapter:
             request_id=request_id,
         )
 
-    def _response(self, data: Any, text: str, request: Request, request_id: str | None) -> Response:
+    def _tool_calls(
+        self, raw: list[Any], request: Request, request_id: str | None
+    ) -> tuple[ToolCall, ...]:
+        calls: list[ToolCall] = []
+        for i, call in enumerate(raw):
+            try:
+                fn = call["function"]
+                arguments = fn.get("arguments") or {}
+                if not isinstance(arguments, dict):
+                    raise TypeError(f"arguments are a {type(arguments).__name__}")
+                call_id = str(call.get("id") or new_call_id())
+                calls.append(ToolCall(call_id, request.tool_name(fn["name"]), arguments))
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise self._malformed(
+                    f"tool call #{i} {str(call)[:200]!r}: {exc}", request_id
+                ) from exc
+        return tuple(calls)
+
+    def _response(
+        self, data: Any, text: str, calls: list[Any], request: Request, request_id: str | None
+    ) -> Response:
         if not isinstance(data, dict):
             raise self._malformed(f"expected an object, got {type(data).__name__}", request_id)
         if "error" in data:
@@ -74,7 +179,15 @@ class OllamaAdapter:
             request_id=request_id,
             provider=self.provider,
             stop_reason=data.get("done_reason"),
+            tool_calls=self._tool_calls(calls, request, request_id),
         )
+
+    def _parse(self, data: Any, request: Request, request_id: str | None) -> Response:
+        message = data.get("message") if isinstance(data, dict) else None
+        if not isinstance(message, dict) or not isinstance(message.get("content"), str):
+            raise self._malformed(f"no message.content in {str(data)[:200]!r}", request_id)
+        calls = message.get("tool_calls") or []
+        return self._response(data, message["content"], calls, request, request_id)
 
     def complete(self, request: Request) -> Response:
         """One non-streaming ``/api/chat`` call.
@@ -83,10 +196,12 @@ class OllamaAdapter:
             ModelAPIError: a subclass per failure kind.
         """
         data, request_id = self._http.post("/api/chat", self._body(request, stream=False))
-        message = data.get("message") if isinstance(data, dict) else None
-        if not isinstance(message, dict) or not isinstance(message.get("content"), str):
-            raise self._malformed(f"no message.content in {str(data)[:200]!r}", request_id)
-        return self._response(data, message["content"], request, request_id)
+        return self._parse(data, request, request_id)
+
+    async def acomplete(self, request: Request) -> Response:
+        """``complete`` over asyncio (httpx's async client)."""
+        data, request_id = await self._http.apost("/api/chat", self._body(request, stream=False))
+        return self._parse(data, request, request_id)
 
     def stream(self, request: Request) -> Iterator[Chunk | Response]:
         """The NDJSON stream: one chunk per line's ``message.content``, then the response.
@@ -95,29 +210,23 @@ class OllamaAdapter:
             ModelAPIError: a subclass per failure kind.
             IncompleteStreamError: the stream ended before a ``"done": true`` line.
         """
-        parts: list[str] = []
-        request_id: str | None = None
+        state = _Stream(self, request)
         for line in self._http.stream_lines("/api/chat", self._body(request, stream=True)):
-            if isinstance(line, dict):
-                request_id = line["request_id"]
-                continue
-            data = loads(line, self.provider, "a stream line")
-            if not isinstance(data, dict):
-                raise self._malformed(f"stream line {line[:100]!r}", request_id)
-            if "error" in data:
-                raise self._malformed(f"error in the stream: {data['error']}", request_id)
-            piece = (data.get("message") or {}).get("content") or ""
-            if piece:
-                parts.append(piece)
-                yield Chunk(piece)
-            if data.get("done"):
-                yield self._response(data, "".join(parts), request, request_id)
-                return
-        received = "".join(parts)
-        raise IncompleteStreamError(
-            f'ollama: the stream ended before its "done": true line, after {len(received)} '
-            "characters of text: the completion is incomplete",
-            received=received,
-            provider=self.provider,
-            request_id=request_id,
-        )
+            yield from state.feed(line)
+            if state.response is not None:
+                break
+        yield state.finish()
+
+    async def astream(self, request: Request) -> AsyncIterator[Chunk | Response]:
+        """``stream`` over asyncio."""
+        state = _Stream(self, request)
+        lines = self._http.astream_lines("/api/chat", self._body(request, stream=True))
+        try:
+            async for line in lines:
+                for chunk in state.feed(line):
+                    yield chunk
+                if state.response is not None:
+                    break
+        finally:
+            await lines.aclose()
+        yield state.finish()

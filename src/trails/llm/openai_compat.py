@@ -7,18 +7,33 @@ counts: ``prompt_tokens`` (minus ``prompt_tokens_details.cached_tokens``,
 which are reported as cache reads) and ``completion_tokens``. A server on
 this machine or a private network is local (price 0); elsewhere the
 catalogue prices the model, or the price stays unknown.
+
+Tools travel as ``tools=[{"type": "function", "function": {...}}]`` and come
+back as ``message.tool_calls`` (streamed as ``delta.tool_calls`` pieces,
+joined by index); a ``response_format`` becomes ``{"type": "json_schema"}``.
+The sync and async paths share the body builder, the parser and the stream
+state; only the transport call differs.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from trails.llm._http import JsonHttp, loads
 from trails.llm._net import host_of, is_local_url
 from trails.llm.errors import IncompleteStreamError, MalformedResponseError
-from trails.llm.types import Chunk, Request, Response
+from trails.llm.types import (
+    Chunk,
+    Message,
+    Request,
+    Response,
+    ToolCall,
+    new_call_id,
+    wire_name,
+)
 
 __all__ = ["OpenAICompatAdapter"]
 
@@ -31,6 +46,101 @@ def _usage(data: Any) -> tuple[int, int, int]:
     details = usage.get("prompt_tokens_details") or {}
     cached = int(details.get("cached_tokens") or 0) if isinstance(details, dict) else 0
     return max(prompt - cached, 0), int(usage.get("completion_tokens") or 0), cached
+
+
+def _message(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": wire_name(c.name), "arguments": json.dumps(c.arguments)},
+            }
+            for c in m.tool_calls
+        ]
+    if m.tool_call_id is not None:
+        out["tool_call_id"] = m.tool_call_id
+    return out
+
+
+class _Stream:
+    """The state of one SSE stream: fed lines, it returns chunks; ``finish`` builds the response."""
+
+    def __init__(self, adapter: OpenAICompatAdapter, request: Request) -> None:
+        self.adapter = adapter
+        self.request = request
+        self.parts: list[str] = []
+        self.request_id: str | None = None
+        self.model = request.model
+        self.usage: tuple[int, int, int] = (0, 0, 0)
+        self.finish_reason: str | None = None
+        self.calls: dict[int, dict[str, str]] = {}
+        self.done = False
+
+    def feed(self, line: str | dict[str, str | None]) -> list[Chunk]:
+        if isinstance(line, dict):
+            self.request_id = line["request_id"]
+            return []
+        if not line.startswith("data:"):
+            return []  # comments (": keep-alive"), event names
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            self.done = True
+            return []
+        data = loads(payload, self.adapter.provider, "a stream event")
+        if not isinstance(data, dict):
+            raise self.adapter._malformed(f"stream event {payload[:100]!r}", self.request_id)
+        if "error" in data:
+            raise self.adapter._malformed(f"error in the stream: {data['error']}", self.request_id)
+        self.model = str(data.get("model") or self.model)
+        self.request_id = self.request_id or data.get("id")
+        if data.get("usage"):
+            self.usage = _usage(data)
+        out: list[Chunk] = []
+        for choice in data.get("choices") or []:
+            delta = choice.get("delta") or {}
+            piece = delta.get("content") or ""
+            if piece:
+                self.parts.append(piece)
+                out.append(Chunk(piece))
+            for call in delta.get("tool_calls") or []:
+                slot = self.calls.setdefault(int(call.get("index") or 0), {"arguments": ""})
+                fn = call.get("function") or {}
+                if call.get("id"):
+                    slot["id"] = call["id"]
+                if fn.get("name"):
+                    slot["name"] = fn["name"]
+                slot["arguments"] += fn.get("arguments") or ""
+            self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        return out
+
+    def finish(self) -> Response:
+        text = "".join(self.parts)
+        if not self.done:
+            raise IncompleteStreamError(
+                f"{self.adapter.provider}: the stream ended before data: [DONE], after "
+                f"{len(text)} characters of text: the completion is incomplete (its usage may "
+                "be missing)",
+                received=text,
+                provider=self.adapter.provider,
+                request_id=self.request_id,
+            )
+        calls = [
+            {"id": c.get("id"), "function": {"name": c.get("name"), "arguments": c["arguments"]}}
+            for _, c in sorted(self.calls.items())
+        ]
+        return Response(
+            text=text,
+            model=self.model,
+            input_tokens=self.usage[0],
+            output_tokens=self.usage[1],
+            cache_read_tokens=self.usage[2],
+            request_id=self.request_id,
+            provider=self.adapter.provider,
+            stop_reason=self.finish_reason,
+            tool_calls=self.adapter._tool_calls(calls, self.request, self.request_id),
+        )
 
 
 class OpenAICompatAdapter:
@@ -66,7 +176,7 @@ class OpenAICompatAdapter:
     def _body(self, request: Request, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+            "messages": [_message(m) for m in request.messages],
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "stream": stream,
@@ -75,6 +185,23 @@ class OpenAICompatAdapter:
             body["stop"] = list(request.stop)
         if stream:
             body["stream_options"] = {"include_usage": True}
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": wire_name(t.name),
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in request.tools
+            ]
+        if request.response_format is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.response_name, "schema": request.response_format},
+            }
         body.update(request.extra)
         return body
 
@@ -85,16 +212,30 @@ class OpenAICompatAdapter:
             request_id=request_id,
         )
 
-    def complete(self, request: Request) -> Response:
-        """One non-streaming chat completion.
+    def _tool_calls(
+        self, raw: Any, request: Request, request_id: str | None
+    ) -> tuple[ToolCall, ...]:
+        calls: list[ToolCall] = []
+        for i, call in enumerate(raw or []):
+            try:
+                fn = call["function"]
+                args = fn.get("arguments") or "{}"
+                arguments = json.loads(args) if isinstance(args, str) else args
+                if not isinstance(arguments, dict):
+                    raise ValueError(f"arguments are a {type(arguments).__name__}")
+                call_id = str(call.get("id") or new_call_id())
+                calls.append(ToolCall(call_id, request.tool_name(fn["name"]), arguments))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise self._malformed(
+                    f"tool call #{i} {str(call)[:200]!r}: {exc}", request_id
+                ) from exc
+        return tuple(calls)
 
-        Raises:
-            ModelAPIError: a subclass per failure kind.
-        """
-        data, request_id = self._http.post("/chat/completions", self._body(request, stream=False))
+    def _parse(self, data: Any, request: Request, request_id: str | None) -> Response:
         try:
             choice = data["choices"][0]
-            content = choice["message"].get("content")
+            message = choice["message"]
+            content = message.get("content")
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             raise self._malformed(
                 f"no choices[0].message in {str(data)[:200]!r}", request_id
@@ -111,7 +252,23 @@ class OpenAICompatAdapter:
             request_id=request_id or data.get("id"),
             provider=self.provider,
             stop_reason=choice.get("finish_reason"),
+            tool_calls=self._tool_calls(message.get("tool_calls"), request, request_id),
         )
+
+    def complete(self, request: Request) -> Response:
+        """One non-streaming chat completion.
+
+        Raises:
+            ModelAPIError: a subclass per failure kind.
+        """
+        data, request_id = self._http.post("/chat/completions", self._body(request, stream=False))
+        return self._parse(data, request, request_id)
+
+    async def acomplete(self, request: Request) -> Response:
+        """``complete`` over asyncio (httpx's async client)."""
+        body = self._body(request, stream=False)
+        data, request_id = await self._http.apost("/chat/completions", body)
+        return self._parse(data, request, request_id)
 
     def stream(self, request: Request) -> Iterator[Chunk | Response]:
         """The SSE stream: a chunk per content delta, then the response with usage.
@@ -124,53 +281,23 @@ class OpenAICompatAdapter:
             ModelAPIError: a subclass per failure kind.
             IncompleteStreamError: the stream ended before ``data: [DONE]``.
         """
-        parts: list[str] = []
-        request_id: str | None = None
-        model = request.model
-        usage: tuple[int, int, int] = (0, 0, 0)
-        finish: str | None = None
-        done = False
+        state = _Stream(self, request)
         for line in self._http.stream_lines("/chat/completions", self._body(request, stream=True)):
-            if isinstance(line, dict):
-                request_id = line["request_id"]
-                continue
-            if not line.startswith("data:"):
-                continue  # comments (": keep-alive"), event names
-            payload = line[5:].strip()
-            if payload == "[DONE]":
-                done = True
+            yield from state.feed(line)
+            if state.done:
                 break
-            data = loads(payload, self.provider, "a stream event")
-            if not isinstance(data, dict):
-                raise self._malformed(f"stream event {payload[:100]!r}", request_id)
-            if "error" in data:
-                raise self._malformed(f"error in the stream: {data['error']}", request_id)
-            model = str(data.get("model") or model)
-            request_id = request_id or data.get("id")
-            if data.get("usage"):
-                usage = _usage(data)
-            for choice in data.get("choices") or []:
-                piece = (choice.get("delta") or {}).get("content") or ""
-                if piece:
-                    parts.append(piece)
-                    yield Chunk(piece)
-                finish = choice.get("finish_reason") or finish
-        if not done:
-            received = "".join(parts)
-            raise IncompleteStreamError(
-                f"{self.provider}: the stream ended before data: [DONE], after {len(received)} "
-                "characters of text: the completion is incomplete (its usage may be missing)",
-                received=received,
-                provider=self.provider,
-                request_id=request_id,
-            )
-        yield Response(
-            text="".join(parts),
-            model=model,
-            input_tokens=usage[0],
-            output_tokens=usage[1],
-            cache_read_tokens=usage[2],
-            request_id=request_id,
-            provider=self.provider,
-            stop_reason=finish,
-        )
+        yield state.finish()
+
+    async def astream(self, request: Request) -> AsyncIterator[Chunk | Response]:
+        """``stream`` over asyncio."""
+        state = _Stream(self, request)
+        lines = self._http.astream_lines("/chat/completions", self._body(request, stream=True))
+        try:
+            async for line in lines:
+                for chunk in state.feed(line):
+                    yield chunk
+                if state.done:
+                    break
+        finally:
+            await lines.aclose()
+        yield state.finish()

@@ -5,21 +5,24 @@ Only the failures ``trails.llm.errors.is_retryable`` names are retried (429,
 refused host fails at once. Provider SDKs keep their own retries off, so the
 count recorded on a completion (``trails:retries``) is the real number of
 extra attempts. ``sleep`` and ``random`` are injectable so tests run in
-milliseconds and deterministically.
+milliseconds and deterministically. ``acall_with_retries`` is the same loop
+for asyncio: it waits with ``asyncio.sleep`` (an injected ``sleep`` is called
+instead, as in the sync loop), so a waiting task never blocks the others.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from trails.errors import UserError
 from trails.llm.errors import is_retryable
 
-__all__ = ["RetryError", "RetryPolicy", "call_with_retries"]
+__all__ = ["RetryError", "RetryPolicy", "acall_with_retries", "call_with_retries"]
 
 T = TypeVar("T")
 
@@ -99,7 +102,32 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy) -> tuple[T, int]
         try:
             return fn(), retries
         except Exception as exc:
-            if not is_retryable(exc) or retries >= policy.max_retries:
-                raise RetryError(exc, retries) from exc
+            delay = _next_delay(exc, retries, policy)
             retries += 1
-            policy.sleep(policy.delay(retries, getattr(exc, "retry_after", None)))
+            policy.sleep(delay)
+
+
+def _next_delay(exc: Exception, retries: int, policy: RetryPolicy) -> float:
+    """The delay before retry ``retries + 1``, or ``RetryError`` when there is none."""
+    if not is_retryable(exc) or retries >= policy.max_retries:
+        raise RetryError(exc, retries) from exc
+    return policy.delay(retries + 1, getattr(exc, "retry_after", None))
+
+
+async def acall_with_retries(fn: Callable[[], Awaitable[T]], policy: RetryPolicy) -> tuple[T, int]:
+    """``call_with_retries`` for an async attempt.
+
+    Raises:
+        RetryError: as ``call_with_retries``.
+    """
+    retries = 0
+    while True:
+        try:
+            return await fn(), retries
+        except Exception as exc:
+            delay = _next_delay(exc, retries, policy)
+            retries += 1
+            if policy.sleep is time.sleep:
+                await asyncio.sleep(delay)
+            else:
+                policy.sleep(delay)

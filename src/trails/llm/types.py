@@ -8,33 +8,116 @@ around the adapter, so a new provider is one small file.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-__all__ = ["Adapter", "Chunk", "Message", "Request", "Response", "Role"]
+__all__ = [
+    "Adapter",
+    "AsyncAdapter",
+    "Chunk",
+    "Message",
+    "Request",
+    "Response",
+    "Role",
+    "ToolCall",
+    "ToolSpec",
+    "new_call_id",
+    "wire_name",
+]
 
-Role = Literal["system", "user", "assistant"]
+
+def wire_name(name: str) -> str:
+    """A tool name every provider accepts (``[A-Za-z0-9_-]``, at most 64 characters).
+
+    Capability ids such as ``notes.search`` have dots, which OpenAI and
+    Anthropic refuse in tool names: each other character becomes ``__``.
+    Adapters send this name and map the model's calls back to the tool's own
+    name (``Request.tool_name``).
+    """
+    return re.sub(r"[^A-Za-z0-9_-]", "__", name)[:64]
+
+
+def new_call_id() -> str:
+    """A fresh tool-call id, for providers whose tool calls come without one (Ollama)."""
+    return f"call_{uuid.uuid4().hex[:16]}"
+
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool the model may call: a name, what it does, and its arguments' JSON schema.
+
+    ``LLMClient.complete(tools=...)`` builds these from capabilities (their
+    manifest's ``input_schema``) or from ``{"name", "description",
+    "parameters"}`` dicts; each adapter turns them into its provider's tool
+    definition.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the model asked for: the provider's call id, the tool's name, its arguments.
+
+    ``id`` is what links the recorded completion (``trails:toolCallId``) to
+    the invocation that later runs the call.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
 @dataclass(frozen=True)
 class Message:
-    """One chat message. ``cache=True`` marks a prompt-cache breakpoint (Anthropic)."""
+    """One chat message. ``cache=True`` marks a prompt-cache breakpoint (Anthropic).
+
+    Native tool calling adds two shapes: an ``assistant`` message carrying the
+    ``tool_calls`` the model asked for, and a ``tool`` message carrying one
+    call's result as ``content``, with that call's ``tool_call_id``. Adapters
+    translate both into their provider's wire format.
+    """
 
     role: Role
     content: str
     cache: bool = False
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.cache:
             data["cache"] = True
+        if self.tool_calls:
+            data["tool_calls"] = [c.as_dict() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
         return data
 
 
 @dataclass(frozen=True)
 class Request:
-    """Everything an adapter needs for one call."""
+    """Everything an adapter needs for one call.
+
+    ``tools`` are offered to the model (native tool calling);
+    ``response_format`` is a JSON schema the answer must follow (an adapter
+    uses its provider's JSON mode, or a forced tool where that is the
+    provider's way), named ``response_name``.
+    """
 
     model: str
     messages: tuple[Message, ...]
@@ -42,6 +125,16 @@ class Request:
     temperature: float = 0.0
     stop: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
+    tools: tuple[ToolSpec, ...] = ()
+    response_format: dict[str, Any] | None = None
+    response_name: str = "answer"
+
+    def tool_name(self, wire: str) -> str:
+        """The offered tool's own name for the name a provider called it by."""
+        for tool in self.tools:
+            if wire_name(tool.name) == wire:
+                return tool.name
+        return wire
 
 
 @dataclass(frozen=True)
@@ -70,6 +163,8 @@ class Response:
     activity_iri: str | None = None
     stop_reason: str | None = None
     call_id: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    parsed: Any = None
 
     @property
     def tokens(self) -> int:
@@ -93,3 +188,16 @@ class Adapter(Protocol):
     def complete(self, request: Request) -> Response: ...
 
     def stream(self, request: Request) -> Iterator[Chunk | Response]: ...
+
+
+@runtime_checkable
+class AsyncAdapter(Protocol):
+    """An adapter that also speaks asyncio. ``LLMClient.acomplete`` uses these methods when an
+    adapter has them, and runs the sync ones in a worker thread when it has not."""
+
+    provider: str
+    model: str
+
+    async def acomplete(self, request: Request) -> Response: ...
+
+    def astream(self, request: Request) -> AsyncIterator[Chunk | Response]: ...

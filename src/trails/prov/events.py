@@ -262,9 +262,10 @@ class LLMCompleted(Event):
     latency_ms: float = 0.0
     retries: int = 0
     request_id: str | None = None
-    status: Literal["ok", "error"] = "ok"
+    status: Literal["ok", "error", "invalid"] = "ok"
     error: str | None = None
     step: int | None = None
+    tool_calls: list[dict[str, Any]] = []
 
     def emit(self, b: QuadBuilder) -> None:
         a = _iri(self.activity)
@@ -305,6 +306,12 @@ class LLMCompleted(Event):
                 completion, T.Completion, self.text, generated_by=a, at=self.ended, as_json=False
             )
             b.add(completion, PROV.wasDerivedFrom, prompt)
+        for i, call in enumerate(self.tool_calls):
+            # the id is what a later invocation of the call links back with
+            b.value(a, T.toolCallId, call["id"])
+            request = Minter.part(a, f"toolcall{i}")
+            b.entity(request, T.ToolCallRequest, call, generated_by=a, at=self.ended)
+            b.value(request, T.toolCallId, call["id"])
 
 
 class PlanRunStarted(Event):

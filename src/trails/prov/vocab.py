@@ -80,6 +80,7 @@ class T:
     # classes: entities
     Prompt = TRAILS.Prompt
     Completion = TRAILS.Completion
+    ToolCallRequest = TRAILS.ToolCallRequest
     CapabilityInput = TRAILS.CapabilityInput
     CapabilityOutput = TRAILS.CapabilityOutput
     PlanDocument = TRAILS.PlanDocument
@@ -115,6 +116,7 @@ class T:
     modelId = TRAILS.modelId
     requestHash = TRAILS.requestHash
     requestId = TRAILS.requestId
+    toolCallId = TRAILS.toolCallId
     inputTokens = TRAILS.inputTokens
     outputTokens = TRAILS.outputTokens
     cacheReadTokens = TRAILS.cacheReadTokens

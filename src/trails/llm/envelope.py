@@ -1,0 +1,536 @@
+"""The envelope around every model call: begin, attempt, succeed or fail, and record.
+
+``LLMClient`` (``trails.llm.client``) is the public face; this module is the
+one implementation of what happens around an adapter call, shared by the
+sync and async paths so both record exactly the same PROV-O:
+
+- ``_begin`` checks the input and the principal's budget and mints the
+  completion's IRI;
+- ``_attempt`` / ``_aattempt`` call the adapter with retries (the async one
+  awaits the adapter's ``acomplete``, or runs its sync ``complete`` in a
+  worker thread when it has none);
+- ``_succeed`` books the cost envelope and records one ``trails:LLMCompletion``
+  (status ``ok``, or ``invalid`` when a structured answer failed validation);
+  ``_fail`` records a failed one. Each is one ``recorder.record`` call, one
+  atomic write under the recorder's lock, so concurrent tasks and threads
+  never interleave the quads of two completions;
+- ``_stream`` / ``_astream`` wrap a streaming call: retried until the first
+  chunk, a cut or abandoned stream recorded as failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from trails.errors import ModelAPIError, TrailsError, UserError
+from trails.kernel.context import Context, current_context, now
+from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params
+from trails.llm.catalogue import Catalogue, ModelSpec
+from trails.llm.errors import IncompleteStreamError, MalformedResponseError
+from trails.llm.retry import RetryError, RetryPolicy, acall_with_retries, call_with_retries
+from trails.llm.structured import OutputFormat
+from trails.llm.types import Adapter, Chunk, Message, Request, Response, ToolCall, ToolSpec
+from trails.prov.events import LLMCompleted
+from trails.text import check_text, text_problem
+
+__all__ = ["Call", "Envelope", "Prompt", "to_messages"]
+
+Prompt = str | Message | Sequence[Message | Mapping[str, Any]]
+
+_ROLES = ("system", "user", "assistant", "tool")
+
+
+def _tool_calls(raw: Any, i: int) -> tuple[ToolCall, ...]:
+    out: list[ToolCall] = []
+    for call in raw or ():
+        if isinstance(call, Mapping):
+            try:
+                call = ToolCall(
+                    str(call["id"]), str(call["name"]), dict(call.get("arguments") or {})
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise UserError(f"message #{i} has a tool call without {exc}") from exc
+        if not isinstance(call, ToolCall):
+            raise UserError(f"message #{i} has a tool call that is a {type(call).__name__}")
+        out.append(call)
+    return tuple(out)
+
+
+def to_messages(messages: Prompt) -> list[Message]:
+    """Normalise a prompt: a str becomes one user message; dicts become ``Message``.
+
+    Args:
+        messages: a string, a ``Message``, or a sequence of messages or
+            ``{"role", "content", "cache"?, "tool_calls"?, "tool_call_id"?}`` dicts.
+
+    Returns:
+        The messages.
+
+    Raises:
+        UserError: empty, or a message with an unknown role or non-str content.
+    """
+    if isinstance(messages, str):
+        return [Message("user", messages)]
+    if isinstance(messages, Message):
+        return [messages]
+    out: list[Message] = []
+    for i, m in enumerate(messages):
+        if isinstance(m, Mapping):
+            try:
+                m = Message(
+                    m["role"],
+                    m["content"],
+                    bool(m.get("cache", False)),
+                    _tool_calls(m.get("tool_calls"), i),
+                    m.get("tool_call_id"),
+                )
+            except KeyError as exc:
+                raise UserError(f"message #{i} has no {exc.args[0]!r}") from exc
+        if not isinstance(m, Message):
+            raise UserError(f"message #{i} is a {type(m).__name__}, expected Message or dict")
+        if m.role not in _ROLES:
+            raise UserError(
+                f"message #{i} has role {m.role!r}; use 'system', 'user', 'assistant' or 'tool'"
+            )
+        if not isinstance(m.content, str):
+            raise UserError(f"message #{i} content must be str, not {type(m.content).__name__}")
+        if m.role == "tool" and not m.tool_call_id:
+            raise UserError(f"message #{i} is a tool result without a tool_call_id")
+        out.append(m)
+    if not out:
+        raise UserError("a completion needs at least one message")
+    return out
+
+
+@dataclass
+class Call:
+    """What one complete/stream call needs to book and record itself."""
+
+    ctx: Context
+    request: Request
+    messages: list[dict[str, Any]]
+    params: dict[str, Any]
+    hash: str
+    activity: str
+    started: datetime
+    t0: float
+    output: OutputFormat | None = None
+    attempt: int = 1
+    attempts: int = 1
+    invalid: str | None = None
+
+
+class Envelope:
+    """The envelope's state and steps; ``LLMClient`` builds on it (see the module docstring)."""
+
+    adapter: Adapter
+    retry: RetryPolicy
+    response_cache: ResponseCache | None
+    store_cache: bool
+    catalogue: Catalogue
+
+    @property
+    def provider(self) -> str:
+        return self.adapter.provider
+
+    @property
+    def model(self) -> str:
+        return self.adapter.model
+
+    def _begin(
+        self,
+        messages: Prompt,
+        max_tokens: int,
+        temperature: float,
+        ctx: Context | None,
+        model: str | ModelSpec | None,
+        stop: Sequence[str],
+        extra: dict[str, Any],
+        tools: tuple[ToolSpec, ...] = (),
+        output: OutputFormat | None = None,
+    ) -> Call:
+        msgs = to_messages(messages)
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise UserError(f"max_tokens must be a positive int, not {max_tokens!r}")
+        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+            raise UserError(f"temperature must be a number, not {temperature!r}")
+        if isinstance(stop, str):
+            stop = [stop]
+        model_id = model.model if isinstance(model, ModelSpec) else (model or self.model)
+        for i, m in enumerate(msgs):
+            check_text(m.content, f"message #{i} content")
+        check_text(model_id, "model")
+        for s in stop:
+            check_text(s, "stop sequence")
+        ctx = ctx if ctx is not None else current_context()
+        ctx.tracker.check(ctx.principal)
+        params = request_params(max_tokens, temperature, stop, extra)
+        if tools:  # what the model was offered is part of what determined its reply
+            params["tools"] = [t.as_dict() for t in tools]
+        if output is not None:
+            params["response_format"] = output.as_param()
+        request = Request(
+            model=model_id,
+            messages=tuple(msgs),
+            max_tokens=max_tokens,
+            temperature=float(temperature),
+            stop=tuple(stop),
+            extra=dict(extra),
+            tools=tools,
+            response_format=output.schema if output is not None else None,
+            response_name=output.name if output is not None else "answer",
+        )
+        return Call(
+            ctx=ctx,
+            request=request,
+            messages=[m.as_dict() for m in msgs],
+            params=params,
+            hash=request_hash(model_id, msgs, params),
+            activity=ctx.recorder.minter.activity(),
+            started=now(),
+            t0=time.perf_counter(),
+            output=output,
+        )
+
+    def _cached(self, call: Call) -> Response | None:
+        if self.response_cache is not None:
+            hit = self.response_cache.get(call.hash)
+            if hit is not None:
+                return hit
+        if self.store_cache:
+            return lookup_recorded(call.ctx.store, call.hash)
+        return None
+
+    def _spec(self, provider: str, model: str, requested: str) -> ModelSpec:
+        local = bool(getattr(self.adapter, "local", False)) and provider == self.provider
+        found = self.catalogue.find(provider, model) or self.catalogue.find(provider, requested)
+        return found or self.catalogue.spec_for(provider, model, local=local)
+
+    def _attempt(self, call: Call) -> Response:
+        """The adapter's answer (cache first, then with retries); a failure is recorded, raised."""
+        cached = self._cached(call)
+        if cached is not None:
+            return self._succeed(call, cached, retries=0, cache_hit=True)
+        try:
+            response, retries = call_with_retries(
+                lambda: self.adapter.complete(call.request), self.retry
+            )
+        except RetryError as err:
+            error = self._fail(call, err.error, err.retries)
+            raise error from error.__cause__
+        return self._succeed(call, response, retries=retries, cache_hit=False)
+
+    async def _aattempt(self, call: Call) -> Response:
+        """``_attempt`` over asyncio: the adapter's ``acomplete``, else its ``complete`` in a thread."""
+        cached = self._cached(call)
+        if cached is not None:
+            return self._succeed(call, cached, retries=0, cache_hit=True)
+        acomplete = getattr(self.adapter, "acomplete", None)
+
+        async def once() -> Response:
+            if acomplete is not None:
+                result: Response = await acomplete(call.request)
+                return result
+            return await asyncio.to_thread(self.adapter.complete, call.request)
+
+        try:
+            response, retries = await acall_with_retries(once, self.retry)
+        except RetryError as err:
+            error = self._fail(call, err.error, err.retries)
+            raise error from error.__cause__
+        return self._succeed(call, response, retries=retries, cache_hit=False)
+
+    def _succeed(
+        self,
+        call: Call,
+        response: Response,
+        *,
+        retries: int,
+        cache_hit: bool,
+    ) -> Response:
+        """Book and record a completion that answered.
+
+        With a response format the answer is validated first: one that does
+        not validate is recorded with status ``invalid`` (its cost booked: it
+        was spent) and ``call.invalid`` says what is wrong with it; a valid
+        one comes back with ``parsed`` set.
+        """
+        ctx = call.ctx
+        if not cache_hit:
+            retries += response.retries  # attempts an adapter made itself (a fallback chain)
+        provider = response.provider or self.provider
+        model = response.model or call.request.model
+        for what, value in (("completion text", response.text), ("model id", model)):
+            problem = text_problem(value)
+            if problem is not None:  # e.g. a "\ud800" escape in the provider's JSON
+                raise self._fail(
+                    call,
+                    MalformedResponseError(
+                        f"{provider}: the {what} is not valid Unicode text ({problem}), "
+                        "so it cannot be recorded",
+                        provider=provider,
+                        request_id=response.request_id,
+                    ),
+                    retries,
+                )
+        parsed: Any = None
+        invalid: str | None = None
+        if call.output is not None:
+            parsed, invalid = call.output.check(response)
+            call.invalid = invalid
+        error = None
+        if invalid is not None:
+            error = f"invalid answer (attempt {call.attempt} of {call.attempts}): {invalid}"
+            if call.attempt >= call.attempts:
+                error += "; no attempts left"
+        if cache_hit:
+            usd: float | None = 0.0
+        elif response.usd is not None:
+            usd = response.usd
+        else:
+            usd = self._spec(provider, model, call.request.model).cost(
+                response.input_tokens,
+                response.output_tokens,
+                response.cache_read_tokens,
+                response.cache_write_tokens,
+            )
+        latency = time.perf_counter() - call.t0
+        envelope = ctx.tracker.book(
+            tag=f"llm:{model}",
+            principal=ctx.principal,
+            usd=usd,
+            input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+            activity=call.activity,
+        )
+        ctx.recorder.record(
+            LLMCompleted(
+                session=ctx.session,
+                activity=call.activity,
+                parent=ctx.parent,
+                principal=ctx.principal,
+                provider=provider,
+                model=model,
+                started=call.started,
+                ended=now(),
+                messages=call.messages,
+                params=call.params,
+                request_hash=call.hash,
+                text=call.output.raw(response) if call.output is not None else response.text,
+                input_tokens=response.input_tokens,
+                output_tokens=response.output_tokens,
+                cache_read_tokens=response.cache_read_tokens,
+                cache_write_tokens=response.cache_write_tokens,
+                usd=usd,
+                cache_hit=cache_hit,
+                latency_ms=latency * 1000.0,
+                retries=retries,
+                request_id=response.request_id,
+                status="ok" if invalid is None else "invalid",
+                error=error,
+                step=ctx.step,
+                tool_calls=[c.as_dict() for c in response.tool_calls],
+            )
+        )
+        if invalid is None and not cache_hit and self.response_cache is not None:
+            self.response_cache.set(call.hash, response)
+        return replace(
+            response,
+            provider=provider,
+            model=model,
+            usd=usd,
+            cache_hit=cache_hit,
+            latency_s=latency,
+            retries=retries,
+            activity_iri=call.activity,
+            call_id=envelope.call_id,
+            parsed=parsed,
+        )
+
+    def _fail(
+        self, call: Call, error: BaseException, retries: int, *, received: str = ""
+    ) -> BaseException:
+        """Record a failed completion and return the error to raise (translated if foreign).
+
+        ``received`` is the text a stream delivered before it failed; it is
+        recorded as the failed completion's content (a cut stream's partial
+        answer is evidence too), never as an answer: the status is ``error``.
+        """
+        if not isinstance(error, TrailsError):
+            translated: BaseException = ModelAPIError(
+                f"{self.provider} adapter raised {type(error).__name__}: {error}",
+                provider=self.provider,
+            )
+            translated.__cause__ = error
+            error = translated
+        retries += int(getattr(error, "inner_retries", 0))
+        message = f"{type(error).__name__}: {error}"
+        if text_problem(message) is not None:  # a provider's message may hold anything
+            message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+        if text_problem(received) is not None:
+            received = ""  # not recordable as it came; the error says how much arrived
+        ctx = call.ctx
+        ctx.recorder.record(
+            LLMCompleted(
+                session=ctx.session,
+                activity=call.activity,
+                parent=ctx.parent,
+                principal=ctx.principal,
+                provider=getattr(error, "provider", "") or self.provider,
+                model=call.request.model,
+                started=call.started,
+                ended=now(),
+                messages=call.messages,
+                params=call.params,
+                request_hash=call.hash,
+                latency_ms=(time.perf_counter() - call.t0) * 1000.0,
+                retries=retries,
+                request_id=getattr(error, "request_id", None),
+                text=received or None,
+                status="error",
+                error=message,
+                step=ctx.step,
+            )
+        )
+        error.activity_iri = call.activity  # type: ignore[attr-defined]
+        error.retries = retries  # type: ignore[attr-defined]
+        return error
+
+    # -- streams --------------------------------------------------------------------
+
+    def _closed_early(self, call: Call, retries: int, received: list[str]) -> None:
+        self._fail(
+            call,
+            ModelAPIError(
+                f"stream closed by the consumer after {sum(map(len, received))} characters",
+                provider=self.provider,
+            ),
+            retries,
+            received="".join(received),
+        )
+
+    def _stream_end(
+        self, call: Call, item: Chunk | Response | None, retries: int, received: list[str]
+    ) -> Response:
+        if not isinstance(item, Response):
+            text = "".join(received)
+            error = IncompleteStreamError(
+                f"{self.provider} stream ended without a final message, after {len(text)} "
+                "characters of text",
+                received=text,
+                provider=self.provider,
+            )
+            raise self._fail(call, error, retries, received=text)
+        return self._succeed(call, item, retries=retries, cache_hit=False)
+
+    def _stream(self, call: Call) -> Iterator[Chunk | Response]:
+        cached = self._cached(call)
+        if cached is not None:
+            if cached.text:
+                yield Chunk(cached.text)
+            yield self._succeed(call, cached, retries=0, cache_hit=True)
+            return
+
+        def open_stream() -> tuple[Iterator[Chunk | Response], Chunk | Response | None]:
+            it = iter(self.adapter.stream(call.request))
+            return it, next(it, None)
+
+        try:
+            (it, first), retries = call_with_retries(open_stream, self.retry)
+        except RetryError as err:
+            error = self._fail(call, err.error, err.retries)
+            raise error from error.__cause__
+        received: list[str] = []
+        item = first
+        try:
+            while item is not None:
+                if isinstance(item, Response):
+                    break
+                received.append(item.text)
+                yield item
+                item = next(it, None)
+        except GeneratorExit:
+            _close(it)
+            self._closed_early(call, retries, received)
+            raise
+        except Exception as exc:
+            _close(it)
+            error = self._fail(call, exc, retries, received="".join(received))
+            raise error from error.__cause__
+        yield self._stream_end(call, item, retries, received)
+
+    async def _astream(self, call: Call) -> AsyncIterator[Chunk | Response]:
+        """``_stream`` over asyncio: the adapter's ``astream``, else its ``stream`` in a thread."""
+        cached = self._cached(call)
+        if cached is not None:
+            if cached.text:
+                yield Chunk(cached.text)
+            yield self._succeed(call, cached, retries=0, cache_hit=True)
+            return
+
+        async def open_stream() -> tuple[AsyncIterator[Chunk | Response], Chunk | Response | None]:
+            it = _aiter(self.adapter, call.request)
+            return it, await anext(it, None)
+
+        try:
+            (it, first), retries = await acall_with_retries(open_stream, self.retry)
+        except RetryError as err:
+            error = self._fail(call, err.error, err.retries)
+            raise error from error.__cause__
+        received: list[str] = []
+        item = first
+        try:
+            while item is not None:
+                if isinstance(item, Response):
+                    break
+                received.append(item.text)
+                yield item
+                item = await anext(it, None)
+        except GeneratorExit:
+            await _aclose(it)
+            self._closed_early(call, retries, received)
+            raise
+        except Exception as exc:
+            await _aclose(it)
+            error = self._fail(call, exc, retries, received="".join(received))
+            raise error from error.__cause__
+        yield self._stream_end(call, item, retries, received)
+
+
+async def _from_thread(adapter: Adapter, request: Request) -> AsyncIterator[Chunk | Response]:
+    """An adapter's sync stream, each step run in a worker thread."""
+    it = iter(adapter.stream(request))
+    done = object()
+    try:
+        while True:
+            item = await asyncio.to_thread(next, it, done)
+            if item is done:
+                return
+            yield item  # type: ignore[misc]
+    finally:
+        _close(it)
+
+
+def _aiter(adapter: Adapter, request: Request) -> AsyncIterator[Chunk | Response]:
+    astream = getattr(adapter, "astream", None)
+    if astream is not None:
+        result: AsyncIterator[Chunk | Response] = astream(request)
+        return result
+    return _from_thread(adapter, request)
+
+
+def _close(it: Iterator[Any]) -> None:
+    close = getattr(it, "close", None)
+    if callable(close):
+        close()
+
+
+async def _aclose(it: AsyncIterator[Any]) -> None:
+    aclose = getattr(it, "aclose", None)
+    if callable(aclose):
+        await aclose()
