@@ -41,7 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "recover",
         "end sessions left open by a process that stopped (as interrupted) and seal them",
     ),
-    "hold": ("holds", "place, release and list legal holds on sessions or principals"),
+    "hold": ("holds", "legal holds: evidence retention and erasure must not remove until released"),
     "report": ("report", "write the HTML audit report of a session"),
     "replay": ("replay", "print a persisted session; --rerun checks it still runs"),
     "diff": ("replay", "where two recorded sessions diverge"),

@@ -25,18 +25,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     sub = p.add_subparsers(dest="hold_command", metavar="add|remove|list", required=True)
     add = sub.add_parser("add", help="place a hold on a session or a principal")
-    add.add_argument("target", metavar="SESSION|PRINCIPAL")
+    add.add_argument(
+        "target", metavar="SESSION|PRINCIPAL", help="a session (IRI or UUID) or a principal (DID)"
+    )
     add.add_argument("--reason", required=True, help="why (a case, a request)")
     add.add_argument("--by", help="who places it (default: [agent] principal)")
     add.set_defaults(func=run_add)
     rm = sub.add_parser("remove", help="release the holds on a session, a principal, or one hold")
-    rm.add_argument("target", metavar="SESSION|PRINCIPAL|HOLD")
+    rm.add_argument(
+        "target",
+        metavar="SESSION|PRINCIPAL|HOLD",
+        help="what the holds to release are on, or a hold",
+    )
     rm.add_argument("--reason", required=True, help="why it is released")
     rm.add_argument("--by", help="who releases it (default: [agent] principal)")
     rm.set_defaults(func=run_remove)
     ls = sub.add_parser("list", help="list active holds (and released ones with --all)")
     ls.add_argument("--all", action="store_true", help="include released holds")
-    ls.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    ls.add_argument(
+        "--format", "-f", choices=("table", "json"), default="table", help="table (default) or json"
+    )
     ls.set_defaults(func=run_list)
 
 
