@@ -100,7 +100,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "union_default_graph",
         }
     ),
-    "prov": frozenset({"base_iri", "record_content", "recorder_plugins"}),
+    "prov": frozenset({"base_iri", "record_content", "recorder_plugins", "masking"}),
     "agent": frozenset({"strategy", "principal"}),
     "audit": frozenset(
         {"domain", "no_cross_domain", "redact", "seal", "signing_key", "verify_key", "recover"}

@@ -568,6 +568,7 @@ def _nothing() -> Iterator[None]:
 
 
 _CATALOGUE_LINE = re.compile(r"(?m)^- ([^\s:]+)(?:: | \(unregistered\)$)")
+_NO_TOOLS = re.compile(r"(?m)^Tools:\n\(none\)$")
 
 
 def recorded_catalogue(messages: Sequence[Mapping[str, Any]]) -> list[str] | None:
@@ -581,7 +582,8 @@ def recorded_catalogue(messages: Sequence[Mapping[str, Any]]) -> list[str] | Non
         messages: the recorded request's messages (role / content dicts).
 
     Returns:
-        The ids, or None when the prompt holds no catalogue (or only hashes were recorded).
+        The ids (empty when the prompt offered no tools), or None when the prompt
+        holds no catalogue (or only hashes were recorded).
     """
     system = [m for m in messages if m.get("role") == "system"] or list(messages[:1])
     ids: list[str] = []
@@ -589,6 +591,8 @@ def recorded_catalogue(messages: Sequence[Mapping[str, Any]]) -> list[str] | Non
         content = message.get("content")
         if not isinstance(content, str):
             continue
+        if _NO_TOOLS.search(content):
+            return []
         for match in _CATALOGUE_LINE.finditer(content):
             cid = match.group(1)
             try:
