@@ -187,10 +187,10 @@ def build(store: Store, monkeypatch: pytest.MonkeyPatch, *, seal: bool = True) -
     # every module that stamps events reads the same frozen clock (PROV-CONSTRAINTS
     # compares the times of activities recorded by different modules)
     import trails.agent.planners._loop as ploop
-    import trails.llm.client as lclient
+    import trails.llm.envelope as lenvelope
     import trails.memory.service as mservice
 
-    for module in (ploop, lclient, mservice):
+    for module in (ploop, lenvelope, mservice):
         monkeypatch.setattr(module, "now", clock)
     recorder = Recorder(store)
     if seal:
