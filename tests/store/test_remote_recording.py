@@ -27,7 +27,13 @@ from trails.store.terms import XSD
 pytestmark = pytest.mark.remote
 
 MIDDLE = datetime(2025, 3, 2, 12, 0, tzinfo=UTC)
-FALLBACK = {"capability": "search", "status": "ok", "decision": "deny", "model": "claude-sonnet"}
+FALLBACK = {
+    "capability": "search",
+    "status": "ok",
+    "decision": "deny",
+    "model": "claude-sonnet",
+    "all": True,
+}
 
 
 def _required_value(name: str, fx: Fixture) -> Any:

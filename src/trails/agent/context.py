@@ -249,6 +249,33 @@ class AuthState:
         return cls(principal=principal, did=did, credential=auth)
 
 
+def _governance(
+    policy: Any = None,
+    approver: Any = None,
+    approval_timeout_s: float | None = None,
+    observers: Any = (),
+) -> dict[str, Any]:
+    """Check ``policy=``, ``approver=``, ``approval_timeout_s=``, ``observers=`` of a session."""
+    from trails.kernel.context import ToolPolicy
+    from trails.kernel.observe import check_observers
+
+    if policy is not None and not isinstance(policy, ToolPolicy):
+        raise UserError(f"policy= must be a ToolPolicy (name and decide()), not {policy!r}")
+    if approver is not None and not callable(approver):
+        raise UserError(f"approver= must be callable, not {approver!r}")
+    timeout = approval_timeout_s
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    ):
+        raise UserError(f"approval_timeout_s= must be a positive number, not {timeout!r}")
+    return {
+        "policy": policy,
+        "approver": approver,
+        "approval_timeout_s": None if timeout is None else float(timeout),
+        "observers": check_observers(observers),
+    }
+
+
 def _normalise_strategy(name: str, *, source: str) -> str:
     from trails.agent.planners import STRATEGIES
 
@@ -295,6 +322,13 @@ class Session:
         llm: the LLM client ``run`` uses when none is passed (default: the
             configured one, ``TRAILS_LLM`` / ``[llm] model``, built on first use).
         session_id: the session id (default: a new UUID); names the session graph.
+        policy: the tool policy every call of the session is judged by (a
+            ``RulePolicy`` or any ``ToolPolicy``; default: ``[policy]`` of trails.toml).
+        approver: who is asked when the policy says ``review``:
+            ``approver(spec, args, reason)``, sync or async, returning a bool or an
+            ``Approval``; without one, review means no.
+        approval_timeout_s: seconds an approver has to answer; then the call is denied.
+        observers: lifecycle observers of every run of the session (see ``trails.kernel.observe``).
 
     Raises:
         UserError: an empty principal, a bad budget or an unknown strategy.
@@ -314,6 +348,10 @@ class Session:
         budget: Mapping[str, float] | None = None,
         llm: Any = None,
         session_id: str | None = None,
+        policy: Any = None,
+        approver: Any = None,
+        approval_timeout_s: float | None = None,
+        observers: Any = (),
     ) -> None:
         if not isinstance(principal, str) or not principal.strip():
             raise UserError(f"Session principal must be a non-empty str, not {principal!r}")
@@ -329,6 +367,7 @@ class Session:
         self.strategy = _normalise_strategy(strategy, source="strategy=") if strategy else None
         self.budget = _check_budget(budget)
         self.llm = llm
+        self.governance = _governance(policy, approver, approval_timeout_s, observers)
         self._store = store
         self._recorder = recorder
         self._context: Context | None = None
@@ -399,6 +438,7 @@ class Session:
                 recorder=recorder,
                 session_id=self.id,
                 invocations=self.invocations,
+                **self.governance,
             )
         return self._context
 

@@ -32,6 +32,7 @@ from typing import Any
 from trails.errors import ModelAPIError, TrailsError, UserError
 from trails.kernel.context import Context, current_context, now
 from trails.kernel.cost import CostTracker, default_tracker
+from trails.kernel.observe import notify, observing
 from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params
 from trails.llm.catalogue import Catalogue, ModelSpec, default_catalogue
 from trails.llm.errors import IncompleteStreamError, MalformedResponseError
@@ -471,9 +472,10 @@ class LLMClient:
         if cached is not None:
             return self._succeed(call, cached, retries=0, cache_hit=True)
         try:
-            response, retries = call_with_retries(
-                lambda: self.adapter.complete(call.request), self.retry
-            )
+            with observing(call.ctx):
+                response, retries = call_with_retries(
+                    lambda: self.adapter.complete(call.request), self.retry, self._retried(call)
+                )
         except RetryError as err:
             error = self._fail(call, err.error, err.retries)
             raise error from error.__cause__
@@ -540,7 +542,10 @@ class LLMClient:
             return it, next(it, None)
 
         try:
-            (it, first), retries = call_with_retries(open_stream, self.retry)
+            with observing(call.ctx):
+                (it, first), retries = call_with_retries(
+                    open_stream, self.retry, self._retried(call)
+                )
         except RetryError as err:
             error = self._fail(call, err.error, err.retries)
             raise error from error.__cause__
@@ -630,7 +635,7 @@ class LLMClient:
             stop=tuple(stop),
             extra=dict(extra),
         )
-        return _Call(
+        call = _Call(
             ctx=ctx,
             request=request,
             messages=[m.as_dict() for m in msgs],
@@ -640,6 +645,15 @@ class LLMClient:
             started=now(),
             t0=time.perf_counter(),
         )
+        notify(ctx, "llm_start", call_id=call.activity, model=model_id, messages=len(msgs))
+        return call
+
+    def _retried(self, call: _Call) -> Any:
+        def told(attempt: int, error: BaseException, delay: float) -> None:
+            data = {"attempt": attempt, "error": f"{type(error).__name__}: {error}"}
+            notify(call.ctx, "llm_retry", call_id=call.activity, delay_s=delay, **data)
+
+        return told
 
     def _cached(self, call: _Call) -> Response | None:
         if self.response_cache is not None:
@@ -725,6 +739,10 @@ class LLMClient:
         )
         if not cache_hit and self.response_cache is not None:
             self.response_cache.set(call.hash, response)
+        if cache_hit:
+            notify(ctx, "cache_hit", call_id=call.activity, model=model)
+        tokens = {"input_tokens": response.input_tokens, "output_tokens": response.output_tokens}
+        notify(ctx, "llm_end", call_id=call.activity, model=model, status="ok", usd=usd, **tokens)
         return replace(
             response,
             provider=provider,
@@ -782,6 +800,8 @@ class LLMClient:
                 step=ctx.step,
             )
         )
+        model = call.request.model
+        notify(ctx, "llm_end", call_id=call.activity, model=model, status="error", error=message)
         error.activity_iri = call.activity  # type: ignore[attr-defined]
         error.retries = retries  # type: ignore[attr-defined]
         return error

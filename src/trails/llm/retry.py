@@ -80,12 +80,17 @@ class RetryError(Exception):
         self.retries = retries
 
 
-def call_with_retries(fn: Callable[[], T], policy: RetryPolicy) -> tuple[T, int]:
+def call_with_retries(
+    fn: Callable[[], T],
+    policy: RetryPolicy,
+    on_retry: Callable[[int, BaseException, float], None] | None = None,
+) -> tuple[T, int]:
     """Call ``fn`` until it succeeds, fails for good, or retries run out.
 
     Args:
         fn: the attempt (an adapter call).
         policy: the retry policy.
+        on_retry: told ``(attempt, error, delay_s)`` before each wait.
 
     Returns:
         ``(result, retries)``: what ``fn`` returned and how many retries it took.
@@ -102,4 +107,7 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy) -> tuple[T, int]
             if not is_retryable(exc) or retries >= policy.max_retries:
                 raise RetryError(exc, retries) from exc
             retries += 1
-            policy.sleep(policy.delay(retries, getattr(exc, "retry_after", None)))
+            delay = policy.delay(retries, getattr(exc, "retry_after", None))
+            if on_retry is not None:
+                on_retry(retries, exc, delay)
+            policy.sleep(delay)

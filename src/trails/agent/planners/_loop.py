@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from trails.errors import (
 from trails.kernel.context import Context, now
 from trails.kernel.cost import CostTracker
 from trails.kernel.invoke import invoke
+from trails.kernel.observe import notify
 from trails.kernel.registry import get_capability
 from trails.llm.types import Message, Response
 from trails.prov.events import EntityRecorded, PlanRunEnded, PlanRunStarted, Terminated
@@ -265,6 +266,9 @@ class PlanRun:
         session: the conversation the run writes into.
         ctx: the caller's context (cost and provenance follow it), else the session's.
         tools: the ids the run may dispatch (None: any registered capability).
+        governance: ``policy``, ``approver``, ``approval_timeout_s`` and
+            ``observers`` given to the planner: they apply to this run (a policy
+            replaces the context's, observers are added to the context's).
 
     Raises:
         UserError: an empty goal, a missing client or a non-Session session.
@@ -279,8 +283,9 @@ class PlanRun:
         session: Session,
         ctx: Context | None,
         tools: Sequence[str] | None,
+        governance: Mapping[str, Any] | None = None,
     ) -> None:
-        from trails.agent.context import Session
+        from trails.agent.context import Session, _governance
 
         if not isinstance(goal, str) or not goal.strip():
             raise UserError(f"goal must be a non-empty str, not {goal!r}")
@@ -301,11 +306,17 @@ class PlanRun:
         # handlers run by the planner see the run's client as ``ctx.llm`` (unless the
         # caller's context already carries one), so ``ctx.llm.complete(...)`` inside a
         # capability is recorded, costed and linked to the invocation that made it
+        given = _governance(**(governance or {}))
+        overrides = {k: given[k] for k in ("policy", "approver", "approval_timeout_s") if given[k]}
+        self.activity = base.recorder.minter.activity()
         self.ctx = base.child(
-            invocations=session.invocations, llm=base.llm if base.llm is not None else llm
+            invocations=session.invocations,
+            llm=base.llm if base.llm is not None else llm,
+            observers=tuple(base.observers) + given["observers"],
+            run=self.activity,
+            **overrides,
         )
         self.tools = None if tools is None else frozenset(tools)
-        self.activity = self.ctx.recorder.minter.activity()
         self.steps: list[PlanStep] = []
         self.ended = False
         #: the ``terminal=True`` capability a successful dispatch ran, and its result
@@ -326,6 +337,7 @@ class PlanRun:
                 started=now(),
             )
         )
+        notify(self.ctx, "run_start", strategy=self.strategy, goal=self.goal)
 
     def record_entity(
         self, kind: str, content: Any, *, generated_by: str | None, index: int
@@ -404,6 +416,7 @@ class PlanRun:
         if stopped in BUDGET_STOPS:
             assert breach is not None
             self._terminate(stopped, stopped, breach.limit, breach.observed)
+            notify(self.ctx, "budget", reason=stopped, limit=breach.limit, observed=breach.observed)
         elif stopped == "max_steps":
             limit = breach.limit if breach else None
             observed = breach.observed if breach else None
@@ -421,6 +434,7 @@ class PlanRun:
                 error=error,
             )
         )
+        notify(self.ctx, "run_end", stopped=stopped, answer=answer, error=error)
         return PlanResult(
             answer=answer,
             steps=list(self.steps if steps is None else steps),
@@ -474,6 +488,7 @@ class PlanRun:
             )
         except TrailsError:
             log.warning("could not record the end of plan run %s", self.activity, exc_info=True)
+        notify(self.ctx, "run_end", stopped="error", answer=None, error=message)
 
     def budget_stop(self, exc: BudgetExceeded) -> PlanResult:
         """End the run because a principal budget refused a spend."""

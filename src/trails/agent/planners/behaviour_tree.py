@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping
+from collections.abc import Sequence as Seq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -73,7 +74,8 @@ from trails.llm.types import Message, Response
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
-    from trails.kernel.context import Context
+    from trails.kernel.context import Context, ToolPolicy
+    from trails.kernel.policy import Approver
     from trails.memory.episodic import EpisodicMemory
     from trails.memory.working import WorkingMemory
 
@@ -160,6 +162,10 @@ def run(
     max_tokens: int | None = None,
     max_wall_time_s: float | None = None,
     max_tokens_per_step: int | None = None,
+    policy: ToolPolicy | None = None,
+    approver: Approver | None = None,
+    approval_timeout_s: float | None = None,
+    observers: Seq[Any] | None = None,
 ) -> PlanResult:
     """Run ``goal`` as a behaviour tree: the given one, or one the model decomposes it into.
 
@@ -190,6 +196,10 @@ def run(
         max_wall_time_s: seconds the run may take, sampled likewise.
         max_tokens_per_step: another name for ``max_tokens_per_call``.
 
+        policy: a tool policy for this run's calls (replaces the session's).
+        approver: who is asked when the policy says review (replaces the session's).
+        approval_timeout_s: seconds the approver has before the call is denied.
+        observers: lifecycle observers of this run (added to the session's).
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the root's output when the root
         succeeds; ``error`` when it fails (or on a malformed tree after a retry, a
@@ -218,7 +228,18 @@ def run(
     ):
         raise UserError(f"episodic= must be an EpisodicMemory, not {type(episodic).__name__}")
     plan = PlanRun(
-        NAME, goal, llm=llm, session=session, ctx=ctx, tools=[cid for cid, _ in tool_specs]
+        NAME,
+        goal,
+        llm=llm,
+        session=session,
+        ctx=ctx,
+        tools=[cid for cid, _ in tool_specs],
+        governance={
+            "policy": policy,
+            "approver": approver,
+            "approval_timeout_s": approval_timeout_s,
+            "observers": observers,
+        },
     )
     runner = _TreeRun(
         plan,

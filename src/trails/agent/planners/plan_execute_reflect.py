@@ -20,6 +20,7 @@ chose its step. Parsed plans are appended to ``session.metadata["plans"]``.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from trails.agent.planners import react
@@ -43,7 +44,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from trails.agent.context import Session
-    from trails.kernel.context import Context
+    from trails.kernel.context import Context, ToolPolicy
+    from trails.kernel.policy import Approver
 
 __all__ = [
     "EXECUTOR",
@@ -149,6 +151,10 @@ def run(
     max_tokens: int | None = None,
     max_wall_time_s: float | None = None,
     max_tokens_per_step: int | None = None,
+    policy: ToolPolicy | None = None,
+    approver: Approver | None = None,
+    approval_timeout_s: float | None = None,
+    observers: Sequence[Any] | None = None,
 ) -> PlanResult:
     """Plan, execute the first step with ReAct, reflect on its result, repeat.
 
@@ -168,6 +174,10 @@ def run(
         max_wall_time_s: seconds the whole run may take.
         max_tokens_per_step: another name for ``max_tokens_per_call``.
 
+        policy: a tool policy for this run's calls (replaces the session's).
+        approver: who is asked when the policy says review (replaces the session's).
+        approval_timeout_s: seconds the approver has before the call is denied.
+        observers: lifecycle observers of this run (added to the session's).
     Returns:
         The ``PlanResult``; its steps are the executed plan steps (action ``executor``,
         the step text as thought, the executor's answer as observation) and ``finish``.
@@ -184,7 +194,20 @@ def run(
     inner_steps = check_positive_int("executor_max_iterations", executor_max_iterations)
     tool_specs = discover_tools(tools, tool_filter=tool_filter)
     tool_ids = [cid for cid, _ in tool_specs]
-    plan = PlanRun(NAME, goal, llm=llm, session=session, ctx=ctx, tools=tool_ids)
+    plan = PlanRun(
+        NAME,
+        goal,
+        llm=llm,
+        session=session,
+        ctx=ctx,
+        tools=tool_ids,
+        governance={
+            "policy": policy,
+            "approver": approver,
+            "approval_timeout_s": approval_timeout_s,
+            "observers": observers,
+        },
+    )
     budget = Limits(plan.ctx.tracker, **limits)
     plan.start()
     try:

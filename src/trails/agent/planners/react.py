@@ -17,7 +17,7 @@ invocation informed by the completion that chose it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trails.agent.planners._loop import (
@@ -42,7 +42,8 @@ from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
-    from trails.kernel.context import Context
+    from trails.kernel.context import Context, ToolPolicy
+    from trails.kernel.policy import Approver
 
 __all__ = [
     "NAME",
@@ -103,6 +104,10 @@ def run(
     max_tokens: int | None = None,
     max_wall_time_s: float | None = None,
     max_tokens_per_call: int | None = None,
+    policy: ToolPolicy | None = None,
+    approver: Approver | None = None,
+    approval_timeout_s: float | None = None,
+    observers: Sequence[Any] | None = None,
 ) -> PlanResult:
     """Run the ReAct loop until finish, ``max_steps``, a budget breach, or a fatal error.
 
@@ -123,6 +128,10 @@ def run(
         max_wall_time_s: seconds the run may take, sampled before each turn.
         max_tokens_per_call: another name for ``max_tokens_per_step``.
 
+        policy: a tool policy for this run's calls (replaces the session's).
+        approver: who is asked when the policy says review (replaces the session's).
+        approval_timeout_s: seconds the approver has before the call is denied.
+        observers: lifecycle observers of this run (added to the session's).
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the final answer, or an early stop
         with the last observation as best-effort answer.
@@ -145,6 +154,12 @@ def run(
             max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
         ),
         announce_goal=True,
+        governance={
+            "policy": policy,
+            "approver": approver,
+            "approval_timeout_s": approval_timeout_s,
+            "observers": observers,
+        },
     )
 
 
@@ -161,12 +176,19 @@ def _run(
     temperature: float,
     limits: dict[str, float | None],
     announce_goal: bool,
+    governance: Mapping[str, Any] | None = None,
 ) -> PlanResult:
     """``run`` after argument parsing; Reflexion calls it for its inner passes."""
     max_steps = check_positive_int("max_steps", max_steps)
     tool_specs = discover_tools(tools, tool_filter=tool_filter)
     plan = PlanRun(
-        NAME, goal, llm=llm, session=session, ctx=ctx, tools=[cid for cid, _ in tool_specs]
+        NAME,
+        goal,
+        llm=llm,
+        session=session,
+        ctx=ctx,
+        tools=[cid for cid, _ in tool_specs],
+        governance=governance,
     )
     budget = Limits(plan.ctx.tracker, **limits)
     plan.start()
