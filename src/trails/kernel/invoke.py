@@ -24,13 +24,6 @@ from trails.store.terms import IRI
 
 __all__ = ["invoke"]
 
-_SAID = {
-    "approved": "approved",
-    "refused": "not approved",
-    "timed_out": "not approved (timed out)",
-    "no_approver": "not approved (no approver)",
-}
-
 
 def invoke(
     capability_id: str, args: Mapping[str, Any] | None = None, *, ctx: Context | None = None
@@ -173,7 +166,7 @@ def _ask_policy(
     if decision == "review":
         timeout = ctx.approval_timeout_s
         review = review_call(ctx.approver, spec, kwargs, reason, timeout)
-        note = f"review: {_SAID[review.outcome]}"
+        note = f"review: {'approved' if review.approved else 'not approved'}"
         if review.note:
             note = f"{note} ({review.note})"
         reason = f"{reason}; {note}" if reason else note

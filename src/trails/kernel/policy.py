@@ -310,7 +310,7 @@ def review_call(
     worker = threading.Thread(target=context.run, args=(ask,), daemon=True, name="trails-review")
     worker.start()
     if not done.wait(timeout_s):
-        return Review("timed_out", default_reviewer, f"no answer within {timeout_s:g} s")
+        return Review("timed_out", default_reviewer, f"timed out: no answer within {timeout_s:g} s")
     result = answer[0]
     if isinstance(result, BaseException):
         log.warning("the approver of %s raised; the call is denied", spec.id, exc_info=result)
