@@ -110,7 +110,7 @@ class CapabilityInvoked(Event):
     terminal: bool = False
     started: datetime
     ended: datetime
-    status: Literal["ok", "error", "invalid", "denied"]
+    status: Literal["ok", "error", "invalid", "denied", "dry_run"]
     inputs: Any = None
     output: Any = None
     error: str | None = None

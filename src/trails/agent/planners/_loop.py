@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from trails.agent.planners._guards import Guards, dry_dispatch, refusal
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
 from trails.errors import (
     BudgetExceeded,
@@ -269,6 +270,7 @@ class PlanRun:
         governance: ``policy``, ``approver``, ``approval_timeout_s`` and
             ``observers`` given to the planner: they apply to this run (a policy
             replaces the context's, observers are added to the context's).
+        guards: tool budgets, validators, the reflector and dry run (``_guards``).
 
     Raises:
         UserError: an empty goal, a missing client or a non-Session session.
@@ -284,6 +286,7 @@ class PlanRun:
         ctx: Context | None,
         tools: Sequence[str] | None,
         governance: Mapping[str, Any] | None = None,
+        guards: Guards | None = None,
     ) -> None:
         from trails.agent.context import Session, _governance
 
@@ -317,6 +320,7 @@ class PlanRun:
             **overrides,
         )
         self.tools = None if tools is None else frozenset(tools)
+        self.guards = guards if guards is not None else Guards()
         self.steps: list[PlanStep] = []
         self.ended = False
         #: the ``terminal=True`` capability a successful dispatch ran, and its result
@@ -548,6 +552,12 @@ class PlanRun:
             offered = ", ".join(sorted(self.tools)) or "none"
             message = f"error: capability {action!r} is not among this run's tools ({offered})"
             return message, None, True
+        if self.guards.active:
+            refused = refusal(self, action, action_input, informed_by, step)
+            if refused is not None:
+                return refused, None, True
+            if self.guards.dry_run and _registered(action):
+                return dry_dispatch(self, action, action_input, informed_by, step)
         parent = IRI.trusted(informed_by) if informed_by else self.activity
         before = len(self.session.invocations)
         failed = False

@@ -38,7 +38,6 @@ Completions and invocations are numbered in one ``trails:stepIndex`` sequence.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
@@ -56,6 +55,7 @@ from trails.agent.planners._bt_nodes import (
     parse_tree_reply,
     tree_to_dict,
 )
+from trails.agent.planners._guards import check_guards
 from trails.agent.planners._loop import (
     Breach,
     Limits,
@@ -155,13 +155,15 @@ def run(
     working_memory: WorkingMemory | None = None,
     episodic: EpisodicMemory | None = None,
     tool_budgets: Mapping[str, int] | None = None,
-    validate_action: ActionValidator | None = None,
+    validate_action: ActionValidator | Seq[ActionValidator] | None = None,
     max_tokens_per_call: int | None = None,
     temperature: float = 0.0,
     max_cost_usd: float | None = None,
     max_tokens: int | None = None,
     max_wall_time_s: float | None = None,
     max_tokens_per_step: int | None = None,
+    reflect_before_action: Any = None,
+    dry_run: bool = False,
     policy: ToolPolicy | None = None,
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
@@ -195,11 +197,15 @@ def run(
         max_tokens: tokens the run may use, sampled likewise.
         max_wall_time_s: seconds the run may take, sampled likewise.
         max_tokens_per_step: another name for ``max_tokens_per_call``.
-
+        reflect_before_action: True (the run's model) or an LLM client asked about
+            every action before it runs; it may veto it with a reason (recorded).
+        dry_run: True: nothing is executed; the model sees a simulated observation
+            and the graph records each action as an invocation with status ``dry_run``.
         policy: a tool policy for this run's calls (replaces the session's).
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
         observers: lifecycle observers of this run (added to the session's).
+
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the root's output when the root
         succeeds; ``error`` when it fails (or on a malformed tree after a retry, a
@@ -217,9 +223,6 @@ def run(
     )
     max_steps = check_positive_int("max_steps", max_steps)
     agent_turns = check_positive_int("agent_max_turns", agent_max_turns)
-    budgets = _check_budgets(tool_budgets)
-    if validate_action is not None and not callable(validate_action):
-        raise UserError(f"validate_action= must be callable, not {validate_action!r}")
     root = None if tree is None else build_tree(tree)
     tool_specs = discover_tools(tools, tool_filter=tool_filter)
     memory = _working_memory(working_memory)
@@ -240,6 +243,7 @@ def run(
             "approval_timeout_s": approval_timeout_s,
             "observers": observers,
         },
+        guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
     )
     runner = _TreeRun(
         plan,
@@ -251,8 +255,6 @@ def run(
         temperature=temperature,
         memory=memory,
         episodic=episodic,
-        budgets=budgets,
-        validate=validate_action,
     )
     plan.start()
     try:
@@ -263,18 +265,6 @@ def run(
     except BaseException as exc:
         plan.abort(exc)
         raise
-
-
-def _check_budgets(tool_budgets: Any) -> dict[str, int]:
-    if tool_budgets is None:
-        return {}
-    if not isinstance(tool_budgets, Mapping):
-        raise UserError(f"tool_budgets= must map capability ids to ints, not {tool_budgets!r}")
-    for cid, limit in tool_budgets.items():
-        if not isinstance(cid, str) or not cid:
-            raise UserError(f"tool_budgets= keys must be capability ids, not {cid!r}")
-        check_positive_int(f"tool_budgets[{cid!r}]", limit, minimum=0)
-    return dict(tool_budgets)
 
 
 def _working_memory(given: Any) -> WorkingMemory:
@@ -332,8 +322,6 @@ class _TreeRun:
         temperature: float,
         memory: WorkingMemory,
         episodic: EpisodicMemory | None,
-        budgets: dict[str, int],
-        validate: ActionValidator | None,
     ) -> None:
         self.plan = plan
         self.budget = budget
@@ -344,10 +332,9 @@ class _TreeRun:
         self.temperature = temperature
         self.memory = memory
         self.episodic = episodic
-        self.budgets = budgets
-        self.validate = validate
         self.used = 0
-        self.calls: Counter[str] = Counter()
+        self.budgets = plan.guards.budgets
+        self.calls = plan.guards.calls  # counted by the run's guards at each dispatch
         self.tree_by: str | None = None
 
     # -- the run ----------------------------------------------------------------
@@ -472,14 +459,6 @@ class _TreeRun:
         self, action: str, action_input: dict[str, Any], *, informed_by: str | None
     ) -> tuple[Any, str | None, bool]:
         index = self._claim()
-        limit = self.budgets.get(action)
-        if limit is not None and self.calls[action] >= limit:
-            return f"error: tool budget of {action!r} exhausted ({limit} calls)", None, True
-        if self.validate is not None:
-            reason = self.validate(action, action_input)
-            if reason is not None:
-                return f"error: refused: {reason}", None, True
-        self.calls[action] += 1
         return self.plan.dispatch(action, action_input, informed_by=informed_by, step=index)
 
     def _end_if_terminal(self, observation: Any) -> None:

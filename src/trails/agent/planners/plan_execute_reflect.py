@@ -20,10 +20,11 @@ chose its step. Parsed plans are appended to ``session.metadata["plans"]``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trails.agent.planners import react
+from trails.agent.planners._guards import ActionValidator, check_guards
 from trails.agent.planners._loop import (
     Breach,
     Limits,
@@ -151,6 +152,10 @@ def run(
     max_tokens: int | None = None,
     max_wall_time_s: float | None = None,
     max_tokens_per_step: int | None = None,
+    validate_action: ActionValidator | Sequence[ActionValidator] | None = None,
+    tool_budgets: Mapping[str, int] | None = None,
+    reflect_before_action: Any = None,
+    dry_run: bool = False,
     policy: ToolPolicy | None = None,
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
@@ -173,11 +178,19 @@ def run(
         max_tokens: tokens the whole run may use.
         max_wall_time_s: seconds the whole run may take.
         max_tokens_per_step: another name for ``max_tokens_per_call``.
-
+        validate_action: a function ``(capability_id, action_input) -> reason | None``
+            (or a list of them) called before every dispatch; a reason refuses the
+            action (``"error: refused: <reason>"``, nothing invoked, the refusal recorded).
+        tool_budgets: capability id -> how many times the run may dispatch it.
+        reflect_before_action: True (the run's model) or an LLM client asked about
+            every action before it runs; it may veto it with a reason (recorded).
+        dry_run: True: nothing is executed; the model sees a simulated observation
+            and the graph records each action as an invocation with status ``dry_run``.
         policy: a tool policy for this run's calls (replaces the session's).
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
         observers: lifecycle observers of this run (added to the session's).
+
     Returns:
         The ``PlanResult``; its steps are the executed plan steps (action ``executor``,
         the step text as thought, the executor's answer as observation) and ``finish``.
@@ -207,6 +220,7 @@ def run(
             "approval_timeout_s": approval_timeout_s,
             "observers": observers,
         },
+        guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
     )
     budget = Limits(plan.ctx.tracker, **limits)
     plan.start()
@@ -286,6 +300,7 @@ def _loop(
             temperature=temperature,
             limits=budget.remaining(),
             announce_goal=True,
+            guards=plan.guards,
         )
         plan.steps.append(
             PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trails.agent.planners._guards import ActionValidator, Guards, check_guards
 from trails.agent.planners._loop import (
     Breach,
     Limits,
@@ -104,6 +105,10 @@ def run(
     max_tokens: int | None = None,
     max_wall_time_s: float | None = None,
     max_tokens_per_call: int | None = None,
+    validate_action: ActionValidator | Sequence[ActionValidator] | None = None,
+    tool_budgets: Mapping[str, int] | None = None,
+    reflect_before_action: Any = None,
+    dry_run: bool = False,
     policy: ToolPolicy | None = None,
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
@@ -127,11 +132,19 @@ def run(
         max_tokens: tokens the run may use, sampled before each turn.
         max_wall_time_s: seconds the run may take, sampled before each turn.
         max_tokens_per_call: another name for ``max_tokens_per_step``.
-
+        validate_action: a function ``(capability_id, action_input) -> reason | None``
+            (or a list of them) called before every dispatch; a reason refuses the
+            action (``"error: refused: <reason>"``, nothing invoked, the refusal recorded).
+        tool_budgets: capability id -> how many times the run may dispatch it.
+        reflect_before_action: True (the run's model) or an LLM client asked about
+            every action before it runs; it may veto it with a reason (recorded).
+        dry_run: True: nothing is executed; the model sees a simulated observation
+            and the graph records each action as an invocation with status ``dry_run``.
         policy: a tool policy for this run's calls (replaces the session's).
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
         observers: lifecycle observers of this run (added to the session's).
+
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the final answer, or an early stop
         with the last observation as best-effort answer.
@@ -154,6 +167,7 @@ def run(
             max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
         ),
         announce_goal=True,
+        guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
         governance={
             "policy": policy,
             "approver": approver,
@@ -177,6 +191,7 @@ def _run(
     limits: dict[str, float | None],
     announce_goal: bool,
     governance: Mapping[str, Any] | None = None,
+    guards: Guards | None = None,
 ) -> PlanResult:
     """``run`` after argument parsing; Reflexion calls it for its inner passes."""
     max_steps = check_positive_int("max_steps", max_steps)
@@ -189,6 +204,7 @@ def _run(
         ctx=ctx,
         tools=[cid for cid, _ in tool_specs],
         governance=governance,
+        guards=guards,
     )
     budget = Limits(plan.ctx.tracker, **limits)
     plan.start()
