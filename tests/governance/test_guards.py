@@ -224,3 +224,55 @@ def test_bad_guards_are_refused_before_anything_is_recorded(
     with pytest.raises(UserError, match=message):
         react.run("x", llm=LLMClient.mock(response="finish"), session=session, **kwargs)
     assert not session.opened
+
+
+def test_prompts_show_side_effects_and_cost(store: Store, effects: dict[str, int]) -> None:
+    @capability(id="quote", description="Get a price quote.", cost_estimate={"usd": 0.02})
+    def quote(item: str) -> str:
+        return "12 EUR"
+
+    model = LLMClient.mock(response=turn("finish", final_answer="ok"))
+    session = Session(principal="did:local:alice")
+    react.run("Quote.", llm=model, session=session, tools=["quote", "pay"])
+    session.close()
+    prompt = model.requests[0].messages[0].content
+    assert "- quote: Get a price quote. [estimated cost usd 0.02]" in prompt
+    assert "- pay: Pay an invoice. [side effects: changes the world]" in prompt
+
+
+@pytest.mark.parametrize(
+    "card",
+    [
+        {"capabilities": ["email"]},
+        {"skills": [{"id": "em*"}]},
+        {"actions": {"email": {"forms": []}}},  # a WoT Thing Description's actions
+    ],
+)
+def test_the_agent_card_hides_what_it_does_not_grant(
+    store: Store, effects: dict[str, int], card: dict[str, Any]
+) -> None:
+    model = LLMClient.mock(
+        response=[
+            turn("pay", {"invoice": "INV-1", "amount": 1}),
+            turn("finish", final_answer="no"),
+        ]
+    )
+    session = Session.new(principal="did:local:alice", agent_card=card)
+    result = react.run("Pay.", llm=model, session=session)
+    session.close()
+    prompt = model.requests[0].messages[0].content
+    assert "- email:" in prompt and "- pay:" not in prompt
+    assert result.steps[0].observation == (
+        "error: capability 'pay' is not among this run's tools (email)"
+    )
+    assert effects["pay"] == 0
+
+
+def test_a_card_without_grants_shows_everything_and_a_bad_grant_is_refused(
+    store: Store, effects: dict[str, int]
+) -> None:
+    from trails.agent.planners._tools import card_grants
+
+    assert card_grants(None) is None and card_grants({"name": "x"}) is None
+    with pytest.raises(UserError, match="agent card's 'capabilities'"):
+        card_grants({"capabilities": 3})

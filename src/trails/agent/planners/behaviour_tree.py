@@ -67,7 +67,13 @@ from trails.agent.planners._loop import (
     stringify,
 )
 from trails.agent.planners._parse import parse_step
-from trails.agent.planners._tools import ToolFilter, ToolsSpec, discover_tools, render_catalogue
+from trails.agent.planners._tools import (
+    ToolFilter,
+    ToolsSpec,
+    discover_tools,
+    granted_by,
+    render_catalogue,
+)
 from trails.agent.planners.base import PlanResult, PlanStep, StopReason
 from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError, UserError
 from trails.llm.types import Message, Response
@@ -224,7 +230,9 @@ def run(
     max_steps = check_positive_int("max_steps", max_steps)
     agent_turns = check_positive_int("agent_max_turns", agent_max_turns)
     root = None if tree is None else build_tree(tree)
-    tool_specs = discover_tools(tools, tool_filter=tool_filter)
+    tool_specs = granted_by(
+        getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
+    )
     memory = _working_memory(working_memory)
     if episodic is not None and not (
         callable(getattr(episodic, "store", None)) and callable(getattr(episodic, "retrieve", None))

@@ -30,7 +30,13 @@ from trails.agent.planners._loop import (
     stringify,
 )
 from trails.agent.planners._parse import parse_plan
-from trails.agent.planners._tools import ToolFilter, ToolsSpec, discover_tools, render_catalogue
+from trails.agent.planners._tools import (
+    ToolFilter,
+    ToolsSpec,
+    discover_tools,
+    granted_by,
+    render_catalogue,
+)
 from trails.agent.planners.base import PlanResult, PlanStep
 from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
 
@@ -149,7 +155,9 @@ def run(
     )
     max_steps = check_positive_int("max_steps", max_steps)
     max_replans = check_positive_int("max_replans", max_replans, minimum=0)
-    tool_specs = discover_tools(tools, tool_filter=tool_filter)
+    tool_specs = granted_by(
+        getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
+    )
     plan = PlanRun(
         NAME,
         goal,

@@ -35,7 +35,13 @@ from trails.agent.planners._loop import (
     per_call_tokens,
 )
 from trails.agent.planners._parse import json_candidates
-from trails.agent.planners._tools import ToolFilter, ToolsSpec, discover_tools, render_catalogue
+from trails.agent.planners._tools import (
+    ToolFilter,
+    ToolsSpec,
+    discover_tools,
+    granted_by,
+    render_catalogue,
+)
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep
 from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
 from trails.llm.types import Message
@@ -205,7 +211,9 @@ def run(
     )
     max_steps = check_positive_int("max_steps", max_steps)
     inner_steps = check_positive_int("executor_max_iterations", executor_max_iterations)
-    tool_specs = discover_tools(tools, tool_filter=tool_filter)
+    tool_specs = granted_by(
+        getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
+    )
     tool_ids = [cid for cid, _ in tool_specs]
     plan = PlanRun(
         NAME,

@@ -36,6 +36,7 @@ from trails.agent.planners._tools import (
     ToolFilter,
     ToolsSpec,
     discover_tools,
+    granted_by,
     render_catalogue,
 )
 from trails.agent.planners.base import PlanResult, PlanStep
@@ -195,7 +196,9 @@ def _run(
 ) -> PlanResult:
     """``run`` after argument parsing; Reflexion calls it for its inner passes."""
     max_steps = check_positive_int("max_steps", max_steps)
-    tool_specs = discover_tools(tools, tool_filter=tool_filter)
+    tool_specs = granted_by(
+        getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
+    )
     plan = PlanRun(
         NAME,
         goal,

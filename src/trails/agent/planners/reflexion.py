@@ -36,7 +36,7 @@ from trails.agent.planners._loop import (
     stringify,
 )
 from trails.agent.planners._parse import parse_verdict
-from trails.agent.planners._tools import ToolFilter, ToolsSpec, discover_tools
+from trails.agent.planners._tools import ToolFilter, ToolsSpec, discover_tools, granted_by
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult
 from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
 from trails.llm.types import Message, Response
@@ -156,7 +156,12 @@ def run(
     )
     max_steps = check_positive_int("max_steps", max_steps)
     outer = check_positive_int("max_outer_iterations", max_outer_iterations)
-    tool_ids = [cid for cid, _ in discover_tools(tools, tool_filter=tool_filter)]
+    tool_ids = [
+        cid
+        for cid, _ in granted_by(
+            getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
+        )
+    ]
     plan = PlanRun(
         NAME,
         goal,
