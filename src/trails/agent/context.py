@@ -15,6 +15,7 @@ be written to RDF and rebuilt from it.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -41,6 +42,8 @@ __all__ = [
     "TokenWindow",
     "estimate_tokens",
 ]
+
+log = logging.getLogger("trails.agent")
 
 _ROLES = ("system", "user", "assistant")
 
@@ -329,6 +332,8 @@ class Session:
             ``Approval``; without one, review means no.
         approval_timeout_s: seconds an approver has to answer; then the call is denied.
         observers: lifecycle observers of every run of the session (see ``trails.kernel.observe``).
+        fallback: the strategy ``run`` switches to when a run of ``strategy`` stops
+            with an error; the second run is recorded informed by the failed one.
 
     Raises:
         UserError: an empty principal, a bad budget or an unknown strategy.
@@ -352,6 +357,7 @@ class Session:
         approver: Any = None,
         approval_timeout_s: float | None = None,
         observers: Any = (),
+        fallback: str | None = None,
     ) -> None:
         if not isinstance(principal, str) or not principal.strip():
             raise UserError(f"Session principal must be a non-empty str, not {principal!r}")
@@ -365,6 +371,7 @@ class Session:
         self.auth = AuthState.of(principal, auth)
         self.card = card
         self.strategy = _normalise_strategy(strategy, source="strategy=") if strategy else None
+        self.fallback = _normalise_strategy(fallback, source="fallback=") if fallback else None
         self.budget = _check_budget(budget)
         self.llm = llm
         self.governance = _governance(policy, approver, approval_timeout_s, observers)
@@ -562,8 +569,31 @@ class Session:
             )
         options: dict[str, Any] = {BUDGET_KEYS[k]: v for k, v in self.budget.items()}
         options.update(kwargs)
-        planner = STRATEGIES[self.resolve_strategy()]
-        return planner.run(goal, llm=client, session=self, **options)
+        strategy = self.resolve_strategy()
+        result: PlanResult = STRATEGIES[strategy].run(goal, llm=client, session=self, **options)
+        if result.stopped != "error" or self.fallback in (None, strategy) or "ctx" in options:
+            return result
+        return self._fall_back(goal, client, strategy, result, options)
+
+    def _fall_back(
+        self, goal: str, client: Any, failed: str, result: PlanResult, options: dict[str, Any]
+    ) -> PlanResult:
+        """Run ``goal`` again with the fallback strategy, informed by the failed run."""
+        import inspect
+
+        from trails.agent.planners import STRATEGIES
+        from trails.kernel.observe import notify
+        from trails.store.terms import IRI as _IRI
+
+        assert self.fallback is not None and result.activity_iri is not None
+        planner = STRATEGIES[self.fallback]
+        accepted = inspect.signature(planner.run).parameters
+        kept = {k: v for k, v in options.items() if k in accepted}
+        ctx = self.context.child(parent=_IRI.trusted(result.activity_iri))
+        notify(ctx, "fallback", failed=failed, next=self.fallback, error=result.error)
+        log.warning("%s run failed (%s); falling back to %s", failed, result.error, self.fallback)
+        second: PlanResult = planner.run(goal, llm=client, session=self, ctx=ctx, **kept)
+        return second
 
     def close(self, status: str = "ok") -> None:
         """Record the end of the session; later runs raise ``SessionError``. Idempotent.

@@ -69,7 +69,7 @@ EVENT_KINDS: tuple[str, ...] = (
     "tool_end",  # data: capability, duration_ms
     "tool_error",  # data: capability, status, error, duration_ms
     "policy_decision",  # data: capability, decision, reason, rule, review, reviewer
-    "fallback",  # data: failed, error
+    "fallback",  # data: failed, error (provider); failed, next, error (strategy)
     "budget",  # data: reason, limit, observed
 )
 """Every event kind, in lifecycle order."""
