@@ -509,8 +509,12 @@ class PlanRun:
         max_tokens: int,
         temperature: float,
         parent: str | None = None,
+        model: str | None = None,
     ) -> Response:
         """One reasoning turn, recorded as an LLM completion informed by the plan run.
+
+        ``model`` asks the client for another model for this turn (a behaviour-tree
+        node's own model); None: the client's.
 
         Raises:
             ModelAPIError: the provider failed.
@@ -521,8 +525,9 @@ class PlanRun:
         turn_ctx = self.ctx.child(
             parent=IRI.trusted(parent) if parent else self.activity, step=step
         )
+        extra: dict[str, Any] = {} if model is None else {"model": model}
         response: Response = self.llm.complete(
-            messages, max_tokens=max_tokens, temperature=temperature, ctx=turn_ctx
+            messages, max_tokens=max_tokens, temperature=temperature, ctx=turn_ctx, **extra
         )
         return response
 

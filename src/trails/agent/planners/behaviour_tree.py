@@ -50,6 +50,8 @@ from trails.agent.planners._bt_nodes import (
     Node,
     Parallel,
     Sequence,
+    SequenceWithEarlyExit,
+    TreeConfig,
     build_tree,
     child_id,
     parse_tree_reply,
@@ -96,6 +98,8 @@ __all__ = [
     "Node",
     "Parallel",
     "Sequence",
+    "SequenceWithEarlyExit",
+    "TreeConfig",
     "build_tree",
     "parse_tree_reply",
     "run",
@@ -170,6 +174,7 @@ def run(
     max_tokens_per_step: int | None = None,
     reflect_before_action: Any = None,
     dry_run: bool = False,
+    tree_config: TreeConfig | None = None,
     policy: ToolPolicy | None = None,
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
@@ -203,6 +208,9 @@ def run(
         max_tokens: tokens the run may use, sampled likewise.
         max_wall_time_s: seconds the run may take, sampled likewise.
         max_tokens_per_step: another name for ``max_tokens_per_call``.
+        tree_config: the tree's limits (``TreeConfig``: depth, decisions per agent
+            node, total nodes); its ``max_decisions_per_node`` replaces
+            ``agent_max_turns`` and caps each node's own ``max_turns``.
         reflect_before_action: True (the run's model) or an LLM client asked about
             every action before it runs; it may veto it with a reason (recorded).
         dry_run: True: nothing is executed; the model sees a simulated observation
@@ -229,7 +237,11 @@ def run(
     )
     max_steps = check_positive_int("max_steps", max_steps)
     agent_turns = check_positive_int("agent_max_turns", agent_max_turns)
-    root = None if tree is None else build_tree(tree)
+    if tree_config is not None and not isinstance(tree_config, TreeConfig):
+        raise UserError(f"tree_config= must be a TreeConfig, not {tree_config!r}")
+    if tree_config is not None:
+        agent_turns = tree_config.max_decisions_per_node
+    root = None if tree is None else build_tree(tree, config=tree_config)
     tool_specs = granted_by(
         getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
     )
@@ -259,6 +271,7 @@ def run(
         tool_specs=tool_specs,
         max_steps=max_steps,
         agent_turns=agent_turns,
+        config=tree_config,
         per_call=per_call,
         temperature=temperature,
         memory=memory,
@@ -313,6 +326,7 @@ class _Outcome:
     success: bool
     output: str | None
     failed_leaf: str | None = None
+    no_tools: bool = False  # an agent node that finished without calling a tool
 
 
 class _TreeRun:
@@ -326,6 +340,7 @@ class _TreeRun:
         tool_specs: list[tuple[str, dict[str, Any]]],
         max_steps: int,
         agent_turns: int,
+        config: TreeConfig | None,
         per_call: int,
         temperature: float,
         memory: WorkingMemory,
@@ -336,6 +351,7 @@ class _TreeRun:
         self.tool_specs = tool_specs
         self.max_steps = max_steps
         self.agent_turns = agent_turns
+        self.config = config
         self.per_call = per_call
         self.temperature = temperature
         self.memory = memory
@@ -383,11 +399,15 @@ class _TreeRun:
         index, self.used = self.used, self.used + 1
         return index
 
-    def _complete(self, messages: list[Message]) -> tuple[Response, int]:
+    def _complete(self, messages: list[Message], model: str | None = None) -> tuple[Response, int]:
         index = self._claim()
         try:
             response = self.plan.complete(
-                messages, step=index, max_tokens=self.per_call, temperature=self.temperature
+                messages,
+                step=index,
+                max_tokens=self.per_call,
+                temperature=self.temperature,
+                model=model,
             )
         except ModelAPIError as exc:
             raise _Stop("error", error=str(exc), provider=exc) from exc
@@ -401,7 +421,7 @@ class _TreeRun:
         while True:
             response, index = self._complete(messages)
             try:
-                root = parse_tree_reply(response.text)
+                root = parse_tree_reply(response.text, self.config)
             except ReplyParseError as exc:
                 if nudged:
                     raise _Stop("error", error=f"malformed tree after a retry: {exc}") from exc
@@ -429,13 +449,17 @@ class _TreeRun:
         self.memory.set(node_id, f"{status}: {outcome.output}")
         return outcome
 
-    def _control(self, node: Sequence | Fallback | Parallel, node_id: str) -> _Outcome:
+    def _control(
+        self, node: Sequence | SequenceWithEarlyExit | Fallback | Parallel, node_id: str
+    ) -> _Outcome:
         outcomes: list[_Outcome] = []
         for i, child in enumerate(node.children):
             outcome = self._tick(child, child_id(node_id, i))
             outcomes.append(outcome)
-            if isinstance(node, Sequence) and not outcome.success:
+            if isinstance(node, Sequence | SequenceWithEarlyExit) and not outcome.success:
                 return outcome
+            if isinstance(node, SequenceWithEarlyExit) and outcome.no_tools:
+                return outcome  # the task is complete: skip the remaining stages
             if isinstance(node, Fallback) and outcome.success:
                 return outcome
         if isinstance(node, Parallel):
@@ -511,10 +535,12 @@ class _TreeRun:
     def _agent_turns(self, node: AgentNode, node_id: str, tried: list[str]) -> _Outcome:
         messages = self._agent_messages(node)
         turns = node.max_turns or self.agent_turns
+        if self.config is not None:
+            turns = min(turns, self.config.max_decisions_per_node)
         nudged = False
         last: str | None = None
         for _ in range(turns):
-            response, _index = self._complete(messages)
+            response, _index = self._complete(messages, node.model)
             messages.append(Message("assistant", response.text))
             try:
                 parsed = parse_step(response.text)
@@ -534,7 +560,7 @@ class _TreeRun:
             if action in ("finish", "fail"):
                 self.plan.steps.append(PlanStep(thought, action, action_input, None, completion))
                 if action == "finish":
-                    return _Outcome(True, parsed["final_answer"])
+                    return _Outcome(True, parsed["final_answer"], no_tools=not tried)
                 reason = stringify(action_input.get("reason") or thought or "failed")
                 return _Outcome(False, reason, node_id)
             observation, activity, _failed = self._dispatch(
