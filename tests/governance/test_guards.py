@@ -113,6 +113,12 @@ def test_a_dry_run_executes_nothing_and_records_what_would_have_run(
     ]
     assert [c for c, _ in dry_runs(store)] == ["pay", "email"]
     assert '"invoice":"INV-1"' in dry_runs(store)[0][1]  # what would have been paid
+    planned = [{k: to_python(v) for k, v in r.items()} for r in get_query("dry-runs").run(store)]  # type: ignore[union-attr]
+    assert [(r["capability"], r["sideEffects"]) for r in planned] == [
+        ("pay", True),
+        ("email", True),
+    ]
+    assert '"to":"cfo@corp.example"' in planned[1]["inputValue"]
     # dry runs are neither side effects that ran nor failures
     assert list(get_query("side-effects").run(store)) == []  # type: ignore[call-overload]
     assert list(get_query("failed-invocations").run(store)) == []  # type: ignore[call-overload]
