@@ -282,3 +282,29 @@ def test_a_card_without_grants_shows_everything_and_a_bad_grant_is_refused(
     assert card_grants(None) is None and card_grants({"name": "x"}) is None
     with pytest.raises(UserError, match="agent card's 'capabilities'"):
         card_grants({"capabilities": 3})
+
+
+def test_a_dry_run_still_asks_the_policy(store: Store, effects: dict[str, int]) -> None:
+    from trails.kernel import RulePolicy
+
+    model = LLMClient.mock(
+        response=[
+            turn("pay", {"invoice": "INV-1", "amount": 10}),
+            turn("email", {"to": "cfo@corp.example"}),
+            turn("finish", final_answer="done"),
+        ]
+    )
+    asked: list[str] = []
+    session = Session(
+        principal="did:local:alice",
+        policy=RulePolicy(deny=["pay"], review=["email"], name="rehearsal"),
+        approver=lambda spec, args, reason: asked.append(spec.id) is None,
+    )
+    result = react.run("Pay and tell.", llm=model, session=session, dry_run=True)
+    session.close()
+    assert effects == {"pay": 0, "email": 0} and asked == []  # nobody is asked in a dry run
+    assert result.steps[0].observation == "error: policy denied 'pay': pay matches deny rule 'pay'"
+    assert result.steps[1].observation == "would e-mail cfo@corp.example"
+    assert [c for c, _ in dry_runs(store)] == ["email"]  # pay would not have run
+    denied = [to_python(r["capability"]) for r in get_query("policy-denials").run(store)]  # type: ignore[union-attr]
+    assert denied == ["pay"]

@@ -15,7 +15,9 @@ proposed the action, and the model sees ``error: refused: <reason>``. With
 ``trails:CapabilityInvocation`` with status ``dry_run`` (what would have run,
 with its arguments) and the model gets a simulated observation, or the one the
 capability's own ``dry_run`` function returns (``handler.dry_run = fn``, called
-with the same arguments).
+with the same arguments). The tool policy is still asked, so a dry run shows
+what it would deny (recorded as a denial) and what would need review (said in
+the observation); no approver is asked.
 """
 
 from __future__ import annotations
@@ -230,11 +232,21 @@ def dry_dispatch(
         kwargs = spec.validate(action_input)
     except ValidationError as exc:
         return f"error: {exc}", None, True
+    review = ""
+    if ctx.policy is not None:  # what the policy would say; nobody is asked in a dry run
+        verdict = ctx.policy.decide(spec, kwargs, ctx)
+        if verdict.decision == "deny":
+            rule = getattr(verdict, "rule", None) or "deny"
+            reason = verdict.reason or "denied"
+            _record_refusal(plan, ctx.policy.name, rule, action, action_input, reason, informed_by)
+            return f"error: policy denied {action!r}: {reason}", None, True
+        if verdict.decision == "review":
+            review = f" (it would need a reviewer's approval: {verdict.reason})"
     simulate = getattr(spec.handler, "dry_run", None)
     observation: Any = (
         simulate(**kwargs)
         if callable(simulate)
-        else f"dry run: {action} was not executed; assume it succeeded"
+        else f"dry run: {action} was not executed; assume it succeeded{review}"
     )
     activity = ctx.recorder.minter.activity()
     at = now()
