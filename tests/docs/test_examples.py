@@ -57,13 +57,8 @@ EXPECTED: dict[str, tuple[list[str], str]] = {
 # Examples whose ``Session`` is never closed: its session ends (and is sealed, so
 # ``trails verify`` has a ledger to check) only once sessions end at process exit
 # (issue 12). Strict: when that lands these pass, and this set must be emptied.
-OPEN_AT_EXIT = {
-    "adr_0018_worked_example.py",
-    "best_so_far.py",
-    "plan_and_execute.py",
-    "quickstart.py",
-    "reflexion.py",
-}
+# With the ledger merged, ``trails verify`` passes on every example's store: emptied.
+OPEN_AT_EXIT: set[str] = set()
 
 
 class VerifyFailed(AssertionError):
