@@ -295,8 +295,23 @@ def _events(session: str, m: Minter) -> dict[str, tuple[list[Event], dict[str, i
                     decision="review",
                     at=T0,
                 ),
+                PolicyDecided(  # a reviewed call: associated with the reviewer, the rules as plan
+                    session=session,
+                    activity=m.activity(),
+                    parent=session,
+                    principal=ALICE,
+                    policy="p",
+                    capability_id="c",
+                    decision="allow",
+                    rule="review:c",
+                    review="approved",
+                    reviewer="did:web:reviewer.example",
+                    approval_timeout_s=30.0,
+                    at=T0,
+                ),
             ],
-            {"activities": 2, "entities": 2, "agents": 2},
+            # session + 2 decisions; 2 inputs, capability, rules; principal, policy, reviewer
+            {"activities": 3, "entities": 4, "agents": 3},
         ),
         "EntityRecorded": (
             [
@@ -647,8 +662,9 @@ def test_docs_queries_answer_on_a_recorded_session(store: Store, recorder: Recor
     assert {(r["activity"], r["plan"]) for r in plans} == {
         (iris["invocation"], "urn:trails:capability:add"),
         (iris["failed_invocation"], "urn:trails:capability:divide"),
+        (iris["decision"], "urn:trails:policy:no-payments:rules"),  # the policy's rules
     }
-    assert {r["agent"] for r in plans} == {alice}
+    assert {r["agent"] for r in plans} == {alice, "urn:trails:policy:no-payments"}
 
     ended = _rows(store, queries["why-ended"])
     assert [(r["activity"], r["why"]) for r in ended] == [

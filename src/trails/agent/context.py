@@ -19,6 +19,7 @@ be written to RDF and rebuilt from it.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -45,6 +46,8 @@ __all__ = [
     "TokenWindow",
     "estimate_tokens",
 ]
+
+log = logging.getLogger("trails.agent")
 
 _ROLES = ("system", "user", "assistant")
 
@@ -253,6 +256,33 @@ class AuthState:
         return cls(principal=principal, did=did, credential=auth)
 
 
+def _governance(
+    policy: Any = None,
+    approver: Any = None,
+    approval_timeout_s: float | None = None,
+    observers: Any = (),
+) -> dict[str, Any]:
+    """Check ``policy=``, ``approver=``, ``approval_timeout_s=``, ``observers=`` of a session."""
+    from trails.kernel.context import ToolPolicy
+    from trails.kernel.observe import check_observers
+
+    if policy is not None and not isinstance(policy, ToolPolicy):
+        raise UserError(f"policy= must be a ToolPolicy (name and decide()), not {policy!r}")
+    if approver is not None and not callable(approver):
+        raise UserError(f"approver= must be callable, not {approver!r}")
+    timeout = approval_timeout_s
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    ):
+        raise UserError(f"approval_timeout_s= must be a positive number, not {timeout!r}")
+    return {
+        "policy": policy,
+        "approver": approver,
+        "approval_timeout_s": None if timeout is None else float(timeout),
+        "observers": check_observers(observers),
+    }
+
+
 def _normalise_strategy(name: str, *, source: str) -> str:
     from trails.agent.planners import STRATEGIES
 
@@ -299,6 +329,15 @@ class Session:
         llm: the LLM client ``run`` uses when none is passed (default: the
             configured one, ``TRAILS_LLM`` / ``[llm] model``, built on first use).
         session_id: the session id (default: a new UUID); names the session graph.
+        policy: the tool policy every call of the session is judged by (a
+            ``RulePolicy`` or any ``ToolPolicy``; default: ``[policy]`` of trails.toml).
+        approver: who is asked when the policy says ``review``:
+            ``approver(spec, args, reason)``, sync or async, returning a bool or an
+            ``Approval``; without one, review means no.
+        approval_timeout_s: seconds an approver has to answer; then the call is denied.
+        observers: lifecycle observers of every run of the session (see ``trails.kernel.observe``).
+        fallback: the strategy ``run`` switches to when a run of ``strategy`` stops
+            with an error; the second run is recorded informed by the failed one.
 
     Raises:
         UserError: an empty principal, a bad budget or an unknown strategy.
@@ -318,6 +357,11 @@ class Session:
         budget: Mapping[str, float] | None = None,
         llm: Any = None,
         session_id: str | None = None,
+        policy: Any = None,
+        approver: Any = None,
+        approval_timeout_s: float | None = None,
+        observers: Any = (),
+        fallback: str | None = None,
     ) -> None:
         if not isinstance(principal, str) or not principal.strip():
             raise UserError(f"Session principal must be a non-empty str, not {principal!r}")
@@ -331,8 +375,10 @@ class Session:
         self.auth = AuthState.of(principal, auth)
         self.card = card
         self.strategy = _normalise_strategy(strategy, source="strategy=") if strategy else None
+        self.fallback = _normalise_strategy(fallback, source="fallback=") if fallback else None
         self.budget = _check_budget(budget)
         self.llm = llm
+        self.governance = _governance(policy, approver, approval_timeout_s, observers)
         self._store = store
         self._recorder = recorder
         self._context: Context | None = None
@@ -403,6 +449,7 @@ class Session:
                 recorder=recorder,
                 session_id=self.id,
                 invocations=self.invocations,
+                **self.governance,
             )
         return self._context
 
@@ -526,8 +573,31 @@ class Session:
             )
         options: dict[str, Any] = {BUDGET_KEYS[k]: v for k, v in self.budget.items()}
         options.update(kwargs)
-        planner = STRATEGIES[self.resolve_strategy()]
-        return planner.run(goal, llm=client, session=self, **options)
+        strategy = self.resolve_strategy()
+        result: PlanResult = STRATEGIES[strategy].run(goal, llm=client, session=self, **options)
+        if result.stopped != "error" or self.fallback in (None, strategy) or "ctx" in options:
+            return result
+        return self._fall_back(goal, client, strategy, result, options)
+
+    def _fall_back(
+        self, goal: str, client: Any, failed: str, result: PlanResult, options: dict[str, Any]
+    ) -> PlanResult:
+        """Run ``goal`` again with the fallback strategy, informed by the failed run."""
+        import inspect
+
+        from trails.agent.planners import STRATEGIES
+        from trails.kernel.observe import notify
+        from trails.store.terms import IRI as _IRI
+
+        assert self.fallback is not None and result.activity_iri is not None
+        planner = STRATEGIES[self.fallback]
+        accepted = inspect.signature(planner.run).parameters
+        kept = {k: v for k, v in options.items() if k in accepted}
+        ctx = self.context.child(parent=_IRI.trusted(result.activity_iri))
+        notify(ctx, "fallback", failed=failed, next=self.fallback, error=result.error)
+        log.warning("%s run failed (%s); falling back to %s", failed, result.error, self.fallback)
+        second: PlanResult = planner.run(goal, llm=client, session=self, ctx=ctx, **kept)
+        return second
 
     def close(self, status: str = "ok") -> None:
         """Record the end of the session; later runs raise ``SessionError``. Idempotent.

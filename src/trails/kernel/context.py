@@ -68,6 +68,8 @@ class Decision:
 
     decision: Literal["allow", "deny", "review"]
     reason: str = ""
+    rule: str | None = None
+    """The rule that matched (``"deny:delete_*"``), recorded with the decision."""
 
 
 @runtime_checkable
@@ -107,7 +109,11 @@ class Context:
     step: int | None = None
     llm: Any = None
     policy: ToolPolicy | None = None
-    approver: Callable[[CapabilitySpec, dict[str, Any]], bool] | None = None
+    approver: Callable[..., Any] | None = None
+    approval_timeout_s: float | None = None
+    observers: tuple[Any, ...] = ()
+    run: IRI | None = None
+    """The plan-run activity a call belongs to (the observers' ``run_id``)."""
     invocations: list[InvocationRecord] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     lifecycle: Lifecycle | None = field(default=None, repr=False, compare=False)
@@ -160,6 +166,8 @@ class Context:
         ):
             check_text(value, f"Context.open {name}")
         recorder = recorder or default_recorder()
+        if fields.get("policy") is None:
+            _policy_from_settings(fields)
         session = recorder.minter.session(session_id)
         recorder.record(
             SessionStarted(
@@ -209,6 +217,18 @@ class Context:
         tb: TracebackType | None,
     ) -> None:
         self.close("error" if exc is not None else "ok")
+
+
+def _policy_from_settings(fields: dict[str, Any]) -> None:
+    """Fill ``policy`` (and the approval timeout) from ``[policy]`` of trails.toml, if any."""
+    from trails.kernel.policy import RulePolicy, settings_timeout
+
+    settings = load_settings()
+    policy = RulePolicy.from_settings(settings)
+    if policy is not None:
+        fields["policy"] = policy
+        if fields.get("approval_timeout_s") is None:
+            fields["approval_timeout_s"] = settings_timeout(settings)
 
 
 _lock = threading.Lock()

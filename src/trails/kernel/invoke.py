@@ -30,6 +30,7 @@ from typing import Any
 from trails.errors import CapabilityError, PolicyDenied, TrailsError, ValidationError
 from trails.kernel.context import Context, InvocationRecord, _current, current_context, now
 from trails.kernel.handlers import caller_loop, run_handler
+from trails.kernel.observe import notify
 from trails.kernel.registry import CapabilitySpec, get_capability
 from trails.prov.content import canonical_json, sha256_hex, unicode_problem
 from trails.prov.events import CapabilityInvoked, CapabilityStarted, PolicyDecided
@@ -83,10 +84,11 @@ def invoke(
         _finish(ctx, spec, activity, started, "invalid", raw_args, None, str(exc), args_text)
         raise
     if ctx.policy is not None:
-        _ask_policy(ctx, spec, kwargs, raw_args)
+        _ask_policy(ctx, spec, kwargs, raw_args, activity)
     ahead = spec.side_effects
     if ahead:
         _write_ahead(ctx, spec, activity, started, raw_args)
+    notify(ctx, "tool_start", call_id=str(activity), capability=spec.id, args=raw_args)
     inner = ctx.child(parent=activity, step=None)
     token = _current.set(inner)
     try:
@@ -207,6 +209,19 @@ def _finish(
             ahead=ahead,
         )
     )
+    duration_ms = (ended - started).total_seconds() * 1000.0
+    if status == "ok":
+        notify(ctx, "tool_end", call_id=str(activity), capability=spec.id, duration_ms=duration_ms)
+    else:
+        notify(
+            ctx,
+            "tool_error",
+            call_id=str(activity),
+            capability=spec.id,
+            status=status,
+            error=error,
+            duration_ms=duration_ms,
+        )
     if ctx.invocations is not None:
         ctx.invocations.append(
             InvocationRecord(
@@ -224,15 +239,25 @@ def _finish(
         )
 
 
-def _ask_policy(ctx: Context, spec: CapabilitySpec, kwargs: dict[str, Any], args: Any) -> None:
+def _ask_policy(
+    ctx: Context, spec: CapabilitySpec, kwargs: dict[str, Any], args: Any, invocation: IRI
+) -> None:
+    """Ask the policy (and, on review, the approver); record the decision; raise on deny."""
+    from trails.kernel.policy import review_call
+
     policy = ctx.policy
     assert policy is not None
     verdict = policy.decide(spec, kwargs, ctx)
     decision, reason = verdict.decision, verdict.reason
+    review = None
     if decision == "review":
-        approved = ctx.approver is not None and ctx.approver(spec, kwargs)
-        reason = f"{reason} (review: {'approved' if approved else 'not approved'})".strip()
-        decision = "allow" if approved else "deny"
+        timeout = ctx.approval_timeout_s
+        review = review_call(ctx.approver, spec, kwargs, reason, timeout)
+        note = f"review: {'approved' if review.approved else 'not approved'}"
+        if review.note:
+            note = f"{note} ({review.note})"
+        reason = f"{reason}; {note}" if reason else note
+        decision = "allow" if review.approved else "deny"
     ctx.recorder.record(
         PolicyDecided(
             session=ctx.session,
@@ -241,11 +266,28 @@ def _ask_policy(ctx: Context, spec: CapabilitySpec, kwargs: dict[str, Any], args
             principal=ctx.principal,
             policy=policy.name,
             capability_id=spec.id,
+            side_effects=spec.side_effects,
             decision=decision,
             reason=reason,
+            rule=getattr(verdict, "rule", None),
+            review=None if review is None else review.outcome,
+            reviewer=None if review is None else review.reviewer,
+            approval_timeout_s=ctx.approval_timeout_s if review is not None else None,
+            invocation=str(invocation) if decision == "allow" else None,
             arguments=args,
             at=now(),
         )
+    )
+    notify(
+        ctx,
+        "policy_decision",
+        call_id=str(invocation),
+        capability=spec.id,
+        decision=decision,
+        reason=reason,
+        rule=getattr(verdict, "rule", None),
+        review=None if review is None else review.outcome,
+        reviewer=None if review is None else review.reviewer,
     )
     if decision == "deny":
         raise PolicyDenied(spec.id, reason or "denied")

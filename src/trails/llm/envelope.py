@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from trails.errors import ModelAPIError, TrailsError, UserError
 from trails.kernel.context import Context, current_context, now
+from trails.kernel.observe import notify, observing
 from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params
 from trails.llm.catalogue import Catalogue, ModelSpec
 from trails.llm.errors import IncompleteStreamError, MalformedResponseError
@@ -185,7 +186,7 @@ class Envelope:
             response_format=output.schema if output is not None else None,
             response_name=output.name if output is not None else "answer",
         )
-        return Call(
+        call = Call(
             ctx=ctx,
             request=request,
             messages=[m.as_dict() for m in msgs],
@@ -196,6 +197,17 @@ class Envelope:
             t0=time.perf_counter(),
             output=output,
         )
+        notify(ctx, "llm_start", call_id=call.activity, model=model_id, messages=len(msgs))
+        return call
+
+    def _retried(self, call: Call) -> Callable[[int, BaseException, float], None]:
+        """Tells the call's observers of each retry (``llm_retry``), before its wait."""
+
+        def told(attempt: int, error: BaseException, delay: float) -> None:
+            data = {"attempt": attempt, "error": f"{type(error).__name__}: {error}"}
+            notify(call.ctx, "llm_retry", call_id=call.activity, delay_s=delay, **data)
+
+        return told
 
     def _cached(self, call: Call) -> Response | None:
         if self.response_cache is not None:
@@ -217,9 +229,10 @@ class Envelope:
         if cached is not None:
             return self._succeed(call, cached, retries=0, cache_hit=True)
         try:
-            response, retries = call_with_retries(
-                lambda: self.adapter.complete(call.request), self.retry
-            )
+            with observing(call.ctx):
+                response, retries = call_with_retries(
+                    lambda: self.adapter.complete(call.request), self.retry, self._retried(call)
+                )
         except RetryError as err:
             error = self._fail(call, err.error, err.retries)
             raise error from error.__cause__
@@ -239,7 +252,8 @@ class Envelope:
             return await asyncio.to_thread(self.adapter.complete, call.request)
 
         try:
-            response, retries = await acall_with_retries(once, self.retry)
+            with observing(call.ctx):
+                response, retries = await acall_with_retries(once, self.retry, self._retried(call))
         except RetryError as err:
             error = self._fail(call, err.error, err.retries)
             raise error from error.__cause__
@@ -339,6 +353,11 @@ class Envelope:
         )
         if invalid is None and not cache_hit and self.response_cache is not None:
             self.response_cache.set(call.hash, response)
+        if cache_hit:
+            notify(ctx, "cache_hit", call_id=call.activity, model=model)
+        tokens = {"input_tokens": response.input_tokens, "output_tokens": response.output_tokens}
+        status = "ok" if invalid is None else "invalid"
+        notify(ctx, "llm_end", call_id=call.activity, model=model, status=status, usd=usd, **tokens)
         return replace(
             response,
             provider=provider,
@@ -397,6 +416,8 @@ class Envelope:
                 step=ctx.step,
             )
         )
+        model = call.request.model
+        notify(ctx, "llm_end", call_id=call.activity, model=model, status="error", error=message)
         error.activity_iri = call.activity  # type: ignore[attr-defined]
         error.retries = retries  # type: ignore[attr-defined]
         return error
@@ -441,7 +462,10 @@ class Envelope:
             return it, next(it, None)
 
         try:
-            (it, first), retries = call_with_retries(open_stream, self.retry)
+            with observing(call.ctx):
+                (it, first), retries = call_with_retries(
+                    open_stream, self.retry, self._retried(call)
+                )
         except RetryError as err:
             error = self._fail(call, err.error, err.retries)
             raise error from error.__cause__
@@ -478,7 +502,10 @@ class Envelope:
             return it, await anext(it, None)
 
         try:
-            (it, first), retries = await acall_with_retries(open_stream, self.retry)
+            with observing(call.ctx):
+                (it, first), retries = await acall_with_retries(
+                    open_stream, self.retry, self._retried(call)
+                )
         except RetryError as err:
             error = self._fail(call, err.error, err.retries)
             raise error from error.__cause__

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from trails.errors import TrailsError, UserError
+from trails.kernel.observe import notify_current
 from trails.llm.errors import ModelBadRequestError, ProvidersUnavailable, RealModelsForbidden
 from trails.llm.retry import RetryError, RetryPolicy, call_with_retries
 from trails.llm.types import Adapter, Chunk, Request, Response
@@ -146,6 +147,7 @@ class FallbackAdapter:
                 errors.append((self._name(adapter), err.error))
                 if self._on_fallback is not None:
                     self._on_fallback(self._name(adapter), err.error)
+                notify_current("fallback", failed=self._name(adapter), error=str(err.error))
                 continue
             self._record(i, ok=True)
             return replace(

@@ -83,12 +83,17 @@ class RetryError(Exception):
         self.retries = retries
 
 
-def call_with_retries(fn: Callable[[], T], policy: RetryPolicy) -> tuple[T, int]:
+def call_with_retries(
+    fn: Callable[[], T],
+    policy: RetryPolicy,
+    on_retry: Callable[[int, BaseException, float], None] | None = None,
+) -> tuple[T, int]:
     """Call ``fn`` until it succeeds, fails for good, or retries run out.
 
     Args:
         fn: the attempt (an adapter call).
         policy: the retry policy.
+        on_retry: told ``(attempt, error, delay_s)`` before each wait.
 
     Returns:
         ``(result, retries)``: what ``fn`` returned and how many retries it took.
@@ -104,6 +109,8 @@ def call_with_retries(fn: Callable[[], T], policy: RetryPolicy) -> tuple[T, int]
         except Exception as exc:
             delay = _next_delay(exc, retries, policy)
             retries += 1
+            if on_retry is not None:
+                on_retry(retries, exc, delay)
             policy.sleep(delay)
 
 
@@ -114,8 +121,12 @@ def _next_delay(exc: Exception, retries: int, policy: RetryPolicy) -> float:
     return policy.delay(retries + 1, getattr(exc, "retry_after", None))
 
 
-async def acall_with_retries(fn: Callable[[], Awaitable[T]], policy: RetryPolicy) -> tuple[T, int]:
-    """``call_with_retries`` for an async attempt.
+async def acall_with_retries(
+    fn: Callable[[], Awaitable[T]],
+    policy: RetryPolicy,
+    on_retry: Callable[[int, BaseException, float], None] | None = None,
+) -> tuple[T, int]:
+    """``call_with_retries`` for an async attempt (``on_retry`` as there).
 
     Raises:
         RetryError: as ``call_with_retries``.
@@ -127,6 +138,8 @@ async def acall_with_retries(fn: Callable[[], Awaitable[T]], policy: RetryPolicy
         except Exception as exc:
             delay = _next_delay(exc, retries, policy)
             retries += 1
+            if on_retry is not None:
+                on_retry(retries, exc, delay)
             if policy.sleep is time.sleep:
                 await asyncio.sleep(delay)
             else:

@@ -193,7 +193,7 @@ class CapabilityInvoked(Event):
     terminal: bool = False
     started: datetime
     ended: datetime
-    status: Literal["ok", "error", "invalid", "denied"]
+    status: Literal["ok", "error", "invalid", "denied", "dry_run"]
     inputs: Any = None
     output: Any = None
     error: str | None = None
@@ -374,15 +374,31 @@ class Terminated(Event):
 
 
 class PolicyDecided(Event):
-    """A tool policy looked at a capability call and allowed, denied or sent it for review."""
+    """A tool policy judged a capability call: the final verdict, the rule, any review.
+
+    ``decision`` is the outcome (``allow`` or ``deny``; ``review`` only from a
+    policy recorded before reviews were resolved). When the policy asked for
+    review, ``review`` says what came of it (``approved``, ``refused``,
+    ``timed_out``, ``no_approver``) and ``reviewer`` who answered: the decision
+    is then associated with the reviewer as a ``prov:Agent`` whose qualified
+    association has the policy's rules as ``prov:hadPlan``; otherwise the policy itself
+    is that agent; the plan is the policy's rules (``trails:PolicyRules``, a
+    ``prov:Plan`` attributed to the policy). ``invocation`` is the call the decision let run.
+    """
 
     activity: str
     parent: str | None
     principal: str
     policy: str
     capability_id: str
+    side_effects: bool | None = None
     decision: Literal["allow", "deny", "review"]
     reason: str = ""
+    rule: str | None = None
+    review: Literal["approved", "refused", "timed_out", "no_approver"] | None = None
+    reviewer: str | None = None
+    approval_timeout_s: float | None = None
+    invocation: str | None = None
     arguments: Any = None
     at: datetime
 
@@ -394,15 +410,29 @@ class PolicyDecided(Event):
         b.types(policy, T.Policy, PROV.Agent)
         b.label(policy, self.policy)
         b.add(policy, PROV.actedOnBehalfOf, b.agent(self.principal))
-        b.associate(a, policy)
+        rules = Minter.part(policy, "rules")
+        b.types(rules, T.PolicyRules, PROV.Plan, PROV.Entity)
+        b.label(rules, f"rules of {self.policy}")
+        b.add(rules, PROV.wasAttributedTo, policy)
+        if self.reviewer is not None:
+            b.add(a, PROV.wasAssociatedWith, policy)
+            b.associate(a, b.agent(self.reviewer), plan=rules)
+        else:
+            b.associate(a, policy, plan=rules)
         cap = b.minter.capability(self.capability_id)
         b.types(cap, T.Capability, PROV.Plan, PROV.Entity)
         b.label(cap, self.capability_id)
         b.value(cap, T.capabilityId, self.capability_id)
+        b.value(cap, T.sideEffects, self.side_effects)
         b.add(a, T.decidedOn, cap)
         b.value(a, T.capabilityId, self.capability_id)
         b.value(a, T.decision, self.decision)
         b.value(a, T.reason, self.reason)
+        b.value(a, T.matchedRule, self.rule)
+        b.value(a, T.reviewOutcome, self.review)
+        b.value(a, T.approvalTimeoutS, self.approval_timeout_s)
+        if self.invocation is not None:
+            b.add(_iri(self.invocation), T.authorizedBy, a)
         b.label(a, f"{self.decision} {self.capability_id}")
         b.entity(Minter.part(a, "input"), T.CapabilityInput, self.arguments, used_by=a)
 

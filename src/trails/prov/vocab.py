@@ -95,12 +95,14 @@ class T:
     Principal = TRAILS.Principal
     Model = TRAILS.Model
     Policy = TRAILS.Policy
+    PolicyRules = TRAILS.PolicyRules
     Capability = TRAILS.Capability
     # object properties
     inSession = TRAILS.inSession
     wasTerminatedBy = TRAILS.wasTerminatedBy
     capability = TRAILS.capability
     decidedOn = TRAILS.decidedOn
+    authorizedBy = TRAILS.authorizedBy
     # datatype properties
     sha256 = TRAILS.sha256
     status = TRAILS.status
@@ -127,6 +129,9 @@ class T:
     retries = TRAILS.retries
     decision = TRAILS.decision
     reason = TRAILS.reason
+    matchedRule = TRAILS.matchedRule
+    reviewOutcome = TRAILS.reviewOutcome
+    approvalTimeoutS = TRAILS.approvalTimeoutS
     limit = TRAILS.limit
     observed = TRAILS.observed
     detectedAt = TRAILS.detectedAt

@@ -30,6 +30,8 @@ __all__ = [
     "Node",
     "Parallel",
     "Sequence",
+    "SequenceWithEarlyExit",
+    "TreeConfig",
     "build_tree",
     "child_id",
     "count_nodes",
@@ -44,7 +46,44 @@ MAX_NODES = 64
 MAX_DEPTH = 8
 
 #: The JSON ``type`` of each control node.
-CONTROL_TYPES: tuple[str, ...] = ("sequence", "fallback", "parallel")
+CONTROL_TYPES: tuple[str, ...] = ("sequence", "sequence_early_exit", "fallback", "parallel")
+
+
+@dataclass(frozen=True)
+class TreeConfig:
+    """The limits of one behaviour-tree run (seed 004's ``TreeConfig``).
+
+    Attributes:
+        max_depth: how deep a tree may nest (the root is depth 1).
+        max_decisions_per_node: the LLM-turn cap of an agent node without its own
+            ``max_turns`` (a node's own ``max_turns`` is capped by it too).
+        max_total_nodes: how many nodes a tree may hold.
+
+    The defaults are trails' long-standing limits (8, 5, 64), not the seed's
+    ``DefaultTreeConfig`` (3, 10, 20): a model-built tree of three levels is
+    tight for ``sequence`` / ``fallback`` nesting, and runs are bounded by
+    ``max_steps`` and budgets anyway. ``TreeConfig.seed_defaults()`` gives the
+    seed's.
+
+    Raises:
+        UserError: a limit that is not an int >= 1.
+    """
+
+    max_depth: int = 8
+    max_decisions_per_node: int = 5
+    max_total_nodes: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("max_depth", "max_decisions_per_node", "max_total_nodes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UserError(f"TreeConfig {name} must be an int >= 1, not {value!r}")
+
+    @classmethod
+    def seed_defaults(cls) -> TreeConfig:
+        """The seed's ``DefaultTreeConfig``: depth 3, 10 decisions per node, 20 nodes."""
+        return cls(max_depth=3, max_decisions_per_node=10, max_total_nodes=20)
+
 
 #: The JSON ``type`` of each leaf.
 LEAF_TYPES: tuple[str, ...] = ("action", "agent")
@@ -70,10 +109,13 @@ class AgentNode:
     Attributes:
         goal: the sub-goal text.
         max_turns: the node's cap on LLM turns (None: the run's ``agent_max_turns``).
+        model: the model id this node's turns ask the run's client for (a cheaper
+            or a stronger model than the run's); None: the client's own model.
     """
 
     goal: str
     max_turns: int | None = None
+    model: str | None = None
 
 
 @dataclass(frozen=True, init=False)
@@ -95,6 +137,18 @@ class Sequence(_Control):
 
 
 @dataclass(frozen=True, init=False)
+class SequenceWithEarlyExit(_Control):
+    """A sequence that also stops, successfully, when a child completes the task.
+
+    Seed 004's ``BuildSequenceWithEarlyExit``: like ``Sequence`` it stops at the
+    first failing child; in addition, an agent child that finishes without calling
+    any tool has completed the task, and the remaining children are skipped.
+    """
+
+    type_name = "sequence_early_exit"
+
+
+@dataclass(frozen=True, init=False)
 class Fallback(_Control):
     """Succeeds at the first succeeding child; fails when every child fails."""
 
@@ -108,11 +162,12 @@ class Parallel(_Control):
     type_name = "parallel"
 
 
-Node: TypeAlias = Sequence | Fallback | Parallel | Action | AgentNode
+Node: TypeAlias = Sequence | SequenceWithEarlyExit | Fallback | Parallel | Action | AgentNode
 """Any node of a behaviour tree."""
 
 _CONTROLS: dict[str, type[_Control]] = {
     "sequence": Sequence,
+    "sequence_early_exit": SequenceWithEarlyExit,
     "fallback": Fallback,
     "parallel": Parallel,
 }
@@ -126,8 +181,9 @@ def child_id(parent: str, index: int) -> str:
 class _Reader:
     """Reads one tree, counting nodes; errors are raised as ``error`` (UserError or parse)."""
 
-    def __init__(self, error: type[TrailsError]) -> None:
+    def __init__(self, error: type[TrailsError], config: TreeConfig | None = None) -> None:
         self.error = error
+        self.config = config if config is not None else TreeConfig()
         self.nodes = 0
 
     def fail(self, where: str, message: str) -> TrailsError:
@@ -135,16 +191,17 @@ class _Reader:
 
     def read(self, value: Any, where: str, depth: int) -> Node:
         self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise self.error(f"the tree has more than {MAX_NODES} nodes")
-        if depth > MAX_DEPTH:
-            raise self.fail(where, f"the tree is deeper than {MAX_DEPTH} levels")
+        limit, deepest = self.config.max_total_nodes, self.config.max_depth
+        if self.nodes > limit:
+            raise self.error(f"the tree has more than {limit} nodes")
+        if depth > deepest:
+            raise self.fail(where, f"the tree is deeper than {deepest} levels")
         if isinstance(value, _Control):
             return self._control(type(value), value.children, where, depth)
         if isinstance(value, Action):
             return self._action(value.action, value.action_input, where)
         if isinstance(value, AgentNode):
-            return self._agent(value.goal, value.max_turns, where)
+            return self._agent(value.goal, value.max_turns, where, value.model)
         if not isinstance(value, Mapping):
             raise self.fail(where, f"must be a node or a JSON object, not {value!r}")
         kind = value.get("type")
@@ -156,7 +213,7 @@ class _Reader:
         if kind == "action":
             return self._action(value.get("action"), value.get("action_input", {}), where)
         if kind == "agent":
-            return self._agent(value.get("goal"), value.get("max_turns"), where)
+            return self._agent(value.get("goal"), value.get("max_turns"), where, value.get("model"))
         known = ", ".join((*CONTROL_TYPES, *LEAF_TYPES))
         raise self.fail(where, f"'type' must be one of {known}, not {kind!r}")
 
@@ -165,7 +222,7 @@ class _Reader:
             raise self.fail(where, f"a {cls.type_name} needs at least one child")
         read = [self.read(c, child_id(where, i), depth + 1) for i, c in enumerate(children)]
         node = cls(*read)
-        assert isinstance(node, Sequence | Fallback | Parallel)
+        assert isinstance(node, Sequence | SequenceWithEarlyExit | Fallback | Parallel)
         return node
 
     def _action(self, action: Any, action_input: Any, where: str) -> Action:
@@ -177,22 +234,27 @@ class _Reader:
             raise self.fail(where, f"'action_input' must be a JSON object, not {action_input!r}")
         return Action(action.strip(), dict(action_input))
 
-    def _agent(self, goal: Any, max_turns: Any, where: str) -> AgentNode:
+    def _agent(self, goal: Any, max_turns: Any, where: str, model: Any = None) -> AgentNode:
         if not isinstance(goal, str) or not goal.strip():
             raise self.fail(where, f"'goal' must be a non-empty string, not {goal!r}")
         if max_turns is not None and (
             isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
         ):
             raise self.fail(where, f"'max_turns' must be an int >= 1, not {max_turns!r}")
-        return AgentNode(goal.strip(), max_turns)
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise self.fail(where, f"'model' must be a non-empty string, not {model!r}")
+        return AgentNode(goal.strip(), max_turns, model)
 
 
-def build_tree(value: Any, *, error: type[TrailsError] = UserError) -> Node:
+def build_tree(
+    value: Any, *, error: type[TrailsError] = UserError, config: TreeConfig | None = None
+) -> Node:
     """Check a tree given as node objects or as a dict (or a mix) and return it as nodes.
 
     Args:
         value: the root: a node object, or ``{"type": ..., ...}``.
         error: the exception class of a malformed tree.
+        config: the limits (default ``TreeConfig()``).
 
     Returns:
         The root node.
@@ -201,10 +263,10 @@ def build_tree(value: Any, *, error: type[TrailsError] = UserError) -> Node:
         UserError: (or ``error``) an unknown node type, an empty control node, a leaf
             without its action or goal, or a tree past ``MAX_NODES`` / ``MAX_DEPTH``.
     """
-    return _Reader(error).read(value, "1", 1)
+    return _Reader(error, config).read(value, "1", 1)
 
 
-def parse_tree_reply(text: str) -> Node:
+def parse_tree_reply(text: str, config: TreeConfig | None = None) -> Node:
     """Extract a behaviour tree from a model reply: ``{"tree": {...}}`` or the root itself.
 
     Args:
@@ -222,7 +284,7 @@ def parse_tree_reply(text: str) -> Node:
         if isinstance(value, dict) and isinstance(value.get("tree"), dict):
             value = value["tree"]
         if isinstance(value, dict) and "type" in value:
-            return build_tree(value, error=ReplyParseError)
+            return build_tree(value, error=ReplyParseError, config=config)
     raise ReplyParseError('no JSON tree found; expected {"type": ..., "children": [...]}')
 
 
@@ -247,6 +309,8 @@ def tree_to_dict(node: Node, node_id: str = "1") -> dict[str, Any]:
         out: dict[str, Any] = {"id": node_id, "type": "agent", "goal": node.goal}
         if node.max_turns is not None:
             out["max_turns"] = node.max_turns
+        if node.model is not None:
+            out["model"] = node.model
         return out
     return {
         "id": node_id,

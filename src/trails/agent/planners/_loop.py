@@ -21,11 +21,12 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from trails.agent.planners._guards import Guards, dry_dispatch, refusal
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
 from trails.errors import (
     BudgetExceeded,
@@ -38,6 +39,7 @@ from trails.errors import (
 from trails.kernel.context import Context, now
 from trails.kernel.cost import CostTracker
 from trails.kernel.invoke import invoke
+from trails.kernel.observe import notify
 from trails.kernel.registry import get_capability
 from trails.llm.types import Message, Response
 from trails.prov.events import EntityRecorded, PlanRunEnded, PlanRunStarted, Terminated
@@ -270,6 +272,10 @@ class PlanRun:
         session: the conversation the run writes into.
         ctx: the caller's context (cost and provenance follow it), else the session's.
         tools: the ids the run may dispatch (None: any registered capability).
+        governance: ``policy``, ``approver``, ``approval_timeout_s`` and
+            ``observers`` given to the planner: they apply to this run (a policy
+            replaces the context's, observers are added to the context's).
+        guards: tool budgets, validators, the reflector and dry run (``_guards``).
 
     Raises:
         UserError: an empty goal, a missing client or a non-Session session.
@@ -284,8 +290,10 @@ class PlanRun:
         session: Session,
         ctx: Context | None,
         tools: Sequence[str] | None,
+        governance: Mapping[str, Any] | None = None,
+        guards: Guards | None = None,
     ) -> None:
-        from trails.agent.context import Session
+        from trails.agent.context import Session, _governance
 
         if not isinstance(goal, str) or not goal.strip():
             raise UserError(f"goal must be a non-empty str, not {goal!r}")
@@ -306,11 +314,18 @@ class PlanRun:
         # handlers run by the planner see the run's client as ``ctx.llm`` (unless the
         # caller's context already carries one), so ``ctx.llm.complete(...)`` inside a
         # capability is recorded, costed and linked to the invocation that made it
+        given = _governance(**(governance or {}))
+        overrides = {k: given[k] for k in ("policy", "approver", "approval_timeout_s") if given[k]}
+        self.activity = base.recorder.minter.activity()
         self.ctx = base.child(
-            invocations=session.invocations, llm=base.llm if base.llm is not None else llm
+            invocations=session.invocations,
+            llm=base.llm if base.llm is not None else llm,
+            observers=tuple(base.observers) + given["observers"],
+            run=self.activity,
+            **overrides,
         )
         self.tools = None if tools is None else frozenset(tools)
-        self.activity = self.ctx.recorder.minter.activity()
+        self.guards = guards if guards is not None else Guards()
         self.steps: list[PlanStep] = []
         self.ended = False
         #: the ``terminal=True`` capability a successful dispatch ran, and its result
@@ -331,6 +346,7 @@ class PlanRun:
                 started=now(),
             )
         )
+        notify(self.ctx, "run_start", strategy=self.strategy, goal=self.goal)
 
     def record_entity(
         self, kind: str, content: Any, *, generated_by: str | None, index: int
@@ -428,6 +444,7 @@ class PlanRun:
         if stopped in BUDGET_STOPS:
             assert breach is not None
             self._terminate(stopped, stopped, breach.limit, breach.observed)
+            notify(self.ctx, "budget", reason=stopped, limit=breach.limit, observed=breach.observed)
         elif stopped == "max_steps":
             limit = breach.limit if breach else None
             observed = breach.observed if breach else None
@@ -445,6 +462,7 @@ class PlanRun:
                 error=error,
             )
         )
+        notify(self.ctx, "run_end", stopped=stopped, answer=answer, error=error)
         return PlanResult(
             answer=answer,
             steps=list(self.steps if steps is None else steps),
@@ -498,6 +516,7 @@ class PlanRun:
             )
         except TrailsError:
             log.warning("could not record the end of plan run %s", self.activity, exc_info=True)
+        notify(self.ctx, "run_end", stopped="error", answer=None, error=message)
 
     def budget_stop(self, exc: BudgetExceeded) -> PlanResult:
         """End the run because a principal budget refused a spend."""
@@ -514,8 +533,12 @@ class PlanRun:
         max_tokens: int,
         temperature: float,
         parent: str | None = None,
+        model: str | None = None,
     ) -> Response:
         """One reasoning turn, recorded as an LLM completion informed by the plan run.
+
+        ``model`` asks the client for another model for this turn (a behaviour-tree
+        node's own model); None: the client's.
 
         Raises:
             ModelAPIError: the provider failed.
@@ -526,8 +549,9 @@ class PlanRun:
         turn_ctx = self.ctx.child(
             parent=IRI.trusted(parent) if parent else self.activity, step=step
         )
+        extra: dict[str, Any] = {} if model is None else {"model": model}
         response: Response = self.llm.complete(
-            messages, max_tokens=max_tokens, temperature=temperature, ctx=turn_ctx
+            messages, max_tokens=max_tokens, temperature=temperature, ctx=turn_ctx, **extra
         )
         return response
 
@@ -557,6 +581,12 @@ class PlanRun:
             offered = ", ".join(sorted(self.tools)) or "none"
             message = f"error: capability {action!r} is not among this run's tools ({offered})"
             return message, None, True
+        if self.guards.active:
+            refused = refusal(self, action, action_input, informed_by, step)
+            if refused is not None:
+                return refused, None, True
+            if self.guards.dry_run and _registered(action):
+                return dry_dispatch(self, action, action_input, informed_by, step)
         parent = IRI.trusted(informed_by) if informed_by else self.activity
         before = len(self.session.invocations)
         failed = False

@@ -5,13 +5,18 @@ Every planner resolves ``tools=`` and ``tool_filter=`` the same way, once, at
 list, a zero-arg callable, or the N most recently registered); ``tool_filter=``
 post-filters them by a predicate on each tool's metadata dict or by keywords.
 Ids nobody registered stay in the list, marked ``(unregistered)``, so the model
-sees the gap instead of a silently shorter catalogue.
+sees the gap instead of a silently shorter catalogue. ``granted_by`` then keeps
+only what the session's agent card grants (ADR-0015: the card decides which
+capabilities a calling agent may see), and ``render_catalogue`` shows each
+tool's side effects and cost estimate, so the model can prefer cheaper, safer
+steps (ADR-0018).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from trails.errors import UnknownCapability, UserError
@@ -22,7 +27,9 @@ __all__ = [
     "UNREGISTERED",
     "ToolFilter",
     "ToolsSpec",
+    "card_grants",
     "discover_tools",
+    "granted_by",
     "render_catalogue",
 ]
 
@@ -143,8 +150,58 @@ def discover_tools(
     return [(cid, meta) for cid, meta in pairs if keep(meta)]
 
 
+def card_grants(card: Any) -> tuple[str, ...] | None:
+    """The capability ids (or globs) an agent card grants; None when it does not say.
+
+    The card's ``capabilities``, ``skills`` or ``actions`` (a WoT Thing
+    Description's action names) is read, as a key or an attribute: a list of ids
+    (or of objects with an ``id`` or ``name``), or a mapping whose keys are ids.
+
+    Raises:
+        UserError: the grant is neither a list nor a mapping.
+    """
+    if card is None:
+        return None
+    for key in ("capabilities", "skills", "actions"):
+        value = card.get(key) if isinstance(card, Mapping) else getattr(card, key, None)
+        if value is None:
+            continue
+        if isinstance(value, Mapping):
+            return tuple(str(k) for k in value)
+        if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+            names = []
+            for item in value:
+                if isinstance(item, Mapping):
+                    item = item.get("id") or item.get("name")
+                if isinstance(item, str) and item:
+                    names.append(item)
+            return tuple(names)
+        raise UserError(f"the agent card's {key!r} must be a list or a mapping, not {value!r}")
+    return None
+
+
+def granted_by(
+    card: Any, tool_specs: list[tuple[str, dict[str, Any]]]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The tools of ``tool_specs`` the agent card grants (all of them when it says nothing)."""
+    grants = card_grants(card)
+    if grants is None:
+        return tool_specs
+    return [(cid, m) for cid, m in tool_specs if any(fnmatch.fnmatchcase(cid, g) for g in grants)]
+
+
+def _traits(meta: dict[str, Any]) -> str:
+    notes = []
+    if meta.get("side_effects"):
+        notes.append("side effects: changes the world")
+    cost = meta.get("cost_estimate")
+    if cost:
+        notes.append("estimated cost " + ", ".join(f"{k} {v:g}" for k, v in cost.items()))
+    return f" [{'; '.join(notes)}]" if notes else ""
+
+
 def render_catalogue(tool_specs: Sequence[tuple[str, dict[str, Any]]]) -> str:
-    """The tool list of a planner prompt: id, description, parameters with types.
+    """The tool list of a planner prompt: id, description, side effects, cost, parameters.
 
     Args:
         tool_specs: ``(capability_id, metadata)`` pairs from ``discover_tools``.
@@ -160,7 +217,7 @@ def render_catalogue(tool_specs: Sequence[tuple[str, dict[str, Any]]]) -> str:
             lines.append(f"- {cid} {UNREGISTERED}")
             continue
         description = meta.get("description") or "(no description)"
-        lines.append(f"- {cid}: {description}")
+        lines.append(f"- {cid}: {description}{_traits(meta)}")
         required = set(meta.get("required", []))
         types = meta.get("types", {})
         for name in meta.get("params", []):

@@ -38,8 +38,8 @@ Completions and invocations are numbered in one ``trails:stepIndex`` sequence.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Mapping
+from collections.abc import Sequence as Seq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -50,11 +50,14 @@ from trails.agent.planners._bt_nodes import (
     Node,
     Parallel,
     Sequence,
+    SequenceWithEarlyExit,
+    TreeConfig,
     build_tree,
     child_id,
     parse_tree_reply,
     tree_to_dict,
 )
+from trails.agent.planners._guards import check_guards
 from trails.agent.planners._loop import (
     Breach,
     Limits,
@@ -66,14 +69,21 @@ from trails.agent.planners._loop import (
     stringify,
 )
 from trails.agent.planners._parse import parse_step
-from trails.agent.planners._tools import ToolFilter, ToolsSpec, discover_tools, render_catalogue
+from trails.agent.planners._tools import (
+    ToolFilter,
+    ToolsSpec,
+    discover_tools,
+    granted_by,
+    render_catalogue,
+)
 from trails.agent.planners.base import PlanResult, PlanStep, StopReason
 from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError, UserError
 from trails.llm.types import Message, Response
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
-    from trails.kernel.context import Context
+    from trails.kernel.context import Context, ToolPolicy
+    from trails.kernel.policy import Approver
     from trails.memory.episodic import EpisodicMemory
     from trails.memory.working import WorkingMemory
 
@@ -88,6 +98,8 @@ __all__ = [
     "Node",
     "Parallel",
     "Sequence",
+    "SequenceWithEarlyExit",
+    "TreeConfig",
     "build_tree",
     "parse_tree_reply",
     "run",
@@ -153,13 +165,20 @@ def run(
     working_memory: WorkingMemory | None = None,
     episodic: EpisodicMemory | None = None,
     tool_budgets: Mapping[str, int] | None = None,
-    validate_action: ActionValidator | None = None,
+    validate_action: ActionValidator | Seq[ActionValidator] | None = None,
     max_tokens_per_call: int | None = None,
     temperature: float = 0.0,
     max_cost_usd: float | None = None,
     max_tokens: int | None = None,
     max_wall_time_s: float | None = None,
     max_tokens_per_step: int | None = None,
+    reflect_before_action: Any = None,
+    dry_run: bool = False,
+    tree_config: TreeConfig | None = None,
+    policy: ToolPolicy | None = None,
+    approver: Approver | None = None,
+    approval_timeout_s: float | None = None,
+    observers: Seq[Any] | None = None,
 ) -> PlanResult:
     """Run ``goal`` as a behaviour tree: the given one, or one the model decomposes it into.
 
@@ -189,6 +208,17 @@ def run(
         max_tokens: tokens the run may use, sampled likewise.
         max_wall_time_s: seconds the run may take, sampled likewise.
         max_tokens_per_step: another name for ``max_tokens_per_call``.
+        tree_config: the tree's limits (``TreeConfig``: depth, decisions per agent
+            node, total nodes); its ``max_decisions_per_node`` replaces
+            ``agent_max_turns`` and caps each node's own ``max_turns``.
+        reflect_before_action: True (the run's model) or an LLM client asked about
+            every action before it runs; it may veto it with a reason (recorded).
+        dry_run: True: nothing is executed; the model sees a simulated observation
+            and the graph records each action as an invocation with status ``dry_run``.
+        policy: a tool policy for this run's calls (replaces the session's).
+        approver: who is asked when the policy says review (replaces the session's).
+        approval_timeout_s: seconds the approver has before the call is denied.
+        observers: lifecycle observers of this run (added to the session's).
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the root's output when the root
@@ -207,18 +237,33 @@ def run(
     )
     max_steps = check_positive_int("max_steps", max_steps)
     agent_turns = check_positive_int("agent_max_turns", agent_max_turns)
-    budgets = _check_budgets(tool_budgets)
-    if validate_action is not None and not callable(validate_action):
-        raise UserError(f"validate_action= must be callable, not {validate_action!r}")
-    root = None if tree is None else build_tree(tree)
-    tool_specs = discover_tools(tools, tool_filter=tool_filter)
+    if tree_config is not None and not isinstance(tree_config, TreeConfig):
+        raise UserError(f"tree_config= must be a TreeConfig, not {tree_config!r}")
+    if tree_config is not None:
+        agent_turns = tree_config.max_decisions_per_node
+    root = None if tree is None else build_tree(tree, config=tree_config)
+    tool_specs = granted_by(
+        getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
+    )
     memory = _working_memory(working_memory)
     if episodic is not None and not (
         callable(getattr(episodic, "store", None)) and callable(getattr(episodic, "retrieve", None))
     ):
         raise UserError(f"episodic= must be an EpisodicMemory, not {type(episodic).__name__}")
     plan = PlanRun(
-        NAME, goal, llm=llm, session=session, ctx=ctx, tools=[cid for cid, _ in tool_specs]
+        NAME,
+        goal,
+        llm=llm,
+        session=session,
+        ctx=ctx,
+        tools=[cid for cid, _ in tool_specs],
+        governance={
+            "policy": policy,
+            "approver": approver,
+            "approval_timeout_s": approval_timeout_s,
+            "observers": observers,
+        },
+        guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
     )
     runner = _TreeRun(
         plan,
@@ -226,12 +271,11 @@ def run(
         tool_specs=tool_specs,
         max_steps=max_steps,
         agent_turns=agent_turns,
+        config=tree_config,
         per_call=per_call,
         temperature=temperature,
         memory=memory,
         episodic=episodic,
-        budgets=budgets,
-        validate=validate_action,
     )
     plan.start()
     try:
@@ -242,18 +286,6 @@ def run(
     except BaseException as exc:
         plan.abort(exc)
         raise
-
-
-def _check_budgets(tool_budgets: Any) -> dict[str, int]:
-    if tool_budgets is None:
-        return {}
-    if not isinstance(tool_budgets, Mapping):
-        raise UserError(f"tool_budgets= must map capability ids to ints, not {tool_budgets!r}")
-    for cid, limit in tool_budgets.items():
-        if not isinstance(cid, str) or not cid:
-            raise UserError(f"tool_budgets= keys must be capability ids, not {cid!r}")
-        check_positive_int(f"tool_budgets[{cid!r}]", limit, minimum=0)
-    return dict(tool_budgets)
 
 
 def _working_memory(given: Any) -> WorkingMemory:
@@ -294,6 +326,7 @@ class _Outcome:
     success: bool
     output: str | None
     failed_leaf: str | None = None
+    no_tools: bool = False  # an agent node that finished without calling a tool
 
 
 class _TreeRun:
@@ -307,26 +340,25 @@ class _TreeRun:
         tool_specs: list[tuple[str, dict[str, Any]]],
         max_steps: int,
         agent_turns: int,
+        config: TreeConfig | None,
         per_call: int,
         temperature: float,
         memory: WorkingMemory,
         episodic: EpisodicMemory | None,
-        budgets: dict[str, int],
-        validate: ActionValidator | None,
     ) -> None:
         self.plan = plan
         self.budget = budget
         self.tool_specs = tool_specs
         self.max_steps = max_steps
         self.agent_turns = agent_turns
+        self.config = config
         self.per_call = per_call
         self.temperature = temperature
         self.memory = memory
         self.episodic = episodic
-        self.budgets = budgets
-        self.validate = validate
         self.used = 0
-        self.calls: Counter[str] = Counter()
+        self.budgets = plan.guards.budgets
+        self.calls = plan.guards.calls  # counted by the run's guards at each dispatch
         self.tree_by: str | None = None
 
     # -- the run ----------------------------------------------------------------
@@ -367,11 +399,15 @@ class _TreeRun:
         index, self.used = self.used, self.used + 1
         return index
 
-    def _complete(self, messages: list[Message]) -> tuple[Response, int]:
+    def _complete(self, messages: list[Message], model: str | None = None) -> tuple[Response, int]:
         index = self._claim()
         try:
             response = self.plan.complete(
-                messages, step=index, max_tokens=self.per_call, temperature=self.temperature
+                messages,
+                step=index,
+                max_tokens=self.per_call,
+                temperature=self.temperature,
+                model=model,
             )
         except ModelAPIError as exc:
             raise _Stop("error", error=str(exc), provider=exc) from exc
@@ -385,7 +421,7 @@ class _TreeRun:
         while True:
             response, index = self._complete(messages)
             try:
-                root = parse_tree_reply(response.text)
+                root = parse_tree_reply(response.text, self.config)
             except ReplyParseError as exc:
                 if nudged:
                     raise _Stop("error", error=f"malformed tree after a retry: {exc}") from exc
@@ -413,13 +449,17 @@ class _TreeRun:
         self.memory.set(node_id, f"{status}: {outcome.output}")
         return outcome
 
-    def _control(self, node: Sequence | Fallback | Parallel, node_id: str) -> _Outcome:
+    def _control(
+        self, node: Sequence | SequenceWithEarlyExit | Fallback | Parallel, node_id: str
+    ) -> _Outcome:
         outcomes: list[_Outcome] = []
         for i, child in enumerate(node.children):
             outcome = self._tick(child, child_id(node_id, i))
             outcomes.append(outcome)
-            if isinstance(node, Sequence) and not outcome.success:
+            if isinstance(node, Sequence | SequenceWithEarlyExit) and not outcome.success:
                 return outcome
+            if isinstance(node, SequenceWithEarlyExit) and outcome.no_tools:
+                return outcome  # the task is complete: skip the remaining stages
             if isinstance(node, Fallback) and outcome.success:
                 return outcome
         if isinstance(node, Parallel):
@@ -451,14 +491,6 @@ class _TreeRun:
         self, action: str, action_input: dict[str, Any], *, informed_by: str | None
     ) -> tuple[Any, str | None, bool]:
         index = self._claim()
-        limit = self.budgets.get(action)
-        if limit is not None and self.calls[action] >= limit:
-            return f"error: tool budget of {action!r} exhausted ({limit} calls)", None, True
-        if self.validate is not None:
-            reason = self.validate(action, action_input)
-            if reason is not None:
-                return f"error: refused: {reason}", None, True
-        self.calls[action] += 1
         return self.plan.dispatch(action, action_input, informed_by=informed_by, step=index)
 
     def _end_if_terminal(self, observation: Any) -> None:
@@ -503,10 +535,12 @@ class _TreeRun:
     def _agent_turns(self, node: AgentNode, node_id: str, tried: list[str]) -> _Outcome:
         messages = self._agent_messages(node)
         turns = node.max_turns or self.agent_turns
+        if self.config is not None:
+            turns = min(turns, self.config.max_decisions_per_node)
         nudged = False
         last: str | None = None
         for _ in range(turns):
-            response, _index = self._complete(messages)
+            response, _index = self._complete(messages, node.model)
             messages.append(Message("assistant", response.text))
             try:
                 parsed = parse_step(response.text)
@@ -526,7 +560,7 @@ class _TreeRun:
             if action in ("finish", "fail"):
                 self.plan.steps.append(PlanStep(thought, action, action_input, None, completion))
                 if action == "finish":
-                    return _Outcome(True, parsed["final_answer"])
+                    return _Outcome(True, parsed["final_answer"], no_tools=not tried)
                 reason = stringify(action_input.get("reason") or thought or "failed")
                 return _Outcome(False, reason, node_id)
             observation, activity, _failed = self._dispatch(

@@ -11,6 +11,18 @@ and its answer joins the completed steps the planner reflects on next.
 call and what is left of them is passed to each executor pass. An executor pass
 ended by a ``terminal=True`` capability ends the run with its result.
 
+Prompts follow seed 003: a system prompt (``PLANNER_PROMPT``, the seed's
+planner responsibility and response format, condensed), then a user message
+from a template with ``${parameters.*}`` substitution: the planner template on
+the first turn, the reflect template after each step, the planner-with-history
+template on a first turn in a session that already holds conversation (its last
+``message_history_limit`` entries). Every prompt and template can be
+overridden; ``inject_datetime`` adds the date and time; the seed's defaults
+``max_steps=20`` and ``executor_max_iterations=20`` hold. Kept different: the
+executor has no separate ``executor_message_history_limit`` (each executor pass
+is a ReAct pass on the session, bounded by its token window), and the default
+templates put the tool catalogue under a ``Tools:`` heading.
+
 Provenance: a ``trails:PlanExecuteReflectPlan`` activity; each planner turn a
 completion informed by it, its parsed plan a ``trails:PlanDocument``; each
 executor pass a ``trails:ReActPlan`` informed by the planner completion that
@@ -20,9 +32,11 @@ chose its step. Parsed plans are appended to ``session.metadata["plans"]``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trails.agent.planners import react
+from trails.agent.planners._guards import ActionValidator, check_guards
 from trails.agent.planners._loop import (
     Breach,
     Limits,
@@ -33,7 +47,14 @@ from trails.agent.planners._loop import (
     per_call_tokens,
 )
 from trails.agent.planners._parse import json_candidates
-from trails.agent.planners._tools import ToolFilter, ToolsSpec, discover_tools, render_catalogue
+from trails.agent.planners._templates import PERPrompts
+from trails.agent.planners._tools import (
+    ToolFilter,
+    ToolsSpec,
+    discover_tools,
+    granted_by,
+    render_catalogue,
+)
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep
 from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
 from trails.llm.types import Message
@@ -43,7 +64,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from trails.agent.context import Session
-    from trails.kernel.context import Context
+    from trails.kernel.context import Context, ToolPolicy
+    from trails.kernel.policy import Approver
 
 __all__ = [
     "EXECUTOR",
@@ -112,25 +134,36 @@ def build_planner_messages(
     goal: str,
     tool_specs: Sequence[tuple[str, dict[str, Any]]],
     completed: Sequence[tuple[str, str | None]],
+    *,
+    prompts: PERPrompts | None = None,
+    steps: Sequence[str] = (),
+    history: Sequence[str] = (),
 ) -> list[Message]:
-    """The planner's fresh message list: its prompt, the objective, the completed steps.
+    """The planner's fresh message list: its system prompt and this turn's template.
 
     Args:
         goal: the objective.
         tool_specs: the tools the executor may use.
         completed: ``(step, result)`` pairs executed so far.
+        prompts: the prompts and templates (default: the seed's, ``PERPrompts``).
+        steps: the latest plan's steps (``${parameters.steps}``).
+        history: earlier conversation lines (``${parameters.chat_history}``).
 
     Returns:
         The messages.
+
+    Raises:
+        UserError: a template uses a parameter nobody gave.
     """
-    system = f"{PLANNER_PROMPT}\n\nTools:\n{render_catalogue(tool_specs)}"
-    lines = [f"Objective: {goal}"]
-    if completed:
-        lines += ["", "Completed steps and their results:"]
-        for i, (step, result) in enumerate(completed, 1):
-            lines += [f"{i}. {step}", f"   result: {result}"]
-        lines += ["", "Update your plan based on the latest step results."]
-    return [Message("system", system), Message("user", "\n".join(lines))]
+    prompts = prompts if prompts is not None else PERPrompts(system_prompt=PLANNER_PROMPT)
+    user = prompts.user(
+        goal=goal,
+        tools_prompt=render_catalogue(tool_specs),
+        steps=list(steps),
+        completed=list(completed),
+        history=list(history),
+    )
+    return [Message("system", prompts.system()), Message("user", user)]
 
 
 def run(
@@ -139,16 +172,34 @@ def run(
     llm: Any,
     session: Session,
     ctx: Context | None = None,
-    max_steps: int = 10,
+    max_steps: int = 20,
     tools: ToolsSpec = None,
     tool_filter: ToolFilter = None,
-    executor_max_iterations: int = 5,
+    executor_max_iterations: int = 20,
+    system_prompt: str | None = None,
+    planner_prompt: str | None = None,
+    reflect_prompt: str | None = None,
+    planner_prompt_template: str | None = None,
+    reflect_prompt_template: str | None = None,
+    planner_with_history_template: str | None = None,
+    message_history_limit: int = 10,
+    inject_datetime: bool = False,
+    datetime_format: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
     max_tokens_per_call: int | None = None,
     temperature: float = 0.0,
     max_cost_usd: float | None = None,
     max_tokens: int | None = None,
     max_wall_time_s: float | None = None,
     max_tokens_per_step: int | None = None,
+    validate_action: ActionValidator | Sequence[ActionValidator] | None = None,
+    tool_budgets: Mapping[str, int] | None = None,
+    reflect_before_action: Any = None,
+    dry_run: bool = False,
+    policy: ToolPolicy | None = None,
+    approver: Approver | None = None,
+    approval_timeout_s: float | None = None,
+    observers: Sequence[Any] | None = None,
 ) -> PlanResult:
     """Plan, execute the first step with ReAct, reflect on its result, repeat.
 
@@ -161,12 +212,35 @@ def run(
         tools: which capabilities the executor may use.
         tool_filter: a post-filter on them.
         executor_max_iterations: ``max_steps`` of each ReAct executor pass.
+        system_prompt: the planner's system prompt (default ``PLANNER_PROMPT``).
+        planner_prompt: ``${parameters.planner_prompt}`` (default: the seed's).
+        reflect_prompt: ``${parameters.reflect_prompt}`` (default: the seed's).
+        planner_prompt_template: the first planner turn's template.
+        reflect_prompt_template: the template of every turn after a step ran.
+        planner_with_history_template: the first turn's template when the session
+            already holds conversation.
+        message_history_limit: how many earlier history entries the planner sees.
+        inject_datetime: add the current date and time to the system prompt.
+        datetime_format: its ``strftime`` format.
+        parameters: further ``${parameters.*}`` values for custom templates.
         max_tokens_per_call: the completion-token cap of each LLM call (default 1024).
         temperature: the sampling temperature.
         max_cost_usd: USD the whole run may spend.
         max_tokens: tokens the whole run may use.
         max_wall_time_s: seconds the whole run may take.
         max_tokens_per_step: another name for ``max_tokens_per_call``.
+        validate_action: a function ``(capability_id, action_input) -> reason | None``
+            (or a list of them) called before every dispatch; a reason refuses the
+            action (``"error: refused: <reason>"``, nothing invoked, the refusal recorded).
+        tool_budgets: capability id -> how many times the run may dispatch it.
+        reflect_before_action: True (the run's model) or an LLM client asked about
+            every action before it runs; it may veto it with a reason (recorded).
+        dry_run: True: nothing is executed; the model sees a simulated observation
+            and the graph records each action as an invocation with status ``dry_run``.
+        policy: a tool policy for this run's calls (replaces the session's).
+        approver: who is asked when the policy says review (replaces the session's).
+        approval_timeout_s: seconds the approver has before the call is denied.
+        observers: lifecycle observers of this run (added to the session's).
 
     Returns:
         The ``PlanResult``; its steps are the executed plan steps (action ``executor``,
@@ -182,9 +256,44 @@ def run(
     )
     max_steps = check_positive_int("max_steps", max_steps)
     inner_steps = check_positive_int("executor_max_iterations", executor_max_iterations)
-    tool_specs = discover_tools(tools, tool_filter=tool_filter)
+    given = {
+        "system_prompt": system_prompt or PLANNER_PROMPT,
+        "planner_prompt": planner_prompt,
+        "reflect_prompt": reflect_prompt,
+        "planner_template": planner_prompt_template,
+        "reflect_template": reflect_prompt_template,
+        "planner_with_history_template": planner_with_history_template,
+        "datetime_format": datetime_format,
+    }
+    prompts = PERPrompts(
+        **{k: v for k, v in given.items() if v is not None},
+        message_history_limit=message_history_limit,
+        inject_datetime=inject_datetime,
+        parameters=dict(parameters or {}),
+    )
+    limit = prompts.message_history_limit
+    entries = getattr(session, "history", ())
+    earlier = [f"{e.role}: {e.content}" for e in entries if e.role != "system"]
+    history = earlier[len(earlier) - limit :] if limit else []
+    tool_specs = granted_by(
+        getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
+    )
     tool_ids = [cid for cid, _ in tool_specs]
-    plan = PlanRun(NAME, goal, llm=llm, session=session, ctx=ctx, tools=tool_ids)
+    plan = PlanRun(
+        NAME,
+        goal,
+        llm=llm,
+        session=session,
+        ctx=ctx,
+        tools=tool_ids,
+        governance={
+            "policy": policy,
+            "approver": approver,
+            "approval_timeout_s": approval_timeout_s,
+            "observers": observers,
+        },
+        guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
+    )
     budget = Limits(plan.ctx.tracker, **limits)
     plan.start()
     try:
@@ -196,6 +305,8 @@ def run(
             inner_steps=inner_steps,
             per_call=per_call,
             temperature=temperature,
+            prompts=prompts,
+            history=history,
         )
     except BudgetExceeded as exc:
         return plan.budget_stop(exc)
@@ -213,11 +324,15 @@ def _loop(
     inner_steps: int,
     per_call: int,
     temperature: float,
+    prompts: PERPrompts,
+    history: list[str],
 ) -> PlanResult:
     completed: list[tuple[str, str | None]] = []
     position = 0
     nudged = False
-    messages = build_planner_messages(plan.goal, tool_specs, completed)
+    messages = build_planner_messages(
+        plan.goal, tool_specs, completed, prompts=prompts, history=history
+    )
     while True:
         breach = budget.breach()
         if breach is not None:
@@ -263,6 +378,7 @@ def _loop(
             temperature=temperature,
             limits=budget.remaining(),
             announce_goal=True,
+            guards=plan.guards,
         )
         plan.steps.append(
             PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri)
@@ -276,4 +392,6 @@ def _loop(
         if inner.stopped in BUDGET_STOPS:
             return plan.finish(inner.stopped, breach=budget.observe(inner.stopped))
         completed.append((step, inner.answer))
-        messages = build_planner_messages(plan.goal, tool_specs, completed)
+        messages = build_planner_messages(
+            plan.goal, tool_specs, completed, prompts=prompts, steps=reply["steps"]
+        )

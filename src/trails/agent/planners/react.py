@@ -17,9 +17,10 @@ invocation informed by the completion that chose it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trails.agent.planners._guards import ActionValidator, Guards, check_guards
 from trails.agent.planners._loop import (
     Breach,
     Limits,
@@ -35,6 +36,7 @@ from trails.agent.planners._tools import (
     ToolFilter,
     ToolsSpec,
     discover_tools,
+    granted_by,
     render_catalogue,
 )
 from trails.agent.planners.base import PlanResult, PlanStep
@@ -42,7 +44,8 @@ from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
-    from trails.kernel.context import Context
+    from trails.kernel.context import Context, ToolPolicy
+    from trails.kernel.policy import Approver
 
 __all__ = [
     "NAME",
@@ -103,6 +106,14 @@ def run(
     max_tokens: int | None = None,
     max_wall_time_s: float | None = None,
     max_tokens_per_call: int | None = None,
+    validate_action: ActionValidator | Sequence[ActionValidator] | None = None,
+    tool_budgets: Mapping[str, int] | None = None,
+    reflect_before_action: Any = None,
+    dry_run: bool = False,
+    policy: ToolPolicy | None = None,
+    approver: Approver | None = None,
+    approval_timeout_s: float | None = None,
+    observers: Sequence[Any] | None = None,
 ) -> PlanResult:
     """Run the ReAct loop until finish, ``max_steps``, a budget breach, or a fatal error.
 
@@ -122,6 +133,18 @@ def run(
         max_tokens: tokens the run may use, sampled before each turn.
         max_wall_time_s: seconds the run may take, sampled before each turn.
         max_tokens_per_call: another name for ``max_tokens_per_step``.
+        validate_action: a function ``(capability_id, action_input) -> reason | None``
+            (or a list of them) called before every dispatch; a reason refuses the
+            action (``"error: refused: <reason>"``, nothing invoked, the refusal recorded).
+        tool_budgets: capability id -> how many times the run may dispatch it.
+        reflect_before_action: True (the run's model) or an LLM client asked about
+            every action before it runs; it may veto it with a reason (recorded).
+        dry_run: True: nothing is executed; the model sees a simulated observation
+            and the graph records each action as an invocation with status ``dry_run``.
+        policy: a tool policy for this run's calls (replaces the session's).
+        approver: who is asked when the policy says review (replaces the session's).
+        approval_timeout_s: seconds the approver has before the call is denied.
+        observers: lifecycle observers of this run (added to the session's).
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the final answer, or an early stop
@@ -145,6 +168,13 @@ def run(
             max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
         ),
         announce_goal=True,
+        guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
+        governance={
+            "policy": policy,
+            "approver": approver,
+            "approval_timeout_s": approval_timeout_s,
+            "observers": observers,
+        },
     )
 
 
@@ -161,12 +191,23 @@ def _run(
     temperature: float,
     limits: dict[str, float | None],
     announce_goal: bool,
+    governance: Mapping[str, Any] | None = None,
+    guards: Guards | None = None,
 ) -> PlanResult:
     """``run`` after argument parsing; Reflexion calls it for its inner passes."""
     max_steps = check_positive_int("max_steps", max_steps)
-    tool_specs = discover_tools(tools, tool_filter=tool_filter)
+    tool_specs = granted_by(
+        getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
+    )
     plan = PlanRun(
-        NAME, goal, llm=llm, session=session, ctx=ctx, tools=[cid for cid, _ in tool_specs]
+        NAME,
+        goal,
+        llm=llm,
+        session=session,
+        ctx=ctx,
+        tools=[cid for cid, _ in tool_specs],
+        governance=governance,
+        guards=guards,
     )
     budget = Limits(plan.ctx.tracker, **limits)
     plan.start()

@@ -1,0 +1,113 @@
+"""Behaviour tree: TreeConfig limits, the early-exit sequence and a model per agent node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.governance.conftest import turn
+
+from trails.agent import Session
+from trails.agent.planners import behaviour_tree
+from trails.agent.planners.behaviour_tree import TreeConfig, build_tree
+from trails.errors import UserError
+from trails.kernel import capability
+from trails.llm import LLMClient
+from trails.store import Store
+
+
+def agent(goal: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "agent", "goal": goal, **extra}
+
+
+def test_tree_config_limits_depth_nodes_and_decisions() -> None:
+    deep = {"type": "sequence", "children": [{"type": "sequence", "children": [agent("x")]}]}
+    build_tree(deep, config=TreeConfig(max_depth=3))
+    with pytest.raises(UserError, match="deeper than 2 levels"):
+        build_tree(deep, config=TreeConfig(max_depth=2))
+    with pytest.raises(UserError, match="more than 2 nodes"):
+        build_tree(deep, config=TreeConfig(max_total_nodes=2))
+    seed = TreeConfig.seed_defaults()
+    assert (seed.max_depth, seed.max_decisions_per_node, seed.max_total_nodes) == (3, 10, 20)
+    with pytest.raises(UserError, match="max_depth"):
+        TreeConfig(max_depth=0)
+    with pytest.raises(UserError, match="'model'"):
+        build_tree(agent("x", model=""))
+
+
+def test_max_decisions_per_node_caps_an_agent_node(store: Store) -> None:
+    @capability(id="look")
+    def look() -> str:
+        return "nothing"
+
+    model = LLMClient.mock(response=turn("look"))  # never finishes
+    session = Session(principal="did:local:alice")
+    result = behaviour_tree.run(
+        "Find it.",
+        llm=model,
+        session=session,
+        tree=agent("look around", max_turns=9),
+        tree_config=TreeConfig(max_decisions_per_node=2),
+        max_steps=50,
+    )
+    session.close()
+    assert result.stopped == "error"
+    assert len(model.requests) == 2  # the node's own 9 turns are capped at 2
+
+
+def test_an_early_exit_sequence_skips_stages_once_the_task_is_done(store: Store) -> None:
+    ran: list[str] = []
+
+    @capability(id="stage", side_effects=True)
+    def stage(name: str) -> str:
+        ran.append(name)
+        return f"{name} done"
+
+    tree = {
+        "type": "sequence_early_exit",
+        "children": [
+            agent("gather"),  # uses a tool, so the sequence goes on
+            agent("answer"),  # finishes without a tool: the task is complete
+            {"type": "action", "action": "stage", "action_input": {"name": "publish"}},
+        ],
+    }
+    model = LLMClient.mock(
+        response=[
+            turn("stage", {"name": "gather"}),
+            turn("finish", final_answer="gathered"),
+            turn("finish", final_answer="42"),
+        ]
+    )
+    session = Session(principal="did:local:alice")
+    result = behaviour_tree.run("Answer.", llm=model, session=session, tree=tree)
+    session.close()
+    assert (result.stopped, result.answer) == ("goal_achieved", "42")
+    assert ran == ["gather"]  # publish was skipped
+    # the same tree as a plain sequence runs every stage
+    model = LLMClient.mock(
+        response=[
+            turn("stage", {"name": "gather"}),
+            turn("finish", final_answer="gathered"),
+            turn("finish", final_answer="42"),
+        ]
+    )
+    plain = dict(tree, type="sequence")
+    again = Session(principal="did:local:alice")
+    behaviour_tree.run("Answer.", llm=model, session=again, tree=plain)
+    again.close()
+    assert ran == ["gather", "gather", "publish"]
+
+
+def test_each_agent_node_may_use_its_own_model(store: Store) -> None:
+    model = LLMClient.mock(response=turn("finish", final_answer="ok"))
+    tree = {
+        "type": "sequence",
+        "children": [agent("triage", model="small-model"), agent("decide")],
+    }
+    session = Session(principal="did:local:alice")
+    result = behaviour_tree.run("Do it.", llm=model, session=session, tree=tree)
+    session.close()
+    assert result.stopped == "goal_achieved"
+    assert [r.model for r in model.requests] == ["small-model", "mock"]
+    plans = session.metadata["plans"][0]
+    assert plans["children"][0]["model"] == "small-model"
