@@ -97,9 +97,11 @@ def test_max_wall_time_with_real_milliseconds(store: Store, notes: Any, reply: A
 
     from trails import capability
 
-    @capability(id="notes.slow", description="Takes a few milliseconds.")
+    # the tool outlasts the budget by far, and one step's own overhead stays far below it,
+    # so the run stops after the first call however loaded the machine is
+    @capability(id="notes.slow", description="Takes half a second.")
     def slow() -> str:
-        time.sleep(0.005)
+        time.sleep(0.5)
         return "slept"
 
     client = LLMClient.mock(response=lambda _m: reply("notes.slow"))
@@ -107,7 +109,7 @@ def test_max_wall_time_with_real_milliseconds(store: Store, notes: Any, reply: A
         "Go.",
         llm=client,
         session=Session(principal="did:local:alice"),
-        max_wall_time_s=0.004,
+        max_wall_time_s=0.25,
         max_steps=50,
     )
     assert result.stopped == "max_wall_time"

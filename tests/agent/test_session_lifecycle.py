@@ -234,3 +234,31 @@ def test_closing_a_session_on_a_closed_store_raises_and_stays_open(store: Store)
     assert not ctx.ended
     assert IRI(str(ctx.session)) in [IRI(s) for s in open_sessions()]
     del ctx  # abandoned on a closed store: given up quietly (recovery ends it later)
+
+
+def test_a_session_whose_store_was_closed_is_left_for_recovery_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from trails.store import open_store
+
+    disk = open_store(tmp_path / "store")
+    ctx = Context.open("did:local:alice", recorder=Recorder.from_settings(store=disk))
+    session = ctx.session
+    disk.close()
+    with caplog.at_level("WARNING"):
+        del ctx
+        gc.collect()
+        drain_pending()
+    assert not [r for r in caplog.records if r.levelname in ("WARNING", "ERROR")]
+    assert session not in open_sessions()
+    reopened = open_store(tmp_path / "store")
+    try:
+        Recorder.from_settings(store=reopened)  # the first recorder recovers the store
+        ended = reopened.query(
+            "SELECT ?s ?g WHERE { GRAPH ?g { ?g <https://w3id.org/trails/ns#status> ?s } }",
+            {"g": IRI(str(session))},
+        )
+        assert isinstance(ended, Solutions)
+        assert [str(to_python(r["s"])) for r in ended] == ["interrupted"]
+    finally:
+        reopened.close()

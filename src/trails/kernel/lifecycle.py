@@ -97,6 +97,9 @@ class SessionEnd:
 
     def end_quietly(self, status: str = "ok") -> None:
         """``end``, logging instead of raising (exit and garbage paths have no caller)."""
+        if getattr(self.recorder.store, "closed", False):  # nothing can be written there now:
+            _forget(self)  # the session stays open, and recovery ends it as interrupted
+            return
         try:
             self.end(status)
         except TrailsError:  # e.g. its store was closed: it stays open, recovery ends it

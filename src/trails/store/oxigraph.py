@@ -247,6 +247,11 @@ class OxigraphStore(Store):
         return f"OxigraphStore({where})"
 
     @property
+    def closed(self) -> bool:
+        """Whether ``close`` was called (nothing can be read or written any more)."""
+        return self._store is None
+
+    @property
     def raw(self) -> ox.Store:
         """The pyoxigraph store, for benchmarks and backend-specific tools."""
         if self._store is None:
