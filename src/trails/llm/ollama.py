@@ -123,17 +123,7 @@ class OllamaAdapter:
             "options": options,
         }
         if request.tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": wire_name(t.name),
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    },
-                }
-                for t in request.tools
-            ]
+            body["tools"] = [t.as_function() for t in request.tools]
         if request.response_format is not None:
             body["format"] = request.response_format
         body.update(extra)

@@ -186,17 +186,7 @@ class OpenAICompatAdapter:
         if stream:
             body["stream_options"] = {"include_usage": True}
         if request.tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": wire_name(t.name),
-                        "description": t.description,
-                        "parameters": t.parameters,
-                    },
-                }
-                for t in request.tools
-            ]
+            body["tools"] = [t.as_function() for t in request.tools]
         if request.response_format is not None:
             body["response_format"] = {
                 "type": "json_schema",

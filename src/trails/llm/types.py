@@ -65,6 +65,17 @@ class ToolSpec:
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
+    def as_function(self) -> dict[str, Any]:
+        """The ``{"type": "function", ...}`` tool definition OpenAI-style APIs (and Ollama) take."""
+        return {
+            "type": "function",
+            "function": {
+                "name": wire_name(self.name),
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
 
 @dataclass(frozen=True)
 class ToolCall:
