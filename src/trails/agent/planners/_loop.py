@@ -41,6 +41,7 @@ from trails.kernel.cost import CostTracker
 from trails.kernel.invoke import invoke
 from trails.kernel.observe import notify
 from trails.kernel.registry import get_capability
+from trails.llm.catalogue import ModelSpec
 from trails.llm.types import Message, Response
 from trails.prov.events import EntityRecorded, PlanRunEnded, PlanRunStarted, Terminated
 from trails.prov.vocab import PROV
@@ -533,12 +534,13 @@ class PlanRun:
         max_tokens: int,
         temperature: float,
         parent: str | None = None,
-        model: str | None = None,
+        model: str | ModelSpec | None = None,
     ) -> Response:
         """One reasoning turn, recorded as an LLM completion informed by the plan run.
 
         ``model`` asks the client for another model for this turn (a behaviour-tree
-        node's own model); None: the client's.
+        node's own model; a ``ModelSpec`` of another provider goes to the client
+        configured for that provider); None: the client's.
 
         Raises:
             ModelAPIError: the provider failed.

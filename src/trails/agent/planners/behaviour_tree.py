@@ -78,6 +78,7 @@ from trails.agent.planners._tools import (
 )
 from trails.agent.planners.base import PlanResult, PlanStep, StopReason
 from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError, UserError
+from trails.llm.catalogue import ModelSpec
 from trails.llm.types import Message, Response
 
 if TYPE_CHECKING:
@@ -399,7 +400,9 @@ class _TreeRun:
         index, self.used = self.used, self.used + 1
         return index
 
-    def _complete(self, messages: list[Message], model: str | None = None) -> tuple[Response, int]:
+    def _complete(
+        self, messages: list[Message], model: str | ModelSpec | None = None
+    ) -> tuple[Response, int]:
         index = self._claim()
         try:
             response = self.plan.complete(
