@@ -258,7 +258,7 @@ class _Reader:
                 return ModelSpec(provider.strip(), name.strip())
         raise self.fail(
             where,
-            "'model' must be a non-empty string or {\"provider\": ..., \"model\": ...}, "
+            '\'model\' must be a non-empty string or {"provider": ..., "model": ...}, '
             f"not {model!r}",
         )
 

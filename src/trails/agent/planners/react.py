@@ -41,6 +41,7 @@ from trails.agent.planners._tools import (
 )
 from trails.agent.planners.base import PlanResult, PlanStep
 from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
+from trails.llm.types import Message
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
@@ -193,8 +194,11 @@ def _run(
     announce_goal: bool,
     governance: Mapping[str, Any] | None = None,
     guards: Guards | None = None,
+    history_limit: int | None = None,
 ) -> PlanResult:
-    """``run`` after argument parsing; Reflexion calls it for its inner passes."""
+    """``run`` after argument parsing; Reflexion and Plan-Execute-Reflect call it for
+    their inner passes (``history_limit``: how many history entries from before the
+    pass its turns see; None: the whole window)."""
     max_steps = check_positive_int("max_steps", max_steps)
     tool_specs = granted_by(
         getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
@@ -213,9 +217,17 @@ def _run(
     plan.start()
     try:
         session.history.set_system(build_system_prompt(goal, tool_specs))
+        window = _Window(session.history, history_limit)
         if announce_goal:
             session.history.append("user", f"Goal: {goal}")
-        return _loop(plan, budget, max_steps=max_steps, per_call=per_call, temperature=temperature)
+        return _loop(
+            plan,
+            budget,
+            max_steps=max_steps,
+            per_call=per_call,
+            temperature=temperature,
+            window=window,
+        )
     except BudgetExceeded as exc:
         return plan.budget_stop(exc)
     except BaseException as exc:
@@ -223,8 +235,36 @@ def _run(
         raise
 
 
+class _Window:
+    """The messages a pass's turns see: the system prompt, the last ``limit`` entries
+    from before the pass, and the pass's own entries (``limit`` None: everything)."""
+
+    def __init__(self, history: Any, limit: int | None) -> None:
+        self.history = history
+        self.limit = limit
+        self.earlier = {id(e) for e in history} if limit is not None else set()
+
+    def messages(self) -> list[Message]:
+        if self.limit is None:
+            return list(self.history.messages())
+        entries = list(self.history)
+        old = [e for e in entries if id(e) in self.earlier and e.role != "system"]
+        keep = {id(e) for e in old[len(old) - self.limit :]} if self.limit else set()
+        return [
+            e.message()
+            for e in entries
+            if e.role == "system" or id(e) not in self.earlier or id(e) in keep
+        ]
+
+
 def _loop(
-    plan: PlanRun, budget: Limits, *, max_steps: int, per_call: int, temperature: float
+    plan: PlanRun,
+    budget: Limits,
+    *,
+    max_steps: int,
+    per_call: int,
+    temperature: float,
+    window: _Window,
 ) -> PlanResult:
     history = plan.session.history
     nudged = False
@@ -234,7 +274,7 @@ def _loop(
             return plan.finish(breach.reason, breach=breach)
         try:
             response = plan.complete(
-                history.messages(), step=turn, max_tokens=per_call, temperature=temperature
+                window.messages(), step=turn, max_tokens=per_call, temperature=temperature
             )
         except ModelAPIError as exc:
             return plan.provider_failed(exc)
