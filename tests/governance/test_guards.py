@@ -103,9 +103,19 @@ def test_a_dry_run_executes_nothing_and_records_what_would_have_run(
     store: Store, effects: dict[str, int], strategy: str
 ) -> None:
     session = Session(principal="did:local:alice")
-    result = RUNS[strategy](session=session, dry_run=True)
+    seen: list[Any] = []
+    watcher = type("Watcher", (), {"on_event": lambda self, e: seen.append(e)})()
+    result = RUNS[strategy](session=session, dry_run=True, observers=[watcher])
     session.close()
     assert effects == {"pay": 0, "email": 0}  # nothing acted
+    # observers hear each planned call as a dry run, never as a tool that ran
+    tools = [(e.kind, e.data["capability"]) for e in seen if e.kind.startswith("tool_")]
+    assert tools == [("tool_dry_run", "pay"), ("tool_dry_run", "email")]
+    dry = [e for e in seen if e.kind == "tool_dry_run"]
+    assert dry[1].data["observation"] == "would e-mail cfo@corp.example"
+    assert dry[0].data["args"] == {"invoice": "INV-1", "amount": 10}
+    assert dry[0].run_id is not None
+    assert all(e.run_id == dry[0].run_id and e.call_id for e in dry)
     observations = [s.observation for s in result.steps if s.action in ("pay", "email")]
     assert observations == [
         "dry run: pay was not executed; assume it succeeded",

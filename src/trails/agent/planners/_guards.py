@@ -268,4 +268,12 @@ def dry_dispatch(
             step=step,
         )
     )
+    notify(
+        ctx,
+        "tool_dry_run",
+        call_id=str(activity),
+        capability=spec.id,
+        args=action_input,
+        observation=observation,
+    )
     return observation, str(activity), False
