@@ -146,8 +146,7 @@ def test_an_agent_node_may_name_a_model_of_another_provider(
     assert session.metadata["plans"][0]["children"][0]["model"] == small
     prefixes = "".join(f"PREFIX {n}: <{i}>\n" for n, i in NAMESPACES.items())
     rows = store.query(
-        prefixes
-        + "SELECT ?provider ?model WHERE { GRAPH ?g { ?c a trails:LLMCompletion ; "
+        prefixes + "SELECT ?provider ?model WHERE { GRAPH ?g { ?c a trails:LLMCompletion ; "
         "prov:wasAssociatedWith ?m . ?m a trails:Model ; trails:provider ?provider ; "
         "trails:modelId ?model } } ORDER BY ?provider",
     )
