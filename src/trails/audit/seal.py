@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Sealer",
+    "configured_signing_key",
     "install_sealer",
     "ledger_iri",
     "load_signing_key",
@@ -433,13 +434,19 @@ def install_sealer(recorder: Recorder, settings: Settings | None = None) -> Seal
         existing = _installed.get(recorder)
         if existing is not None:
             return existing
-        sealer = Sealer(signing_key=_configured_key(settings))
+        sealer = Sealer(signing_key=configured_signing_key(settings))
         recorder.add_prewrite(sealer, on_written=sealer.written)
         _installed[recorder] = sealer
         return sealer
 
 
-def _configured_key(settings: Settings | None) -> Any:
+def configured_signing_key(settings: Settings | None = None) -> Any:
+    """The Ed25519 private key ``[audit] signing_key`` (or ``TRAILS_AUDIT_SIGNING_KEY``)
+    names, or None when none is configured.
+
+    Raises:
+        ConfigError: the key is configured but unusable.
+    """
     settings = settings or load_settings()
     path = os.environ.get("TRAILS_AUDIT_SIGNING_KEY") or settings.section("audit").get(
         "signing_key"
