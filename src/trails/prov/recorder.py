@@ -127,7 +127,21 @@ class Recorder:
         Raises:
             StoreError: the write failed; nothing of the event was written.
         """
-        quads = self.quads(event)
+        self.record_all([event], remove=remove)
+
+    def record_all(self, events: Sequence[Event], *, remove: Iterable[Quad] = ()) -> None:
+        """Write several events that happen together (a policy decision and the call it
+        let run) in one atomic write. The pre-write hooks are called once, with the last
+        event and the quads of all; the listeners hear each event, in order, once the
+        write succeeded.
+
+        Raises:
+            StoreError: the write failed; nothing of the events was written.
+        """
+        if len(events) == 1:
+            quads = self.quads(events[0])
+        else:
+            quads = [q for e in events for q in self.quads(e)]
         if not self._prewrite:
             removed = list(remove) if self._observers else remove
             self.store.write(quads, remove=removed)
@@ -137,19 +151,22 @@ class Recorder:
                 removed = list(remove)
                 self.removing = removed
                 try:
-                    add, extra = self._extra(event, quads)
+                    add, extra = self._extra(events[-1], quads)
                 finally:
                     self.removing = ()
                 written, removed = quads + add, [*removed, *extra]
                 self.store.write(written, remove=removed)
                 for done in self._on_written:
-                    done(self, event)
+                    done(self, events[-1])
                 self._observe(written, removed)
-        for listener in self._listeners:
-            try:
-                listener(self, event)
-            except Exception:  # a listener must never undo or hide a recorded event
-                log.exception("recorder listener %r failed on %s", listener, type(event).__name__)
+        for event in events:
+            for listener in self._listeners:
+                try:
+                    listener(self, event)
+                except Exception:  # a listener must never undo or hide a recorded event
+                    log.exception(
+                        "recorder listener %r failed on %s", listener, type(event).__name__
+                    )
 
     def write_quads(self, quads: Iterable[Quad], *, remove: Iterable[Quad] = ()) -> None:
         """Write quads that are not an event's (a persisted projection) in one atomic write,
