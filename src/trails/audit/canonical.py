@@ -87,6 +87,26 @@ _TABLE = {c: _ESCAPE.get(c, f"\\u{c:04X}") for c in (*range(0x20), 0x7F)} | {
     0x5C: "\\\\",
 }
 
+_RARE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _escape(value: str) -> str:
+    """``value.translate(_TABLE)``, faster: the common escapes by ``str.replace``."""
+    if _RARE.search(value) is not None:
+        return value.translate(_TABLE)
+    if "\\" in value:
+        value = value.replace("\\", "\\\\")
+    if '"' in value:
+        value = value.replace('"', '\\"')
+    if "\n" in value:
+        value = value.replace("\n", "\\n")
+    if "\r" in value:
+        value = value.replace("\r", "\\r")
+    if "\t" in value:
+        value = value.replace("\t", "\\t")
+    return value
+
+
 EMPTY_HASH = hashlib.sha256(b"").hexdigest()
 """The hash of a graph with no quads (a graph that was dropped)."""
 
@@ -158,7 +178,7 @@ def canonical_term(term: Term, *, normalise: bool = False) -> str:
     """
     if isinstance(term, Literal):
         lexical = normal_lexical(term.value, term.datatype) if normalise else term.value
-        text = '"' + lexical.translate(_TABLE) + '"'
+        text = '"' + _escape(lexical) + '"'
         if term.language:
             return f"{text}@{term.language}"
         if term.datatype == _XSD_STRING:
@@ -184,11 +204,17 @@ def canonical_lines(
     """
     g = f"<{graph}> .\n"
     norm = version >= 2
-    lines = {
-        f"{canonical_term(s, normalise=norm)} {canonical_term(p)} "  # type: ignore[arg-type]
-        f"{canonical_term(o, normalise=norm)} {g}"  # type: ignore[arg-type]
-        for s, p, o, *_ in rows
-    }
+    seen: dict[Term, str] = {}  # subjects and predicates repeat: write each term once
+
+    def term(t: Term) -> str:
+        if isinstance(t, BNode):  # never shares a cache entry with an equal-text IRI
+            return canonical_term(t)
+        text = seen.get(t)
+        if text is None:
+            text = seen[t] = canonical_term(t, normalise=norm)
+        return text
+
+    lines = {f"{term(s)} {term(p)} {term(o)} {g}" for s, p, o, *_ in rows}  # type: ignore[arg-type]
     return sorted(lines)
 
 
