@@ -64,7 +64,7 @@ from trails.llm import LLMClient
 from trails.prov import Recorder
 from trails.store import open_store
 from trails.store.oxigraph import OxigraphStore
-from trails.store.terms import IRI, Literal, Quad
+from trails.store.terms import Literal, Quad
 
 
 @trails.capability(id="bench.lookup", description="Looks a key up.")
