@@ -249,3 +249,28 @@ def test_the_command_is_incremental_and_records_checkpoints(store: Store, tmp_pa
     code, full = run("--full")
     assert code == 1 and full["mode"] == "full" and full["checkpoint"] is None
     assert [f["subject"] for f in full["findings"]] == [sessions[0]]  # type: ignore[index,union-attr]
+
+
+def test_the_ledger_read_from_a_dump_equals_the_ledger_read_by_query(store: Store) -> None:
+    from trails.audit import ledger as ledger_module
+
+    recorder = Recorder(store)
+    install_sealer(recorder)
+    for _ in range(3):
+        one_session(recorder)
+    odd = IRI("urn:trails:graph:ledger:odd")
+    store.write(
+        [
+            Quad(odd, IRI("urn:p"), Literal('tab\t"quote" \\ back é \x01 \U0001d11e'), LEDGER),
+            Quad(odd, IRI("urn:p"), Literal("hi", language="en"), LEDGER),
+            Quad(odd, IRI("urn:p"), Literal("5", XSD + "integer"), LEDGER),
+        ]
+    )
+    by_query = ledger_module._rows(store, ledger_module._ALL, {"ledger": LEDGER})
+    by_dump = ledger_module._ntriples_rows(store.dump(format="ntriples", graph=LEDGER) or b"")
+    assert sorted(map(repr, by_dump)) == sorted(repr(tuple(r[:3])) for r in by_query)
+    assert (
+        ledger_module.read_ledger(store, LEDGER).seals
+        == ledger_module._parse(ledger_module._group(by_query), LEDGER).seals
+    )
+    store.write([], remove=[q for q in ledger_quads(store, odd)])
