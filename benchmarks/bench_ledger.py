@@ -1,10 +1,10 @@
 """The ledger's cost: sealing per session, verifying per 1,000 sessions, one session at any size.
 
-Three measurements, each against a baseline from the same run, on on-disk stores:
+Five measurements, each against a baseline from the same run, on on-disk stores:
 
 - **seal cost per session**: a session (open, three ``invoke`` calls, close)
   recorded by a recorder with the sealer installed (the default wiring:
-  the seal rides in the end's write, after one read) against the same session
+  the seal rides in the end's write, after reading the ledger pointer) against the same session
   on a recorder without it. Interleaved rounds.
 - **verify per 1,000 sessions**: ``verify(store)`` over a store of 1,000 sealed
   sessions (every graph recomputed, every chain walked) against the floor for
@@ -123,9 +123,9 @@ def main() -> None:
         f"""## The ledger: sealing and verifying (issue 12 items 4-6, issue 19 item 1)
 
 `python benchmarks/bench_ledger.py`, on-disk stores. A session is `Context.open`,
-three `invoke` calls and the close; sealing adds one read (the session graph and the
-ledger's newest-seal pointer, in one query) and no write: the seal rides in the
-end's write.
+three `invoke` calls and the close; sealing adds one small read (the ledger's
+newest-seal pointer; the session graph is not read back, the sealer kept what its
+recorder wrote) and no write: the seal rides in the end's write.
 
 | | time | ratio |
 |---|---|---|
