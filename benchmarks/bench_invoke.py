@@ -18,6 +18,18 @@ Target: trails / raw <= 1.3 for a pure capability. The side-effecting call is
 reported against the same raw write, and against the pure call (the price of
 write-ahead).
 
+- **a 10-step ReAct run**: ``react.run`` with a scripted model (nine calls of a
+  cheap capability, then ``finish``) recorded by the default recorder
+  (``Recorder.from_settings``: sealed, the seal in the end's write) against a
+  raw writer that makes the same writes (the quads each event wrote, with fresh
+  IRIs minted per run) with ``pyoxigraph.Store.extend``, one call per event.
+  Target: <= 1.5.
+- **the first session of a fresh process**: a new Python process opens a store
+  that already holds sessions and records one session; its time against the
+  second session of the same process.
+
+Every trails side records with the default configuration (the sealer on).
+
 Run: ``python benchmarks/bench_invoke.py``
 """
 
@@ -35,16 +47,160 @@ import pyoxigraph as ox
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import re
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
+from typing import Any
 
 from _report import write_section
 
 import trails
+from trails.agent import Session
+from trails.agent.planners import react
 from trails.kernel import Context
+from trails.llm import LLMClient
 from trails.prov import Recorder
+from trails.store import open_store
 from trails.store.oxigraph import OxigraphStore
+from trails.store.terms import Literal, Quad
+
+
+@trails.capability(id="bench.lookup", description="Looks a key up.")
+def lookup(key: str) -> str:
+    return f"value of {key}"
+
+
+def _turn(action: str, action_input: dict[str, Any], **extra: Any) -> str:
+    payload = {"thought": f"use {action}", "action": action, "action_input": action_input}
+    payload.update(extra)
+    return "```json\n" + json.dumps(payload) + "\n```"
+
+
+STEPS = 10
+SCRIPT = [_turn("bench.lookup", {"key": f"k{i}"}) for i in range(STEPS - 1)] + [
+    _turn("finish", {}, final_answer="done")
+]
+
+
+def react_run(recorder: Recorder) -> None:
+    session = Session(principal="did:local:bench", recorder=recorder)
+    result = react.run(
+        "Look up nine keys.", llm=LLMClient.mock(response=list(SCRIPT)), session=session
+    )
+    assert result.stopped == "goal_achieved", result.stopped
+    session.context.close()
+
+
+class _Capture:
+    """A store that keeps every write made through it (to replay raw)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.writes: list[list[Quad]] = []
+
+    def write(self, quads: Any, *, remove: Any = ()) -> None:
+        batch = list(quads)
+        self.writes.append(batch)
+        self.inner.write(batch, remove=remove)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32}")
+
+
+def _raw_react(store: ox.Store) -> tuple[Callable[[], None], int, int]:
+    """A hand-written recorder making the writes one trails ReAct run makes: per event,
+    the same quads with fresh ids, built as pyoxigraph quads and written with extend."""
+    capture = _Capture(OxigraphStore(None))
+    react_run(Recorder.from_settings(store=capture))  # type: ignore[arg-type]
+    ids: dict[str, int] = {}
+
+    def template(term: Any) -> tuple[Any, ...]:
+        if isinstance(term, Literal):
+            return ("l", term.value, term.datatype, term.language)
+        text = str(term)
+        found = _UUID.search(text)
+        if found is None:
+            return ("n", text, "", -1)
+        index = ids.setdefault(found.group(0), len(ids))
+        return ("n", text[: found.start()], text[found.end() :], index)
+
+    plan = [[tuple(template(t) for t in q) for q in batch] for batch in capture.writes]
+    n, lit = ox.NamedNode, ox.Literal
+    xsd_string = "http://www.w3.org/2001/XMLSchema#string"
+
+    def term(spec: tuple[Any, ...], fresh: list[str]) -> Any:
+        if spec[0] == "l":
+            if spec[3]:
+                return lit(spec[1], language=spec[3])
+            if spec[2] == xsd_string:
+                return lit(spec[1])
+            return lit(spec[1], datatype=n(spec[2]))
+        if spec[3] < 0:
+            return n(spec[1])
+        return n(spec[1] + fresh[spec[3]] + spec[2])
+
+    def write() -> None:
+        fresh = [str(uuid.uuid4()) for _ in ids]
+        for batch in plan:
+            store.extend(
+                [ox.Quad(*(term(t, fresh) for t in quad)) for quad in batch]  # type: ignore[misc]
+            )
+
+    return write, len(plan), sum(len(b) for b in plan)
+
+
+_FIRST = """
+import sys, time
+from trails.kernel import Context, capability, invoke
+from trails.prov import Recorder
+from trails.store import open_store
+
+@capability(id="bench.first")
+def first(x: int) -> int:
+    return x
+
+def session(recorder):
+    with Context.open("did:local:bench", recorder=recorder) as ctx:
+        for i in range(3):
+            invoke("bench.first", {"x": i}, ctx=ctx)
+
+start = time.perf_counter()
+store = open_store(sys.argv[1])
+recorder = Recorder.from_settings(store=store)
+session(recorder)
+first = time.perf_counter() - start
+start = time.perf_counter()
+session(recorder)
+print(first, time.perf_counter() - start)
+store.close()
+"""
+
+
+def first_session(path: Path, sessions: int) -> tuple[float, float]:
+    """Seconds of the first and the second session of fresh processes on a store of ``sessions``."""
+    store = open_store(path)
+    recorder = Recorder.from_settings(store=store)
+    for _ in range(sessions):
+        with Context.open("did:local:bench", recorder=recorder) as ctx:
+            for i in range(3):
+                trails.invoke("bench.noop", {"x": i}, ctx=ctx)
+    store.close()
+    firsts, seconds = [], []
+    for _ in range(5):
+        out = subprocess.run(
+            [sys.executable, "-c", _FIRST, str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        firsts.append(float(out[0]))
+        seconds.append(float(out[1]))
+    return statistics.median(firsts), statistics.median(seconds)
 
 
 @trails.capability(id="bench.noop", description="Does nothing.")
@@ -151,7 +307,7 @@ def _raw_writer(store: ox.Store, session: str, principal: str) -> tuple[object, 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         trails_store = OxigraphStore(Path(tmp) / "trails")
-        ctx = Context.open("did:local:bench", recorder=Recorder(trails_store))
+        ctx = Context.open("did:local:bench", recorder=Recorder.from_settings(store=trails_store))
         raw_store = ox.Store(str(Path(tmp) / "raw"))
         raw_write, per_call = _raw_writer(raw_store, str(ctx.session), "did:local:bench")
 
@@ -159,7 +315,9 @@ def main() -> None:
             trails.invoke("bench.noop", {"x": 1}, ctx=ctx)
 
         effect_store = OxigraphStore(Path(tmp) / "effects")  # its own store, as large
-        effect_ctx = Context.open("did:local:bench", recorder=Recorder(effect_store))
+        effect_ctx = Context.open(
+            "did:local:bench", recorder=Recorder.from_settings(store=effect_store)
+        )
 
         def with_effects() -> None:
             trails.invoke("bench.effect", {"x": 1}, ctx=effect_ctx)
@@ -175,6 +333,20 @@ def main() -> None:
         )
         trails_store.close()
         effect_store.close()
+
+        react_store = OxigraphStore(Path(tmp) / "react")
+        react_recorder = Recorder.from_settings(store=react_store)
+        react_raw_store = ox.Store(str(Path(tmp) / "react-raw"))
+        raw_react, react_writes, react_quads = _raw_react(react_raw_store)
+        for _ in range(10):
+            react_run(react_recorder)
+            raw_react()
+        t_react, t_react_raw = interleaved3(
+            [lambda: react_run(react_recorder), raw_react], rounds=9, number=10
+        )
+        react_store.close()
+        t_first_small, t_second_small = first_session(Path(tmp) / "first-100", 100)
+        t_first_big, t_second_big = first_session(Path(tmp) / "first-1000", 1000)
 
     ratio = t_trails / t_raw
     verdict = "meets" if ratio <= 1.3 else "misses"
@@ -200,6 +372,31 @@ A capability with side effects writes its start (inputs, principal, plan, start
 time) before its handler runs, then its end: two atomic writes where a pure
 capability makes one. The end writes only what it adds (end time, status,
 output) to the activity the start wrote.
+
+### A 10-step ReAct run, sealed (issue 19 item 5)
+
+`react.run` with a scripted model: nine calls of a cheap capability, then `finish`;
+recorded by the default recorder (`Recorder.from_settings`: the session is sealed in
+the write that ends it, without reading the session back). The raw side makes the
+same {react_writes} writes ({react_quads} quads, fresh ids minted per run) with
+`pyoxigraph.Store.extend`, one call per event. Median of 9 interleaved rounds of 10 runs.
+
+| | ms per run | ratio |
+|---|---|---|
+| trails, 10-step ReAct, sealed | {t_react * 1e3:.2f} | **{t_react / t_react_raw:.2f}** x raw (target <= 1.5: {"meets" if t_react / t_react_raw <= 1.5 else "misses"}) |
+| raw `Store.extend`, same writes (baseline) | {t_react_raw * 1e3:.2f} | |
+
+### The first session of a fresh process
+
+A new process opens an on-disk store and records a session (open, three `invoke`
+calls, close; sealed); then a second one. Median of 5 processes. Opening the store
+is included in the first session.
+
+| store holds | first session | second session | first / second |
+|---|---|---|---|
+| 100 sessions | {t_first_small * 1e3:.1f} ms | {t_second_small * 1e3:.1f} ms | {t_first_small / t_second_small:.1f} |
+| 1,000 sessions | {t_first_big * 1e3:.1f} ms | {t_second_big * 1e3:.1f} ms | {t_first_big / t_second_big:.1f} |
+| ratio 1,000 / 100 | {t_first_big / t_first_small:.2f} | | |
 """
     write_section("invoke", md)
     print(md)

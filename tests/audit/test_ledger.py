@@ -442,7 +442,7 @@ def test_verify_exit_codes_through_the_console_script(
     disk = open_store(tmp_path / "store")
     change_a_literal(disk, fx.sessions["A"])
     disk.close()
-    done = _trails(tmp_path)
+    done = _trails(tmp_path, "--full")  # verified before: an in-place edit needs a rehash
     assert done.returncode == 1 and f"ALTERED   {fx.sessions['A']}" in done.stdout
     assert _trails(tmp_path, "--session", fx.sessions["A"]).returncode == 1
     assert _trails(tmp_path, "--session", fx.sessions["B"]).returncode == 0

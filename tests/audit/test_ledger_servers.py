@@ -112,8 +112,8 @@ def _three_writers_then_tamper(store: SparqlStore, env: dict[str, str], cwd: Pat
     assert f"OK. {WRITERS * SESSIONS} sealed graph(s) recomputed" in done.stdout
     assert f"in {WRITERS} chain(s)" in done.stdout
 
-    graph = _change_one_literal(store)
-    done = _trails(env, cwd, "verify")
+    graph = _change_one_literal(store)  # in place, in a graph verified before: --full
+    done = _trails(env, cwd, "verify", "--full")
     assert done.returncode == 1
     assert f"ALTERED   {graph}" in done.stdout
     assert done.stdout.count("ALTERED") == 1 and "CHAIN" not in done.stdout

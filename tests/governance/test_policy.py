@@ -342,3 +342,35 @@ def test_bad_governance_arguments_are_refused() -> None:
         Session(principal="did:local:alice", approver="bob")
     with pytest.raises(UserError, match="approval_timeout_s="):
         Session(principal="did:local:alice", approval_timeout_s=-1)
+
+
+class _Writes:
+    """A store that counts the writes made through it."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.writes = 0
+
+    def write(self, quads: Any, *, remove: Any = ()) -> None:
+        self.writes += 1
+        self.inner.write(quads, remove=remove)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_an_allowing_decision_is_written_with_the_call_it_let_run(
+    store: Store, office: dict[str, list[Any]]
+) -> None:
+    counted = _Writes(store)
+    ctx = Context.open(BOB, recorder=Recorder(counted), policy=POLICY)  # type: ignore[arg-type]
+    before = counted.writes
+    invoke("search_web", {"q": "x"}, ctx=ctx)
+    assert counted.writes == before + 1  # decision and invocation: one atomic write
+    with pytest.raises(PolicyDenied):
+        invoke("delete_file", {"path": "d1"}, ctx=ctx)
+    assert counted.writes == before + 2  # a denial is written alone (no call follows)
+    ctx.close()
+    found = {(d["cap"], d["decision"], d.get("status")) for d in decisions(store)}
+    assert found == {("search_web", "allow", "ok"), ("delete_file", "deny", None)}
+    assert office["search"] == ["x"] and office["delete"] == []

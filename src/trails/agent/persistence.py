@@ -230,7 +230,7 @@ def persist(session: Session, *, graph: str | None = None) -> IRI:
         projection, target, ctx.recorder.minter, now(), masking=ctx.recorder.masking
     )
     old = stored_projection_quads(ctx.store, target, projection.session)
-    ctx.store.write(quads, remove=old)
+    ctx.recorder.write_quads(quads, remove=old)  # seen by the sealer, like an event's write
     return target
 
 

@@ -37,6 +37,7 @@ Changing a message format changes every hash: treat it as a file format.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -47,7 +48,7 @@ from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, XSD, T
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, Literal, Term, to_python
+from trails.store.terms import IRI, BNode, Literal, Term, to_python
 
 __all__ = [
     "GENESIS",
@@ -392,8 +393,59 @@ SELECT ?s ?p ?o $ledger WHERE { GRAPH $ledger { ?s a trails:KeyRotation ; ?p ?o 
 
 
 def read_ledger(store: Store, ledger: IRI) -> LedgerContents:
-    """Every seal, rotation and pointer in the ledger (one query over the ledger graph)."""
-    return _parse(_group(_rows(store, _ALL, {"ledger": ledger})), ledger)
+    """Every seal, rotation and pointer in the ledger (one read of the ledger graph).
+
+    On the embedded store the graph is read as its N-Triples dump and parsed
+    here (``_ntriples_rows``), several times faster than converting query rows.
+    """
+    from trails.store.oxigraph import OxigraphStore  # loaded when such a store is open
+
+    if isinstance(store, OxigraphStore):
+        rows = _ntriples_rows(store.dump(format="ntriples", graph=ledger) or b"")
+    else:
+        rows = _rows(store, _ALL, {"ledger": ledger})
+    return _parse(_group(rows), ledger)
+
+
+_LANG_STRING = "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString"
+_ESCAPES = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))")
+_SIMPLE = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '"', "\\": "\\", "'": "'"}
+
+
+def _unescape(text: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) or m.group(2):
+            return chr(int(m.group(1) or m.group(2), 16))
+        return _SIMPLE.get(m.group(3), m.group(3))
+
+    return _ESCAPES.sub(one, text) if "\\" in text else text
+
+
+def _term(text: str) -> Term:
+    if text.startswith("<"):
+        return IRI.trusted(text[1:-1])
+    if text.startswith("_:"):
+        return BNode(text[2:])
+    end = text.rindex('"')
+    lexical, rest = _unescape(text[1:end]), text[end + 1 :]
+    if rest.startswith("@"):
+        return Literal(lexical, _LANG_STRING, rest[1:])
+    if rest.startswith("^^<"):
+        return Literal(lexical, rest[3:-1])
+    return Literal(lexical)
+
+
+def _ntriples_rows(data: bytes) -> list[tuple[Term | None, ...]]:
+    """``(s, p, o)`` rows of canonical N-Triples (as the embedded store writes them):
+    subject and predicate are the first two space-separated terms (IRIs and blank
+    nodes hold no space), the object is the rest of the line before `` .``."""
+    rows: list[tuple[Term | None, ...]] = []
+    for line in data.decode("utf-8").split("\n"):
+        if not line:
+            continue
+        s, p, o = line[:-2].split(" ", 2)
+        rows.append((_term(s), _term(p), _term(o)))
+    return rows
 
 
 def read_seals(store: Store, ledger: IRI) -> list[SealRecord]:

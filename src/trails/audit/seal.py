@@ -7,8 +7,15 @@ The ``Sealer`` is a recorder pre-write hook (installed by configuration, see
 it read, computes the canonical hash (``trails.audit.canonical``, version 2)
 and returns the seal's quads; the recorder writes the end and the seal in one
 atomic write (one request on a SPARQL server). There is no moment where a
-session has ended and is not sealed, and a sealed session costs one read and
-no extra write.
+session has ended and is not sealed, and a sealed session costs no extra write.
+
+A session this recorder started is not read back at all: the sealer watches
+every write of the recorder (a write observer) and keeps the quads of the
+session graphs it saw start, so the seal fixes exactly what the recorder wrote
+(a write into that graph from elsewhere makes ``verify`` report it altered).
+The ledger's pointer is then the only read: on the embedded store at every
+seal (it is cheap), on a server at most once per ``HINT_TTL_S`` seconds (the
+sealer knows its own newest seal), so a session costs one request per event.
 
 The ledger format (one chain per writer, anchors between chains, message and
 signature) is in ``trails.audit.ledger``. A write to a graph that is already
@@ -27,8 +34,10 @@ from __future__ import annotations
 import base64
 import os
 import threading
+import time
 import uuid
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Sealer",
+    "configured_signing_key",
     "install_sealer",
     "ledger_iri",
     "load_signing_key",
@@ -82,6 +92,16 @@ SELECT ?s ?p ?o ?hint ?hintHash ?prior ?priorOf ?priorAt $graph $ledger WHERE {
                     OPTIONAL { ?prior prov:wasRevisionOf ?priorOf } } }
 }
 """
+
+_HINTS = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?hint ?hintHash $ledger WHERE {
+  GRAPH $ledger { $ledger trails:latestSeal ?hint . OPTIONAL { ?hint trails:sealHash ?hintHash } }
+}
+"""
+
+HINT_TTL_S = 30.0
+"""How long a sealer over a server trusts the ledger pointer it last read."""
 
 _SEALED = """
 PREFIX trails: <https://w3id.org/trails/ns#>
@@ -129,6 +149,11 @@ class Sealer:
         self._unsealed: set[IRI] = set()
         self._pending: _Pending | None = None
         self._lock = threading.RLock()
+        self._graphs: dict[IRI, set[tuple[Any, Any, Any]]] = {}
+        self.tracking = False
+        """Keeping the graphs of sessions started here (``attach`` wires the observer)."""
+        self._hints: dict[IRI, str] = {}
+        self._hints_read = -1.0
 
     # -- the hook ---------------------------------------------------------------
 
@@ -142,6 +167,8 @@ class Sealer:
                 return [], []
             if isinstance(event, SessionStarted):
                 self._unsealed.add(event.graph)  # a new graph: nothing to revise
+                if self.tracking:
+                    self._graphs.setdefault(event.graph, set())  # filled by observe()
                 return [], []
             if isinstance(event, SessionEnded):
                 targets = [event.graph]
@@ -171,6 +198,31 @@ class Sealer:
             )
             self._sealed.update(pending.graphs)
             self._unsealed.difference_update(pending.graphs)
+            for graph in pending.graphs:
+                self._graphs.pop(graph, None)
+            self._hints = {pending.seal: pending.seal_hash}
+
+    def attach(self, recorder: Recorder) -> None:
+        """Install on ``recorder``: the pre-write hook, its after-write step, and the
+        write observer that lets it seal the sessions it saw start without reading them."""
+        recorder.add_prewrite(self, on_written=self.written)
+        recorder.add_write_observer(self.observe)
+        self.tracking = True
+
+    def observe(self, recorder: Recorder, added: Sequence[Quad], removed: Sequence[Quad]) -> None:
+        """Keep the quads of the session graphs this recorder started (a write observer)."""
+        if not self._graphs:
+            return
+        with self._lock:
+            graphs = self._graphs
+            for q in removed:
+                kept = graphs.get(q.graph)
+                if kept is not None:
+                    kept.discard((q.subject, q.predicate, q.object))
+            for q in added:
+                kept = graphs.get(q.graph)
+                if kept is not None:
+                    kept.add((q.subject, q.predicate, q.object))
 
     def _is_sealed(self, recorder: Recorder, ledger: IRI, graph: IRI) -> bool:
         if graph in self._sealed:
@@ -190,22 +242,14 @@ class Sealer:
         new: list[Quad],
         pending: _Pending,
     ) -> tuple[list[Quad], list[Quad]]:
-        result = recorder.store.query(_READ, {"graph": graph, "ledger": ledger})
-        assert isinstance(result, Solutions)
-        names = result.variables
-        i = {n: names.index(n) for n in ("s", "p", "o", "hint", "hintHash", "prior", "priorOf")}
-        i["priorAt"] = names.index("priorAt")
-        stored: list[tuple[Any, ...]] = []
-        hints: dict[IRI, str] = {}
+        kept = self._graphs.get(graph)
         priors: list[SealRecord] = []
-        for row in result.rows:
-            if row[i["s"]] is not None:
-                stored.append((row[i["s"]], row[i["p"]], row[i["o"]]))
-            elif row[i["hint"]] is not None:
-                h = row[i["hintHash"]]
-                hints[IRI.trusted(str(row[i["hint"]]))] = h.value if isinstance(h, Literal) else ""
-            elif row[i["prior"]] is not None:
-                priors.append(_prior(row[i["prior"]], row[i["priorOf"]], row[i["priorAt"]], graph))
+        if kept is not None:  # started here: what it holds is what this recorder wrote
+            stored: list[tuple[Any, ...]] = list(kept)
+            hints = self._pointer(recorder, ledger)
+        else:
+            stored, hints, priors = _read(recorder, ledger, graph)
+            self._hints, self._hints_read = dict(hints), time.monotonic()
         lines = canonical_lines(stored, graph, version=2)
         lines += canonical_lines([q for q in new if q.graph == graph], graph, version=2)
         graph_hash, count = digest_lines(lines)
@@ -264,6 +308,23 @@ class Sealer:
         add.extend(self.summary_quads(recorder, graph, stored, new))
         return add, remove
 
+    def _pointer(self, recorder: Recorder, ledger: IRI) -> dict[IRI, str]:
+        """The ledger's newest-seal pointer, read again unless a server's was read lately."""
+        from trails.store.oxigraph import OxigraphStore  # loaded when such a store is open
+
+        now = time.monotonic()
+        fresh = self._hints_read >= 0 and now - self._hints_read < HINT_TTL_S
+        if fresh and not isinstance(recorder.store, OxigraphStore):
+            return dict(self._hints)
+        result = recorder.store.query(_HINTS, {"ledger": ledger})
+        assert isinstance(result, Solutions)
+        hints: dict[IRI, str] = {}
+        for row in result:
+            h = row.get("hintHash")
+            hints[IRI.trusted(str(row["hint"]))] = h.value if isinstance(h, Literal) else ""
+        self._hints, self._hints_read = dict(hints), now
+        return hints
+
     def summary_quads(
         self, recorder: Recorder, graph: IRI, stored: list[tuple[Any, ...]], new: list[Quad]
     ) -> list[Quad]:
@@ -296,6 +357,30 @@ class Sealer:
             self._pending = pending
             self.written(recorder, SessionEnded(session=graph, ended=datetime.now(UTC)))
             return pending.seal
+
+
+def _read(
+    recorder: Recorder, ledger: IRI, graph: IRI
+) -> tuple[list[tuple[Any, ...]], dict[IRI, str], list[SealRecord]]:
+    """The graph (a session not started by this recorder), the ledger's pointer and the
+    graph's earlier seals, in one query."""
+    result = recorder.store.query(_READ, {"graph": graph, "ledger": ledger})
+    assert isinstance(result, Solutions)
+    names = result.variables
+    i = {n: names.index(n) for n in ("s", "p", "o", "hint", "hintHash", "prior", "priorOf")}
+    i["priorAt"] = names.index("priorAt")
+    stored: list[tuple[Any, ...]] = []
+    hints: dict[IRI, str] = {}
+    priors: list[SealRecord] = []
+    for row in result.rows:
+        if row[i["s"]] is not None:
+            stored.append((row[i["s"]], row[i["p"]], row[i["o"]]))
+        elif row[i["hint"]] is not None:
+            h = row[i["hintHash"]]
+            hints[IRI.trusted(str(row[i["hint"]]))] = h.value if isinstance(h, Literal) else ""
+        elif row[i["prior"]] is not None:
+            priors.append(_prior(row[i["prior"]], row[i["priorOf"]], row[i["priorAt"]], graph))
+    return stored, hints, priors
 
 
 def _prior(seal: Any, revision_of: Any, at: Any, graph: IRI) -> SealRecord:
@@ -433,13 +518,19 @@ def install_sealer(recorder: Recorder, settings: Settings | None = None) -> Seal
         existing = _installed.get(recorder)
         if existing is not None:
             return existing
-        sealer = Sealer(signing_key=_configured_key(settings))
-        recorder.add_prewrite(sealer, on_written=sealer.written)
+        sealer = Sealer(signing_key=configured_signing_key(settings))
+        sealer.attach(recorder)
         _installed[recorder] = sealer
         return sealer
 
 
-def _configured_key(settings: Settings | None) -> Any:
+def configured_signing_key(settings: Settings | None = None) -> Any:
+    """The Ed25519 private key ``[audit] signing_key`` (or ``TRAILS_AUDIT_SIGNING_KEY``)
+    names, or None when none is configured.
+
+    Raises:
+        ConfigError: the key is configured but unusable.
+    """
     settings = settings or load_settings()
     path = os.environ.get("TRAILS_AUDIT_SIGNING_KEY") or settings.section("audit").get(
         "signing_key"

@@ -23,6 +23,17 @@ seal links to (by previous seal or anchor). Each head's hash commits to every
 seal it reaches; keep them elsewhere and pass them back as ``expect_heads`` to
 catch the newest seals being removed.
 
+``verify(store, incremental=True)`` starts from the ledger's latest
+verification checkpoint (``trails.audit.checkpoint``): it still recomputes
+every seal's hash and walks every chain link (cheap: a few hundred bytes per
+seal), checks that the seals the checkpoint verified are still there with the
+same hashes, rehashes only the graphs whose newest seal is newer than the
+checkpoint, and checks every earlier graph by its quad count (one aggregate
+query). It does not catch a quad of an earlier graph replaced by another (the
+count stays the same): ``incremental=False`` (``trails verify --full``)
+rehashes everything. Without a usable checkpoint (none, edited, or unsigned
+while a trusted key is given) it rehashes everything.
+
 ``verify(store, session=IRI)`` checks one session in time independent of the
 ledger's size: its seals, the previous seal and the anchors of its newest
 seal (their hashes must recompute and match), signatures, and the graph.
@@ -36,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trails.audit.canonical import graph_digest
+from trails.audit.checkpoint import FULL, INCREMENTAL, CheckpointRecord, read_checkpoint
 from trails.audit.ledger import (
     GENESIS,
     LedgerContents,
@@ -110,6 +122,16 @@ class VerifyReport:
     open_sessions: list[str] = field(default_factory=list)
     interrupted_sessions: list[str] = field(default_factory=list)
     """Sessions ended as interrupted (their process died); listed, not findings."""
+    mode: str = FULL
+    """``full`` (every sealed graph rehashed) or ``incremental`` (from ``checkpoint``)."""
+    graphs_counted: int = 0
+    """Graphs verified at the checkpoint, checked this time by quad count only."""
+    checkpoint: CheckpointRecord | None = None
+    """The checkpoint an incremental verification started from."""
+    note: str = ""
+    """Why an incremental verification rehashed everything, when it did."""
+    chain_tips: list[tuple[IRI, str]] = field(default_factory=list)
+    """The newest seal of each chain with its hash (what a new checkpoint records)."""
 
     @property
     def ok(self) -> bool:
@@ -285,6 +307,9 @@ def _check_chains(contents: LedgerContents, trusted: set[str] | None, report: Ve
         for index, seal in enumerate(seals, start=1):
             _check_link(seal, previous, index, report)
             previous = seal
+        if previous is not None:
+            report.chain_tips.append((previous.iri, previous.seal_hash))
+    report.chain_tips.sort()
     linked = {s.previous for s in contents.seals} | {a for s in contents.seals for a in s.anchors}
     report.heads = sorted(s.seal_hash for s in contents.seals if s.iri not in linked)
     for pointer in contents.latest:
@@ -348,6 +373,7 @@ def verify(
     minter: Minter | None = None,
     public_key: Any = None,
     expect_heads: list[str] | None = None,
+    incremental: bool = False,
 ) -> VerifyReport:
     """Recompute sealed graphs and check the seal chains.
 
@@ -360,6 +386,9 @@ def verify(
             signature is checked against the key recorded in its seal.
         expect_heads: seal hashes kept elsewhere (an earlier report's ``heads``);
             each must still be in the ledger.
+        incremental: start from the ledger's latest verification checkpoint:
+            rehash only graphs sealed since, count the others (see the module
+            docstring for what that does not catch).
 
     Returns:
         The report; ``report.ok`` is False when anything does not match.
@@ -386,12 +415,117 @@ def verify(
     for seal in contents.seals:
         per_graph[seal.graph].append(seal)
     latest = {g: s for g, seals in per_graph.items() if (s := latest_of(seals)) is not None}
+    covered: set[IRI] = set()
+    if incremental:
+        covered = _since_checkpoint(store, ledger, contents, trusted, report)
     for graph, seal in sorted(latest.items()):
-        _check_graph(store, graph, seal, report)
+        if seal.iri not in covered:
+            _check_graph(store, graph, seal, report)
+    _count_graphs(store, {g: s for g, s in latest.items() if s.iri in covered}, report)
     result = store.query(_SESSIONS)
     assert isinstance(result, Solutions)
     _sort_sessions(result, latest, report)
     return report
+
+
+def _checkpoint_findings(
+    checkpoint: CheckpointRecord,
+    by_iri: dict[IRI, SealRecord],
+    trusted: set[str] | None,
+    report: VerifyReport,
+) -> bool:
+    """Is the checkpoint usable? Findings for a checkpoint that was edited or whose
+    verified seals are gone or changed; a note when it is merely not trusted."""
+    name = f"checkpoint {checkpoint.iri}"
+    if not checkpoint.intact():
+        report.findings.append(
+            Finding("chain", name, "its fields do not hash to its recorded checkpoint hash")
+        )
+        return False
+    if trusted is not None and not (
+        checkpoint.signature is not None
+        and any(_signed_by(k, checkpoint.signature, checkpoint.checkpoint_hash) for k in trusted)
+    ):
+        report.note = "the latest checkpoint is not signed by a trusted key"
+        return False
+    usable = True
+    for seal_iri, seal_hash in sorted(checkpoint.verified.items()):
+        seal = by_iri.get(seal_iri)
+        if seal is None or seal.seal_hash != seal_hash:
+            report.findings.append(
+                Finding(
+                    "chain",
+                    str(seal_iri),
+                    f"verified at {name}, now missing from the ledger or with another hash",
+                )
+            )
+            usable = False
+    return usable
+
+
+def _since_checkpoint(
+    store: Store,
+    ledger: IRI,
+    contents: LedgerContents,
+    trusted: set[str] | None,
+    report: VerifyReport,
+) -> set[IRI]:
+    """The seals the latest checkpoint covers (each verified seal and every earlier
+    seal of its chain); empty, with a note or findings, when it cannot be used."""
+    checkpoint = read_checkpoint(store, ledger)
+    if checkpoint is None:
+        report.note = "no verification checkpoint recorded yet"
+        return set()
+    by_iri = {s.iri: s for s in contents.seals}
+    if not _checkpoint_findings(checkpoint, by_iri, trusted, report):
+        return set()
+    upto = {by_iri[s].chain: by_iri[s].sequence for s in checkpoint.verified}
+    covered = {s.iri for s in contents.seals if s.chain in upto and s.sequence <= upto[s.chain]}
+    if len(covered) != checkpoint.seals:
+        report.findings.append(
+            Finding(
+                "chain",
+                f"checkpoint {checkpoint.iri}",
+                f"it verified {checkpoint.seals} seal(s); the ledger now holds "
+                f"{len(covered)} up to the same seals (seals removed or inserted)",
+            )
+        )
+        return set()
+    report.mode = INCREMENTAL
+    report.checkpoint = checkpoint
+    return covered
+
+
+_COUNTS = "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?g"
+
+
+def _count_graphs(store: Store, graphs: dict[IRI, SealRecord], report: VerifyReport) -> None:
+    """The cheap check of graphs verified at the checkpoint: each still holds as many
+    quads as its seal says (one aggregate query, counted inside the store)."""
+    if not graphs:
+        return
+    result = store.query(_COUNTS)
+    assert isinstance(result, Solutions)
+    counts: dict[str, int] = {}
+    for row in result:
+        n = row.get("n")
+        counts[str(row["g"])] = int(n.value) if isinstance(n, Literal) else 0
+    for graph, seal in sorted(graphs.items()):
+        report.graphs_counted += 1
+        count = counts.get(str(graph), 0)
+        if count == 0:
+            report.findings.append(
+                Finding("missing", graph, f"sealed with {seal.quad_count} quads, now absent")
+            )
+        elif count != seal.quad_count:
+            report.findings.append(
+                Finding(
+                    "altered",
+                    graph,
+                    f"sealed ({_name(seal)}) with {seal.quad_count} quads; now {count} "
+                    "(found by the incremental count check)",
+                )
+            )
 
 
 def _verify_session(

@@ -1,5 +1,10 @@
 """``trails verify``: recompute sealed graphs, walk the seal chains; the exit code is the verdict.
 
+By default verification is incremental: it starts from the latest verification
+checkpoint, rehashes the graphs sealed since and counts the quads of the others
+(``--full`` rehashes every graph); a verification that finds nothing records a
+new checkpoint (``--no-checkpoint`` leaves the store untouched).
+
 Exit 0: nothing was altered (open and interrupted sessions are listed, not
 failures, unless ``--strict``). Exit 1: at least one integrity finding. Exit 2:
 bad usage (an empty or malformed ``--session``, a malformed ``--expect-head``,
@@ -11,15 +16,20 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import sys
 from typing import Any
 
 from trails.audit.access import reading
 from trails.audit.bundle import verify_bundle
-from trails.audit.verify import load_public_key, verify
+from trails.audit.checkpoint import record_checkpoint
+from trails.audit.seal import configured_signing_key
+from trails.audit.verify import VerifyReport, load_public_key, verify
 from trails.cli.common import session_arg
 from trails.config import load_settings
-from trails.errors import UserError
+from trails.errors import StoreError, UserError
 from trails.prov.iri import Minter
+from trails.prov.recorder import Recorder
+from trails.store.base import Store
 from trails.store.terms import IRI
 
 __all__ = ["register", "run"]
@@ -32,9 +42,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "verify",
         help="check that recorded sessions still match their seals",
-        description="Recompute the canonical hash of every sealed graph, check each seal "
+        description="Recompute the canonical hash of sealed graphs, check each seal "
         "chain, its anchors and signatures, and list altered, missing and unsealed graphs. "
+        "Incremental by default: graphs sealed since the latest verification checkpoint are "
+        "rehashed, earlier ones counted; --full rehashes everything. A verification that "
+        "finds nothing records a checkpoint. "
         "Exits 0 when nothing was altered, 1 on any finding, 2 on bad usage.",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="rehash every sealed graph, not only those sealed since the latest checkpoint",
+    )
+    p.add_argument(
+        "--no-checkpoint",
+        action="store_true",
+        help="do not record a verification checkpoint (leave the store unchanged)",
     )
     p.add_argument("--session", help="check only this session (IRI or UUID) and its seals' links")
     p.add_argument("--key", help="trusted Ed25519 public key (PEM): every seal must be signed")
@@ -92,7 +115,11 @@ def run(args: argparse.Namespace) -> int:
             minter=Minter(settings.base_iri),
             public_key=public_key,
             expect_heads=heads,
+            incremental=not args.full,
         )
+        recorded = None
+        if report.ok and session is None and not args.no_checkpoint:
+            recorded = _checkpoint(store, report)
     unfinished = report.open_sessions + report.interrupted_sessions
     failed = not report.ok or (args.strict and bool(unfinished))
     if args.json:
@@ -106,6 +133,9 @@ def run(args: argparse.Namespace) -> int:
                     "signed": report.signed,
                     "head": report.head,
                     "heads": report.heads,
+                    "mode": report.mode,
+                    "graphs_counted": report.graphs_counted,
+                    "checkpoint": recorded,
                     "open_sessions": report.open_sessions,
                     "interrupted_sessions": report.interrupted_sessions,
                     "findings": [
@@ -129,11 +159,42 @@ def run(args: argparse.Namespace) -> int:
         verdict = f"FAILED (--strict): {len(unfinished)} open or interrupted session(s)"
     else:
         verdict = "OK"
+    since = ""
+    if report.mode == "incremental" and report.checkpoint is not None:
+        since = (
+            f" (incremental since {report.checkpoint.at}; {report.graphs_counted} earlier "
+            "graph(s) counted, not rehashed: --full rehashes them)"
+        )
+    elif report.note and session is None:
+        since = f" (full: {report.note})"
+    if recorded is not None:
+        print(f"checkpoint recorded: {recorded}")
     print(
-        f"{verdict}. {report.graphs_checked} sealed graph(s) recomputed; {report.seals} "
+        f"{verdict}. {report.graphs_checked} sealed graph(s) recomputed{since}; {report.seals} "
         f"seal(s) in {report.chains} chain(s), {report.signed} signed; head {report.head}"
     )
     return 1 if failed else 0
+
+
+def _checkpoint(store: Store, report: VerifyReport) -> str | None:
+    """Record what this verification checked; a store that refuses the write is reported."""
+    settings = load_settings()
+    recorder = Recorder(store, base_iri=settings.base_iri)
+    try:
+        signing_key = configured_signing_key(settings)
+        iri = record_checkpoint(
+            recorder,
+            mode=report.mode,
+            seals=report.seals,
+            graphs=report.graphs_checked + report.graphs_counted,
+            verified=report.chain_tips,
+            previous=report.checkpoint,
+            signing_key=signing_key,
+        )
+    except StoreError as exc:
+        print(f"note: no checkpoint recorded ({exc})", file=sys.stderr)
+        return None
+    return str(iri)
 
 
 def _run_bundle(args: argparse.Namespace, public_key: Any, heads: list[str] | None) -> int:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
@@ -33,7 +33,7 @@ from trails.kernel.handlers import caller_loop, run_handler
 from trails.kernel.observe import notify
 from trails.kernel.registry import CapabilitySpec, get_capability
 from trails.prov.content import canonical_json, sha256_hex, unicode_problem
-from trails.prov.events import CapabilityInvoked, CapabilityStarted, PolicyDecided
+from trails.prov.events import CapabilityInvoked, CapabilityStarted, Event, PolicyDecided
 from trails.store.terms import IRI
 
 __all__ = ["ainvoke", "invoke"]
@@ -83,11 +83,13 @@ def invoke(
     except ValidationError as exc:
         _finish(ctx, spec, activity, started, "invalid", raw_args, None, str(exc), args_text)
         raise
+    decided: list[Event] = []  # an allowing decision is written with the call it let run
     if ctx.policy is not None:
-        _ask_policy(ctx, spec, kwargs, raw_args, activity)
+        decided.append(_ask_policy(ctx, spec, kwargs, raw_args, activity))
     ahead = spec.side_effects
     if ahead:
-        _write_ahead(ctx, spec, activity, started, raw_args)
+        _write_ahead(ctx, spec, activity, started, raw_args, decided)
+        decided = []
     notify(ctx, "tool_start", call_id=str(activity), capability=spec.id, args=raw_args)
     inner = ctx.child(parent=activity, step=None)
     token = _current.set(inner)
@@ -95,13 +97,33 @@ def invoke(
         result = run_handler(spec, inner, kwargs)
     except TrailsError as exc:
         _finish(
-            ctx, spec, activity, started, "error", raw_args, None, str(exc), args_text, ahead=ahead
+            ctx,
+            spec,
+            activity,
+            started,
+            "error",
+            raw_args,
+            None,
+            str(exc),
+            args_text,
+            ahead=ahead,
+            decided=decided,
         )
         raise
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
         _finish(
-            ctx, spec, activity, started, "error", raw_args, None, message, args_text, ahead=ahead
+            ctx,
+            spec,
+            activity,
+            started,
+            "error",
+            raw_args,
+            None,
+            message,
+            args_text,
+            ahead=ahead,
+            decided=decided,
         )
         raise CapabilityError(spec.id, message) from exc
     finally:
@@ -111,7 +133,17 @@ def invoke(
     if problem is not None:
         message = f"the result cannot be recorded: it contains {problem}"
         _finish(
-            ctx, spec, activity, started, "error", raw_args, None, message, args_text, ahead=ahead
+            ctx,
+            spec,
+            activity,
+            started,
+            "error",
+            raw_args,
+            None,
+            message,
+            args_text,
+            ahead=ahead,
+            decided=decided,
         )
         raise CapabilityError(spec.id, message)
     _finish(
@@ -126,29 +158,39 @@ def invoke(
         args_text,
         result_text,
         ahead=ahead,
+        decided=decided,
     )
     return result
 
 
 def _write_ahead(
-    ctx: Context, spec: CapabilitySpec, activity: IRI, started: datetime, args: Any
+    ctx: Context,
+    spec: CapabilitySpec,
+    activity: IRI,
+    started: datetime,
+    args: Any,
+    decided: Sequence[Event] = (),
 ) -> None:
-    """Record that a side-effecting call starts; raises ``StoreError`` (and the
-    handler does not run) when that cannot be written."""
-    ctx.recorder.record(
-        CapabilityStarted(
-            session=ctx.session,
-            activity=activity,
-            parent=ctx.parent,
-            principal=ctx.principal,
-            capability_id=spec.id,
-            description=spec.description,
-            side_effects=True,
-            terminal=spec.terminal,
-            started=started,
-            inputs=args,
-            step=ctx.step,
-        )
+    """Record that a side-effecting call starts (with the policy decision that let it,
+    in the same write); raises ``StoreError`` (and the handler does not run) when that
+    cannot be written."""
+    ctx.recorder.record_all(
+        [
+            *decided,
+            CapabilityStarted(
+                session=ctx.session,
+                activity=activity,
+                parent=ctx.parent,
+                principal=ctx.principal,
+                capability_id=spec.id,
+                description=spec.description,
+                side_effects=True,
+                terminal=spec.terminal,
+                started=started,
+                inputs=args,
+                step=ctx.step,
+            ),
+        ]
     )
 
 
@@ -187,27 +229,31 @@ def _finish(
     result_text: str | None = None,
     *,
     ahead: bool = False,
+    decided: Sequence[Event] = (),
 ) -> None:
     ended = now()
-    ctx.recorder.record(
-        CapabilityInvoked(
-            session=ctx.session,
-            activity=activity,
-            parent=ctx.parent,
-            principal=ctx.principal,
-            capability_id=spec.id,
-            description=spec.description,
-            side_effects=spec.side_effects,
-            terminal=spec.terminal,
-            started=started,
-            ended=ended,
-            status=status,  # type: ignore[arg-type]
-            inputs=args,
-            output=result,
-            error=error,
-            step=ctx.step,
-            ahead=ahead,
-        )
+    ctx.recorder.record_all(
+        [
+            *decided,
+            CapabilityInvoked(
+                session=ctx.session,
+                activity=activity,
+                parent=ctx.parent,
+                principal=ctx.principal,
+                capability_id=spec.id,
+                description=spec.description,
+                side_effects=spec.side_effects,
+                terminal=spec.terminal,
+                started=started,
+                ended=ended,
+                status=status,  # type: ignore[arg-type]
+                inputs=args,
+                output=result,
+                error=error,
+                step=ctx.step,
+                ahead=ahead,
+            ),
+        ]
     )
     duration_ms = (ended - started).total_seconds() * 1000.0
     if status == "ok":
@@ -241,8 +287,9 @@ def _finish(
 
 def _ask_policy(
     ctx: Context, spec: CapabilitySpec, kwargs: dict[str, Any], args: Any, invocation: IRI
-) -> None:
-    """Ask the policy (and, on review, the approver); record the decision; raise on deny."""
+) -> Event:
+    """Ask the policy (and, on review, the approver); raise on deny, after recording the
+    decision; return an allowing decision unwritten, for the call's own write."""
     from trails.kernel.policy import review_call
 
     policy = ctx.policy
@@ -258,26 +305,26 @@ def _ask_policy(
             note = f"{note} ({review.note})"
         reason = f"{reason}; {note}" if reason else note
         decision = "allow" if review.approved else "deny"
-    ctx.recorder.record(
-        PolicyDecided(
-            session=ctx.session,
-            activity=ctx.recorder.minter.activity(),
-            parent=ctx.parent,
-            principal=ctx.principal,
-            policy=policy.name,
-            capability_id=spec.id,
-            side_effects=spec.side_effects,
-            decision=decision,
-            reason=reason,
-            rule=getattr(verdict, "rule", None),
-            review=None if review is None else review.outcome,
-            reviewer=None if review is None else review.reviewer,
-            approval_timeout_s=ctx.approval_timeout_s if review is not None else None,
-            invocation=str(invocation) if decision == "allow" else None,
-            arguments=args,
-            at=now(),
-        )
+    decided = PolicyDecided(
+        session=ctx.session,
+        activity=ctx.recorder.minter.activity(),
+        parent=ctx.parent,
+        principal=ctx.principal,
+        policy=policy.name,
+        capability_id=spec.id,
+        side_effects=spec.side_effects,
+        decision=decision,
+        reason=reason,
+        rule=getattr(verdict, "rule", None),
+        review=None if review is None else review.outcome,
+        reviewer=None if review is None else review.reviewer,
+        approval_timeout_s=ctx.approval_timeout_s if review is not None else None,
+        invocation=str(invocation) if decision == "allow" else None,
+        arguments=args,
+        at=now(),
     )
+    if decision == "deny":
+        ctx.recorder.record(decided)
     notify(
         ctx,
         "policy_decision",
@@ -291,3 +338,4 @@ def _ask_policy(
     )
     if decision == "deny":
         raise PolicyDenied(spec.id, reason or "denied")
+    return decided

@@ -9,8 +9,10 @@ entry and moves it to the end ("most recently registered").
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
+import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,6 +37,29 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _handlers: dict[str, CapabilitySpec] = {}
 _lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1024)
+def _input_schema_text(model: type[pydantic.BaseModel]) -> str:
+    return json.dumps(model.model_json_schema())
+
+
+def _input_schema(model: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """The input model's JSON schema, built once per model (a planner asks every run)."""
+    schema: dict[str, Any] = json.loads(_input_schema_text(model))
+    return schema
+
+
+_output_schemas: dict[int, tuple[Any, str]] = {}
+
+
+def _output_schema(adapter: Any) -> dict[str, Any]:
+    """The output adapter's JSON schema, built once per adapter."""
+    cached = _output_schemas.get(id(adapter))
+    if cached is None or cached[0] is not adapter:
+        cached = _output_schemas[id(adapter)] = (adapter, json.dumps(adapter.json_schema()))
+    schema: dict[str, Any] = json.loads(cached[1])
+    return schema
 
 
 @dataclass(frozen=True)
@@ -91,7 +116,7 @@ class CapabilitySpec:
 
     def manifest(self) -> dict[str, Any]:
         """The capability's manifest: description, params, input and output JSON schema."""
-        output_schema = self.output_adapter.json_schema() if self.output_adapter else {}
+        output_schema = _output_schema(self.output_adapter) if self.output_adapter else {}
         return {
             "id": self.id,
             "description": self.description,
@@ -100,7 +125,7 @@ class CapabilitySpec:
                 | ({} if p.required else {"default": p.default})
                 for p in self.params
             ],
-            "input_schema": self.input_model.model_json_schema(),
+            "input_schema": _input_schema(self.input_model),
             "output_schema": output_schema,
             "cost_estimate": dict(self.cost_estimate or {}),
             "side_effects": self.side_effects,

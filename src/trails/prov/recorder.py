@@ -9,7 +9,11 @@ without the recorder knowing who they are (the settings install them, see
   before the write and may add (and remove) quads in the same atomic write (the audit
   room's sealer adds the seal of a session to the write that ends it, so
   there is no moment where a session is ended and not sealed);
-- a *listener* ``listener(recorder, event)`` runs after a successful write.
+- a *listener* ``listener(recorder, event)`` runs after a successful write;
+- a *write observer* ``observer(recorder, added, removed)`` sees every quad a
+  successful write added and removed (event writes and ``write_quads``), so a
+  hook can know what a graph holds without reading it back (the sealer keeps
+  the graphs of the sessions it saw start).
 
 While pre-write hooks are installed, hook and write run under the
 recorder's lock, so what a hook read is still what the store holds when its
@@ -30,7 +34,14 @@ from trails.prov.masking import Masking
 from trails.store import Store, default_store
 from trails.store.terms import Quad
 
-__all__ = ["Listener", "PreWriteHook", "Recorder", "default_recorder", "reset_default_recorder"]
+__all__ = [
+    "Listener",
+    "PreWriteHook",
+    "Recorder",
+    "WriteObserver",
+    "default_recorder",
+    "reset_default_recorder",
+]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +50,9 @@ Listener = Callable[["Recorder", Event], None]
 
 PreWriteHook = Callable[["Recorder", Event, list[Quad]], tuple[Sequence[Quad], Sequence[Quad]]]
 """Called before each write with the event's quads; returns ``(add, remove)`` for the same write."""
+
+WriteObserver = Callable[["Recorder", Sequence[Quad], Sequence[Quad]], None]
+"""Called after each successful write with the quads it added and removed."""
 
 
 class Recorder:
@@ -69,7 +83,10 @@ class Recorder:
         self._listeners: list[Listener] = []
         self._prewrite: list[PreWriteHook] = []
         self._on_written: list[Listener] = []
+        self._observers: list[WriteObserver] = []
         self._lock = threading.RLock()
+        self.removing: Sequence[Quad] = ()
+        """What the write in progress removes (for pre-write hooks to see)."""
 
     @classmethod
     def from_settings(
@@ -110,20 +127,66 @@ class Recorder:
         Raises:
             StoreError: the write failed; nothing of the event was written.
         """
-        quads = self.quads(event)
+        self.record_all([event], remove=remove)
+
+    def record_all(self, events: Sequence[Event], *, remove: Iterable[Quad] = ()) -> None:
+        """Write several events that happen together (a policy decision and the call it
+        let run) in one atomic write. The pre-write hooks are called once, with the last
+        event and the quads of all; the listeners hear each event, in order, once the
+        write succeeded.
+
+        Raises:
+            StoreError: the write failed; nothing of the events was written.
+        """
+        if len(events) == 1:
+            quads = self.quads(events[0])
+        else:
+            quads = [q for e in events for q in self.quads(e)]
         if not self._prewrite:
-            self.store.write(quads, remove=remove)
+            removed = list(remove) if self._observers else remove
+            self.store.write(quads, remove=removed)
+            self._observe(quads, removed)  # type: ignore[arg-type]
         else:
             with self._lock:
-                add, extra = self._extra(event, quads)
-                self.store.write(quads + add, remove=[*remove, *extra])
+                removed = list(remove)
+                self.removing = removed
+                try:
+                    add, extra = self._extra(events[-1], quads)
+                finally:
+                    self.removing = ()
+                written, removed = quads + add, [*removed, *extra]
+                self.store.write(written, remove=removed)
                 for done in self._on_written:
-                    done(self, event)
-        for listener in self._listeners:
-            try:
-                listener(self, event)
-            except Exception:  # a listener must never undo or hide a recorded event
-                log.exception("recorder listener %r failed on %s", listener, type(event).__name__)
+                    done(self, events[-1])
+                self._observe(written, removed)
+        for event in events:
+            for listener in self._listeners:
+                try:
+                    listener(self, event)
+                except Exception:  # a listener must never undo or hide a recorded event
+                    log.exception(
+                        "recorder listener %r failed on %s", listener, type(event).__name__
+                    )
+
+    def write_quads(self, quads: Iterable[Quad], *, remove: Iterable[Quad] = ()) -> None:
+        """Write quads that are not an event's (a persisted projection) in one atomic write,
+        under the hooks' lock and seen by the write observers.
+
+        Raises:
+            StoreError: the write failed; nothing was written.
+        """
+        added, removed = list(quads), list(remove)
+        with self._lock:
+            self.store.write(added, remove=removed)
+            self._observe(added, removed)
+
+    def add_write_observer(self, observer: WriteObserver) -> None:
+        """Call ``observer(recorder, added, removed)`` after each successful write."""
+        self._observers.append(observer)
+
+    def _observe(self, added: Sequence[Quad], removed: Sequence[Quad]) -> None:
+        for observer in self._observers:
+            observer(self, added, removed)
 
     def _extra(self, event: Event, quads: list[Quad]) -> tuple[list[Quad], list[Quad]]:
         add: list[Quad] = []

@@ -160,6 +160,15 @@ class T:
     fromKey = TRAILS.fromKey
     toKey = TRAILS.toKey
     rotationHash = TRAILS.rotationHash
+    VerificationCheckpoint = TRAILS.VerificationCheckpoint
+    latestCheckpoint = TRAILS.latestCheckpoint
+    previousCheckpoint = TRAILS.previousCheckpoint
+    verifiedSeal = TRAILS.verifiedSeal
+    verifiedSealHash = TRAILS.verifiedSealHash
+    checkpointHash = TRAILS.checkpointHash
+    verificationMode = TRAILS.verificationMode
+    sealsVerified = TRAILS.sealsVerified
+    graphsVerified = TRAILS.graphsVerified
     redaction = TRAILS.redaction
     # PII masking at the source
     Masking = TRAILS.Masking
