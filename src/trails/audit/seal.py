@@ -189,6 +189,7 @@ class Sealer:
         graph: IRI,
         new: list[Quad],
         pending: _Pending,
+        gone: frozenset[tuple[Any, ...]] = frozenset(),
     ) -> tuple[list[Quad], list[Quad]]:
         result = recorder.store.query(_READ, {"graph": graph, "ledger": ledger})
         assert isinstance(result, Solutions)
@@ -200,7 +201,9 @@ class Sealer:
         priors: list[SealRecord] = []
         for row in result.rows:
             if row[i["s"]] is not None:
-                stored.append((row[i["s"]], row[i["p"]], row[i["o"]]))
+                triple = (row[i["s"]], row[i["p"]], row[i["o"]])
+                if triple not in gone:
+                    stored.append(triple)
             elif row[i["hint"]] is not None:
                 h = row[i["hintHash"]]
                 hints[IRI.trusted(str(row[i["hint"]]))] = h.value if isinstance(h, Literal) else ""
@@ -293,6 +296,31 @@ class Sealer:
             pending = _Pending(self.sequence, self.head or IRI.trusted(""), self.head_hash, {})
             add, remove = self._seal_quads(recorder, ledger, graph, [], pending)
             recorder.store.write(add, remove=remove)
+            self._pending = pending
+            self.written(recorder, SessionEnded(session=graph, ended=datetime.now(UTC)))
+            return pending.seal
+
+    def reseal(self, recorder: Recorder, graph: IRI, remove: list[Quad]) -> IRI:
+        """Remove ``remove`` from the sealed ``graph`` and write its revision seal, in one
+        atomic write (the seal covers the graph as it is without them).
+
+        Args:
+            recorder: the recorder (its store and minter).
+            graph: a sealed graph.
+            remove: quads of ``graph`` to remove.
+
+        Returns:
+            The revision seal's IRI.
+
+        Raises:
+            StoreError: nothing was removed or sealed.
+        """
+        ledger = ledger_iri(recorder.minter)
+        gone = frozenset((q.subject, q.predicate, q.object) for q in remove if q.graph == graph)
+        with recorder.locked(), self._lock:
+            pending = _Pending(self.sequence, self.head or IRI.trusted(""), self.head_hash, {})
+            add, less = self._seal_quads(recorder, ledger, graph, [], pending, gone)
+            recorder.store.write(add, remove=[*remove, *less])
             self._pending = pending
             self.written(recorder, SessionEnded(session=graph, ended=datetime.now(UTC)))
             return pending.seal

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from dataclasses import asdict
 from typing import Any
 
 from trails.audit.access import reading
@@ -108,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
                     "heads": report.heads,
                     "open_sessions": report.open_sessions,
                     "interrupted_sessions": report.interrupted_sessions,
+                    "removed_by_retention": [asdict(r) for r in report.removed],
                     "findings": [
                         {"kind": f.kind, "subject": f.subject, "detail": f.detail}
                         for f in report.findings
@@ -119,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
         return 1 if failed else 0
     for finding in report.findings:
         print(finding)
+    for removed in report.removed:
+        print(removed)
     for graph in report.interrupted_sessions:
         print(f"INTERRUPTED {graph}: its process died; ended and sealed by recovery")
     for graph in report.open_sessions:
