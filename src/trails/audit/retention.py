@@ -423,7 +423,9 @@ SELECT ?e ?value $g WHERE { GRAPH $g { ?e trails:sha256 ?digest ; prov:value ?va
 """
 
 
-def _remove_content(recorder: Recorder, sessions: Sequence[str]) -> int:
+def _remove_content(
+    recorder: Recorder, sessions: Sequence[str], *, sealed: set[str] | None = None
+) -> int:
     """Remove the content of ``sessions``, keeping its digests; returns the values removed.
 
     MERGE POINT: the one function that knows where content lives. Today it is
@@ -432,6 +434,7 @@ def _remove_content(recorder: Recorder, sessions: Sequence[str]) -> int:
     write per session. With content in an erasable content graph per session,
     this becomes a call of the erasure API for these sessions (with the
     retention run as the reason), and the session graph is not touched.
+    ``sealed``: the sessions known to be sealed (None: asked per session).
     """
     from trails.audit.seal import install_sealer
 
@@ -446,7 +449,10 @@ def _remove_content(recorder: Recorder, sessions: Sequence[str]) -> int:
         quads = [Quad(r["e"], PROV.value, r["value"], graph) for r in rows]  # type: ignore[arg-type]
         if not quads:
             continue
-        if seals_of_graph(store, ledger, graph):
+        is_sealed = (
+            session in sealed if sealed is not None else seals_of_graph(store, ledger, graph)
+        )
+        if is_sealed:
             sealer.reseal(recorder, graph, quads)
         else:
             store.write([], remove=quads)
@@ -537,7 +543,7 @@ def apply(
     install_sealer(recorder).seal(recorder, graph)
     content = [r.session for r in the_plan.removals if r.what == "content"]
     structure = [r.session for r in the_plan.removals if r.what == "structure"]
-    result.content_values = _remove_content(recorder, content)
+    result.content_values = _remove_content(recorder, content, sealed={str(g) for g in latest})
     _remove_structure(store, structure)
     if compact:
         compactor = getattr(store, "compact", None)
