@@ -328,3 +328,20 @@ def test_the_cli_refuses_a_short_structure_period_unless_told(
     assert status == 0 and "no retention period is set" in out
     status, out, _ = run(capsys, "retention", "apply")
     assert status == 0 and "nothing is past its retention period" in out
+
+
+def test_retention_on_the_embedded_and_the_remote_store(any_store: Store) -> None:
+    """The same plan, removals and verify through a SPARQL server (no compaction there:
+    the server's files are its own)."""
+    recorder = Recorder(any_store)
+    install_sealer(recorder)
+    sessions = record_two_years(recorder)
+    place_hold(recorder, sessions[5], reason="case 5", by="did:local:dpo")
+    result = apply(recorder, RetentionPolicy.from_table(POLICY), by=ALICE, now=NOW)
+    assert len(result.removed) == len(STRUCTURE) + len(CONTENT) + 2  # 4 and 13 are not held
+    assert result.compacted == hasattr(any_store, "compact")
+    graphs = set(any_store.graphs())
+    assert sessions[5] in graphs and not {sessions[n] for n in STRUCTURE} & graphs
+    report = verify(any_store)
+    assert report.ok, report.findings
+    assert len(report.removed) == len(result.removed)
