@@ -50,7 +50,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from trails.audit.holds import Hold, active_holds_for, list_holds
-from trails.audit.ledger import latest_of, ledger_iri, read_seals, seals_of_graph
+from trails.audit.ledger import ledger_iri, seals_of_graph
 from trails.errors import ConfigError, UserError
 from trails.prov.builder import QuadBuilder
 from trails.prov.events import Event
@@ -423,6 +423,34 @@ SELECT ?e ?value $g WHERE { GRAPH $g { ?e trails:sha256 ?digest ; prov:value ?va
 """
 
 
+_SEAL_HASHES = """
+PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?seal ?graph ?hash ?revises ?at $ledger WHERE { GRAPH $ledger {
+  ?seal trails:sealedGraph ?graph ; trails:sealHash ?hash ; prov:generatedAtTime ?at .
+  OPTIONAL { ?seal prov:wasRevisionOf ?revises }
+} }
+"""
+
+
+def _latest_seal_hashes(store: Store, ledger: IRI) -> dict[IRI, str]:
+    """Each sealed graph's newest seal hash: the seal no other seal revises (the latest in
+    time, should two writers have revised the same one), as ``latest_of`` decides."""
+    result = store.query(_SEAL_HASHES, {"ledger": ledger})
+    assert isinstance(result, Solutions)
+    revised = {str(r["revises"]) for r in result if "revises" in r}
+    newest: dict[IRI, tuple[str, str]] = {}
+    for r in result:
+        if str(r["seal"]) in revised:
+            continue
+        graph = IRI.trusted(str(r["graph"]))
+        at, digest = r["at"], r["hash"]
+        key = (at.value if isinstance(at, RDFLiteral) else "", str(getattr(digest, "value", "")))
+        if graph not in newest or key > newest[graph]:
+            newest[graph] = key
+    return {g: digest for g, (_, digest) in newest.items()}
+
+
 def _remove_content(
     recorder: Recorder, sessions: Sequence[str], *, sealed: set[str] | None = None
 ) -> int:
@@ -507,14 +535,7 @@ def apply(
     run_id = str(uuid.uuid4())
     graph = retention_graph(minter, run_id)
     activity = Minter.part(graph, "run")
-    latest: dict[IRI, str] = {}
-    per_graph: dict[IRI, list[Any]] = defaultdict(list)
-    for seal in read_seals(store, ledger_iri(minter)):
-        per_graph[seal.graph].append(seal)
-    for g, seals in per_graph.items():
-        newest = latest_of(seals)
-        if newest is not None:
-            latest[g] = newest.seal_hash
+    latest = _latest_seal_hashes(store, ledger_iri(minter))
     removals = tuple(
         (
             str(Minter.part(graph, f"removal:{i}")),
