@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from trails.audit.holds import Hold, active_holds_for, list_holds
 from trails.audit.ledger import ledger_iri, seals_of_graph
+from trails.audit.seal import install_sealer
 from trails.errors import ConfigError, UserError
 from trails.prov.builder import QuadBuilder
 from trails.prov.events import Event
@@ -464,8 +465,6 @@ def _remove_content(
     retention run as the reason), and the session graph is not touched.
     ``sealed``: the sessions known to be sealed (None: asked per session).
     """
-    from trails.audit.seal import install_sealer
-
     store = recorder.store
     sealer = install_sealer(recorder)
     ledger = ledger_iri(recorder.minter)
@@ -559,8 +558,6 @@ def apply(
             skipped=len(the_plan.skipped),
         )
     )
-    from trails.audit.seal import install_sealer
-
     install_sealer(recorder).seal(recorder, graph)
     content = [r.session for r in the_plan.removals if r.what == "content"]
     structure = [r.session for r in the_plan.removals if r.what == "structure"]
