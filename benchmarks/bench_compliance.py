@@ -269,7 +269,15 @@ quads (`Store.remove` per value, found by one SPARQL query per graph) or graphs
 
 Compaction rewrites the store (dump, load into a fresh directory, swap): RocksDB
 compaction alone leaves removed strings in its string table, so it is the price of
-removed text not surviving in the files, paid once per run, not per session.""",
+removed text not surviving in the files, paid once per run, not per session.
+
+Content removal is the slow part: with content inside the sealed session graph, each
+session costs a read of its graph and a revision seal (the same work as sealing a
+session's end), against a bare quad delete for the baseline. It is a stand-in
+(`_remove_content` in `audit/retention.py`) until content lives in an erasable content
+graph apart from the sealed structure; then it becomes an erasure and no seal is revised.
+Structure removal costs the recorded, sealed run (one removal entity per session) and
+the plan's three queries on top of the same graph drops.""",
     )
     print(" ".join(f"{k}={v:.2f}s" for k, v in results.items()))
 
