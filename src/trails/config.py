@@ -121,6 +121,9 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
         }
     ),
     "memory": frozenset({"max_content_chars", "weights", "ranker"}),
+    "retention": frozenset(
+        {"content_days", "structure_days", "allow_short_structure", "principals", "planners"}
+    ),
     "llm": None,
     "otel": None,
 }

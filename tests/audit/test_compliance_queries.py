@@ -101,5 +101,56 @@ def test_the_article_12_map_names_only_pack_queries() -> None:
     section = text.split("## The Article 12 map", 1)[1]
     rows = [line.split("|") for line in section.splitlines() if line.startswith("| Art.")]
     cited = {name for cells in rows for name in re.findall(r"`([a-z0-9-]+)`", cells[4])}
-    assert len(rows) == 8 and {"risk-situations", "operations-by-day", "legal-holds"} <= cited
+    assert len(rows) == 9 and {"risk-situations", "operations-by-day", "legal-holds"} <= cited
+    assert "retention-runs" in cited
     assert cited <= set(load_pack()), cited - set(load_pack())
+
+
+def test_session_overview_per_session(fx: Fixture) -> None:
+    """Art. 12(2)(c): one session at a glance, one row per plan run."""
+    (b,) = rows(fx, "session-overview", session=fx.sessions["B"])
+    assert (str(b["principal"]), b["status"], b["domain"], b["assuranceLevel"]) == (
+        "did:local:bob",
+        "error",
+        "health",
+        "L1",
+    )
+    assert (b["strategy"], b["goal"], b["stopReason"], b.get("answer")) == (
+        "plan_and_execute",
+        "triage the inbox",
+        "max_cost",
+        None,
+    )
+    assert b["started"] == datetime(2025, 3, 2, 10, 0, tzinfo=UTC) and b["run"] == fx.runs["B"]
+    (a,) = rows(fx, "session-overview", session=fx.sessions["A"])
+    assert (a["strategy"], a["stopReason"], a["answer"]) == (
+        "react",
+        "goal_achieved",
+        "the summary was sent",
+    )
+    # D never ended: no end, no status; its run stopped on an error
+    (d,) = rows(fx, "session-overview", session=fx.sessions["D"])
+    assert "ended" not in d and "status" not in d and d["stopReason"] == "error"
+
+
+def test_every_query_the_map_cites_is_tested_with_known_answers() -> None:
+    """Each pack query docs/compliance.md cites is run and its answers asserted in a test of
+    tests/audit (by name, through ``rows(..., "name"`` or ``get_query("name")``)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    section = (root / "docs" / "compliance.md").read_text().split("## The Article 12 map", 1)[1]
+    cited = {
+        name
+        for line in section.splitlines()
+        if line.startswith("| Art.")
+        for name in re.findall(r"`([a-z0-9-]+)`", line.split("|")[4])
+    }
+    tests = "\n".join(p.read_text() for p in (root / "tests" / "audit").glob("test_*.py"))
+    untested = {
+        name
+        for name in cited
+        if not re.search(rf'(rows\([^)]*|get_query\()\s*"{re.escape(name)}"', tests)
+    }
+    assert not untested, untested

@@ -241,14 +241,17 @@ class Sealer:
         graph: IRI,
         new: list[Quad],
         pending: _Pending,
+        gone: frozenset[tuple[Any, ...]] = frozenset(),
     ) -> tuple[list[Quad], list[Quad]]:
         kept = self._graphs.get(graph)
         priors: list[SealRecord] = []
-        if kept is not None:  # started here: what it holds is what this recorder wrote
+        if kept is not None and not gone:  # started here: what it holds is what this recorder wrote
             stored: list[tuple[Any, ...]] = list(kept)
             hints = self._pointer(recorder, ledger)
         else:
             stored, hints, priors = _read(recorder, ledger, graph)
+            if gone:
+                stored = [t for t in stored if t not in gone]
             self._hints, self._hints_read = dict(hints), time.monotonic()
         lines = canonical_lines(stored, graph, version=2)
         lines += canonical_lines([q for q in new if q.graph == graph], graph, version=2)
@@ -354,6 +357,31 @@ class Sealer:
             pending = _Pending(self.sequence, self.head or IRI.trusted(""), self.head_hash, {})
             add, remove = self._seal_quads(recorder, ledger, graph, [], pending)
             recorder.store.write(add, remove=remove)
+            self._pending = pending
+            self.written(recorder, SessionEnded(session=graph, ended=datetime.now(UTC)))
+            return pending.seal
+
+    def reseal(self, recorder: Recorder, graph: IRI, remove: list[Quad]) -> IRI:
+        """Remove ``remove`` from the sealed ``graph`` and write its revision seal, in one
+        atomic write (the seal covers the graph as it is without them).
+
+        Args:
+            recorder: the recorder (its store and minter).
+            graph: a sealed graph.
+            remove: quads of ``graph`` to remove.
+
+        Returns:
+            The revision seal's IRI.
+
+        Raises:
+            StoreError: nothing was removed or sealed.
+        """
+        ledger = ledger_iri(recorder.minter)
+        gone = frozenset((q.subject, q.predicate, q.object) for q in remove if q.graph == graph)
+        with recorder.locked(), self._lock:
+            pending = _Pending(self.sequence, self.head or IRI.trusted(""), self.head_hash, {})
+            add, less = self._seal_quads(recorder, ledger, graph, [], pending, gone)
+            recorder.store.write(add, remove=[*remove, *less])
             self._pending = pending
             self.written(recorder, SessionEnded(session=graph, ended=datetime.now(UTC)))
             return pending.seal

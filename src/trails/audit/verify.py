@@ -18,7 +18,11 @@ first, each naming the graph or seal and what no longer matches:
 
 Sessions that have not ended (``open``) and sessions ended as interrupted
 (``interrupted``, by recovery) are listed, not findings: an accident is not
-tampering. ``VerifyReport.heads`` are the ledger's heads: the seals no other
+tampering. Neither is retention (``trails.audit.retention``): a sealed graph
+that a recorded, sealed ``trails:RetentionRun`` names as removed (with the
+seal hash it had) is listed in ``removed`` with who, when and why; content a
+run removed is listed too (the graph itself verifies against the revision
+seal written with the removal). ``VerifyReport.heads`` are the ledger's heads: the seals no other
 seal links to (by previous seal or anchor). Each head's hash commits to every
 seal it reaches; keep them elsewhere and pass them back as ``expect_heads`` to
 catch the newest seals being removed.
@@ -66,7 +70,7 @@ from trails.prov.iri import Minter
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal
 
-__all__ = ["Finding", "VerifyReport", "load_public_key", "trusted_keys", "verify"]
+__all__ = ["Finding", "Removed", "VerifyReport", "load_public_key", "trusted_keys", "verify"]
 
 _SESSIONS = """
 PREFIX prov: <http://www.w3.org/ns/prov#>
@@ -93,6 +97,19 @@ PREFIX trails: <https://w3id.org/trails/ns#>
 ASK { GRAPH $ledger { ?seal a trails:Seal ; trails:sealHash $hash } }
 """
 
+_REMOVALS = """
+PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT $graph ?part ?rule ?sealHash ?run ?by ?at ?why WHERE { GRAPH ?rg {
+  ?e a trails:RetentionRemoval ; trails:removedGraph $graph ; trails:removedPart ?part ;
+     prov:wasInvalidatedBy ?run ; prov:invalidatedAtTime ?at .
+  OPTIONAL { ?e trails:retentionRule ?rule }
+  OPTIONAL { ?e trails:removedSealHash ?sealHash }
+  ?run a trails:RetentionRun ; trails:retentionReason ?why ;
+       prov:wasAssociatedWith/trails:principalId ?by .
+} }
+"""
+
 INTERRUPTED = "interrupted"
 """The ``trails:status`` of a session ended by recovery after its process died."""
 
@@ -107,6 +124,27 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.kind.upper():<9} {self.subject}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Removed:
+    """A graph (``part`` = ``structure``) or its content that a retention run removed."""
+
+    graph: str
+    part: str
+    run: str
+    by: str
+    at: str
+    why: str
+    rule: str = ""
+    seal_hash: str = ""
+
+    def __str__(self) -> str:
+        what = "removed" if self.part == "structure" else "content removed"
+        return (
+            f"REMOVED   {self.graph}: {what} by retention run {self.run} "
+            f"(by {self.by} at {self.at}: {self.why}; {self.rule})"
+        )
 
 
 @dataclass
@@ -132,6 +170,8 @@ class VerifyReport:
     """Why an incremental verification rehashed everything, when it did."""
     chain_tips: list[tuple[IRI, str]] = field(default_factory=list)
     """The newest seal of each chain with its hash (what a new checkpoint records)."""
+    removed: list[Removed] = field(default_factory=list)
+    """Graphs and content removed by a recorded retention run; listed, not findings."""
 
     @property
     def ok(self) -> bool:
@@ -324,10 +364,54 @@ def _check_chains(contents: LedgerContents, trusted: set[str] | None, report: Ve
             )
 
 
-def _check_graph(store: Store, graph: IRI, seal: SealRecord, report: VerifyReport) -> None:
+def _removals(store: Store, graph: IRI | None = None) -> dict[IRI, list[Removed]]:
+    """What recorded retention runs removed, by graph (one graph when ``graph`` is given)."""
+    result = store.query(_REMOVALS, {"graph": graph} if graph is not None else None)
+    assert isinstance(result, Solutions)
+    found: dict[IRI, list[Removed]] = defaultdict(list)
+    for row in result:
+        g = IRI.trusted(str(row.get("graph", graph)))
+        text = {k: v.value if isinstance(v, Literal) else str(v) for k, v in row.items()}
+        found[g].append(
+            Removed(
+                graph=g,
+                part=text.get("part", ""),
+                run=text.get("run", ""),
+                by=text.get("by", ""),
+                at=text.get("at", ""),
+                why=text.get("why", ""),
+                rule=text.get("rule", ""),
+                seal_hash=text.get("sealHash", ""),
+            )
+        )
+    return found
+
+
+def _check_graph(
+    store: Store,
+    graph: IRI,
+    seal: SealRecord,
+    report: VerifyReport,
+    removals: dict[IRI, list[Removed]] | None = None,
+) -> None:
     report.graphs_checked += 1
     digest, count = graph_digest(store, graph, version=seal.version)
-    if count == 0:
+    done = (removals or {}).get(graph, [])
+    report.removed.extend(r for r in done if r.part == "content")
+    structure = [r for r in done if r.part == "structure"]
+    if count == 0 and structure:
+        if any(r.seal_hash in ("", seal.seal_hash) for r in structure):
+            report.removed.extend(structure)
+        else:
+            report.findings.append(
+                Finding(
+                    "missing",
+                    graph,
+                    "removed by retention, but the run names another seal than its latest "
+                    f"({_name(seal)})",
+                )
+            )
+    elif count == 0:
         report.findings.append(
             Finding("missing", graph, f"sealed with {seal.quad_count} quads, now absent")
         )
@@ -418,9 +502,12 @@ def verify(
     covered: set[IRI] = set()
     if incremental:
         covered = _since_checkpoint(store, ledger, contents, trusted, report)
+    removals = _removals(store)
+    # a graph a retention run removed is checked against its removal record, in full
+    covered -= {latest[g].iri for g in removals if g in latest}
     for graph, seal in sorted(latest.items()):
         if seal.iri not in covered:
-            _check_graph(store, graph, seal, report)
+            _check_graph(store, graph, seal, report, removals)
     _count_graphs(store, {g: s for g, s in latest.items() if s.iri in covered}, report)
     result = store.query(_SESSIONS)
     assert isinstance(result, Solutions)
@@ -565,7 +652,7 @@ def _verify_session(
             anchored = {a: read_seal(store, ledger, a) for a in latest.anchors}
             _check_anchors(latest, anchored, report)
         report.heads = [latest.seal_hash]
-        _check_graph(store, session, latest, report)
+        _check_graph(store, session, latest, report, _removals(store, session))
     for head in expect_heads or []:
         if not store.query(_HASH_PRESENT, {"ledger": ledger, "hash": Literal(head)}):
             report.findings.append(

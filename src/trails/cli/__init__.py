@@ -42,6 +42,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "end sessions left open by a process that stopped (as interrupted) and seal them",
     ),
     "hold": ("holds", "legal holds: evidence retention and erasure must not remove until released"),
+    "retention": (
+        "retention",
+        "remove content and sessions past their retention period (plan, then apply)",
+    ),
     "report": ("report", "write the HTML audit report of a session"),
     "replay": ("replay", "print a persisted session; --rerun checks it still runs"),
     "diff": ("replay", "where two recorded sessions diverge"),

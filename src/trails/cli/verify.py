@@ -17,6 +17,7 @@ import argparse
 import json
 import re
 import sys
+from dataclasses import asdict
 from typing import Any
 
 from trails.audit.access import reading
@@ -138,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
                     "checkpoint": recorded,
                     "open_sessions": report.open_sessions,
                     "interrupted_sessions": report.interrupted_sessions,
+                    "removed_by_retention": [asdict(r) for r in report.removed],
                     "findings": [
                         {"kind": f.kind, "subject": f.subject, "detail": f.detail}
                         for f in report.findings
@@ -149,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
         return 1 if failed else 0
     for finding in report.findings:
         print(finding)
+    for removed in report.removed:
+        print(removed)
     for graph in report.interrupted_sessions:
         print(f"INTERRUPTED {graph}: its process died; ended and sealed by recovery")
     for graph in report.open_sessions:

@@ -184,6 +184,14 @@ class T:
     heldPrincipal = TRAILS.heldPrincipal
     holdReason = TRAILS.holdReason
     releaseReason = TRAILS.releaseReason
+    # retention: removals past the configured periods
+    RetentionRun = TRAILS.RetentionRun
+    RetentionRemoval = TRAILS.RetentionRemoval
+    removedGraph = TRAILS.removedGraph
+    removedPart = TRAILS.removedPart
+    retentionRule = TRAILS.retentionRule
+    retentionReason = TRAILS.retentionReason
+    removedSealHash = TRAILS.removedSealHash
     # memory: learn / recall / forget on the store
     MemoryLearn = TRAILS.MemoryLearn
     MemoryRecall = TRAILS.MemoryRecall

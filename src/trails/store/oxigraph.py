@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -409,6 +410,62 @@ class OxigraphStore(Store):
             raise RDFSyntaxError(f"cannot parse {format}, nothing loaded: {exc}") from exc
         except OSError as exc:
             raise StoreError(f"load failed on {self!r}, nothing loaded: {exc}") from exc
+
+    def _dump_all(self) -> bytes:
+        raw = self.raw
+        data = self._call("compact", lambda: raw.dump(format=ox.RdfFormat.N_QUADS))
+        assert data is not None
+        return data
+
+    def compact(self) -> None:
+        """Rewrite the store so removed data leaves its files.
+
+        Deleting quads leaves their strings in the backend's string table and
+        its older files; RocksDB compaction alone does not drop them. The
+        store is dumped and loaded into a fresh directory, which replaces the
+        old one (kept as ``<dir>.compacting-old`` until the swap is done, so a
+        crash loses nothing). In memory the store is rebuilt the same way.
+
+        Raises:
+            StoreError: the rewrite failed; the store is left as it was.
+        """
+        data = self._dump_all()
+        if self.path is None:
+            fresh = ox.Store()
+            self._call("compact", lambda: fresh.bulk_load(data, ox.RdfFormat.N_QUADS))
+            self._store = fresh
+            return
+        path = self.path
+        new, old = (
+            path.with_name(path.name + ".compacting"),
+            path.with_name(path.name + ".compacting-old"),
+        )
+        for leftover in (new, old):
+            if leftover.exists():
+                shutil.rmtree(leftover)
+
+        def rewrite() -> None:
+            fresh = ox.Store(str(new))
+            fresh.bulk_load(data, ox.RdfFormat.N_QUADS)
+            fresh.flush()
+            fresh.optimize()
+            del fresh
+
+        self._call("compact", rewrite)
+        store, self._store = self._store, None
+        with contextlib.suppress(OSError):
+            store.flush()  # type: ignore[union-attr]
+        del store
+        try:
+            path.rename(old)
+            new.rename(path)
+            self._store = ox.Store(str(path))
+        except OSError as exc:
+            if not path.exists() and old.exists():
+                old.rename(path)
+            self._store = ox.Store(str(path))
+            raise StoreError(f"compact failed on {self!r}: {exc}") from exc
+        shutil.rmtree(old, ignore_errors=True)
 
     def close(self) -> None:
         if self._store is not None:
