@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import httpx
 import pytest
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.remote
 
 class _Proxy(BaseHTTPRequestHandler):
     upstream = ""
-    seen: list[str] = []
+    seen: ClassVar[list[str]] = []
 
     def _forward(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -53,7 +54,7 @@ class _Proxy(BaseHTTPRequestHandler):
 @pytest.fixture
 def counted(remote_store: Store, oxigraph_server: str) -> Iterator[tuple[SparqlStore, list[str]]]:
     """A store that talks to the test server through the counting proxy."""
-    seen: list[str] = []
+    seen: ClassVar[list[str]] = []
     handler = type("Proxy", (_Proxy,), {"upstream": oxigraph_server.rstrip("/"), "seen": seen})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
