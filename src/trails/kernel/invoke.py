@@ -32,6 +32,7 @@ from trails.kernel.context import Context, InvocationRecord, _current, current_c
 from trails.kernel.handlers import caller_loop, run_handler
 from trails.kernel.observe import notify
 from trails.kernel.registry import CapabilitySpec, get_capability
+from trails.kernel.riders import Riders
 from trails.prov.content import canonical_json, sha256_hex, unicode_problem
 from trails.prov.events import CapabilityInvoked, CapabilityStarted, PolicyDecided
 from trails.store.terms import IRI
@@ -89,19 +90,40 @@ def invoke(
     if ahead:
         _write_ahead(ctx, spec, activity, started, raw_args)
     notify(ctx, "tool_start", call_id=str(activity), capability=spec.id, args=raw_args)
-    inner = ctx.child(parent=activity, step=None)
+    riders = Riders(activity)  # events the handler records with this invocation's write
+    inner = ctx.child(parent=activity, step=None, riders=riders)
     token = _current.set(inner)
     try:
         result = run_handler(spec, inner, kwargs)
     except TrailsError as exc:
         _finish(
-            ctx, spec, activity, started, "error", raw_args, None, str(exc), args_text, ahead=ahead
+            ctx,
+            spec,
+            activity,
+            started,
+            "error",
+            raw_args,
+            None,
+            str(exc),
+            args_text,
+            ahead=ahead,
+            riders=riders,
         )
         raise
     except Exception as exc:
         message = f"{type(exc).__name__}: {exc}"
         _finish(
-            ctx, spec, activity, started, "error", raw_args, None, message, args_text, ahead=ahead
+            ctx,
+            spec,
+            activity,
+            started,
+            "error",
+            raw_args,
+            None,
+            message,
+            args_text,
+            ahead=ahead,
+            riders=riders,
         )
         raise CapabilityError(spec.id, message) from exc
     finally:
@@ -111,7 +133,17 @@ def invoke(
     if problem is not None:
         message = f"the result cannot be recorded: it contains {problem}"
         _finish(
-            ctx, spec, activity, started, "error", raw_args, None, message, args_text, ahead=ahead
+            ctx,
+            spec,
+            activity,
+            started,
+            "error",
+            raw_args,
+            None,
+            message,
+            args_text,
+            ahead=ahead,
+            riders=riders,
         )
         raise CapabilityError(spec.id, message)
     _finish(
@@ -126,6 +158,7 @@ def invoke(
         args_text,
         result_text,
         ahead=ahead,
+        riders=riders,
     )
     return result
 
@@ -187,6 +220,7 @@ def _finish(
     result_text: str | None = None,
     *,
     ahead: bool = False,
+    riders: Riders | None = None,
 ) -> None:
     ended = now()
     ctx.recorder.record(
@@ -207,7 +241,8 @@ def _finish(
             error=error,
             step=ctx.step,
             ahead=ahead,
-        )
+        ),
+        also=riders.close() if riders is not None else (),
     )
     duration_ms = (ended - started).total_seconds() * 1000.0
     if status == "ok":

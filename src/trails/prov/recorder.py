@@ -102,15 +102,23 @@ class Recorder:
         event.emit(builder)
         return builder.quads
 
-    def record(self, event: Event, *, remove: Iterable[Quad] = ()) -> None:
+    def record(
+        self, event: Event, *, remove: Iterable[Quad] = (), also: Sequence[Event] = ()
+    ) -> None:
         """Write ``event`` atomically, removing ``remove`` in the same transaction.
 
         ``remove`` is for state the event replaces (the memory revision token).
+        ``also`` are events written in the same write, after ``event`` (what a
+        capability handler recorded with its invocation, ``trails.kernel.riders``):
+        pre-write hooks see the one write, as ``event`` with every quad of it;
+        listeners see each event.
 
         Raises:
-            StoreError: the write failed; nothing of the event was written.
+            StoreError: the write failed; nothing of the events was written.
         """
-        quads = self.quads(event)
+        events = (event, *also)
+        parts = [self.quads(e) for e in events]
+        quads = parts[0] if not also else list(dict.fromkeys(q for part in parts for q in part))
         if not self._prewrite:
             self.store.write(quads, remove=remove)
         else:
@@ -119,11 +127,12 @@ class Recorder:
                 self.store.write(quads + add, remove=[*remove, *extra])
                 for done in self._on_written:
                     done(self, event)
-        for listener in self._listeners:
-            try:
-                listener(self, event)
-            except Exception:  # a listener must never undo or hide a recorded event
-                log.exception("recorder listener %r failed on %s", listener, type(event).__name__)
+        for e in events:
+            for listener in self._listeners:
+                try:
+                    listener(self, e)
+                except Exception:  # a listener must never undo or hide a recorded event
+                    log.exception("recorder listener %r failed on %s", listener, type(e).__name__)
 
     def _extra(self, event: Event, quads: list[Quad]) -> tuple[list[Quad], list[Quad]]:
         add: list[Quad] = []
