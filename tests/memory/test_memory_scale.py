@@ -280,6 +280,50 @@ def test_a_snapshot_is_not_used_once_the_store_changed_behind_it(tmp_path: Path)
     assert b"made of elm" not in (location / snapshot.FILE_NAME).read_bytes()
 
 
+KILLED = textwrap.dedent(
+    """
+    import os, sys
+    import trails.memory as memory
+    from trails.kernel import Context
+    from trails.prov import Recorder
+    from trails.store import open_store
+
+    store = open_store(sys.argv[1])
+    ctx = Context.open("did:local:erin", recorder=Recorder(store))
+    if sys.argv[2] == "learn":
+        memory.learn("the vault has a bell", scope="shared", ctx=ctx)
+    else:
+        memory.forget(sys.argv[3], reason="wrong", ctx=ctx)
+    os._exit(0)  # killed: no snapshot left at exit
+    """
+)
+
+
+@pytest.mark.parametrize("change", ["learn", "forget"])
+def test_a_learn_or_forget_in_another_process_invalidates_the_snapshot(
+    tmp_path: Path, change: str
+) -> None:
+    location = tmp_path / "store"
+    _, oak = _learn_some(location)
+    _plant(location, "opens at dawn", "opens at dusk")  # only the snapshot says dusk
+    planted = (location / snapshot.FILE_NAME).read_bytes()
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED, str(location), change, oak],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (location / snapshot.FILE_NAME).read_bytes() == planted  # left as it was
+    expected = (
+        ["the vault has a bell", "the vault is made of oak", "the vault opens at dawn"]
+        if change == "learn"
+        else ["the vault opens at dawn"]  # the oak one was forgotten over there
+    )
+    assert sorted(_recall(location, "vault")) == expected  # read from the store, not dusk
+    assert b"opens at dusk" not in (location / snapshot.FILE_NAME).read_bytes()
+
+
 @pytest.mark.parametrize(
     "text",
     [
