@@ -8,34 +8,39 @@ overall, per kind of query (direct, word_form, synonym, superseded, as_of,
 valid_at) and per phrasing (how the query's words relate to the memory's),
 with a count of retired versions that came back where they should not.
 
-What users pay (on disk, through the public API, as a user's process would):
-memories are learned through ``memory.learn`` (single calls) and
-``memory.learn_many`` (batches of 500) into an on-disk store, up to 10k (and
-100k with ``--large``); learn rates are taken near empty and at full size (the
-cost must not grow with memory), and against writing the same quads with raw
-``Store.extend`` in the same run. Recall through ``memory.recall`` (invoke,
-recorded) is timed against the index search alone, interleaved; forgets are
-timed near empty and at full size; then a new process opens the store and its
-first recall is timed, with the index snapshot the first process left and
-without it (the index built from the store). The temporary stores are removed.
-Targets: learn_many >= 500/s, single learn flat with size, recall through
-invoke <= 3x the index search, first recall in a new process at 100k < 1 s.
+What users pay (on disk, through the public API, with the default recorder,
+as a user's process would): one on-disk store is grown by learning through
+``memory.learn_many`` (batches of 500) to each size in turn (``--sizes``;
+default 2,000 and 20,000, ``--large`` adds 100,000). At each size: single
+``memory.learn`` calls, ``memory.forget`` until 3% of the memories are
+forgotten, and ``memory.recall`` through ``invoke`` interleaved with the index
+search alone and with a raw write of the very quads a recall writes; then a
+new process opens the store and its first recall is timed, with the index
+snapshot the first process left and without it (the index built from the
+store). The temporary store is removed.
+Targets: learn_many >= 500/s; one learn, recall and forget cost the same at
+every size (<= 1.5x the smallest); recall through invoke <= 3x the index
+search; first recall in a new process at 100k < 1 s with 3% forgotten.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+import os
+import random
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyoxigraph as ox
 
@@ -51,7 +56,7 @@ from trails.memory.events import MemoriesLearned, MemoryLearned
 from trails.memory.index import Query
 from trails.memory.lexical import tokenize
 from trails.prov import Recorder
-from trails.store import BNode, Literal, Quad, open_store, set_default_store
+from trails.store import IRI, BNode, Literal, Quad, open_store, set_default_store
 from trails.store.oxigraph import OxigraphStore
 
 
@@ -208,6 +213,8 @@ class BruteForce:
 
 
 BATCH = 500
+FORGET_SHARE = 0.03
+AGENT = "did:local:bench"
 
 FIRST_RECALL = """
 import sys, time
@@ -218,7 +225,7 @@ from trails.prov import Recorder
 from trails.store import open_store
 t1 = time.perf_counter()
 store = open_store(sys.argv[1])
-ctx = Context.open("did:local:bench", recorder=Recorder(store))
+ctx = Context.open("did:local:bench", recorder=Recorder.from_settings(store=store))
 t2 = time.perf_counter()
 memory.recall(sys.argv[2], scope="shared", ctx=ctx)
 t3 = time.perf_counter()
@@ -230,10 +237,10 @@ store.close()
 """
 
 
-def _first_recall(location: Path, query: str, *, snapshot: bool) -> tuple[float, float]:
+def _first_recall(location: Path, query: str, *, snapshot: bool, runs: int) -> tuple[float, float]:
     """Median (first recall, second recall) seconds in fresh processes, with or without snapshot."""
     firsts, seconds = [], []
-    for _ in range(3):
+    for _ in range(runs):
         snap = location / memory_snapshot.FILE_NAME
         kept = snap.with_suffix(".kept")
         if not snapshot:
@@ -253,13 +260,6 @@ def _first_recall(location: Path, query: str, *, snapshot: bool) -> tuple[float,
     return statistics.median(firsts), statistics.median(seconds)
 
 
-def _learn_single(ctx: Context, texts: list[str]) -> float:
-    start = time.perf_counter()
-    for text in texts:
-        api.learn(text, scope="shared", ctx=ctx)
-    return len(texts) / (time.perf_counter() - start)
-
-
 def _raw_rate(store: OxigraphStore, texts: list[str]) -> float:
     """Memories per second when their learn quads are written with raw ``Store.extend``.
 
@@ -277,7 +277,7 @@ def _raw_rate(store: OxigraphStore, texts: list[str]) -> float:
                 session=session,
                 activity=recorder.minter.activity(),
                 parent=recorder.minter.activity(),
-                agent_did="did:local:bench",
+                agent_did=AGENT,
                 memory=recorder.minter.entity(),
                 memory_graph=graph,
                 content=text,
@@ -295,68 +295,173 @@ def _raw_rate(store: OxigraphStore, texts: list[str]) -> float:
     return len(texts) / (time.perf_counter() - start)
 
 
-def cost(n: int, workdir: Path, seed: int = 11) -> dict[str, float]:
-    """Learn ``n`` memories through the API on disk, and time what a user pays at each step."""
-    location = workdir / f"memory-{n}"
-    texts = corpus(n + 2200, seed)
-    queries = [q.text for q in generate(seed).queries[:200]]
-    store = open_store(location)
-    set_default_store(store)
-    ctx = Context.open("did:local:bench", recorder=Recorder(store))
-    r: dict[str, float] = {"n": n}
-    assert isinstance(store, OxigraphStore)
-    r["raw_empty"] = _raw_rate(store, texts[n + 200 : n + 1200])  # texts the store never saw
-    r["single_empty"] = _learn_single(ctx, texts[n : n + 100])
-    ids: list[str] = []
-    rates: list[float] = []
-    for i in range(0, n, BATCH):
-        start = time.perf_counter()
-        ids += [m.id for m in api.learn_many(texts[i : i + BATCH], scope="shared", ctx=ctx)]
-        rates.append(min(BATCH, n - i) / (time.perf_counter() - start))
-        if i == BATCH:  # forget near empty: 1,000 memories
-            t = time.perf_counter()
-            for mid in ids[:50]:
-                api.forget(mid, reason="bench", ctx=ctx)
-            r["forget_small"] = (time.perf_counter() - t) / 50
-    r["many_first"] = statistics.median(rates[: max(1, len(rates) // 10)])
-    r["many_last"] = statistics.median(rates[-max(1, len(rates) // 10) :])
-    r["many"] = statistics.median(rates)
-    r["single_full"] = _learn_single(ctx, texts[n + 100 : n + 200])
-    r["raw"] = _raw_rate(store, texts[n + 1200 : n + 2200])
-    t = time.perf_counter()
-    for mid in ids[-50:]:
-        api.forget(mid, reason="bench", ctx=ctx)
-    r["forget_full"] = (time.perf_counter() - t) / 50
-    for mid in ids[100 : 100 + n // 100]:  # 1% forgotten in all
-        api.forget(mid, ctx=ctx)
-    idx = service.index(ctx)
-    weights = service.config().weights
-    cycle = {"i": 0}
+def _recall_writes(
+    store: OxigraphStore, ctx: Context, query: str, count: int
+) -> list[list[ox.Quad]]:
+    """``count`` copies of what one recorded recall writes, each under fresh activity IRIs."""
+    made: list[list[Quad]] = []
+    real_write = store.write
 
-    def next_query() -> str:
-        cycle["i"] = (cycle["i"] + 1) % len(queries)
-        return queries[cycle["i"]]
+    def capture(quads: Iterable[Quad], *, remove: Iterable[Quad] = ()) -> None:
+        made.append(list(quads))
+        real_write(made[-1], remove=remove)
 
-    def index_search() -> None:
-        q = Query(next_query(), frozenset({"shared"}), "did:local:bench", ctx.session)
-        idx.search(q, 5, datetime.now(UTC), weights)
+    store.write = capture  # type: ignore[method-assign]
+    try:
+        api.recall(query, scope="shared", k=5, ctx=ctx)
+    finally:
+        del store.write
+    [written] = made  # the invocation and its recall, one write
 
-    def invoked_recall() -> None:
-        api.recall(next_query(), scope="shared", k=5, ctx=ctx)
+    def fresh(term: Any, tag: str) -> Any:
+        return IRI(f"{term}-{tag}") if isinstance(term, IRI) and "activity:" in term else term
 
-    r["index"], r["recall"] = interleaved(index_search, invoked_recall, rounds=5, number=40)
-    brute = BruteForce(ctx)
-    r["index2"], r["scan"] = interleaved(
-        index_search, lambda: brute.search(next_query()), rounds=3, number=4 if n > 50_000 else 20
-    )
-    idx.save_snapshot()  # what the process leaves at exit
-    ctx.close()
-    set_default_store(None)
-    store.close()
-    r["first_snap"], r["second"] = _first_recall(location, queries[0], snapshot=True)
-    r["first_store"], _ = _first_recall(location, queries[0], snapshot=False)
-    shutil.rmtree(location, ignore_errors=True)
-    return r
+    copies = []
+    for _ in range(count):
+        tag = uuid.uuid4().hex
+        copies.append(
+            raw_quads(
+                Quad(fresh(q.subject, tag), q.predicate, fresh(q.object, tag), q.graph)
+                for q in written
+            )
+        )
+    return copies
+
+
+class Grown:
+    """One on-disk store grown through the public API, and what a user pays at each size."""
+
+    def __init__(self, workdir: Path, sizes: list[int], seed: int) -> None:
+        self.location = workdir / "memory"
+        self.sizes = sizes
+        self.seed = seed
+        spare = 1100 * len(sizes) + 2 * (len(sizes) + 1) * 60
+        self.texts = corpus(max(sizes) + spare, seed)
+        self.next_spare = max(sizes)
+        self.queries = [q.text for q in generate(seed).queries[:200]]
+        self.ids: list[str] = []
+        self.forgotten: set[str] = set()
+        self.rng = random.Random(seed)
+        self.store, self.ctx = self._open()
+
+    def _open(self) -> tuple[OxigraphStore, Context]:
+        store = open_store(self.location)
+        assert isinstance(store, OxigraphStore)
+        set_default_store(store)
+        return store, Context.open(AGENT, recorder=Recorder.from_settings(store=store))
+
+    def _close(self) -> None:
+        service.index(self.ctx).save_snapshot()  # what the process leaves at exit
+        self.ctx.close()
+        set_default_store(None)
+        self.store.close()
+
+    def spare(self, n: int) -> list[str]:
+        """``n`` texts the store has not seen."""
+        out = self.texts[self.next_spare : self.next_spare + n]
+        self.next_spare += n
+        return out
+
+    def grow(self, n: int) -> float:
+        """Learn memories through ``memory.learn_many`` up to ``n``; memories per second."""
+        start, done = time.perf_counter(), len(self.ids)
+        while len(self.ids) < n:
+            batch = self.texts[len(self.ids) : min(n, len(self.ids) + BATCH)]
+            self.ids += [m.id for m in api.learn_many(batch, scope="shared", ctx=self.ctx)]
+        return (len(self.ids) - done) / (time.perf_counter() - start)
+
+    def to_forget(self, n: int) -> list[str]:
+        """Memories to forget so that 3% of ``n`` are (at least 50), drawn at random."""
+        live = [mid for mid in self.ids if mid not in self.forgotten]
+        wanted = max(50, int(n * FORGET_SHARE) - len(self.forgotten))
+        return self.rng.sample(live, wanted)
+
+    def forget(self, mid: str) -> None:
+        api.forget(mid, reason="bench", ctx=self.ctx)
+        self.forgotten.add(mid)
+
+    def measure(self, n: int, *, last: bool) -> dict[str, float]:
+        """Grow to ``n`` and time learn, recall, forget and a new process's first recall."""
+        r: dict[str, float] = {"n": n, "many": self.grow(n)}
+        r["raw"] = _raw_rate(self.store, self.spare(1000))
+        forgets = self.to_forget(n)
+        for mid in forgets[50:]:  # untimed: 3% forgotten in all
+            self.forget(mid)
+        timed_forgets = iter(forgets[:50])
+        texts = iter(self.spare(100))
+        idx = service.index(self.ctx)
+        weights = service.config().weights
+        cycle = {"i": 0}
+
+        def next_query() -> str:
+            cycle["i"] = (cycle["i"] + 1) % len(self.queries)
+            return self.queries[cycle["i"]]
+
+        def index_search() -> None:
+            q = Query(next_query(), frozenset({"shared"}), AGENT, self.ctx.session)
+            idx.search(q, 5, datetime.now(UTC), weights)
+
+        def invoked_recall() -> None:
+            api.recall(next_query(), scope="shared", k=5, ctx=self.ctx)
+
+        rounds = 5
+        writes = iter(_recall_writes(self.store, self.ctx, self.queries[0], rounds * 40))
+
+        def raw_write() -> None:
+            self.store.raw.extend(next(writes))  # no other reference: closing must free it
+
+        r["index"], r["recall"], r["write"], r["learn"], r["forget"] = _interleaved(
+            [
+                (index_search, 40),
+                (invoked_recall, 40),
+                (raw_write, 40),
+                (lambda: api.learn(next(texts), scope="shared", ctx=self.ctx), 20),
+                (lambda: self.forget(next(timed_forgets)), 10),
+            ],
+            rounds=rounds,
+        )
+        if last:
+            brute = BruteForce(self.ctx)
+            r["index2"], r["scan"] = interleaved(
+                index_search,
+                lambda: brute.search(next_query()),
+                rounds=3,
+                number=4 if n > 50_000 else 20,
+            )
+        self._close()
+        query = self.queries[0]
+        r["first_snap"], r["second"] = _first_recall(self.location, query, snapshot=True, runs=3)
+        runs = 1 if n > 50_000 else 3
+        r["first_store"], _ = _first_recall(self.location, query, snapshot=False, runs=runs)
+        if not last:
+            self.store, self.ctx = self._open()
+        return r
+
+
+def _interleaved(fns: list[tuple[Callable[[], object], int]], *, rounds: int) -> list[float]:
+    """Median seconds per call of each ``(function, calls per round)``, rounds alternating
+    so that all see the same machine load."""
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for (fn, number), out in zip(fns, times, strict=True):
+            start = time.perf_counter()
+            for _ in range(number):
+                fn()
+            out.append((time.perf_counter() - start) / number)
+    return [statistics.median(t) for t in times]
+
+
+def cost(sizes: list[int], workdir: Path, seed: int = 11) -> list[dict[str, float]]:
+    """Grow one on-disk store through the API to each size in turn, measuring at each."""
+    grown = Grown(workdir, sizes, seed)
+    results = []
+    try:
+        for i, n in enumerate(sizes):
+            results.append(grown.measure(n, last=i == len(sizes) - 1))
+            print(results[-1], flush=True)
+    finally:
+        shutil.rmtree(grown.location, ignore_errors=True)
+    return results
 
 
 _ABOUT_SET = """\
@@ -394,51 +499,60 @@ within seconds, so recency does not separate them here.
 """
 
 
+def _growth(r: dict[str, float], base: dict[str, float], key: str) -> float:
+    """How much ``key`` grew from the smallest size, over how much the store's own write grew."""
+    return (r[key] / base[key]) / (r["write"] / base["write"])
+
+
 def _rows(results: list[dict[str, float]]) -> list[str]:
     ms = 1e3
+    base = results[0]
     lines = [
-        "| memories | learn_many /s (first 10% / last 10% of batches) | raw extend /s (empty / full) "
-        "| single learn /s (empty / full) | forget ms (1k / full) | index search ms "
-        "| recall through invoke ms | invoke / index | scan / index "
+        "| memories | learn_many /s (raw extend /s) | `memory.learn` ms | `memory.forget` ms "
+        "| index search ms | `memory.recall` via invoke ms | raw write of its quads ms "
+        "| invoke / index | growth over the store's write: learn / forget / recall "
         "| first recall, new process: snapshot / from store (s) | second recall ms |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         lines.append(
-            f"| {int(r['n']):,} | {r['many']:.0f} ({r['many_first']:.0f} / {r['many_last']:.0f}) "
-            f"| {r['raw_empty']:.0f} / {r['raw']:.0f} "
-            f"| {r['single_empty']:.0f} / {r['single_full']:.0f} "
-            f"| {r['forget_small'] * ms:.1f} / {r['forget_full'] * ms:.1f} "
-            f"| {r['index'] * ms:.2f} | {r['recall'] * ms:.2f} | {r['recall'] / r['index']:.1f}x "
-            f"| {r['scan'] / r['index2']:.0f}x "
+            f"| {int(r['n']):,} | {r['many']:.0f} ({r['raw']:.0f}) "
+            f"| {r['learn'] * ms:.1f} | {r['forget'] * ms:.1f} | {r['index'] * ms:.2f} "
+            f"| {r['recall'] * ms:.2f} | {r['write'] * ms:.2f} | {r['recall'] / r['index']:.1f}x "
+            f"| {_growth(r, base, 'learn'):.2f} / {_growth(r, base, 'forget'):.2f} / "
+            f"{_growth(r, base, 'recall'):.2f} "
             f"| {r['first_snap']:.2f} / {r['first_store']:.2f} | {r['second'] * ms:.1f} |"
         )
     return lines
 
 
 def _targets(results: list[dict[str, float]]) -> list[str]:
-    """The targets of the issue, met or missed, from the largest size measured."""
-    last = results[-1]
+    """The targets of the issue, met or missed, from the sizes measured."""
+    first, last = results[0], results[-1]
     big = int(last["n"]) >= 100_000
+    at = f"{int(first['n']):,} -> {int(last['n']):,}"
 
     def mark(ok: bool) -> str:
         return "met" if ok else "**missed**"
 
-    flat_single = last["single_full"] / last["single_empty"]
-    flat_forget = last["forget_small"] / last["forget_full"]
+    def flat(key: str) -> str:
+        growth = _growth(last, first, key)
+        plain = last[key] / first[key]
+        return f"| {growth:.2f}x ({at}; {plain:.2f}x unadjusted) | {mark(growth <= 1.5)} |"
+
     return [
         "| target | measured | |",
         "| --- | ---: | --- |",
         f"| `memory.learn_many` >= 500 memories/s on disk through the API "
-        f"| {last['many']:.0f}/s ({last['raw'] / last['many_last']:.2f}x raw extend at that size) "
-        f"| {mark(last['many'] >= 500)} |",
-        f"| single learn does not slow down as memory grows (full / empty rate) "
-        f"| {flat_single:.2f} | {mark(flat_single >= 0.67)} |",
-        f"| forget does not slow down as memory grows (1k / full time) "
-        f"| {flat_forget:.2f} | {mark(flat_forget >= 0.67)} |",
+        f"| {last['many']:.0f}/s up to {int(last['n']):,} ({last['raw'] / last['many']:.2f}x "
+        f"the time of raw extend) | {mark(last['many'] >= 500)} |",
+        f"| one `memory.learn` costs the same at any size (<= 1.5x) {flat('learn')}",
+        f"| one `memory.forget` costs the same at any size (<= 1.5x) {flat('forget')}",
+        f"| one `memory.recall` costs the same at any size (<= 1.5x) {flat('recall')}",
         f"| recall through `invoke` <= 3x the index search "
-        f"| {last['recall'] / last['index']:.1f}x | {mark(last['recall'] <= 3 * last['index'])} |",
-        f"| first recall in a new process at 100k < 1 s "
+        f"| {last['recall'] / last['index']:.1f}x at {int(last['n']):,} "
+        f"| {mark(last['recall'] <= 3 * last['index'])} |",
+        f"| first recall in a new process at 100k < 1 s, {FORGET_SHARE:.0%} forgotten "
         f"| {last['first_snap']:.2f} s at {int(last['n']):,} "
         f"| {mark(last['first_snap'] < 1.0) if big else 'not run (use --large)'} |",
     ]
@@ -447,26 +561,32 @@ def _targets(results: list[dict[str, float]]) -> list[str]:
 def render(table: str, figures: dict[str, float], results: list[dict[str, float]]) -> str:
     """The benchmark's section of docs/benchmarks.md."""
     last = results[-1]
+    n = f"{int(last['n']):,}"
+    floor = last["index"] + last["write"]
     verdict = (
-        f"At {int(last['n']):,} memories: `memory.learn_many` {last['many']:.0f}/s overall, "
-        f"{last['many_last']:.0f}/s in the last tenth of the batches, "
-        f"{last['raw'] / last['many_last']:.2f}x the time of writing the same quads with raw "
-        f"`Store.extend` into the same store at that size ({last['raw']:.0f} memories/s in this "
-        f"run, {last['raw_empty']:.0f}/s near empty). The store's own write cost bounds every "
-        "learn: on this shared machine raw `extend` itself stays under 500 memories/s at times. "
-        f"A single `memory.learn` runs at {last['single_full']:.0f}/s at full size against "
-        f"{last['single_empty']:.0f}/s near empty; each is a recorded invocation plus the learn, "
-        "two store writes. Recall through `invoke` is "
-        f"{last['recall'] / last['index']:.0f}x the index search alone: the search is "
-        f"{last['index'] * 1e3:.2f} ms, the rest is the two writes every recorded recall makes "
-        "(the invocation and the recall activity); meeting 3x needs the recall activity "
-        "written with the invocation in one write, a change to `invoke`. The first recall of "
-        f"a new process takes {last['first_snap']:.2f} s from the snapshot, "
-        f"{last['first_store']:.2f} s when it must build the index from the store. "
-        "Absolute rates on this shared machine swing 2-3x between and within runs (so do the "
-        "empty / full ratios, both ways); that learn, recall and forget do no work that grows "
-        "with memory is asserted by `tests/memory/test_memory_scale.py`: after the first load "
-        "an embedded store is never read for freshness, and each operation is one write."
+        f"At {n} memories `memory.learn_many` learned {last['many']:.0f} memories/s, "
+        f"{last['raw'] / last['many']:.2f}x the time of writing the same quads with raw "
+        f"`Store.extend` into the same store ({last['raw']:.0f}/s in this run): the rate "
+        "follows what the machine's load leaves the store engine, and 500/s needs raw "
+        f"`extend` itself near {500 * last['raw'] / last['many']:.0f}/s. "
+        f"A recall through `invoke` took {last['recall'] * 1e3:.2f} ms against "
+        f"{last['index'] * 1e3:.2f} ms for the index search alone "
+        f"({last['recall'] / last['index']:.1f}x); the invocation and its recall activity are "
+        f"one write of about 90 quads, and writing those same quads with raw `Store.extend` "
+        f"took {last['write'] * 1e3:.2f} ms in the same rounds, so index search plus the bare "
+        f"write is {floor / last['index']:.1f}x the search and the rest of `invoke` adds "
+        f"{(last['recall'] - floor) * 1e3:.2f} ms. The 3x target is bounded by the on-disk "
+        "store's cost per written quad, not by the search, which scores "
+        f"{last['scan'] / last['index2']:.0f}x faster than a brute-force BM25 scan of every "
+        "memory (pre-tokenised). The first recall of a new process "
+        f"took {last['first_snap']:.2f} s from the snapshot, {last['first_store']:.2f} s when "
+        f"it built the index from the store, with {FORGET_SHARE:.0%} of the memories forgotten. "
+        f"The machine's load average when this was written: {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} cores. "
+        "Absolute times on this shared machine swing 2-3x between runs; that learn, recall "
+        "and forget do no work that grows with memory is also asserted by "
+        "`tests/memory/test_memory_scale.py` (an embedded store is read for freshness once, "
+        "and each operation is one write)."
     )
     return "\n".join(
         [
@@ -493,35 +613,48 @@ def render(table: str, figures: dict[str, float], results: list[dict[str, float]
     )
 
 
+def _sizes(argv: list[str]) -> list[int]:
+    """``--sizes 2000,20000,100000`` (default 2,000 and 20,000; ``--large`` adds 100,000)."""
+    sizes = [2_000, 20_000]
+    if "--sizes" in argv:
+        sizes = [int(s) for s in argv[argv.index("--sizes") + 1].split(",")]
+    if "--large" in argv and 100_000 not in sizes:
+        sizes.append(100_000)
+    return sorted(sizes)
+
+
 def main() -> None:
+    argv = sys.argv[1:]
     table, figures = quality()
     print(table)
-    if "--quality" in sys.argv[1:]:
+    if "--quality" in argv:
         return  # the labelled set only, nothing written
-    sizes = [10_000, 100_000] if "--large" in sys.argv[1:] else [10_000]
+    sizes = _sizes(argv)
     with tempfile.TemporaryDirectory(prefix="trails-bench-memory-") as tmp:
-        results = []
-        for n in sizes:
-            results.append(cost(n, Path(tmp)))
-            print(results[-1])
+        results = cost(sizes, Path(tmp))
     write_section("memory", render(table, figures, results))
     print("\n".join(_targets(results)))
 
 
 _ABOUT_COST = """\
-On disk, through the public API, as a user's process pays it: the labelled generator's
-memories, repeated with fresh names, learned with `memory.learn_many` in calls of 500
-(each call one recorded invocation, each memory its own entity and learn activity) into an
-on-disk store, then 100 single `memory.learn` calls near empty and at full size, 50
-`memory.forget` calls at 1k and at full size, and 1% of the memories forgotten before the
-recalls. *raw extend*: the same learn quads written with `pyoxigraph.Store.extend` alone, in
-calls of 500 memories, into graphs of their own in the same store, near empty and at full
-size. *index search*: the ranked lookup
-alone; *recall through invoke*: `memory.recall`, recorded (invocation and recall activity);
-*scan*: every memory scored with the same BM25 from pre-tokenised documents. The first
-recall is timed in a new process opening the store (medians of three), with the index
-snapshot the first process left, and without it. 100k runs with `--large`; CI runs the
-quality part only (`--quality`)."""
+On disk, through the public API, with the default recorder (sealing on), as a user's
+process pays it. One store is grown to each size in turn by learning the labelled
+generator's memories, repeated with fresh names, with `memory.learn_many` in calls of 500
+(each call one recorded invocation, each memory its own entity and learn activity). At each
+size, interleaved in 5 rounds (medians): 20 single `memory.learn` calls, 10
+`memory.forget` calls (memories drawn at random; with the untimed ones 3% of all are
+forgotten), 40 index searches (the ranked lookup alone), 40 `memory.recall` calls through
+`invoke` (the invocation and its recall activity, one write), and 40 raw writes of the very
+quads such a recall writes, under fresh IRIs, with `pyoxigraph.Store.extend` alone.
+*Growth over the store's write*: an operation's cost at that size over its cost at the
+smallest, divided by the same ratio of the raw write, so that what the store engine itself
+pays for a bigger store, and the machine's load of the moment, are set aside. *raw extend
+/s*: learn quads of 1,000 memories written with `Store.extend` alone, in calls of 500, into
+graphs of their own in the same store. Then the process closes the store and a new
+process opens it and recalls (medians of three; one from the store at 100k): with the
+index snapshot the first process left, and without it (the index built from the store).
+Sizes are a flag: `--sizes 2000,20000,100000`; the default is 2,000 and 20,000, `--large`
+adds 100,000; `--quality` runs the labelled set only."""
 
 
 def _weak(figures: dict[str, float]) -> str:

@@ -144,7 +144,7 @@ def test_an_embedded_store_is_read_for_freshness_once_and_each_change_is_one_wri
     service.forget(ctx, first.id)
     service.recall(ctx, "fact", scope="shared")
     assert store.head_reads == 1  # nothing can change an embedded store behind this process
-    assert store.writes - before == 22  # one write per learn, forget and recall
+    assert store.writes - before == 22  # one write per learn, forget and recall (no invoke)
     idx = service.index(ctx)
     assert idx.head() == idx._seen and len(idx.head()) == 23  # the index knows the revision
     idx.compact()
@@ -280,6 +280,50 @@ def test_a_snapshot_is_not_used_once_the_store_changed_behind_it(tmp_path: Path)
     assert b"made of elm" not in (location / snapshot.FILE_NAME).read_bytes()
 
 
+KILLED = textwrap.dedent(
+    """
+    import os, sys
+    import trails.memory as memory
+    from trails.kernel import Context
+    from trails.prov import Recorder
+    from trails.store import open_store
+
+    store = open_store(sys.argv[1])
+    ctx = Context.open("did:local:erin", recorder=Recorder(store))
+    if sys.argv[2] == "learn":
+        memory.learn("the vault has a bell", scope="shared", ctx=ctx)
+    else:
+        memory.forget(sys.argv[3], reason="wrong", ctx=ctx)
+    os._exit(0)  # killed: no snapshot left at exit
+    """
+)
+
+
+@pytest.mark.parametrize("change", ["learn", "forget"])
+def test_a_learn_or_forget_in_another_process_invalidates_the_snapshot(
+    tmp_path: Path, change: str
+) -> None:
+    location = tmp_path / "store"
+    _, oak = _learn_some(location)
+    _plant(location, "opens at dawn", "opens at dusk")  # only the snapshot says dusk
+    planted = (location / snapshot.FILE_NAME).read_bytes()
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED, str(location), change, oak],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (location / snapshot.FILE_NAME).read_bytes() == planted  # left as it was
+    expected = (
+        ["the vault has a bell", "the vault is made of oak", "the vault opens at dawn"]
+        if change == "learn"
+        else ["the vault opens at dawn"]  # the oak one was forgotten over there
+    )
+    assert sorted(_recall(location, "vault")) == expected  # read from the store, not dusk
+    assert b"opens at dusk" not in (location / snapshot.FILE_NAME).read_bytes()
+
+
 @pytest.mark.parametrize(
     "text",
     [
@@ -364,3 +408,110 @@ def test_quads_removed_with_a_write_are_gone(store: Store) -> None:
     store.write([a])
     store.write([b], remove=[a])
     assert _count(store, "SELECT ?o WHERE { GRAPH ?g { <urn:x:a> <urn:x:p> ?o } }") == 1
+
+
+# -- a recall through invoke is one write ------------------------------------------
+
+
+def _writes(store: Store) -> list[list[Quad]]:
+    """Record every write made to ``store`` from now on (undone with ``del store.write``)."""
+    made: list[list[Quad]] = []
+    real_write = store.write
+
+    def counting(quads: Any, *, remove: Any = ()) -> None:
+        made.append(list(quads))
+        real_write(made[-1], remove=remove)
+
+    store.write = counting  # type: ignore[method-assign]
+    return made
+
+
+def test_a_recall_through_invoke_is_written_with_its_invocation(store: Store, ctx: Context) -> None:
+    taught = Context.open("did:local:teacher", recorder=ctx.recorder)
+    fact = memory.learn("the harbour closes at dusk", scope="shared", ctx=taught)
+    taught.close()
+    made = _writes(store)
+    try:
+        [hit] = memory.recall("harbour", scope="shared", ctx=ctx)
+    finally:
+        del store.write
+    assert hit.id == fact.id
+    [write] = made  # the invocation and the recall activity, together
+    classes = {q.object for q in write if q.predicate.endswith("#type")}
+    assert {T.CapabilityInvocation, T.MemoryRecall} <= classes
+    # the provenance is what it was as two writes: the recall informed by its
+    # invocation, using the memory, which leads back to the session that taught it
+    found = _count(
+        store,
+        """SELECT ?recall ?session ?m ?taughtIn WHERE {
+          GRAPH ?session {
+            ?inv a trails:CapabilityInvocation ; trails:status "ok" ;
+                 trails:capability/trails:capabilityId "memory.recall" .
+            ?recall a trails:MemoryRecall ; prov:wasInformedBy ?inv ; trails:inSession ?session ;
+                    prov:used ?m ; prov:qualifiedUsage [ prov:entity ?m ; trails:rank 1 ] .
+          }
+          GRAPH ?mg { ?m prov:wasGeneratedBy ?learn . ?learn trails:inSession ?taughtIn . }
+        }""",
+        session=ctx.session,
+        m=IRI(fact.id),
+        taughtIn=taught.session,
+    )
+    assert found == 1
+    assert_conforms(store)
+
+
+def test_a_recall_outside_invoke_or_after_its_call_is_written_by_itself(
+    store: Store, ctx: Context
+) -> None:
+    from trails.kernel import capability, invoke
+
+    memory.learn("the mill grinds on Mondays", scope="shared", ctx=ctx)
+    kept: list[Context] = []
+
+    @capability(id="test.keeps_its_context")
+    def keeps(ctx: Context) -> str:
+        kept.append(ctx)
+        return "kept"
+
+    invoke("test.keeps_its_context", {}, ctx=ctx)
+    made = _writes(store)
+    try:
+        service.recall(ctx, "mill", scope="shared")  # no invocation: its own write
+        service.recall(kept[0], "mill", scope="shared")  # its invocation was written already
+    finally:
+        del store.write
+    assert len(made) == 2
+    assert all(any(q.object == T.MemoryRecall for q in write) for write in made)
+    assert_conforms(store)
+
+
+def test_a_recall_in_a_call_that_fails_is_written_with_the_failed_invocation(
+    store: Store, ctx: Context
+) -> None:
+    from trails.errors import CapabilityError
+    from trails.kernel import capability, invoke
+
+    memory.learn("the bell rings at noon", scope="shared", ctx=ctx)
+
+    @capability(id="test.recalls_then_fails")
+    def fails(ctx: Context) -> str:
+        service.recall(ctx, "bell", scope="shared")
+        raise RuntimeError("after the recall")
+
+    made = _writes(store)
+    try:
+        with pytest.raises(CapabilityError, match="after the recall"):
+            invoke("test.recalls_then_fails", {}, ctx=ctx)
+    finally:
+        del store.write
+    [write] = made
+    assert any(q.object == T.MemoryRecall for q in write)
+    assert (
+        _count(
+            store,
+            """SELECT ?r WHERE { GRAPH ?g { ?r a trails:MemoryRecall ; prov:wasInformedBy ?inv .
+             ?inv trails:status "error" } }""",
+        )
+        == 1
+    )
+    assert_conforms(store)

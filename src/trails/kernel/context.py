@@ -34,6 +34,7 @@ from trails.config import load_settings
 from trails.errors import TrailsError
 from trails.kernel.cost import CostTracker, default_tracker
 from trails.kernel.lifecycle import Lifecycle, SessionEnd, drain_pending, on_exit
+from trails.kernel.riders import Riders
 from trails.prov.events import SessionStarted
 from trails.prov.recorder import Recorder, default_recorder
 from trails.store.terms import IRI
@@ -117,6 +118,8 @@ class Context:
     invocations: list[InvocationRecord] | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     lifecycle: Lifecycle | None = field(default=None, repr=False, compare=False)
+    riders: Riders | None = field(default=None, repr=False, compare=False)
+    """Inside a handler: events written with its invocation (``trails.kernel.riders``)."""
 
     @property
     def store(self) -> Store:

@@ -32,6 +32,7 @@ from trails.kernel.context import Context, InvocationRecord, _current, current_c
 from trails.kernel.handlers import caller_loop, run_handler
 from trails.kernel.observe import notify
 from trails.kernel.registry import CapabilitySpec, get_capability
+from trails.kernel.riders import Riders
 from trails.prov.content import canonical_json, sha256_hex, unicode_problem
 from trails.prov.events import CapabilityInvoked, CapabilityStarted, Event, PolicyDecided
 from trails.store.terms import IRI
@@ -91,7 +92,8 @@ def invoke(
         _write_ahead(ctx, spec, activity, started, raw_args, decided)
         decided = []
     notify(ctx, "tool_start", call_id=str(activity), capability=spec.id, args=raw_args)
-    inner = ctx.child(parent=activity, step=None)
+    riders = Riders(activity)  # events the handler records with this invocation's write
+    inner = ctx.child(parent=activity, step=None, riders=riders)
     token = _current.set(inner)
     try:
         result = run_handler(spec, inner, kwargs)
@@ -108,6 +110,7 @@ def invoke(
             args_text,
             ahead=ahead,
             decided=decided,
+            riders=riders,
         )
         raise
     except Exception as exc:
@@ -124,6 +127,7 @@ def invoke(
             args_text,
             ahead=ahead,
             decided=decided,
+            riders=riders,
         )
         raise CapabilityError(spec.id, message) from exc
     finally:
@@ -144,6 +148,7 @@ def invoke(
             args_text,
             ahead=ahead,
             decided=decided,
+            riders=riders,
         )
         raise CapabilityError(spec.id, message)
     _finish(
@@ -159,6 +164,7 @@ def invoke(
         result_text,
         ahead=ahead,
         decided=decided,
+        riders=riders,
     )
     return result
 
@@ -230,31 +236,29 @@ def _finish(
     *,
     ahead: bool = False,
     decided: Sequence[Event] = (),
+    riders: Riders | None = None,
 ) -> None:
     ended = now()
-    ctx.recorder.record_all(
-        [
-            *decided,
-            CapabilityInvoked(
-                session=ctx.session,
-                activity=activity,
-                parent=ctx.parent,
-                principal=ctx.principal,
-                capability_id=spec.id,
-                description=spec.description,
-                side_effects=spec.side_effects,
-                terminal=spec.terminal,
-                started=started,
-                ended=ended,
-                status=status,  # type: ignore[arg-type]
-                inputs=args,
-                output=result,
-                error=error,
-                step=ctx.step,
-                ahead=ahead,
-            ),
-        ]
+    invoked = CapabilityInvoked(
+        session=ctx.session,
+        activity=activity,
+        parent=ctx.parent,
+        principal=ctx.principal,
+        capability_id=spec.id,
+        description=spec.description,
+        side_effects=spec.side_effects,
+        terminal=spec.terminal,
+        started=started,
+        ended=ended,
+        status=status,  # type: ignore[arg-type]
+        inputs=args,
+        output=result,
+        error=error,
+        step=ctx.step,
+        ahead=ahead,
     )
+    riding = riders.close() if riders is not None else ()
+    ctx.recorder.record_all([*decided, invoked, *riding], hooked=invoked)
     duration_ms = (ended - started).total_seconds() * 1000.0
     if status == "ok":
         notify(ctx, "tool_end", call_id=str(activity), capability=spec.id, duration_ms=duration_ms)

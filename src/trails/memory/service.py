@@ -29,6 +29,7 @@ from typing import Any
 from trails.config import load_settings
 from trails.errors import ConfigError, MemoryInputError
 from trails.kernel.context import Context, now
+from trails.kernel.riders import ride
 from trails.memory.events import (
     MemoriesLearned,
     MemoryForgotten,
@@ -572,19 +573,20 @@ def recall(
         Recalled(memory=m, score=round(score, 6), relevance=round(rel, 6), rank=i)
         for i, (m, score, rel) in enumerate(found, start=1)
     ]
-    ctx.recorder.record(
-        MemoryRecalled(
-            session=ctx.session,
-            activity=ctx.recorder.minter.activity(),
-            parent=ctx.parent,
-            agent_did=agent,
-            query=context,
-            scope=scope,
-            started=started,
-            ended=now(),
-            hits=tuple((r.memory.id, r.score) for r in results),
-        )
+    event = MemoryRecalled(
+        session=ctx.session,
+        activity=ctx.recorder.minter.activity(),
+        parent=ctx.parent,
+        agent_did=agent,
+        query=context,
+        scope=scope,
+        started=started,
+        ended=now(),
+        hits=tuple((r.memory.id, r.score) for r in results),
     )
+    # Through ``memory.recall`` the recall is written with its invocation: one write.
+    if not ride(ctx.riders, ctx.parent, event):
+        ctx.recorder.record(event)
     return results
 
 

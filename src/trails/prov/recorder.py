@@ -119,29 +119,42 @@ class Recorder:
         event.emit(builder)
         return builder.quads
 
-    def record(self, event: Event, *, remove: Iterable[Quad] = ()) -> None:
+    def record(
+        self, event: Event, *, remove: Iterable[Quad] = (), also: Sequence[Event] = ()
+    ) -> None:
         """Write ``event`` atomically, removing ``remove`` in the same transaction.
 
         ``remove`` is for state the event replaces (the memory revision token).
+        ``also`` are events written in the same write, after ``event`` (what a
+        capability handler recorded with its invocation, ``trails.kernel.riders``):
+        pre-write hooks see the one write, as ``event`` with every quad of it;
+        listeners see each event.
 
         Raises:
-            StoreError: the write failed; nothing of the event was written.
+            StoreError: the write failed; nothing of the events was written.
         """
-        self.record_all([event], remove=remove)
+        self.record_all([event, *also], remove=remove, hooked=event)
 
-    def record_all(self, events: Sequence[Event], *, remove: Iterable[Quad] = ()) -> None:
+    def record_all(
+        self,
+        events: Sequence[Event],
+        *,
+        remove: Iterable[Quad] = (),
+        hooked: Event | None = None,
+    ) -> None:
         """Write several events that happen together (a policy decision and the call it
-        let run) in one atomic write. The pre-write hooks are called once, with the last
-        event and the quads of all; the listeners hear each event, in order, once the
-        write succeeded.
+        let run, what a handler recorded with its invocation) in one atomic write. The
+        pre-write hooks are called once, with ``hooked`` (default: the last event) and the
+        quads of all; the listeners hear each event, in order, once the write succeeded.
 
         Raises:
             StoreError: the write failed; nothing of the events was written.
         """
         if len(events) == 1:
             quads = self.quads(events[0])
-        else:
-            quads = [q for e in events for q in self.quads(e)]
+        else:  # one write holds each quad once, whichever events share it
+            quads = list(dict.fromkeys(q for e in events for q in self.quads(e)))
+        main = hooked if hooked is not None else events[-1]
         if not self._prewrite:
             removed = list(remove) if self._observers else remove
             self.store.write(quads, remove=removed)
@@ -151,13 +164,13 @@ class Recorder:
                 removed = list(remove)
                 self.removing = removed
                 try:
-                    add, extra = self._extra(events[-1], quads)
+                    add, extra = self._extra(main, quads)
                 finally:
                     self.removing = ()
                 written, removed = quads + add, [*removed, *extra]
                 self.store.write(written, remove=removed)
                 for done in self._on_written:
-                    done(self, events[-1])
+                    done(self, main)
                 self._observe(written, removed)
         for event in events:
             for listener in self._listeners:
