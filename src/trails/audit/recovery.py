@@ -332,11 +332,11 @@ class _Register:
         self, recorder: Recorder, event: Event, quads: list[Quad]
     ) -> tuple[list[Quad], list[Quad]]:
         if isinstance(event, SessionStarted):
-            return [self.entry(event.session)], []
+            return [self.entry(IRI.trusted(event.session))], []
         if isinstance(event, SessionEnded):
             if self.seal and not _has_sealer(recorder):
                 return [], []
-            return [], [self.entry(event.session)]
+            return [], [self.entry(IRI.trusted(event.session))]
         return [], []
 
 
