@@ -439,6 +439,19 @@ class _Binder:
             if block.subselect is not None:  # a sub-SELECT is alone in its braces: wrap it
                 after[block.open] = data + " {"
                 before[block.close] = "} "
+            elif (
+                block.kind == "group"
+                and not any(self.mentions(c, n) for c in block.children for n in names)
+                and not any(
+                    t.upper() == "VALUES" for _, t in self.p.tokens[block.open : block.close]
+                )
+            ):
+                # nothing in the group binds the parameter before its end (its triple
+                # patterns hold the constant; no nested group or VALUES mentions it), so
+                # the BIND may close the group: the same
+                # answers, and the engine starts from the constant instead of evaluating
+                # an empty pattern first (inside GRAPH ?g that is one row per graph)
+                before[block.close] = data + " "
             else:
                 after[block.open] = data
             if block.kind == "short":  # CONSTRUCT WHERE { T } -> CONSTRUCT { T } WHERE { ... T }
