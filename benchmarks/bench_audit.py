@@ -68,7 +68,7 @@ def rounds_for(fn, budget: float = 0.25) -> tuple[int, int]:
     fn()
     once = time.perf_counter() - start
     number = max(1, min(200, int(budget / max(once, 1e-6))))
-    return (5 if once > 0.5 else 7), number
+    return (3 if once > 2 else 5 if once > 0.5 else 7), number
 
 
 def main() -> None:
