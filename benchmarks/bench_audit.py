@@ -1,13 +1,16 @@
-"""Audit surface: pack queries and export on a store of 10,000 sessions.
+"""Audit surface: pack queries and export on a store of 10,000 real, sealed sessions.
 
-For every query of the regulator pack, the time of the trails path (load the
-query from the pack, bind parameters as typed terms, evaluate and serialise as
+The store is the scale benchmark's (``_scale_store``: sessions recorded through
+the recorder by the planner, each sealed, cached between runs), copied into a
+temporary directory that is removed at the end. For every query of the
+regulator pack, the time of the trails path (load the query from the pack, bind parameters as typed terms, evaluate and serialise as
 SPARQL JSON: what ``trails query -f json`` does after start-up) against the same
 query and serialisation run directly on pyoxigraph (target: ratio <= 1.1), and
 against rdflib on a 100-session subset (context: how far a pure-Python engine
-is). Then export throughput in quads/s: ``trails export --all -f nquads``
-(graph by graph, with graph names) against pyoxigraph's own ``dump`` of the
-dataset (target: >= 0.8 of it).
+is). Then export throughput in quads/s, end to end as ``trails export --all
+-f nquads`` does it after start-up (graph selection, the assurance-level
+checks, then graph by graph with graph names, redaction rules applied) against
+pyoxigraph's own ``dump`` of the dataset (target: >= 0.8 of it).
 
 Run: ``python benchmarks/bench_audit.py [--sessions 10000]``.
 """
@@ -16,153 +19,26 @@ from __future__ import annotations
 
 import argparse
 import io
-import random
+import shutil
 import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyoxigraph as ox
 import rdflib
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _scale_store
 from _report import interleaved, write_section
 
-from trails.audit.export import export, select_graphs
+from trails.audit.export import Redaction, check_assurance, export, select_graphs
 from trails.audit.querypack import get_query, load_pack
-from trails.prov import (
-    CapabilityInvoked,
-    LLMCompleted,
-    PlanRunEnded,
-    PlanRunStarted,
-    PolicyDecided,
-    Recorder,
-    SessionEnded,
-    SessionStarted,
-    Terminated,
-)
+from trails.config import load_settings
+from trails.prov.iri import Minter
 from trails.store import IRI, open_store
 from trails.store.oxigraph import OxigraphStore, _to_ox
-
-START = datetime(2025, 1, 1, tzinfo=UTC)
-
-
-def generate(recorder: Recorder, sessions: int, seed: int = 7) -> tuple[list[IRI], dict[str, str]]:
-    """Record ``sessions`` ReAct-like sessions; returns their IRIs and sample IRIs for parameters."""
-    rng = random.Random(seed)
-    batch: list = []
-    iris: list[IRI] = []
-    sample: dict[str, str] = {}
-    m = recorder.minter
-    for i in range(sessions):
-        s = m.session(f"bench-{i:05d}")
-        iris.append(s)
-        principal = f"did:example:user{i % 50}"
-        t = START + timedelta(minutes=7 * i)
-        run = m.activity()
-        events: list = [
-            SessionStarted(session=s, principal=principal, started=t, label=f"bench {i}"),
-            PlanRunStarted(
-                session=s,
-                activity=run,
-                parent=s,
-                principal=principal,
-                strategy="react",
-                goal=f"goal {i}",
-                started=t,
-            ),
-        ]
-        for step in range(3):
-            c = m.activity()
-            model = "claude-sonnet" if step < 2 else "claude-haiku"
-            events.append(
-                LLMCompleted(
-                    session=s,
-                    activity=c,
-                    parent=run,
-                    principal=principal,
-                    provider="anthropic",
-                    model=model,
-                    started=t + timedelta(seconds=10 * step),
-                    ended=t + timedelta(seconds=10 * step + 2),
-                    messages=[{"role": "user", "content": f"step {step} of {i}"}],
-                    request_hash=f"{i}-{step}",
-                    text=f"answer {step}",
-                    input_tokens=100 + step,
-                    output_tokens=20,
-                    usd=0.001 * (step + 1),
-                    step=step,
-                )
-            )
-            if step < 2:
-                a = m.activity()
-                failed = rng.random() < 0.1
-                events.append(
-                    CapabilityInvoked(
-                        session=s,
-                        activity=a,
-                        parent=run,
-                        principal=principal,
-                        capability_id="send" if step else "search",
-                        side_effects=bool(step),
-                        started=t + timedelta(seconds=10 * step + 3),
-                        ended=t + timedelta(seconds=10 * step + 4),
-                        status="error" if failed else "ok",
-                        inputs={"q": i},
-                        output=None if failed else [i],
-                        error="boom" if failed else None,
-                        step=step,
-                    )
-                )
-                sample.setdefault("invocation", a)
-                sample.setdefault("entity", f"{a}:output")
-        if rng.random() < 0.2:
-            events.append(
-                PolicyDecided(
-                    session=s,
-                    activity=m.activity(),
-                    parent=run,
-                    principal=principal,
-                    policy="guard",
-                    capability_id="pay",
-                    decision="deny",
-                    reason="no",
-                    at=t + timedelta(seconds=25),
-                )
-            )
-        if rng.random() < 0.1:
-            events.append(
-                Terminated(
-                    session=s,
-                    activity=run,
-                    kind="step_limit",
-                    reason="max_steps",
-                    limit=3,
-                    observed=3,
-                    at=t + timedelta(seconds=30),
-                )
-            )
-        events.append(
-            PlanRunEnded(
-                session=s,
-                activity=run,
-                ended=t + timedelta(seconds=31),
-                stop_reason="goal_achieved",
-                answer="done",
-            )
-        )
-        events.append(SessionEnded(session=s, ended=t + timedelta(seconds=32)))
-        for e in events:
-            batch.extend(recorder.quads(e))
-        if len(batch) > 50_000:
-            recorder.store.write(batch)
-            batch = []
-    recorder.store.write(batch)
-    sample["session"] = iris[len(iris) // 2]
-    sample["principal"] = "did:example:user7"
-    return iris, sample
 
 
 def params_for(name: str, sample: dict[str, str]) -> dict[str, str]:
@@ -192,25 +68,45 @@ def rounds_for(fn, budget: float = 0.25) -> tuple[int, int]:
     fn()
     once = time.perf_counter() - start
     number = max(1, min(200, int(budget / max(once, 1e-6))))
-    return (5 if once > 0.5 else 7), number
+    return (3 if once > 2 else 5 if once > 0.5 else 7), number
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=10_000)
     args = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="bench-audit-"))
+    with tempfile.TemporaryDirectory(prefix="bench-audit-") as tmp:
+        run(args.sessions, Path(tmp))
+
+
+def sample_of(store: OxigraphStore, session: str) -> dict[str, str]:
+    """Parameter values for the pack: a session, one of its invocations and outputs."""
+    found = store.query(
+        "PREFIX prov: <http://www.w3.org/ns/prov#>\n"
+        "PREFIX trails: <https://w3id.org/trails/ns#>\n"
+        "SELECT ?a ?e $g WHERE { GRAPH $g { ?a a trails:CapabilityInvocation . "
+        "?e prov:wasGeneratedBy ?a } } LIMIT 1",
+        {"g": IRI(session)},
+    )
+    row = next(iter(found))  # type: ignore[arg-type]
+    return {
+        "session": session,
+        "invocation": str(row["a"]),
+        "entity": str(row["e"]),
+        "principal": "did:example:user7",
+    }
+
+
+def run(sessions: int, tmp: Path) -> None:
+    cached, manifest = _scale_store.cached_store(sessions)
+    shutil.copytree(cached, tmp / "store")
     store = open_store(tmp / "store")
     assert isinstance(store, OxigraphStore)
-    recorder = Recorder(store)
-    t0 = time.perf_counter()
-    iris, sample = generate(recorder, args.sessions)
     raw = store.raw
     quads = len(raw)
-    print(
-        f"generated {args.sessions} sessions, {quads} quads in {time.perf_counter() - t0:.1f}s",
-        file=sys.stderr,
-    )
+    iris = sorted(IRI(str(g)) for g in select_graphs(store, since="1970-01-01T00:00:00Z"))
+    sample = sample_of(store, str(manifest["middle"]))
+    print(f"store of {sessions} sessions, {quads} quads", file=sys.stderr)
 
     # the 100-session subset, for rdflib
     subset = open_store("memory:")
@@ -273,10 +169,17 @@ def main() -> None:
             file=sys.stderr,
         )
 
-    graphs = select_graphs(store, all_graphs=True)
+    settings = load_settings()
+    redaction = Redaction.from_settings(settings)
+    minter = Minter(settings.base_iri)
+    audit = settings.section("audit")
+    domain = audit.get("domain")
+    forbidden = audit.get("no_cross_domain", ["L1"])  # as `trails export` reads it
 
-    def trails_export() -> None:
-        export(store, io.BytesIO(), graphs, format="nquads")
+    def trails_export() -> None:  # what `trails export --all -f nquads` does after start-up
+        graphs = select_graphs(store, all_graphs=True)
+        check_assurance(store, graphs, domain=domain, forbidden=forbidden)
+        export(store, io.BytesIO(), graphs, format="nquads", redaction=redaction, minter=minter)
 
     def raw_dump() -> None:
         raw.dump(io.BytesIO(), format=ox.RdfFormat.N_QUADS)
@@ -291,7 +194,8 @@ def main() -> None:
     lines = [
         "## Audit: query pack and export",
         "",
-        f"Store: {args.sessions:,} generated sessions, {quads:,} quads, on disk. Each pack query "
+        f"Store: {sessions:,} sessions recorded through the recorder and sealed (the scale "
+        f"benchmark's store), {quads:,} quads, on disk. Each pack query "
         "is timed through the trails path (pack lookup, typed binding, evaluation, SPARQL JSON or "
         "Turtle serialisation) and as the same query run directly on pyoxigraph, interleaved, "
         "medians. Target: trails / raw <= 1.1. The last column compares trails with rdflib on a "

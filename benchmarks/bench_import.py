@@ -7,9 +7,14 @@ The baseline is the package as it was before those exports (``BASELINE``, a
 git revision, extracted with ``git archive`` and put first on ``PYTHONPATH``);
 both run as fresh ``python -c`` processes, alternating, so they see the same
 machine noise. ``from trails import Session`` (which pays for the agent) is
-shown for context.
+shown for context. ``trails --help`` (the console script, as a user types
+it) is timed in the same rounds: it must stay within 1.5x of ``import trails``
+(the parser loads no command module for the help, so the endpoint's server
+stack and the agent stay unloaded). How a no-op command grows with the store
+is measured by ``bench_scale.py``.
 
-Target: ``import trails`` now / before <= 1.2.
+Targets: ``import trails`` now / before <= 1.2; ``trails --help`` / ``import
+trails`` <= 1.5.
 
 Run: ``python benchmarks/bench_import.py [REVISION]``
 """
@@ -44,22 +49,28 @@ def extract(revision: str, into: Path) -> Path:
     return into / "src"
 
 
-def once(code: str, pythonpath: str | None = None) -> float:
+TRAILS = str(Path(sys.executable).with_name("trails"))
+
+
+def once(code: str | list[str], pythonpath: str | None = None) -> float:
+    """Seconds of one fresh process: ``python -c code``, or ``code`` as a command line."""
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
+    argv = [sys.executable, "-c", code] if isinstance(code, str) else code
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
 def main(revision: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
         before_src = str(extract(revision, Path(folder)))
-        cases = {
+        cases: dict[str, tuple[str | list[str], str | None]] = {
             "before": ("import trails", before_src),
             "trails": ("import trails", None),
             "session": ("from trails import Session", None),
+            "help": ([TRAILS, "--help"], None),
         }
         times: dict[str, list[float]] = {name: [] for name in cases}
         for _ in range(ROUNDS):
@@ -68,6 +79,8 @@ def main(revision: str) -> None:
     median = {name: statistics.median(t) for name, t in times.items()}
     ratio = median["trails"] / median["before"]
     verdict = "met" if ratio <= 1.2 else "NOT met"
+    help_ratio = median["help"] / median["trails"]
+    help_verdict = "met" if help_ratio <= 1.5 else "NOT met"
     write_section(
         "import",
         f"""## Start-up: `import trails`
@@ -79,10 +92,14 @@ def main(revision: str) -> None:
 | `import trails` before (revision `{revision}`, baseline) | {median["before"] * 1000:.0f} ms |
 | `import trails` now | {median["trails"] * 1000:.0f} ms |
 | `from trails import Session` (imports the agent) | {median["session"] * 1000:.0f} ms |
+| `trails --help` (the console script) | {median["help"] * 1000:.0f} ms |
 
-`import trails` now / before = **{ratio:.2f}** (target <= 1.2: {verdict}).""",
+`import trails` now / before = **{ratio:.2f}** (target <= 1.2: {verdict}).
+
+`trails --help` / `import trails` = **{help_ratio:.2f}** (target <= 1.5: {help_verdict}).""",
     )
     print(f"import trails now / before = {ratio:.2f} ({verdict})")
+    print(f"trails --help / import trails = {help_ratio:.2f} ({help_verdict})")
 
 
 if __name__ == "__main__":

@@ -1,29 +1,39 @@
 """Replay time of persisted sessions of 10, 100 and 1,000 steps: it must grow linearly.
 
-Each session is a real ReAct run over an in-memory store (a scripted model,
-one capability call per step, the default 32,000-token window), persisted
-once. ``Session.replay`` is then timed (median of several rounds). The figure
-that matters is the ratio of the 1,000-step replay to the 100-step one: near
-10 means replay is linear in the number of steps.
+Each session is a real ReAct run (a scripted model, one capability call per
+step, the default 32,000-token window), recorded and sealed as by default and
+persisted once, into an on-disk store that already holds many other sessions
+(a copy of the scale benchmark's cached store of ``--sessions`` recorded
+sessions, 1,000 by default, about 100 of them persisted too), so replay has to
+find its session among them. ``Session.replay`` is then timed (median of
+several rounds). The figure that matters is the ratio of the 1,000-step
+replay to the 100-step one: near 10 means replay is linear in the number of
+steps. How one replay grows with the number of sessions in the store is
+measured by ``bench_scale.py``.
 
-Run: ``python benchmarks/bench_replay.py``.
+Run: ``python benchmarks/bench_replay.py [--sessions 1000]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _scale_store
 from _report import write_section
 
 from trails.agent import Session
 from trails.kernel import capability
 from trails.llm import LLMClient
+from trails.prov import Recorder
 from trails.store import Store, open_store
 
 SIZES = (10, 100, 1_000)
@@ -44,10 +54,13 @@ def record(store: Store, steps: int) -> str:
     """Run a ReAct session of ``steps`` capability calls and persist it."""
     script = [_turn("bench.lookup", {"n": i}) for i in range(steps)]
     script.append(_turn("finish", {}, final_answer="done"))
-    session = Session.new(strategy="react", principal="did:example:bench", store=store)
+    recorder = Recorder.from_settings(store=store)  # sealed, as by default
+    session = Session.new(strategy="react", principal="did:example:bench", recorder=recorder)
     result = session.run("Look every number up.", llm=LLMClient.mock(script), max_steps=steps + 1)
     assert result.stopped == "goal_achieved" and len(session.invocations) == steps
-    return str(session.persist())
+    graph = str(session.persist())
+    session.close()
+    return graph
 
 
 def time_replay(store: Store, graph: str, rounds: int) -> float:
@@ -62,7 +75,20 @@ def time_replay(store: Store, graph: str, rounds: int) -> float:
 
 
 def main() -> None:
-    store = open_store("memory:")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", type=int, default=1_000, help="sessions already stored")
+    args = parser.parse_args()
+    cached, manifest = _scale_store.cached_store(args.sessions)
+    with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
+        shutil.copytree(cached, Path(tmp) / "store")
+        store = open_store(Path(tmp) / "store")
+        try:
+            measure(store, int(str(manifest["sessions"])))
+        finally:
+            store.close()
+
+
+def measure(store: Store, others: int) -> None:
     graphs = {n: record(store, n) for n in SIZES}
     rounds = {10: 41, 100: 21, 1_000: 9}
     times: dict[int, float] = {n: 0.0 for n in SIZES}
@@ -75,8 +101,10 @@ def main() -> None:
     )
     markdown = f"""## Session replay
 
-`Session.replay` of a persisted ReAct session (one LLM completion and one
-capability call per step), read back from an in-memory store with SPARQL.
+`python benchmarks/bench_replay.py`: `Session.replay` of a persisted ReAct session (one
+LLM completion and one capability call per step), recorded and sealed as by default,
+read back with SPARQL from an on-disk store that also holds {others:,} other recorded
+sessions (the scale benchmark's store).
 
 | steps | replay (median) | per step |
 | ---: | ---: | ---: |
@@ -86,7 +114,6 @@ capability call per step), read back from an in-memory store with SPARQL.
 """
     write_section("replay", markdown)
     print(markdown)
-    store.close()
 
 
 if __name__ == "__main__":

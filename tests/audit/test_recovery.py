@@ -6,8 +6,9 @@ events it had written, and nothing else (the crash harness does it with real
 SIGKILLs). Recovery ends such sessions as interrupted, marks their started
 activities, seals them (and sessions that ended unsealed), and the pack, ``trails
 sessions``, ``trails recover`` and ``verify`` name them. On the embedded store it runs
-by itself when the next recorder is configured over the store; on a server it is
-explicit and by age, so live writers keep their sessions.
+by itself when the next recorder is configured over the store, from the register of
+open sessions configured recorders keep (so it reads only what was left open); on a
+server it is explicit and by age, so live writers keep their sessions.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ import pytest
 from tests.servers import BACKENDS, backend_store
 
 from trails.audit.querypack import get_query
-from trails.audit.recovery import interrupted_sessions, recover
+from trails.audit.recovery import (
+    interrupted_sessions,
+    recover,
+    recover_registered,
+    register_iri,
+    register_open_sessions,
+)
 from trails.audit.report import render_report
 from trails.audit.verify import verify
 from trails.cli import main
@@ -105,7 +112,9 @@ def test_next_recorder_on_the_embedded_store_recovers_it(tmp_path: Path) -> None
     first = OxigraphStore(tmp_path / "db")
     with Context.open(ALICE, recorder=Recorder.from_settings(store=first)) as ctx:
         closed = ctx.session  # a normal, sealed session before the crash
-    made = crashed_writer(Recorder(first), at)  # no sealer: as if killed before sealing
+    crashed = Recorder(first)
+    register_open_sessions(crashed)  # it keeps the register but has no sealer: as if killed
+    made = crashed_writer(crashed, at)  # before sealing
     first.close()
 
     store = OxigraphStore(tmp_path / "db")  # the next process takes the lock
@@ -250,7 +259,9 @@ def test_trails_recover_on_a_sparql_server(
 def test_automatic_recovery_can_be_turned_off(tmp_path: Path) -> None:
     (tmp_path / "trails.toml").write_text("[audit]\nrecover = false\n")  # the cwd's settings
     disk = OxigraphStore(tmp_path / "db")
-    made = crashed_writer(Recorder(disk), datetime.now(UTC) - timedelta(minutes=1))
+    crashed = Recorder(disk)
+    register_open_sessions(crashed)
+    made = crashed_writer(crashed, datetime.now(UTC) - timedelta(minutes=1))
     disk.close()
     store = OxigraphStore(tmp_path / "db")
     try:
@@ -258,6 +269,50 @@ def test_automatic_recovery_can_be_turned_off(tmp_path: Path) -> None:
         assert interrupted_sessions(store) == []
         assert {r["session"]: "ended" in r for r in rows(store, "sessions")}[made["open"]] is False
         assert recover(Recorder(store)).interrupted == [made["open"]]  # on demand still works
+    finally:
+        store.close()
+
+
+def _listed(store: Store, recorder: Recorder) -> set[str]:
+    result = store.query(
+        "SELECT ?s $g WHERE { GRAPH $g { $g ?p ?s } }", {"g": register_iri(recorder)}
+    )
+    assert isinstance(result, Solutions)
+    return {str(row["s"]) for row in result}
+
+
+def test_recovery_on_open_reads_only_the_sessions_left_open(tmp_path: Path) -> None:
+    first = OxigraphStore(tmp_path / "db")
+    recorder = Recorder.from_settings(store=first)
+    for _ in range(30):  # ended and sealed: each leaves the register in the write that ends it
+        with Context.open(ALICE, recorder=recorder):
+            pass
+    left = Context.open(ALICE, recorder=recorder)
+    assert _listed(first, recorder) == {str(left.session)}
+    bare = crashed_writer(Recorder(first), datetime.now(UTC) - timedelta(minutes=2))
+    first.close()
+    left.lifecycle = None  # the process "died": nothing ends it
+
+    store = OxigraphStore(tmp_path / "db")
+    try:
+        reads: list[str] = []
+        query = store.query
+
+        def counting(sparql: str, *args: Any, **kwargs: Any) -> Any:
+            reads.append(sparql)
+            return query(sparql, *args, **kwargs)
+
+        store.query = counting  # type: ignore[method-assign]
+        again = Recorder.from_settings(store=store)
+        store.query = query  # type: ignore[method-assign]
+        assert interrupted_sessions(store) == [left.session]  # the listed one, not the bare one
+        assert _listed(store, again) == set()
+        # a handful of reads about the one listed session: none scans the 30 others
+        assert len(reads) <= 6 and not any("GRAPH ?session" in r for r in reads), reads
+        # a bare recorder lists nothing: the explicit, store-wide recovery finds it
+        assert recover(again).interrupted == [bare["open"]]
+        assert recover_registered(again).interrupted == []
+        assert verify(store).ok
     finally:
         store.close()
 

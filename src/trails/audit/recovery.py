@@ -27,6 +27,16 @@ Which open sessions belong to a dead process?
   (``OxigraphStore.exclusive_since``) was written by a process that is gone.
   ``recover_on_open`` runs this once per store when a recorder is configured
   over it, so the next program that records into the store recovers it.
+  It must not cost more as the store grows (it runs in every short-lived
+  process that records), so it reads a register instead of scanning every
+  session: a configured recorder over an embedded store lists each session
+  it starts in the ``<base>graph:open-sessions`` graph
+  (``<register> trails:openSession <session>``), in the write that starts it,
+  and drops it in the write that ends (and seals) it. Recovery on open reads
+  only the sessions still listed: its work follows the number of sessions
+  left open, not the size of the store. A session recorded by a bare
+  ``Recorder`` (no plugins) is not listed; ``recover`` (``trails recover``)
+  still scans the whole store and finds every open session.
 - On a SPARQL server several live processes share the store and nothing
   tells a dead writer from an idle one, so recovery is explicit
   (``trails recover``) and by age: a session is presumed dead when nothing
@@ -47,17 +57,20 @@ from typing import Any, Literal
 from trails.audit.seal import install_sealer, ledger_iri
 from trails.config import Settings, load_settings
 from trails.errors import TrailsError, UserError
-from trails.prov.events import Interrupted, SessionEnded
+from trails.prov.events import Event, Interrupted, SessionEnded, SessionStarted
 from trails.prov.recorder import Recorder
 from trails.prov.vocab import T
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, literal, to_python
+from trails.store.terms import IRI, Quad, literal, to_python
 
 __all__ = [
     "RecoveryReport",
     "interrupted_sessions",
     "recover",
     "recover_on_open",
+    "recover_registered",
+    "register_iri",
+    "register_open_sessions",
     "seal_ended",
 ]
 
@@ -105,6 +118,23 @@ SELECT ?activity ?type ?termination $session WHERE {
     OPTIONAL { ?activity trails:wasTerminatedBy ?termination }
   }
 }
+"""
+
+_REGISTERED = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?session $register WHERE { GRAPH $register { $register trails:openSession ?session } }
+ORDER BY ?session
+"""
+
+_ENDED = """
+PREFIX prov: <http://www.w3.org/ns/prov#>
+ASK { GRAPH $session { $session prov:endedAtTime ?ended } }
+"""
+
+_LAST = f"""
+PREFIX prov: <http://www.w3.org/ns/prov#>
+SELECT $session (MAX(?t) AS ?last) WHERE {{ GRAPH $session {{ {_TIMES} ?x ?when ?t }} }}
+GROUP BY $session
 """
 
 _INTERRUPTED = """
@@ -238,30 +268,164 @@ def recover(
         if last >= cutoff:
             report.skipped.append(session)
             continue
-        items = _unfinished(store, session)
-        recorder.record(
-            SessionEnded(
-                session=session,
-                ended=last,
-                status="interrupted",
-                reason=(
-                    "the process recording this session stopped before ending it; "
-                    f"the last record in it is from {literal(last).value}"
-                ),
-                detected=now,
-                interrupted=tuple(items),
-            )
-        )
-        report.interrupted.append(session)
-        report.activities.extend(IRI.trusted(i.activity) for i in items)
-        if seal and not _is_sealed(store, ledger, session):
-            seal_ended(recorder, session)
+        _interrupt(recorder, session, last, now, seal=seal, ledger=ledger, report=report)
     if seal:
         for session, last in _sessions(store, _ENDED_UNSEALED, {"ledger": ledger}):
             if last < cutoff:
                 seal_ended(recorder, session)
                 report.sealed.append(session)
     return report
+
+
+def _interrupt(
+    recorder: Recorder,
+    session: IRI,
+    last: datetime,
+    now: datetime,
+    *,
+    seal: bool,
+    ledger: IRI,
+    report: RecoveryReport,
+) -> None:
+    """End ``session`` as interrupted at ``last`` (and seal it), in one write."""
+    items = _unfinished(recorder.store, session)
+    recorder.record(
+        SessionEnded(
+            session=session,
+            ended=last,
+            status="interrupted",
+            reason=(
+                "the process recording this session stopped before ending it; "
+                f"the last record in it is from {literal(last).value}"
+            ),
+            detected=now,
+            interrupted=tuple(items),
+        )
+    )
+    report.interrupted.append(session)
+    report.activities.extend(IRI.trusted(i.activity) for i in items)
+    if seal and not _is_sealed(recorder.store, ledger, session):
+        seal_ended(recorder, session)
+
+
+def register_iri(recorder: Recorder) -> IRI:
+    """The graph listing the sessions a configured recorder started and did not end."""
+    return recorder.minter.graph("open-sessions")
+
+
+class _Register:
+    """The pre-write hook keeping the open-sessions register, in each session's own writes.
+
+    A session is listed by the write that starts it and dropped by the write
+    that ends it, unless sealing is wanted and this recorder has no sealer (a
+    session that ends unsealed stays listed, so the next recovery seals it).
+    """
+
+    def __init__(self, register: IRI, seal: bool) -> None:
+        self.register = register
+        self.seal = seal
+
+    def entry(self, session: IRI) -> Quad:
+        return Quad(self.register, T.openSession, session, self.register)
+
+    def __call__(
+        self, recorder: Recorder, event: Event, quads: list[Quad]
+    ) -> tuple[list[Quad], list[Quad]]:
+        if isinstance(event, SessionStarted):
+            return [self.entry(IRI.trusted(event.session))], []
+        if isinstance(event, SessionEnded):
+            if self.seal and not _has_sealer(recorder):
+                return [], []
+            return [], [self.entry(IRI.trusted(event.session))]
+        return [], []
+
+
+def _has_sealer(recorder: Recorder) -> bool:
+    from trails.audit.seal import _installed
+
+    return recorder in _installed
+
+
+_registers: weakref.WeakKeyDictionary[Recorder, _Register] = weakref.WeakKeyDictionary()
+
+
+def register_open_sessions(recorder: Recorder, settings: Settings | None = None) -> None:
+    """Make ``recorder`` list the sessions it starts until they end (once per recorder).
+
+    Only for an embedded store this process holds (what recovery on open reads);
+    a store shared with other processes is recovered by age (``trails recover``).
+
+    Args:
+        recorder: the recorder to hook into.
+        settings: where to read ``[audit] seal`` from (default: ``load_settings()``).
+    """
+    if getattr(recorder.store, "exclusive_since", None) is None or recorder in _registers:
+        return
+    seal = bool((settings or load_settings()).section("audit").get("seal", True))
+    hook = _Register(register_iri(recorder), seal)
+    _registers[recorder] = hook
+    recorder.add_prewrite(hook)
+
+
+def recover_registered(recorder: Recorder, *, settings: Settings | None = None) -> RecoveryReport:
+    """Recover the sessions the register lists: what ``recover`` does, without a store scan.
+
+    Each listed session that is still open and whose last record is older than
+    the moment this process took the store's lock is ended as interrupted (and
+    sealed); a listed session that has ended is sealed if it is not, and
+    dropped from the register. The work follows the number of sessions listed.
+
+    Args:
+        recorder: the recorder over the embedded store this process holds.
+        settings: where to read ``[audit] seal`` from (default: ``load_settings()``).
+
+    Returns:
+        What was ended, marked, sealed and left alone.
+
+    Raises:
+        UserError: the store is not an embedded store this process holds.
+        StoreError: the store could not be read or written.
+    """
+    store = recorder.store
+    since = getattr(store, "exclusive_since", None)
+    if not isinstance(since, datetime):
+        raise UserError(f"{store!r} has no register of open sessions: use recover(older_than=...)")
+    seal = bool((settings or load_settings()).section("audit").get("seal", True))
+    register = register_iri(recorder)
+    ledger = ledger_iri(recorder.minter)
+    now = datetime.now(UTC)
+    report = RecoveryReport()
+    listed = store.query(_REGISTERED, {"register": register})
+    assert isinstance(listed, Solutions)
+    for row in list(listed):
+        session = IRI.trusted(str(row["session"]))
+        entry = Quad(register, T.openSession, session, register)
+        if bool(store.query(_ENDED, {"session": session})):
+            if seal and not _is_sealed(store, ledger, session):
+                seal_ended(recorder, session)
+                report.sealed.append(session)
+            store.write([], remove=[entry])
+            continue
+        last = _last_record(store, session)
+        if last is None:  # listed, but nothing of it was written: nothing to end
+            store.write([], remove=[entry])
+            continue
+        if last >= since:
+            report.skipped.append(session)
+            continue
+        _interrupt(recorder, session, last, now, seal=seal, ledger=ledger, report=report)
+        store.write([], remove=[entry])
+    return report
+
+
+def _last_record(store: Store, session: IRI) -> datetime | None:
+    result = store.query(_LAST, {"session": session})
+    assert isinstance(result, Solutions)
+    for row in result:
+        last = to_python(row.get("last"))
+        if isinstance(last, datetime):
+            return last.astimezone(UTC)
+    return None
 
 
 def interrupted_sessions(store: Store) -> list[IRI]:
@@ -284,23 +448,27 @@ _recovered: weakref.WeakSet[Any] = weakref.WeakSet()
 def recover_on_open(recorder: Recorder, settings: Settings | None = None) -> None:
     """Recover an embedded store once, the first time a recorder is configured over it.
 
-    Does nothing for stores shared with other processes (a SPARQL server: use
-    ``trails recover``), for in-memory stores, or when ``[audit] recover = false``.
-    A failure is logged, never raised: recording must not depend on it.
+    Installs the open-sessions register on ``recorder`` and recovers the
+    sessions it lists (``recover_registered``): the work follows the sessions
+    left open, not the size of the store. Does nothing for stores shared with
+    other processes (a SPARQL server: use ``trails recover``) or in-memory
+    stores, and recovers nothing when ``[audit] recover = false``. A failure is
+    logged, never raised: recording must not depend on it.
 
     Args:
         recorder: the newly configured recorder.
         settings: the settings it was configured from.
     """
     store = recorder.store
-    if getattr(store, "exclusive_since", None) is None or store in _recovered:
+    if getattr(store, "exclusive_since", None) is None:
         return
     settings = settings or load_settings()
-    if not settings.section("audit").get("recover", True):
+    register_open_sessions(recorder, settings)
+    if store in _recovered or not settings.section("audit").get("recover", True):
         return
     _recovered.add(store)
     try:
-        report = recover(recorder, settings=settings)
+        report = recover_registered(recorder, settings=settings)
     except TrailsError:
         log.warning("could not recover the sessions left open in %r", store, exc_info=True)
         return

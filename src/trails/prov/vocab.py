@@ -142,6 +142,7 @@ class T:
     # audit: seals in the ledger graph, redaction on export
     Seal = TRAILS.Seal
     sealedGraph = TRAILS.sealedGraph
+    openSession = TRAILS.openSession
     graphHash = TRAILS.graphHash
     quadCount = TRAILS.quadCount
     sealSequence = TRAILS.sealSequence

@@ -43,6 +43,7 @@ does not project, a blank node, unbalanced braces.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -159,7 +160,16 @@ def bind_params(sparql: str, params: Mapping[str, Term] | None) -> str:
     if not params:
         return sparql
     values = _checked_values(params)
-    return _Binder(_parsed(sparql, frozenset(values)), values).text()
+    parsed = _parsed(sparql, frozenset(values))
+    if parsed.rewrite is None:  # where each value goes depends on the names only: once
+        slots = {name: f"{_SLOT}{name}{_SLOT}" for name in values}
+        parsed.rewrite = _Binder(parsed, slots).text().split(_SLOT)
+    # text and parameter names alternate: the values go where the names are
+    return "".join(values[p] if i % 2 else p for i, p in enumerate(parsed.rewrite))
+
+
+#: marks where a value goes in a cached rewrite (no query text can hold it: NUL + a nonce)
+_SLOT = f"\x00{uuid.uuid4().hex}\x00"
 
 
 @lru_cache(maxsize=512)
@@ -213,6 +223,8 @@ class _Parser:
         self.blocks: list[_Block] = []
         self.describe_vars: list[int] = []
         self.template = False
+        #: the rewritten text, split at the parameters' values (see ``bind_params``)
+        self.rewrite: list[str] | None = None
 
     def parse(self) -> None:
         scopes = [self.top]
@@ -427,6 +439,19 @@ class _Binder:
             if block.subselect is not None:  # a sub-SELECT is alone in its braces: wrap it
                 after[block.open] = data + " {"
                 before[block.close] = "} "
+            elif (
+                block.kind == "group"
+                and not any(self.mentions(c, n) for c in block.children for n in names)
+                and not any(
+                    t.upper() == "VALUES" for _, t in self.p.tokens[block.open : block.close]
+                )
+            ):
+                # nothing in the group binds the parameter before its end (its triple
+                # patterns hold the constant; no nested group or VALUES mentions it), so
+                # the BIND may close the group: the same
+                # answers, and the engine starts from the constant instead of evaluating
+                # an empty pattern first (inside GRAPH ?g that is one row per graph)
+                before[block.close] = data + " "
             else:
                 after[block.open] = data
             if block.kind == "short":  # CONSTRUCT WHERE { T } -> CONSTRUCT { T } WHERE { ... T }

@@ -1,0 +1,181 @@
+"""The logic of the benchmark harness: scale stores, their cache, run_all and the scale table.
+
+The scale benchmark's figures are only as good as its stores: these tests build a
+tiny one with one session of each kind the mix records and check it is what the
+benchmark claims (real sessions, sealed, conforming to the shapes, the open one
+recovered as interrupted, the persisted one replayable), that the cache is keyed by
+what shapes a recorded graph, and the pure parts of run_all and bench_scale. No
+timing is asserted here: speed is measured by the benchmarks themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import _scale_store as scale
+import bench_scale
+import run_all
+
+from trails.agent import Session
+from trails.audit.recovery import interrupted_sessions
+from trails.audit.verify import verify
+from trails.store import Solutions, open_store
+from trails.testing import assert_conforms
+
+# one session of each kind: failing capability, step limit, memory learn and recall,
+# left open (recovered as interrupted), persisted for replay
+KINDS = [7, 11, 21, 23, 24]
+
+
+def test_the_mix_has_every_kind_in_the_stated_proportions() -> None:
+    plans = [scale.plan_for(i) for i in range(1000)]
+    assert sum(p.outcome == "interrupted" for p in plans) == 20
+    assert sum(p.outcome == "step_limit" for p in plans) == 40
+    assert sum("bench.flaky" in p.tools for p in plans) == 50
+    assert sum(p.persist for p in plans) == 100
+    assert sum("memory.learn" in p.tools for p in plans) == 334
+    assert len({p.principal for p in plans}) == scale.PRINCIPALS
+    assert [scale.plan_for(i) for i in KINDS] == [plans[i] for i in KINDS]  # deterministic
+    assert {scale.plan_for(i).outcome for i in KINDS} == {"finish", "step_limit", "interrupted"}
+    for plan in plans[:60]:  # one priced completion per tool call, then the answer
+        script = scale.script_for(plan)
+        assert len(script) == len(plan.tools) + 1
+        assert all(r.usd and r.input_tokens > 0 for r in script)  # type: ignore[attr-defined]
+
+
+def test_the_cache_key_follows_size_version_mix_and_sources(tmp_path: Path) -> None:
+    key = scale.cache_key(1000, version="1.0", digest="abc")
+    assert key == f"sessions-1000-v1.0-mix{scale.MIX_VERSION}-abc"
+    assert scale.cache_key(10_000, version="1.0", digest="abc") != key
+    assert scale.cache_key(1000, version="1.1", digest="abc") != key
+    assert scale.cache_key(1000).startswith("sessions-1000-v")  # this trails, these sources
+
+    ontology = tmp_path / "onto.ttl"
+    package = tmp_path / "prov"
+    package.mkdir()
+    ontology.write_text("a")
+    (package / "builder.py").write_text("x = 1")
+    (package / "notes.txt").write_text("not a source")
+    sources = (ontology, package)
+    first = scale.shape_digest(sources)
+    assert scale.shape_digest(sources) == first
+    (package / "notes.txt").write_text("changed, but not a source")
+    assert scale.shape_digest(sources) == first
+    (package / "builder.py").write_text("x = 2")
+    assert scale.shape_digest(sources) != first
+    (package / "builder.py").write_text("x = 1")
+    assert scale.shape_digest(sources) == first
+    (package / "events.py").write_text("")
+    assert scale.shape_digest(sources) != first
+
+
+def test_cached_store_builds_once_and_rebuilds_an_interrupted_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[Path] = []
+
+    def fake_build(path: Path, sessions: int, **_: object) -> dict[str, object]:
+        built.append(path)
+        path.mkdir(parents=True)
+        (path / "data").write_text("x")
+        return {"sessions": sessions}
+
+    monkeypatch.setattr(scale, "build", fake_build)
+    path, manifest = scale.cached_store(3, root=tmp_path, log=lambda _: None)
+    assert manifest == {"sessions": 3} and path.parent.name == scale.cache_key(3)
+    assert scale.cached_store(3, root=tmp_path, log=lambda _: None) == (path, manifest)
+    assert len(built) == 1
+    (path.parent / scale.COMPLETE).unlink()  # a build that stopped half way
+    (path / "stale").write_text("left by the stopped build")
+    scale.cached_store(3, root=tmp_path, log=lambda _: None)
+    assert len(built) == 2 and not (path / "stale").exists()
+    other = tmp_path / "sessions-3-v0.0.0-mix0-old"
+    other.mkdir()
+    assert scale.prune(tmp_path, keep=(path.parent.name,)) == [other]
+    assert path.exists()
+
+
+def test_a_tiny_store_holds_real_sealed_conforming_sessions(tmp_path: Path) -> None:
+    manifest = scale.build(tmp_path / "store", len(KINDS), indices=KINDS)
+    assert manifest["sessions"] == 5 and manifest["interrupted"] == 1
+    store = open_store(tmp_path / "store")
+    try:
+        report = verify(store)
+        assert report.ok, report.findings
+        assert report.seals >= 5  # every session sealed, the interrupted one by recovery
+        assert len(interrupted_sessions(store)) == 1
+        assert_conforms(store)
+        rows = store.query(
+            "PREFIX trails: <https://w3id.org/trails/ns#>\n"
+            "SELECT ?g (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?g a trails:Session . ?s ?p ?o } }"
+            " GROUP BY ?g"
+        )
+        assert isinstance(rows, Solutions)
+        sizes = [int(str(r["n"].value)) for r in rows]  # type: ignore[union-attr]
+        assert len(sizes) == 5
+        assert 150 <= sum(sizes) / len(sizes) <= 600, sizes  # about 300 quads a session
+        costs = store.query(
+            "PREFIX trails: <https://w3id.org/trails/ns#>\n"
+            "SELECT (COUNT(?c) AS ?n) WHERE { GRAPH ?g { ?c a trails:LLMCompletion } }"
+        )
+        assert isinstance(costs, Solutions)
+        assert int(str(next(iter(costs))["n"].value)) >= 15  # type: ignore[union-attr]
+        replayed = Session.replay(str(manifest["persisted"]), store=store)
+        assert replayed.read_only
+        assert len(replayed.invocations) == len(scale.plan_for(KINDS[-1]).tools)
+    finally:
+        store.close()
+
+
+def test_run_all_finds_oxigraph_next_to_the_interpreter_and_passes_arguments() -> None:
+    path = run_all.child_path("/usr/bin:/bin", interpreter="/venv/bin/python")
+    assert path.split(":") == ["/usr/bin", "/bin", "/venv/bin"]
+    assert run_all.child_path("/venv/bin:/bin", interpreter="/venv/bin/python") == "/venv/bin:/bin"
+    assert run_all.split_args(["scale", "--", "--sizes", "1000"]) == (
+        ["scale"],
+        ["--sizes", "1000"],
+    )
+    assert run_all.split_args(["audit"]) == (["audit"], [])
+    assert run_all.main(["no-such-benchmark"]) == 2
+
+
+def test_run_all_skips_the_endpoint_benchmark_without_an_oxigraph_binary(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ran: list[list[str]] = []
+
+    class Done:
+        returncode = 0
+
+    monkeypatch.setattr(run_all.shutil, "which", lambda *a, **k: None)
+    monkeypatch.setattr(run_all.subprocess, "run", lambda argv, **k: ran.append(argv) or Done())
+    assert run_all.main(["endpoint", "import"]) == 0
+    out = capsys.readouterr().out
+    assert "bench_endpoint.py skipped: no `oxigraph` binary" in out
+    assert [Path(a[1]).name for a in ran] == ["bench_import.py"]
+
+
+def test_the_scale_table_gives_ratios_to_the_smallest_store_and_verdicts() -> None:
+    sizes = [1000, 10_000]
+    medians = {c.key: {1000: 0.5, 10_000: 0.6} for c in bench_scale.COMMANDS}
+    medians["report"] = {1000: 1.0, 10_000: 2.0}
+    medians["cost_by_model"] = {1000: 0.8, 10_000: 1.2}
+    medians["verify_all"] = {1000: 10.0, 10_000: 100.0}
+    manifests: dict[int, dict[str, object]] = {
+        1000: {"sessions": 1000},
+        10_000: {"sessions": 10_000},
+    }
+    text = bench_scale.table(sizes, medians, manifests)
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()}
+    assert "| 1.20x | <= 1.5x: met |" in lines["`trails query session-timeline` (one session)"]
+    assert "| 2.00x | <= 1.5x: **missed** |" in lines["`trails report SESSION`"]
+    assert "<= 1 s: **missed**" in lines["`trails query cost-by-model`"]
+    assert "100/s" in lines["`trails verify` (all)"]
+    assert text.splitlines()[0].startswith("| command | 1,000 | 10,000 | 10x store / 1,000 |")
+    assert json.dumps(manifests)  # what the report is made from stays plain data
