@@ -265,10 +265,15 @@ SELECT ?g ?proj ?s ?p ?o WHERE {{
 }}
 """
 
+# the projections in the graph ?iri, and the projections of the session ?iri wherever they are:
+# two index lookups, never a scan of every projection in the store
 _FIND = f"""
 SELECT ?iri ?proj ?g ?session WHERE {{
-  GRAPH ?g {{ ?proj a {T.SessionProjection.n3()} ; {T.projectionOf.n3()} ?session }}
-  FILTER (?g = ?iri || ?session = ?iri)
+  {{ GRAPH ?iri {{ ?proj a {T.SessionProjection.n3()} ; {T.projectionOf.n3()} ?session }}
+     BIND(?iri AS ?g) }}
+  UNION
+  {{ GRAPH ?g {{ ?proj {T.projectionOf.n3()} ?iri ; a {T.SessionProjection.n3()} }}
+     BIND(?iri AS ?session) }}
 }} ORDER BY ?g ?proj
 """
 
