@@ -209,6 +209,8 @@ def summarise(
     )
     if principal is None:  # a session always has its principal: keep the entry well-formed
         out = [q for q in out if q.predicate != PROV.wasAttributedTo and q.subject != session]
+    if first(str(session), PROV.endedAtTime) is None:
+        return out  # still running: its start only; the rest is written with its end
 
     def add(s: IRI, p: IRI, o: Term) -> None:
         out.append(Quad(s, p, o, catalogue))
@@ -351,8 +353,9 @@ def entry_quads(
     add = summarise(session, triples, catalogue, is_sealed=is_sealed)
     if not replace:
         return add, []
-    keep = set(add)
-    return add, [q for q in existing_entry(store, session, catalogue) if q not in keep]
+    stored = existing_entry(store, session, catalogue)
+    keep, have = set(add), set(stored)
+    return [q for q in add if q not in have], [q for q in stored if q not in keep]
 
 
 _SESSIONS = """
@@ -416,7 +419,8 @@ def rebuild(store: Store, minter: Minter | None = None, *, missing_only: bool = 
             is_sealed=str(session) in is_sealed,
             replace=True,
         )
-        if add or remove:
+        entry = str(entry_iri(session))
+        if remove or any(str(q.subject).startswith(entry) for q in add):
             store.write(add, remove=remove)
             written.append(session)
     return written

@@ -15,6 +15,7 @@ the millisecond, durations and costs with their units.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections import defaultdict
@@ -310,6 +311,13 @@ def render_report(
     Raises:
         SessionError: no such session.
     """
+    context = report_data(store, session, minter=minter, redaction=redaction)
+    return _template().render(**context)
+
+
+@functools.cache
+def _template() -> jinja2.Template:
+    """The report template, compiled once per process (compiling costs more than the queries)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(_TEMPLATES),
         autoescape=True,
@@ -317,8 +325,7 @@ def render_report(
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    context = report_data(store, session, minter=minter, redaction=redaction)
-    return env.get_template("report.html.j2").render(**context)
+    return env.get_template("report.html.j2")
 
 
 def write_report(
