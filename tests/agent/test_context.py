@@ -145,7 +145,7 @@ def test_session_context_opens_lazily_in_its_store(store: Store) -> None:
     client = LLMClient.mock(response="finish")
     s.run("Go.", llm=client)
     assert s.opened and s.iri is not None and s.iri.endswith(s.id)
-    assert own.graphs() == [s.iri]
+    assert own.graphs() == sorted([s.iri, "urn:trails:graph:catalogue"])  # + its catalogue entry
     assert store.graphs() == []  # the default store was not touched
     assert isinstance(s.context.invocations, list) and s.context.invocations is s.invocations
     assert_conforms(own)

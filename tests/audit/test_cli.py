@@ -159,7 +159,7 @@ def test_export_and_import_commands(
 
     target = tmp_path / "copy"
     status, _, err = run(capsys, "--store", str(target), "import", str(tmp_path / "b.nq"))
-    assert status == 0 and "in 7 graph(s)" in err
+    assert status == 0 and "in 8 graph(s)" in err  # sessions, ledger, memory, catalogue
     copy = open_store(target)
     try:
         assert set(copy.graphs()) == set(fx.store.graphs())

@@ -39,7 +39,7 @@ def test_selection_by_session_time_and_all(fx: Fixture) -> None:
         fx.sessions["B"]
     ]
     everything = select_graphs(fx.store, all_graphs=True)
-    assert set(everything) == set(fx.store.graphs()) and len(everything) == 7
+    assert set(everything) == set(fx.store.graphs()) and len(everything) == 8  # + catalogue
     with pytest.raises(ExportError, match="no session graph urn:trails:session:nope"):
         select_graphs(fx.store, sessions=["urn:trails:session:nope"])
     with pytest.raises(ExportError, match="choose what to export"):
@@ -122,7 +122,7 @@ def test_export_import_export_is_lossless_and_still_verifies(
     with first.open("wb") as fh:
         export(fx.store, fh, graphs, format=fmt)
     other = open_store("memory:")
-    assert import_file(other, first)[0] == 7
+    assert import_file(other, first)[0] == 8
     assert nquads_set(other) == nquads_set(fx.store)
     second = tmp_path / first.name.replace("first", "second")
     with second.open("wb") as fh:

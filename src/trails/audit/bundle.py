@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from trails.audit.canonical import canonical_lines, graph_digest
+from trails.audit.catalogue import rebuild
 from trails.audit.export import ExportStats, export
 from trails.audit.ledger import (
     GENESIS,
@@ -184,6 +185,7 @@ def _scratch(entries: dict[str, bytes]) -> Store:
             scratch.load(data, format="trig")
         elif name == _SEGMENT:
             scratch.load(data, format="nquads")
+    rebuild(scratch)  # the catalogue the store-wide pack queries read, from the bundled graphs
     return scratch
 
 

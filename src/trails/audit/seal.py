@@ -32,6 +32,7 @@ by the old one.
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import threading
 import time
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trails.audit.canonical import canonical_lines, digest_lines
+from trails.audit.catalogue import catalogue_iri, entry_quads, start_quads
 from trails.audit.ledger import (
     GENESIS,
     KeyRotated,
@@ -60,7 +62,7 @@ from trails.config import Settings, load_settings
 from trails.errors import ConfigError
 from trails.prov.events import Event, SessionEnded, SessionStarted
 from trails.prov.iri import Minter
-from trails.prov.vocab import T
+from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions
 from trails.store.terms import IRI, Literal, Quad, literal
 
@@ -77,6 +79,8 @@ __all__ = [
     "rotate_signing_key",
     "seal_ended_unsealed",
 ]
+
+log = logging.getLogger(__name__)
 
 # One query, one request: the graph to seal, the ledger's pointer to its newest seals
 # (with their hashes, to anchor on) and the graph's earlier seals (to revise the newest).
@@ -169,7 +173,7 @@ class Sealer:
                 self._unsealed.add(event.graph)  # a new graph: nothing to revise
                 if self.tracking:
                     self._graphs.setdefault(event.graph, set())  # filled by observe()
-                return [], []
+                return self.start_summary_quads(recorder, event), []
             if isinstance(event, SessionEnded):
                 targets = [event.graph]
             else:
@@ -308,7 +312,9 @@ class Sealer:
         remove = [Quad(ledger, T.latestSeal, h, ledger) for h in hints]
         pending.sequence, pending.seal, pending.seal_hash = n, seal, seal_hash
         pending.graphs[graph] = seal
-        add.extend(self.summary_quads(recorder, graph, stored, new))
+        more, less = self.summary_quads(recorder, graph, stored, new)
+        add.extend(more)
+        remove.extend(less)
         return add, remove
 
     def _pointer(self, recorder: Recorder, ledger: IRI) -> dict[IRI, str]:
@@ -330,12 +336,36 @@ class Sealer:
 
     def summary_quads(
         self, recorder: Recorder, graph: IRI, stored: list[tuple[Any, ...]], new: list[Quad]
-    ) -> list[Quad]:
-        """Quads to write with the seal, atomically with the session's end: the place for a
-        per-session catalogue summary (start, end, principal, cost ...), built from the
-        graph as read (``stored``: subject, predicate, object rows) and the end's quads
-        (``new``). None today."""
-        return []
+    ) -> tuple[list[Quad], list[Quad]]:
+        """``(add, remove)`` to write with the seal, atomically with the session's end: the
+        session's catalogue entry (``trails.audit.catalogue``), built from the graph as
+        read (``stored``: subject, predicate, object rows) and this write's quads
+        (``new``). When the graph had already ended (a late write, a recovery seal), the
+        stored entry is read and replaced; at a first end it only grows from its start."""
+        mine = [(q.subject, q.predicate, q.object) for q in new if q.graph == graph]
+        ended_before = any(p == PROV.endedAtTime and str(s) == str(graph) for s, p, _ in stored)
+        try:
+            return entry_quads(
+                recorder.store,
+                graph,
+                [*stored, *mine],
+                catalogue_iri(recorder.minter),
+                is_sealed=True,
+                replace=ended_before,
+            )
+        except Exception:  # the catalogue must never cost the seal (rebuild repairs it)
+            log.exception("the catalogue entry of %s was not written", graph)
+            return [], []
+
+    def start_summary_quads(self, recorder: Recorder, event: SessionStarted) -> list[Quad]:
+        """The catalogue entry of a session that starts, written with its start."""
+        minter = recorder.minter
+        label = event.label or f"session {minter.session_id(event.graph)}"
+        principal = minter.agent(event.principal)
+        catalogue = catalogue_iri(minter)
+        return start_quads(
+            event.graph, principal, event.started, label, catalogue, literal(event.principal)
+        )
 
     # -- sealing outside an event -------------------------------------------------
 

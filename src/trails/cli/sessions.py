@@ -1,4 +1,12 @@
-"""``trails sessions``: the sessions in the store, newest first (the ``sessions`` pack query)."""
+"""``trails sessions``: the sessions in the store, newest first, a page at a time.
+
+Answered from the catalogue graph (the ``sessions`` pack query, see
+``trails.audit.catalogue``): by default the newest 20, ``--limit N`` for
+another page size, ``--all`` for every one; filters by principal, start-time
+range and end status. A store recorded without the catalogue (before it
+existed, or with ``[audit] seal = false``) lists nothing until
+``trails catalogue rebuild`` has written its entries: the command says so.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +14,35 @@ import argparse
 import sys
 
 from trails.audit.access import reading
+from trails.audit.catalogue import has_entries
 from trails.audit.querypack import get_query
 from trails.audit.render import table
+from trails.errors import UserError
 
-__all__ = ["register", "run"]
+__all__ = ["DEFAULT_LIMIT", "PAGE_MARKER", "paged", "register", "run"]
+
+DEFAULT_LIMIT = 20
+PAGE_MARKER = "#PAGE"
+"""The line of ``queries/sessions.rq`` where the page's ``LIMIT`` goes (inside its subquery)."""
+
+
+def paged(text: str, limit: int | None) -> str:
+    """The ``sessions`` query text limited to the newest ``limit`` sessions (None: all)."""
+    if limit is None:
+        return text
+    if PAGE_MARKER not in text:
+        raise UserError("the sessions query has no place for a page limit")
+    return text.replace(PAGE_MARKER, f"LIMIT {int(limit)}", 1)
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("the limit is at least 1")
+    return value
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,6 +52,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--since", help="started at or after (ISO 8601)")
     p.add_argument("--until", help="started before (ISO 8601)")
     p.add_argument("--status", help="ended with this status (ok, error, interrupted)")
+    pages = p.add_mutually_exclusive_group()
+    pages.add_argument(
+        "--limit",
+        type=_limit,
+        default=DEFAULT_LIMIT,
+        help=f"the newest N sessions (default {DEFAULT_LIMIT})",
+    )
+    pages.add_argument("--all", action="store_true", help="every session, not only the newest page")
     p.add_argument(
         "--format",
         "-f",
@@ -36,8 +77,15 @@ def run(args: argparse.Namespace) -> int:
         k: getattr(args, k) for k in ("principal", "since", "until", "status") if getattr(args, k)
     }
     bound = query.bind(values)
-    text = query.text_for(bound)
+    text = paged(query.text_for(bound), None if args.all else args.limit)
     with reading(args.store) as store:
+        catalogued, recorded = has_entries(store)
+        if recorded and not catalogued:
+            print(
+                "this store's sessions have no catalogue entries yet: "
+                "run `trails catalogue rebuild` to list them",
+                file=sys.stderr,
+            )
         if args.format == "table":
             print(table(store.query(text, bound), hide=set(query.params) - set(bound)))
             return 0

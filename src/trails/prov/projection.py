@@ -265,10 +265,15 @@ SELECT ?g ?proj ?s ?p ?o WHERE {{
 }}
 """
 
+# the projections in the graph ?iri, and the projections of the session ?iri wherever they are;
+# ?iri stays out of the GRAPH ?g group (a bound parameter there is a pass over every graph)
 _FIND = f"""
 SELECT ?iri ?proj ?g ?session WHERE {{
-  GRAPH ?g {{ ?proj a {T.SessionProjection.n3()} ; {T.projectionOf.n3()} ?session }}
-  FILTER (?g = ?iri || ?session = ?iri)
+  {{ GRAPH ?iri {{ ?proj a {T.SessionProjection.n3()} ; {T.projectionOf.n3()} ?session }}
+     BIND(?iri AS ?g) }}
+  UNION
+  {{ GRAPH ?g {{ ?proj {T.projectionOf.n3()} ?session ; a {T.SessionProjection.n3()} }}
+     FILTER(?session = ?iri) }}
 }} ORDER BY ?g ?proj
 """
 

@@ -171,6 +171,26 @@ class T:
     sealsVerified = TRAILS.sealsVerified
     graphsVerified = TRAILS.graphsVerified
     redaction = TRAILS.redaction
+    # audit: the session catalogue (one summary per session, in its own graph)
+    SessionSummary = TRAILS.SessionSummary
+    AgentUsage = TRAILS.AgentUsage
+    summaryOf = TRAILS.summaryOf
+    sessionStarted = TRAILS.sessionStarted
+    sessionEnded = TRAILS.sessionEnded
+    sessionStatus = TRAILS.sessionStatus
+    sessionStopReason = TRAILS.sessionStopReason
+    planner = TRAILS.planner
+    usedModel = TRAILS.usedModel
+    sealed = TRAILS.sealed
+    usage = TRAILS.usage
+    usedAgent = TRAILS.usedAgent
+    actingFor = TRAILS.actingFor
+    activityCount = TRAILS.activityCount
+    completionCount = TRAILS.completionCount
+    unpricedCount = TRAILS.unpricedCount
+    totalInputTokens = TRAILS.totalInputTokens
+    totalOutputTokens = TRAILS.totalOutputTokens
+    totalCostUSD = TRAILS.totalCostUSD
     # PII masking at the source
     Masking = TRAILS.Masking
     masking = TRAILS.masking
