@@ -149,6 +149,10 @@ def test_apply_removes_records_and_seals_and_verify_names_the_removals(
     graphs = set(store.graphs())
     for n in STRUCTURE:
         assert sessions[n] not in graphs
+    # the catalogue (trails sessions) lists what the store still holds
+    listed = {str(r["session"]) for r in get_query("sessions").run(store)}  # type: ignore[union-attr]
+    assert listed.isdisjoint(str(sessions[n]) for n in STRUCTURE)
+    assert {str(sessions[n]) for n in CONTENT} <= listed
     dump = store.dump(format="nquads").decode()
     for n in CONTENT:
         assert sessions[n] in graphs

@@ -70,6 +70,12 @@ SCOPED: list[tuple[str, str, dict[str, Any], Any]] = [
         [{"x": D, "s": A}, {"x": D, "s": D}, {"x": D, "s": IRI(T + "b")}],
     ),
     (
+        "bind-reads-the-parameter",  # a BIND reads it where it stands: bound before it
+        "SELECT ?x ?s ?o WHERE { GRAPH ?g { ?x <urn:t:p> ?o BIND(?x AS ?s) } }",
+        {"x": A},
+        [{"x": A, "s": A, "o": IRI(T + "b")}],
+    ),
+    (
         "minus-mentioning",
         "SELECT ?x ?o WHERE { GRAPH ?g { ?x <urn:t:p> ?o } MINUS { GRAPH ?h { ?x <urn:t:q> ?c } } }",
         {"x": A},

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
+from trails.audit.catalogue import catalogue_iri, existing_entry
 from trails.audit.holds import Hold, active_holds_for, list_holds
 from trails.audit.ledger import ledger_iri, seals_of_graph
 from trails.audit.seal import install_sealer
@@ -487,14 +488,19 @@ def _remove_content(
     return removed
 
 
-def _remove_structure(store: Store, sessions: Sequence[str]) -> None:
-    """Drop the session graphs (their seals stay in the ledger).
+def _remove_structure(store: Store, sessions: Sequence[str], catalogue: IRI) -> None:
+    """Drop the session graphs (their seals stay in the ledger) and their catalogue entries
+    (``trails sessions`` lists what the store holds).
 
     MERGE POINT: with content in a content graph per session, drop that graph too
     (through the erasure API, so its digests are recorded as erased).
     """
     for session in sessions:
-        store.clear(IRI.trusted(session))
+        graph = IRI.trusted(session)
+        store.clear(graph)
+        entry = existing_entry(store, graph, catalogue)
+        if entry:
+            store.write([], remove=entry)
 
 
 def apply(
@@ -562,7 +568,7 @@ def apply(
     content = [r.session for r in the_plan.removals if r.what == "content"]
     structure = [r.session for r in the_plan.removals if r.what == "structure"]
     result.content_values = _remove_content(recorder, content, sealed={str(g) for g in latest})
-    _remove_structure(store, structure)
+    _remove_structure(store, structure, catalogue_iri(recorder.minter))
     if compact:
         compactor = getattr(store, "compact", None)
         if callable(compactor):

@@ -443,11 +443,13 @@ class _Binder:
                 block.kind == "group"
                 and not any(self.mentions(c, n) for c in block.children for n in names)
                 and not any(
-                    t.upper() == "VALUES" for _, t in self.p.tokens[block.open : block.close]
+                    t.upper() in ("VALUES", "BIND")
+                    for _, t in self.p.tokens[block.open : block.close]
                 )
             ):
-                # nothing in the group binds the parameter before its end (its triple
-                # patterns hold the constant; no nested group or VALUES mentions it), so
+                # nothing in the group binds or reads the parameter before its end (its
+                # triple patterns hold the constant; no nested group, VALUES or BIND: a
+                # BIND reads it where it stands, so it must be bound before), so
                 # the BIND may close the group: the same
                 # answers, and the engine starts from the constant instead of evaluating
                 # an empty pattern first (inside GRAPH ?g that is one row per graph)
