@@ -22,7 +22,8 @@ Two rules from the ``[audit]`` configuration apply on the way out:
 - **Redaction**: ``[[audit.redact]]`` tables name entity classes
   (``types = ["trails:Prompt"]``) and/or capabilities
   (``capabilities = ["send_email"]``: the inputs and outputs of their
-  invocations and policy decisions) whose ``prov:value`` is dropped
+  invocations and policy decisions) whose ``prov:value`` (in the session's
+  content graph, exported with it) is dropped
   (``action = "drop"``) or replaced by ``sha256:<hex>`` (``action = "hash"``).
   A redacted entity carries ``trails:redaction``. Redacted graphs no longer
   match their seals, on purpose.
@@ -50,6 +51,7 @@ from trails.audit.canonical import canonical_term
 from trails.audit.querypack import get_query
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
+from trails.prov.content import content_graph
 from trails.prov.iri import Minter
 from trails.prov.vocab import NAMESPACES, PROV, T
 from trails.store import Literal, Solutions, Store, open_store
@@ -176,7 +178,7 @@ SELECT ?g ?level ?domain WHERE {
 
 _BY_TYPE = """
 PREFIX prov: <http://www.w3.org/ns/prov#>
-SELECT ?g ?e ?v $type WHERE { GRAPH ?g { ?e a $type ; prov:value ?v } }
+SELECT ?g ?e ?v $type WHERE { GRAPH ?s { ?e a $type } GRAPH ?g { ?e prov:value ?v } }
 """
 
 _BY_CAPABILITY = """
@@ -187,8 +189,8 @@ SELECT ?g ?e ?v $capability WHERE {
     { ?a prov:qualifiedAssociation/prov:hadPlan/trails:capabilityId $capability }
     UNION { ?a a trails:PolicyDecision ; trails:capabilityId $capability }
     { ?a prov:used ?e } UNION { ?e prov:wasGeneratedBy ?a }
-    ?e prov:value ?v .
   }
+  GRAPH ?g { ?e prov:value ?v }
 }
 """
 
@@ -240,6 +242,8 @@ def select_graphs(
         graphs = {IRI.trusted(str(r["session"])) for r in result}
     if not graphs:
         raise ExportError("the selection is empty: no graph to export")
+    # each graph's content travels with it (the content graph, while not erased)
+    graphs |= {c for g in graphs if (c := content_graph(g)) in present}
     return sorted(graphs)
 
 

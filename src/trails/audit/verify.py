@@ -18,7 +18,8 @@ first, each naming the graph or seal and what no longer matches:
 
 Sessions that have not ended (``open``) and sessions ended as interrupted
 (``interrupted``, by recovery) are listed, not findings: an accident is not
-tampering. ``VerifyReport.heads`` are the ledger's heads: the seals no other
+tampering. Nor is an erasure: seals cover structure graphs, erased content was in
+content graphs, and each erasure's sealed receipt is listed (``erasures``). ``VerifyReport.heads`` are the ledger's heads: the seals no other
 seal links to (by previous seal or anchor). Each head's hash commits to every
 seal it reaches; keep them elsewhere and pass them back as ``expect_heads`` to
 catch the newest seals being removed.
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trails.audit.canonical import graph_digest
+from trails.audit.erasure import list_erasures
 from trails.audit.ledger import (
     GENESIS,
     LedgerContents,
@@ -110,6 +112,9 @@ class VerifyReport:
     open_sessions: list[str] = field(default_factory=list)
     interrupted_sessions: list[str] = field(default_factory=list)
     """Sessions ended as interrupted (their process died); listed, not findings."""
+    erasures: list[str] = field(default_factory=list)
+    """Content erased on record (``trails.audit.erasure``: by whom, when, why); listed, not
+    findings: erasure removes content from content graphs, never from a sealed graph."""
 
     @property
     def ok(self) -> bool:
@@ -391,6 +396,7 @@ def verify(
     result = store.query(_SESSIONS)
     assert isinstance(result, Solutions)
     _sort_sessions(result, latest, report)
+    report.erasures = [e.describe() for e in list_erasures(store)]
     return report
 
 
@@ -438,4 +444,5 @@ def _verify_session(
                 Finding("chain", head, "the expected head is not in the ledger (seals removed?)")
             )
     _sort_sessions(result, {session: latest} if latest is not None else {}, report)
+    report.erasures = [e.describe() for e in list_erasures(store, session=str(session))]
     return report

@@ -42,6 +42,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "end sessions left open by a process that stopped (as interrupted) and seal them",
     ),
     "hold": ("holds", "legal holds: evidence retention and erasure must not remove until released"),
+    "erase": (
+        "erase",
+        "erase recorded content (keeping digests and seals) with a sealed receipt",
+    ),
+    "migrate": (
+        "erase",
+        "move content out of sealed graphs into content graphs, recorded and re-sealed",
+    ),
     "report": ("report", "write the HTML audit report of a session"),
     "replay": ("replay", "print a persisted session; --rerun checks it still runs"),
     "diff": ("replay", "where two recorded sessions diverge"),

@@ -30,8 +30,9 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from trails.errors import SessionError
+from trails.errors import ContentErased, SessionError
 from trails.prov.builder import QuadBuilder
+from trails.prov.content import erasure_of
 from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.masking import Masking
@@ -215,10 +216,10 @@ def projection_quads(
         b.value(e, T.position, i)
         b.value(e, T.capabilityId, inv.capability)
         b.add(e, T.ofActivity, IRI.trusted(inv.activity))
-        b.value(e, T.arguments, _json(inv.args))
+        b.content_text(e, T.arguments, _json(inv.args), digest=False)
         b.value(e, T.argumentsSha256, inv.args_sha256)
         if inv.result_sha256 is not None:
-            b.value(e, T.result, _json(inv.result))
+            b.content_text(e, T.result, _json(inv.result), digest=False)
             b.value(e, T.resultSha256, inv.result_sha256)
         b.value(e, T.invocationStatus, inv.status)
         b.value(e, T.invocationError, inv.error)
@@ -299,7 +300,7 @@ SELECT ?g ?proj ?pos ?role ?content ?tokens ?pinned WHERE {{
     ?proj {PROV.hadMember.n3()} ?e .
     ?e a {T.HistoryEntry.n3()} ; {T.position.n3()} ?pos .
     OPTIONAL {{ ?e {T.role.n3()} ?role }}
-    OPTIONAL {{ ?e {PROV.value.n3()} ?content }}
+    OPTIONAL {{ GRAPH ?cg {{ ?e {PROV.value.n3()} ?content }} }}
     OPTIONAL {{ ?e {T.tokenCount.n3()} ?tokens }}
     OPTIONAL {{ ?e {T.pinned.n3()} ?pinned }}
   }}
@@ -314,9 +315,9 @@ WHERE {{
     ?e a {T.InvocationEnvelope.n3()} ; {T.position.n3()} ?pos .
     OPTIONAL {{ ?e {T.capabilityId.n3()} ?cap }}
     OPTIONAL {{ ?e {T.ofActivity.n3()} ?activity }}
-    OPTIONAL {{ ?e {T.arguments.n3()} ?args }}
+    OPTIONAL {{ GRAPH ?cg1 {{ ?e {T.arguments.n3()} ?args }} }}
     OPTIONAL {{ ?e {T.argumentsSha256.n3()} ?argsHash }}
-    OPTIONAL {{ ?e {T.result.n3()} ?result }}
+    OPTIONAL {{ GRAPH ?cg2 {{ ?e {T.result.n3()} ?result }} }}
     OPTIONAL {{ ?e {T.resultSha256.n3()} ?resultHash }}
     OPTIONAL {{ ?e {T.invocationStatus.n3()} ?status }}
     OPTIONAL {{ ?e {T.invocationError.n3()} ?error }}
@@ -459,6 +460,16 @@ def _contiguous(positions: Iterable[int], kind: str, projection: IRI, graph: IRI
             )
 
 
+def _fail_if_erased(store: Store, entity: str, what: str, graph: IRI) -> None:
+    """Fail closed, naming the step, when content the projection needs was erased."""
+    erased = erasure_of(store, entity)
+    if erased is not None:
+        raise ContentErased(
+            f"session in graph {graph} cannot be replayed: the content of {what} ({entity}) "
+            f"was {erased}"
+        )
+
+
 def read_projection(store: Store, graph: IRI, session: IRI) -> Projection:
     """Read the projection of ``session`` from ``graph`` with SPARQL.
 
@@ -498,6 +509,8 @@ def read_projection(store: Store, graph: IRI, session: IRI) -> Projection:
     for row in select(store, _HISTORY, params):
         positions.append(int(_py(row, "pos")))
         n = positions[-1]
+        if _py(row, "content") is None:
+            _fail_if_erased(store, Minter.part(p, f"history:{n}"), f"history entry #{n}", graph)
         history.append(
             ProjectedEntry(
                 role=str(_require(_py(row, "role"), f"trails:role on history #{n}", p, graph)),
@@ -521,6 +534,9 @@ def read_projection(store: Store, graph: IRI, session: IRI) -> Projection:
             return _require(_py(row, name), f"{what} on invocation #{n}", p, graph)
 
         result_hash = _py(row, "resultHash")
+        if _py(row, "args") is None:
+            envelope = Minter.part(p, f"invocation:{n}")
+            _fail_if_erased(store, Minter.part(envelope, "arguments"), f"invocation #{n}", graph)
         invocations.append(
             ProjectedInvocation(
                 capability=str(need("cap", "trails:capabilityId")),

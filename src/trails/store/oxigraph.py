@@ -410,6 +410,58 @@ class OxigraphStore(Store):
         except OSError as exc:
             raise StoreError(f"load failed on {self!r}, nothing loaded: {exc}") from exc
 
+    def compact(self) -> None:
+        """Rewrite the store so that nothing removed from it survives in its files.
+
+        Oxigraph keeps the text of a long literal in a table of strings that
+        removing quads never prunes (and RocksDB keeps removed keys in older files
+        until a compaction), so ``optimize`` alone leaves erased text on disk. This
+        copies the quads the store holds now into a fresh directory (a bulk load:
+        no plain-text copy on the way), swaps it in for the old one and deletes
+        the old one. In memory, the same copy replaces the in-memory store.
+        The store stays open; it is unusable by other threads while this runs.
+
+        Raises:
+            StoreError: the copy or the swap failed (the old store is kept when
+                the copy failed; the directories are named in the message when
+                the swap failed).
+        """
+        import shutil
+
+        if self.path is None:
+            fresh = ox.Store()
+            self._call("compact", lambda: fresh.bulk_extend(self._all_quads()))
+            self._store = fresh
+            return
+        path = self.path
+        tmp = path.with_name(f"{path.name}.compacting")
+        old = path.with_name(f"{path.name}.compacted-old")
+        for leftover in (tmp, old):
+            shutil.rmtree(leftover, ignore_errors=True)
+        try:
+            copy = ox.Store(str(tmp))
+            copy.bulk_extend(self._all_quads())
+            copy.flush()
+            copy.optimize()
+            del copy  # closes it (RocksDB releases the directory)
+        except OSError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise StoreError(f"compaction of {self!r} failed, store unchanged: {exc}") from exc
+        self.close()
+        try:
+            path.rename(old)
+            tmp.rename(path)
+            shutil.rmtree(old)
+            self._store = ox.Store(str(path))
+        except OSError as exc:
+            raise StoreError(
+                f"compaction of {self!r}: swapping {tmp} in for {path} failed "
+                f"(the previous files are at {old} if it is not back): {exc}"
+            ) from exc
+
+    def _all_quads(self) -> Iterable[ox.Quad]:
+        return self.raw.quads_for_pattern(None, None, None, None)
+
     def close(self) -> None:
         if self._store is not None:
             store, self._store = self._store, None
