@@ -25,6 +25,10 @@ principal or learning session is held, is skipped, and the receipt names each
 hold it respected (``trails:skippedHold``; ``ErasureReceipt.skipped`` with the
 hold's reason).
 
+Erased memory text must not live on in a cache either: the memory index of this
+process is loaded again, the memory revision changes (so no snapshot taken before
+is used), and the index snapshot beside an on-disk store is deleted.
+
 On the embedded store the erased text must not survive in the store's files:
 Oxigraph never prunes the strings of removed quads, so ``erase`` ends by
 rewriting the store (``OxigraphStore.compact``). A SPARQL server's files are the
@@ -112,10 +116,9 @@ SELECT ?g ?s ?p ?dp $d WHERE {{
 # second branch) any content still in the graph itself: a store not yet migrated.
 _CONTENT_OF = f"""
 SELECT ?s ?p ?o ?d ?old $g $cg WHERE {{
-  {_VALUES}
-  {{ GRAPH $cg {{ ?s ?p ?o }} OPTIONAL {{ GRAPH $g {{ ?s ?dp ?d }} }} }}
+  {{ {_VALUES} GRAPH $cg {{ ?s ?p ?o }} OPTIONAL {{ GRAPH $g {{ ?s ?dp ?d }} }} }}
   UNION
-  {{ GRAPH $g {{ ?s ?p ?o }} BIND(true AS ?old) }}
+  {{ {_VALUES} GRAPH $g {{ ?s ?p ?o }} BIND(true AS ?old) }}
 }}
 """
 
@@ -504,6 +507,8 @@ def erase(
             ),
             remove=[r.quad for r in chunk],
         )
+    if any(r.memory for r in removals):
+        _drop_memory_copies(store, minter)
     seal_iri = None
     if seal:
         from trails.audit.seal import install_sealer
@@ -528,6 +533,21 @@ def erase(
         skipped=tuple(plan.skipped),
         compacted=compacted,
     )
+
+
+def _drop_memory_copies(store: Store, minter: Minter) -> None:
+    """Erased memory text must not live on in the memory index: a fresh memory revision
+    (so no snapshot taken before is used again), the snapshot file beside an on-disk
+    store deleted, and this process's index loaded again from the store."""
+    from trails.memory import snapshot
+    from trails.memory.index import index_for
+
+    index = index_for(store, minter)
+    index.compact()  # a fresh revision token: every snapshot taken before is stale
+    path = snapshot.path_for(store)
+    if path is not None:
+        path.unlink(missing_ok=True)
+    index.reload()
 
 
 def list_erasures(store: Store, *, session: str | None = None) -> list[ErasureRecord]:
