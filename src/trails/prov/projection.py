@@ -32,7 +32,7 @@ from pydantic_core import to_jsonable_python
 
 from trails.errors import ContentErased, SessionError
 from trails.prov.builder import QuadBuilder
-from trails.prov.content import erasure_of
+from trails.prov.content import content_graph, erasure_of
 from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.masking import Masking
@@ -266,6 +266,13 @@ SELECT ?g ?proj ?s ?p ?o WHERE {{
 }}
 """
 
+_OLD_CONTENT = f"""
+SELECT ?g ?cg ?proj ?s ?p ?o WHERE {{
+  GRAPH ?g {{ ?proj {PROV.hadMember.n3()} ?s }}
+  GRAPH ?cg {{ ?s ?p ?o }}
+}}
+"""
+
 _FIND = f"""
 SELECT ?iri ?proj ?g ?session WHERE {{
   GRAPH ?g {{ ?proj a {T.SessionProjection.n3()} ; {T.projectionOf.n3()} ?session }}
@@ -295,12 +302,13 @@ SELECT ?g ?proj ?session ?version ?sid ?principal ?strategy ?budget ?metadata ?c
 """
 
 _HISTORY = f"""
-SELECT ?g ?proj ?pos ?role ?content ?tokens ?pinned WHERE {{
+SELECT ?g ?cg ?proj ?pos ?role ?content ?tokens ?pinned WHERE {{
   GRAPH ?g {{
     ?proj {PROV.hadMember.n3()} ?e .
     ?e a {T.HistoryEntry.n3()} ; {T.position.n3()} ?pos .
     OPTIONAL {{ ?e {T.role.n3()} ?role }}
-    OPTIONAL {{ GRAPH ?cg {{ ?e {PROV.value.n3()} ?content }} }}
+    OPTIONAL {{ GRAPH $cg {{ ?e {PROV.value.n3()} ?content }} }}
+    OPTIONAL {{ ?e {PROV.value.n3()} ?content }}
     OPTIONAL {{ ?e {T.tokenCount.n3()} ?tokens }}
     OPTIONAL {{ ?e {T.pinned.n3()} ?pinned }}
   }}
@@ -308,16 +316,19 @@ SELECT ?g ?proj ?pos ?role ?content ?tokens ?pinned WHERE {{
 """
 
 _INVOCATIONS = f"""
-SELECT ?g ?proj ?pos ?cap ?activity ?args ?argsHash ?result ?resultHash ?status ?error ?started ?ended
+SELECT ?g ?cg ?proj ?pos ?cap ?activity ?args ?argsHash ?result ?resultHash ?status ?error ?started
+       ?ended
 WHERE {{
   GRAPH ?g {{
     ?proj {PROV.hadMember.n3()} ?e .
     ?e a {T.InvocationEnvelope.n3()} ; {T.position.n3()} ?pos .
     OPTIONAL {{ ?e {T.capabilityId.n3()} ?cap }}
     OPTIONAL {{ ?e {T.ofActivity.n3()} ?activity }}
-    OPTIONAL {{ GRAPH ?cg1 {{ ?e {T.arguments.n3()} ?args }} }}
+    OPTIONAL {{ GRAPH $cg {{ ?e {T.arguments.n3()} ?args }} }}
+    OPTIONAL {{ ?e {T.arguments.n3()} ?args }}
     OPTIONAL {{ ?e {T.argumentsSha256.n3()} ?argsHash }}
-    OPTIONAL {{ GRAPH ?cg2 {{ ?e {T.result.n3()} ?result }} }}
+    OPTIONAL {{ GRAPH $cg {{ ?e {T.result.n3()} ?result }} }}
+    OPTIONAL {{ ?e {T.result.n3()} ?result }}
     OPTIONAL {{ ?e {T.resultSha256.n3()} ?resultHash }}
     OPTIONAL {{ ?e {T.invocationStatus.n3()} ?status }}
     OPTIONAL {{ ?e {T.invocationError.n3()} ?error }}
@@ -372,6 +383,9 @@ def stored_projection_quads(store: Store, graph: IRI, session: str) -> list[Quad
     out: list[Quad] = []
     for row in rows:
         out.append(Quad(row["s"], row["p"], row["o"], graph))  # type: ignore[arg-type]
+    cg = content_graph(graph)  # the members' content (history text, arguments, results)
+    for row in select(store, _OLD_CONTENT, {"g": graph, "cg": cg, "proj": projection_iri(session)}):
+        out.append(Quad(row["s"], row["p"], row["o"], cg))  # type: ignore[arg-type]
     return out
 
 
@@ -488,7 +502,9 @@ def read_projection(store: Store, graph: IRI, session: IRI) -> Projection:
     p = projection_iri(session)
     params: dict[str, Term] = {"g": graph, "proj": p, "session": session}
     heads = list(select(store, _HEAD, params))
-    params = {"g": graph, "proj": p}
+    # the content graph named, not any graph: a projection persisted into two graphs
+    # has the same member IRIs in both
+    params = {"g": graph, "proj": p, "cg": content_graph(graph)}
     if not heads:
         raise SessionError(f"graph {graph} holds no projection {p}")
     head = heads[0]
@@ -560,7 +576,7 @@ def read_projection(store: Store, graph: IRI, session: IRI) -> Projection:
     _contiguous(positions, "invocation envelope", p, graph)
     completions: list[ProjectedCompletion] = []
     positions = []
-    for row in select(store, _COMPLETION_REFS, params):
+    for row in select(store, _COMPLETION_REFS, {"g": graph, "proj": p}):
         positions.append(int(_py(row, "pos")))
         n = positions[-1]
         completions.append(
