@@ -51,7 +51,7 @@ from trails.audit.canonical import canonical_term
 from trails.audit.querypack import get_query
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
-from trails.prov.content import content_graph
+from trails.prov.content import content_graph, is_content_graph, structure_graph
 from trails.prov.iri import Minter
 from trails.prov.vocab import NAMESPACES, PROV, T
 from trails.store import Literal, Solutions, Store, open_store
@@ -141,7 +141,9 @@ class Redaction:
 
     def hidden(self, store: Store, graph: IRI) -> dict[IRI, str]:
         """The entities of ``graph`` whose value these rules hide, and how (drop / hash)."""
-        return _redaction_targets(store, self, {graph}).get(graph, {})
+        content = content_graph(graph)
+        targets = _redaction_targets(store, self, {graph, content})
+        return {**targets.get(graph, {}), **targets.get(content, {})}
 
 
 def _expand(name: Any, where: str) -> IRI:
@@ -185,7 +187,7 @@ _BY_CAPABILITY = """
 PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT ?g ?e ?v $capability WHERE {
-  GRAPH ?g {
+  GRAPH ?s {
     { ?a prov:qualifiedAssociation/prov:hadPlan/trails:capabilityId $capability }
     UNION { ?a a trails:PolicyDecision ; trails:capabilityId $capability }
     { ?a prov:used ?e } UNION { ?e prov:wasGeneratedBy ?a }
@@ -479,6 +481,10 @@ def export(
         )
     minter = minter or Minter()
     stats = ExportStats(format=format)
+    # each graph's content travels with it: its content graph (in Turtle, merged into it)
+    present = set(store.graphs())
+    wanted = set(graphs)
+    graphs = [*graphs, *(c for g in graphs if (c := content_graph(g)) in present - wanted)]
     targets = _redaction_targets(store, redaction, set(graphs)) if redaction else {}
     if format == "nquads":
         _stream(store, graphs, out, format, targets, stats, progress)
@@ -492,6 +498,9 @@ def export(
         scratch = open_store("memory:")
         try:
             scratch.load(buffer.getvalue(), format="nquads")
+            if len(graphs) > 1:  # the content, in the one graph Turtle holds
+                content = scratch.dump(format="ntriples", graph=graphs[1]) or b""
+                scratch.load(content, format="ntriples", graph=graphs[0])
             scratch.dump(out, format="turtle", graph=graphs[0])
         finally:
             scratch.close()
@@ -509,7 +518,21 @@ def export(
             f"{PROV}erin); export as trig, nquads or jsonld"
         )
     trig = io.BytesIO()
-    _stream(store, graphs, trig, "trig", targets, ExportStats(), None, minter, schemes)
+    structure = [g for g in graphs if not is_content_graph(g)]
+    if len(structure) == len(graphs):
+        _stream(store, graphs, trig, "trig", targets, ExportStats(), None, minter, schemes)
+    else:  # one bundle per session: its content merged back into it (already redacted)
+        scratch = open_store("memory:")
+        try:
+            scratch.load(buffer.getvalue(), format="nquads")
+            for g in graphs:
+                if is_content_graph(g):
+                    data = scratch.dump(format="ntriples", graph=g) or b""
+                    scratch.load(data, format="ntriples", graph=structure_graph(g))
+                    scratch.clear(g)
+            _stream(scratch, structure, trig, "trig", {}, ExportStats(), None, minter, schemes)
+        finally:
+            scratch.close()
     document = ProvDocument.deserialize(
         content=trig.getvalue().decode("utf-8"), format="rdf", rdf_format="trig"
     )

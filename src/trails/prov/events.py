@@ -73,6 +73,10 @@ class Event(BaseModel):
 
     session: str
 
+    content_apart: ClassVar[bool] = True
+    """Whether the event's content values go to its graph's content graph (erasable), or
+    stay in the graph itself (records that are not personal data: the endpoint's log)."""
+
     @property
     def graph(self) -> IRI:
         """The named graph the event is written to (the session's, by default)."""

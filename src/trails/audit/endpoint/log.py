@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from trails.audit.endpoint.pool import InlineEvaluator
 from trails.config import Settings
@@ -60,6 +60,8 @@ class QueryReceived(Event):
     ``session`` is unused (the access log is not a session); ``log_graph`` is
     the graph the event is written to.
     """
+
+    content_apart: ClassVar[bool] = False  # the query text stays in the log graph
 
     session: str = ""
     log_graph: str
