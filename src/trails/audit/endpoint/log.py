@@ -116,6 +116,7 @@ def access_log_quads(event: QueryReceived, minter: Minter, content: str = "full"
         The quads, all in the access-log graph.
     """
     builder = QuadBuilder(event.graph, minter, content)
+    builder.content_graph = builder.graph  # the log is not erasable content: one graph
     event.emit(builder)
     return builder.quads
 
