@@ -266,8 +266,8 @@ seal, and the text left in the files. `trails verify` passes after each erasure.
 
 The rewrite of the files is a copy of everything the store holds (a bulk load into a new
 directory, swapped in): its cost grows with the store, not with what was erased, so erase
-many subjects with `compact=False` and call `store.compact()` once at the end (the
-retention job does). The rest is reading each content graph with its digests (one query
+many subjects with `compact=False` and call `store.compact()` once at the end (a
+retention run can do the same). The rest is reading each content graph with its digests (one query
 per session) and writing the receipt: four quads per erased value.""",
     )
     print(
