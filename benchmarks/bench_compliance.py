@@ -15,11 +15,16 @@ Measurements, each against a baseline from the same run:
 - **retention** (``retention(n)``, its own section): ``retention apply`` on
   ``n`` sealed sessions past their periods (default 1,000; ``--sessions
   10000`` for the recorded figure), once removing their content and once
-  their whole graphs, against removing the same quads / graphs with raw
+  their whole graphs, against removing the same content graphs / graphs with raw
   pyoxigraph calls on a copy of the same store; compaction timed apart.
+- **erase** (``bench_erase``, its own section): ``erase(principal=...)`` of one
+  data subject's content across N sealed sessions (default 1,000; ``--sessions N``),
+  the sealed receipt and the rewrite of the store's files included, against deleting
+  the same content graphs with raw store calls (``store.clear`` per content graph,
+  sessions found by the same SPARQL). Each on its own copy of the same store.
 
-Run: ``python benchmarks/bench_compliance.py [bundle] [retention] [--sessions N]`` (or
-``python benchmarks/run_all.py compliance``, which runs every part with the defaults).
+Run: ``python benchmarks/bench_compliance.py [bundle] [retention] [erase] [--sessions N]``
+(or ``python benchmarks/run_all.py compliance``, which runs every part with the defaults).
 """
 
 from __future__ import annotations
@@ -37,19 +42,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import interleaved, write_section
 
 import trails
+from trails.audit import verify
 from trails.audit.bundle import verify_bundle, write_bundle
+from trails.audit.erasure import erase
 from trails.audit.export import export as export_graphs
 from trails.audit.export import export_to_path
 from trails.audit.retention import RetentionPolicy
 from trails.audit.retention import apply as apply_retention
 from trails.audit.seal import install_sealer
 from trails.kernel import Context
-from trails.prov import LLMCompleted, Recorder, SessionEnded, SessionStarted
+from trails.prov import CapabilityInvoked, LLMCompleted, Recorder, SessionEnded, SessionStarted
+from trails.prov.content import content_graph
 from trails.prov.masking import NAMED_RULES, Masking
-from trails.prov.vocab import PROV
 from trails.store import IRI, open_store
-
-PROV_VALUE = PROV.value
 
 CUSTOMER = {
     "name": "Jane Doe",
@@ -137,7 +142,8 @@ that need one), and verifying recomputes those answers. Masking runs every rule 
 text the recorder writes (labels, arguments, results ...); most of its cost is the
 `phonenumbers` matcher on texts that hold a candidate number (a cheap pre-check skips the
 others). `trails erase` and `trails
-retention apply` are not built yet, so they are not measured.""",
+retention apply` is not built yet, so it is not measured; `trails erase` has its own
+section below.""",
     )
     print(
         f"bundle {t_bundle:.2f}s = {t_bundle / t_export:.1f}x export; verify {t_verify:.2f}s; "
@@ -174,12 +180,6 @@ def old_sessions(recorder: Recorder, n: int) -> list[IRI]:
         recorder.record(SessionEnded(session=g, ended=t + timedelta(seconds=3)))
         graphs.append(g)
     return graphs
-
-
-_VALUES = (
-    "SELECT ?s ?v $g WHERE { GRAPH $g { ?s <https://w3id.org/trails/ns#sha256> ?d ; "
-    "<http://www.w3.org/ns/prov#value> ?v } }"
-)
 
 
 def retention(n: int) -> None:
@@ -226,10 +226,8 @@ def retention(n: int) -> None:
                 node = ox.NamedNode(g)
                 if part == "structure":
                     raw.remove_graph(node)
-                else:
-                    rows = raw.query(_VALUES, substitutions={ox.Variable("g"): node})
-                    for row in rows:
-                        raw.remove(ox.Quad(row["s"], ox.NamedNode(str(PROV_VALUE)), row["v"], node))
+                else:  # the content graph holds the values; the digests stay in the graph
+                    raw.remove_graph(ox.NamedNode(str(content_graph(g))))
             results[f"{part}-raw"] = time.perf_counter() - t0
             del raw  # the pyoxigraph store closes with its last reference
             s.close()
@@ -284,19 +282,141 @@ the plan's three queries on top of the same graph drops.""",
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("parts", nargs="*", help="bundle, retention (default: both)")
+    parser.add_argument("parts", nargs="*", help="bundle, retention, erase (default: all)")
     parser.add_argument(
-        "--sessions", type=int, default=1000, help="sessions for retention (default 1000)"
+        "--sessions", type=int, default=1000, help="sessions for retention and erase (default 1000)"
     )
     args = parser.parse_args(argv)
-    parts = args.parts or ["bundle", "retention"]
-    if set(parts) - {"bundle", "retention"}:
-        parser.error(f"unknown parts {sorted(set(parts) - {'bundle', 'retention'})}")
+    known = {"bundle", "retention", "erase"}
+    parts = args.parts or sorted(known)
+    if set(parts) - known:
+        parser.error(f"unknown parts {sorted(set(parts) - known)}")
     if "bundle" in parts:
         bundle_and_masking()
     if "retention" in parts:
         retention(args.sessions)
+    if "erase" in parts:
+        bench_erase(args.sessions)
+
+
+SUBJECT = "did:example:subject"
+
+
+def erased_session(recorder: Recorder, i: int) -> None:
+    """A sealed session of the data subject: a completion and an invocation (4 content values)."""
+    now = datetime.now
+    s = recorder.minter.session()
+    recorder.record(SessionStarted(session=s, principal=SUBJECT, started=now(UTC)))
+    a, c = recorder.minter.activity(), recorder.minter.activity()
+    recorder.record(
+        LLMCompleted(
+            session=s,
+            activity=a,
+            parent=s,
+            principal=SUBJECT,
+            provider="scripted",
+            model="m",
+            started=now(UTC),
+            ended=now(UTC),
+            messages=[{"role": "user", "content": f"my account number is {i:08d}, help"}],
+            request_hash=f"h{i}",
+            text=f"Your account {i:08d} shows two payments this month.",
+        )
+    )
+    recorder.record(
+        CapabilityInvoked(
+            session=s,
+            activity=c,
+            parent=a,
+            principal=SUBJECT,
+            capability_id="crm.lookup",
+            started=now(UTC),
+            ended=now(UTC),
+            status="ok",
+            inputs={"account": f"{i:08d}"},
+            output=dict(CUSTOMER, account=f"{i:08d}"),
+        )
+    )
+    recorder.record(SessionEnded(session=s, ended=now(UTC)))
+
+
+_OF_SUBJECT = """
+PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?g $id WHERE { GRAPH ?g { ?g a trails:Session ; prov:wasAssociatedWith/trails:principalId $id } }
+"""
+
+
+def bench_erase(n: int) -> None:
+    """``erase`` of one subject across ``n`` sessions vs raw deletion of the same content."""
+    from trails.store import Literal
+
+    with tempfile.TemporaryDirectory(prefix="trails-bench-erase-") as tmp:
+        root = Path(tmp)
+        store = open_store(root / "base")
+        recorder = Recorder(store)
+        install_sealer(recorder)
+        t0 = time.perf_counter()
+        for i in range(n):
+            erased_session(recorder, i)
+        t_record = time.perf_counter() - t0
+        store.close()
+        for name in ("erase", "nocompact", "raw"):
+            shutil.copytree(root / "base", root / name)
+
+        def timed_erase(name: str, compact: bool) -> tuple[float, int, bool]:
+            st = open_store(root / name)
+            rec = Recorder(st)
+            install_sealer(rec)
+            t = time.perf_counter()
+            receipt = erase(rec, principal=SUBJECT, reason="bench", by="did:x", compact=compact)
+            elapsed = time.perf_counter() - t
+            ok = verify(st).ok
+            st.close()
+            return elapsed, receipt.erased, ok
+
+        t_erase, erased, ok = timed_erase("erase", True)
+        t_nocompact, _, ok2 = timed_erase("nocompact", False)
+        st = open_store(root / "raw")
+        t = time.perf_counter()
+        rows = st.query(_OF_SUBJECT, {"id": Literal(SUBJECT)})
+        for row in rows:  # type: ignore[union-attr]
+            st.clear(content_graph(str(row["g"])))
+        t_raw = time.perf_counter() - t
+        st.close()
+        assert ok and ok2 and erased == 4 * n, (ok, ok2, erased)
+
+    write_section(
+        "compliance_erase",
+        f"""## Compliance: `trails erase` (issue 18)
+
+`python benchmarks/bench_compliance.py erase --sessions {n}`, on-disk store. One data
+subject's {n:,} sealed sessions (a completion and a capability invocation each: 4
+content values, {erased:,} in all) recorded through the recorder ({t_record:.0f} s), then the
+store copied three times. `erase(recorder, principal=...)` finds the sessions (and
+memories), checks legal holds, reads each content graph with the digests, removes the
+content and writes the receipt in batches of 2,000 values (each batch one atomic write),
+seals the receipt, and rewrites the store's files so the erased text is gone from disk.
+The baseline deletes the same content graphs with raw store calls (the same SPARQL to
+find the sessions, then `store.clear` of each content graph): no holds, no receipt, no
+seal, and the text left in the files. `trails verify` passes after each erasure.
+
+| | time | per session | ratio |
+|---|---|---|---|
+| `erase`, receipt sealed, store files rewritten | {t_erase:.2f} s | {t_erase / n * 1e3:.2f} ms | **{t_erase / t_raw:.1f}x** raw |
+| `erase`, without rewriting the files (`--no-compact`) | {t_nocompact:.2f} s | {t_nocompact / n * 1e3:.2f} ms | **{t_nocompact / t_raw:.1f}x** raw |
+| raw deletion of the same content graphs (baseline) | {t_raw:.2f} s | {t_raw / n * 1e3:.3f} ms | |
+
+The rewrite of the files is a copy of everything the store holds (a bulk load into a new
+directory, swapped in): its cost grows with the store, not with what was erased, so erase
+many subjects with `compact=False` and call `store.compact()` once at the end (a
+retention run can do the same). The rest is reading each content graph with its digests (one query
+per session) and writing the receipt: four quads per erased value.""",
+    )
+    print(
+        f"erase {n}: {t_erase:.2f}s ({t_erase / t_raw:.1f}x raw); no compaction {t_nocompact:.2f}s"
+    )
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -162,8 +162,9 @@ def _many_tasks(client: LLMClient, ctx: Context, prompts: list[str]) -> float:
 WHOLE = f"""
 SELECT ?a ?prompt ?text (COUNT(DISTINCT ?status) AS ?statuses) WHERE {{ GRAPH ?g {{
   ?a a {T.LLMCompletion.n3()} ; {T.status.n3()} ?status ; <{PROV}used> ?p .
-  ?p a {T.Prompt.n3()} ; <{PROV}value> ?prompt .
-  OPTIONAL {{ ?c <{PROV}wasGeneratedBy> ?a ; a {T.Completion.n3()} ; <{PROV}value> ?text }}
+  ?p a {T.Prompt.n3()} . GRAPH ?cg1 {{ ?p <{PROV}value> ?prompt }}
+  OPTIONAL {{ ?c <{PROV}wasGeneratedBy> ?a ; a {T.Completion.n3()} .
+             GRAPH ?cg2 {{ ?c <{PROV}value> ?text }} }}
 }} }} GROUP BY ?a ?prompt ?text"""
 
 

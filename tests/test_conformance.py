@@ -410,7 +410,7 @@ def test_sample_session_conforms_in_both_content_modes(store: Store, recorder: R
     )
     assert len(read.activities) == 14 and len(read.agents) == 4  # model and policy shared
     doc = prov_document(store)
-    assert len(list(doc.bundles)) == 2  # one bundle per session graph
+    assert len(list(doc.bundles)) == 4  # one bundle per session graph and per content graph
 
 
 # -- broken graphs -----------------------------------------------------------------------

@@ -42,9 +42,10 @@ def invocations(store: Store) -> list[dict[str, Any]]:
             ?a a trails:CapabilityInvocation, prov:Activity ;
                trails:status ?status ; prov:startedAtTime ?start ; prov:endedAtTime ?end ;
                prov:qualifiedAssociation/prov:hadPlan/trails:capabilityId ?cap ;
-               prov:used/prov:value ?input .
+               prov:used ?in .
+            GRAPH ?cg1 { ?in prov:value ?input }
             OPTIONAL { ?a trails:errorMessage ?error }
-            OPTIONAL { ?out prov:wasGeneratedBy ?a ; prov:value ?output }
+            OPTIONAL { ?out prov:wasGeneratedBy ?a . GRAPH ?cg2 { ?out prov:value ?output } }
             OPTIONAL { ?a prov:wasInformedBy ?parent }
           }
         } ORDER BY ?start"""

@@ -21,6 +21,7 @@ from pyshacl import validate
 from rdflib import OWL, RDF, RDFS, SH, XSD, Namespace, URIRef
 
 from trails.prov import Recorder
+from trails.prov.content import structure_graph
 from trails.prov.vocab import PROV, TRAILS, T
 from trails.store import Store
 from trails.testing import ontology_dir, shapes_graph
@@ -51,13 +52,14 @@ def recorded(store: Store, recorder: Recorder) -> list[rdflib.Graph]:
     """Everything the recorder writes, one rdflib graph per session (full and hash-only content)."""
     record_sample_session(recorder)
     record_sample_session(Recorder(store, content="hash"))
-    graphs = []
-    for name in store.graphs():
+    graphs: dict[str, rdflib.Graph] = {}
+    for name in store.graphs():  # a session's structure and its content graph, as one graph
         data = store.dump(format="ntriples", graph=name)
         assert data is not None
-        graphs.append(rdflib.Graph(identifier=URIRef(name)).parse(data=data, format="nt"))
+        key = str(structure_graph(name))
+        graphs.setdefault(key, rdflib.Graph(identifier=URIRef(key))).parse(data=data, format="nt")
     assert len(graphs) == 2
-    return graphs
+    return list(graphs.values())
 
 
 def t_terms() -> dict[str, str]:

@@ -27,8 +27,9 @@ SELECT ?inv ?status ?started ?ended ?input ?principal ?cap WHERE {
   GRAPH ?g {
     ?inv a trails:CapabilityInvocation ; prov:startedAtTime ?started ;
          trails:capability/trails:capabilityId ?cap ;
-         prov:used/prov:value ?input ;
+         prov:used ?in ;
          prov:wasAssociatedWith/trails:principalId ?principal .
+    GRAPH ?content { ?in prov:value ?input }
     OPTIONAL { ?inv trails:status ?status }
     OPTIONAL { ?inv prov:endedAtTime ?ended }
   }

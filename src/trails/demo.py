@@ -85,7 +85,7 @@ SELECT $session ?capability ?input ?model ?principal ?sideEffects WHERE {
           prov:startedAtTime ?started .
     ?assoc prov:hadPlan ?plan ; prov:agent ?principal .
     ?plan rdfs:label ?capability ; trails:sideEffects ?sideEffects .
-    ?in prov:value ?input .
+    GRAPH ?content { ?in prov:value ?input }
     ?completion a trails:LLMCompletion ; prov:wasAssociatedWith ?m .
     ?m a prov:SoftwareAgent ; rdfs:label ?model .
   }

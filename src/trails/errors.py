@@ -19,6 +19,7 @@ Every error trails raises on purpose is a ``TrailsError``. Backend exceptions
     │   ├── ExportError            an export cannot be written as asked (unwritable path ...)
     │   │   └── ExportRefused      an export rule forbids it (assurance level, domain)
     │   ├── SessionError           replay / persist misuse (no such session ...)
+    │   │   └── ContentErased      replay met content that was erased (names step and erasure)
     │   └── MemoryInputError       bad memory input (range, scope, missing id)
     ├── RunError                   something failed while running
     │   ├── CapabilityError        a handler raised; the cause is attached
@@ -43,6 +44,7 @@ __all__ = [
     "CapabilityError",
     "CapabilityTimeout",
     "ConfigError",
+    "ContentErased",
     "ExportError",
     "ExportRefused",
     "MemoryInputError",
@@ -152,6 +154,11 @@ class ExportRefused(ExportError):
 
 class SessionError(UserError):
     """A session cannot be persisted, replayed or continued as asked."""
+
+
+class ContentErased(SessionError):
+    """A session cannot be replayed: content it needs was erased (the message names the
+    step, and who erased it, when and why)."""
 
 
 class MemoryInputError(UserError):

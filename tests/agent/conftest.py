@@ -31,8 +31,9 @@ SELECT ?run ?step ?action ?input ?output ?status ?error WHERE {
          trails:capability ?cap ;
          prov:used ?in .
     ?cap trails:capabilityId ?action .
-    ?in a trails:CapabilityInput ; prov:value ?input .
-    OPTIONAL { ?out a trails:CapabilityOutput ; prov:wasGeneratedBy ?inv ; prov:value ?output }
+    ?in a trails:CapabilityInput . GRAPH ?cg1 { ?in prov:value ?input }
+    OPTIONAL { ?out a trails:CapabilityOutput ; prov:wasGeneratedBy ?inv .
+               GRAPH ?cg2 { ?out prov:value ?output } }
     OPTIONAL { ?inv trails:errorMessage ?error }
   }
 } ORDER BY ?step
@@ -46,13 +47,13 @@ SELECT ?run ?cls ?strategy ?goal ?stop ?answer ?error ?parent ?session ?principa
   GRAPH ?g {
     ?run a trails:PlanRun, ?cls ;
          trails:strategy ?strategy ;
-         trails:goal ?goal ;
          prov:wasInformedBy ?parent ;
          trails:inSession ?session ;
          prov:wasAssociatedWith ?agent .
     ?agent trails:principalId ?principal .
     OPTIONAL { ?run trails:stopReason ?stop }
-    OPTIONAL { ?run trails:answer ?answer }
+    GRAPH ?cg1 { ?run trails:goal ?goal }
+    OPTIONAL { GRAPH ?cg2 { ?run trails:answer ?answer } }
     OPTIONAL { ?run trails:errorMessage ?error }
     FILTER (?cls != trails:PlanRun && ?cls != prov:Activity)
   }
@@ -89,7 +90,8 @@ ENTITIES = (
     + """
 SELECT ?run ?cls ?entity ?value ?by WHERE {
   GRAPH ?g {
-    ?entity a ?cls ; prov:value ?value ; prov:wasGeneratedBy ?by .
+    ?entity a ?cls ; prov:wasGeneratedBy ?by .
+    GRAPH ?cg { ?entity prov:value ?value }
     ?by prov:wasInformedBy ?run .
   }
 } ORDER BY ?by

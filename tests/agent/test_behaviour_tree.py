@@ -42,7 +42,7 @@ SELECT ?run ?step ?action ?input ?status ?by ?byCompletion WHERE {
          trails:capability ?cap ;
          prov:used ?in .
     ?cap trails:capabilityId ?action .
-    ?in a trails:CapabilityInput ; prov:value ?input .
+    ?in a trails:CapabilityInput . GRAPH ?cg { ?in prov:value ?input }
     BIND (EXISTS { ?by a trails:LLMCompletion ; prov:wasInformedBy ?run } AS ?byCompletion)
     FILTER (?by = ?run || ?byCompletion)
   }
@@ -56,7 +56,8 @@ TREE = (
     + """
 SELECT ?run ?doc ?value ?by WHERE {
   GRAPH ?g {
-    ?doc a trails:PlanDocument ; prov:value ?value ; prov:wasGeneratedBy ?by .
+    ?doc a trails:PlanDocument ; prov:wasGeneratedBy ?by .
+    GRAPH ?cg { ?doc prov:value ?value }
     FILTER (?by = ?run || EXISTS { ?by prov:wasInformedBy ?run })
   }
 }

@@ -11,6 +11,7 @@ from trails.agent import AuthState, HistoryEntry, Session, TokenWindow
 from trails.errors import ConfigError, SessionError, UserError
 from trails.kernel import InvocationRecord, default_tracker
 from trails.llm import LLMClient, Message
+from trails.prov.content import content_graph
 from trails.prov.vocab import T
 from trails.store import Store, open_store
 from trails.testing import assert_conforms
@@ -145,7 +146,7 @@ def test_session_context_opens_lazily_in_its_store(store: Store) -> None:
     client = LLMClient.mock(response="finish")
     s.run("Go.", llm=client)
     assert s.opened and s.iri is not None and s.iri.endswith(s.id)
-    assert own.graphs() == sorted([s.iri, "urn:trails:graph:catalogue"])  # + its catalogue entry
+    assert own.graphs() == sorted([s.iri, content_graph(s.iri), "urn:trails:graph:catalogue"])
     assert store.graphs() == []  # the default store was not touched
     assert isinstance(s.context.invocations, list) and s.context.invocations is s.invocations
     assert_conforms(own)

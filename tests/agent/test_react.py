@@ -14,6 +14,7 @@ from trails.errors import StoreError, UserError
 from trails.kernel import Context
 from trails.llm import LLMClient, ModelServerError, Response
 from trails.prov import Recorder
+from trails.prov.content import content_graph
 from trails.prov.vocab import T
 from trails.store import Quad, Store
 from trails.testing import assert_conforms, assert_prov_readable
@@ -299,7 +300,9 @@ def test_session_reuse_continues_the_conversation(
     assert sum(1 for m in sent if m.role == "system") == 1
     r1, r2 = prov.run(first.activity_iri), prov.run(second.activity_iri)
     assert r1["session"] == r2["session"] == session.iri
-    assert store.graphs() == sorted([session.iri, "urn:trails:graph:catalogue"])
+    assert store.graphs() == sorted(
+        [session.iri, content_graph(session.iri), "urn:trails:graph:catalogue"]
+    )
 
 
 class _FailingTerminations:

@@ -24,6 +24,7 @@ from trails.audit.verify import verify
 from trails.config import load_settings
 from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
 from trails.prov import T
+from trails.prov.content import content_graph, is_content_graph
 from trails.store import IRI, Solutions, Store, open_store
 
 
@@ -34,12 +35,16 @@ def nquads_set(store: Store, graphs: list[IRI] | None = None) -> set[str]:
 
 
 def test_selection_by_session_time_and_all(fx: Fixture) -> None:
-    assert select_graphs(fx.store, sessions=[fx.sessions["A"]]) == [fx.sessions["A"]]
+    # a session's content graph goes with it
+    a, b = fx.sessions["A"], fx.sessions["B"]
+    assert select_graphs(fx.store, sessions=[a]) == [a, content_graph(a)]
     assert select_graphs(fx.store, since="2025-03-02T00:00:00Z", until="2025-03-03T00:00:00Z") == [
-        fx.sessions["B"]
+        b,
+        content_graph(b),
     ]
     everything = select_graphs(fx.store, all_graphs=True)
-    assert set(everything) == set(fx.store.graphs()) and len(everything) == 8  # + catalogue
+    structure = [g for g in everything if not is_content_graph(g)]
+    assert set(everything) == set(fx.store.graphs()) and len(structure) == 8  # + catalogue
     with pytest.raises(ExportError, match="no session graph urn:trails:session:nope"):
         select_graphs(fx.store, sessions=["urn:trails:session:nope"])
     with pytest.raises(ExportError, match="choose what to export"):
@@ -56,7 +61,8 @@ def test_nquads_and_trig_read_back_by_rdflib_and_the_store(fx: Fixture) -> None:
         ds = rdflib.Dataset()
         ds.parse(data=out.getvalue(), format=rdflib_fmt)
         named = {str(c.identifier): len(c) for c in ds.graphs() if len(c)}
-        assert set(named) == set(graphs) and sum(named.values()) == stats.quads
+        with_content = set(graphs) | {content_graph(g) for g in graphs}  # content goes along
+        assert set(named) == with_content and sum(named.values()) == stats.quads
         back = open_store("memory:")
         back.load(out.getvalue(), format=fmt)
         assert nquads_set(back) == nquads_set(fx.store, graphs)
@@ -68,7 +74,8 @@ def test_trig_reads_in_the_prov_package_with_one_bundle_per_session(fx: Fixture)
     export(fx.store, out, [fx.sessions["A"], fx.sessions["B"]], format="trig")
     doc = ProvDocument.deserialize(content=out.getvalue().decode(), format="rdf", rdf_format="trig")
     bundles = {str(b.identifier.uri) for b in doc.bundles}
-    assert bundles == {fx.sessions["A"], fx.sessions["B"]}
+    a, b = fx.sessions["A"], fx.sessions["B"]
+    assert bundles == {a, b, content_graph(a), content_graph(b)}  # content graphs go along
 
 
 def test_provn_and_provjson_through_the_prov_package(fx: Fixture) -> None:
@@ -122,7 +129,7 @@ def test_export_import_export_is_lossless_and_still_verifies(
     with first.open("wb") as fh:
         export(fx.store, fh, graphs, format=fmt)
     other = open_store("memory:")
-    assert import_file(other, first)[0] == 8
+    assert import_file(other, first)[0] == len(graphs)  # 7 graphs and their content graphs
     assert nquads_set(other) == nquads_set(fx.store)
     second = tmp_path / first.name.replace("first", "second")
     with second.open("wb") as fh:
@@ -262,4 +269,6 @@ def test_trig_and_turtle_read_back_by_rdflib_term_for_term(fx: Fixture) -> None:
     one = fx.sessions["C"]
     out = io.BytesIO()
     export(fx.store, out, [one], format="turtle")
-    assert _through_rdflib(out.getvalue(), "turtle", one) == nquads_set(fx.store, [one])
+    # Turtle holds one graph: the session's content is merged into it
+    merged = {q.rsplit(" ", 2)[0] + f" <{one}> ." for q in nquads_set(fx.store, [one])}
+    assert _through_rdflib(out.getvalue(), "turtle", one) == merged

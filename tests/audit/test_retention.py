@@ -145,7 +145,7 @@ def test_apply_removes_records_and_seals_and_verify_names_the_removals(
         now=NOW,
     )
     assert result.run is not None and len(result.removed) == len(STRUCTURE) + len(CONTENT)
-    assert result.content_values == 2 * len(CONTENT)  # prompt and completion of each
+    assert result.content_values == 3 * len(CONTENT)  # the goal, prompt and completion of each
     graphs = set(store.graphs())
     for n in STRUCTURE:
         assert sessions[n] not in graphs
@@ -157,7 +157,10 @@ def test_apply_removes_records_and_seals_and_verify_names_the_removals(
     for n in CONTENT:
         assert sessions[n] in graphs
         assert f"completion-secret-{n:02d}" not in dump and f"prompt-secret-{n:02d}" not in dump
-        assert f"goal-structure-{n:02d}" in dump  # the structure stays
+        assert f"goal-structure-{n:02d}" not in dump  # a goal is content too
+        assert store.query(
+            "ASK { GRAPH $g { $g a <https://w3id.org/trails/ns#Session> } }", {"g": sessions[n]}
+        )  # the structure stays
     for n in (4, 5, 13, 18, 19, 21, 22, 23):  # held or within their periods
         assert f"completion-secret-{n:02d}" in dump
     # the digests of the removed content stay

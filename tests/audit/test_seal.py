@@ -22,6 +22,7 @@ from trails.audit.seal import install_sealer
 from trails.audit.verify import verify
 from trails.errors import SessionError
 from trails.prov import CapabilityInvoked, Minter, Recorder, SessionEnded
+from trails.prov.content import content_graph
 from trails.store import IRI, Literal, Quad, Solutions, Store
 
 LEDGER = ledger_iri(Minter())
@@ -106,6 +107,7 @@ def test_adding_a_quad_is_caught(fx: Fixture) -> None:
 
 def test_dropping_a_graph_is_caught(fx: Fixture) -> None:
     fx.store.clear(fx.sessions["A"])
+    fx.store.clear(content_graph(fx.sessions["A"]))  # its content goes with it
     assert kinds(fx.store) == [("missing", fx.sessions["A"])]
 
 
@@ -178,6 +180,7 @@ def test_late_writes_are_resealed_not_silent(fx: Fixture) -> None:
 
 def test_verify_one_session(fx: Fixture) -> None:
     fx.store.clear(fx.sessions["A"])
+    fx.store.clear(content_graph(fx.sessions["A"]))  # its content goes with it
     assert verify(fx.store, session=fx.sessions["B"]).ok
     assert not verify(fx.store, session=fx.sessions["A"]).ok
     with pytest.raises(SessionError, match="neither a session graph nor sealed"):

@@ -56,8 +56,9 @@ def dry_runs(store: Store) -> list[tuple[str, str]]:
         """SELECT ?cap ?input ?proposer WHERE { GRAPH ?g {
              ?a a trails:CapabilityInvocation ; trails:status "dry_run" ;
                 trails:capability/trails:capabilityId ?cap ;
-                prov:used/prov:value ?input ; prov:wasInformedBy ?proposer ;
+                prov:used ?in ; prov:wasInformedBy ?proposer ;
                 prov:startedAtTime ?t .
+             GRAPH ?cg { ?in prov:value ?input }
            } } ORDER BY ?t""",
     )
     return [(r["cap"], r["input"]) for r in found]

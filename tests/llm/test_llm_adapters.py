@@ -134,8 +134,8 @@ def recorded(store: Store, activity: str) -> dict[str, Any]:
               OPTIONAL {{ ?a {T.requestId.n3()} ?rid }}
               OPTIONAL {{ ?a {T.errorMessage.n3()} ?err }}
               OPTIONAL {{ ?a {T.costUSD.n3()} ?usd }}
-              OPTIONAL {{ ?c a {T.Completion.n3()} ; <http://www.w3.org/ns/prov#wasGeneratedBy> ?a ;
-                             <http://www.w3.org/ns/prov#value> ?text }}
+              OPTIONAL {{ ?c a {T.Completion.n3()} ; <http://www.w3.org/ns/prov#wasGeneratedBy> ?a .
+                         GRAPH ?cg {{ ?c <http://www.w3.org/ns/prov#value> ?text }} }}
             }} }}""",
         {"a": IRI(activity)},
     )

@@ -125,8 +125,8 @@ def test_astream_abandoned_by_the_consumer_is_recorded(ctx: Context, store: Stor
 COMPLETIONS = f"""
 SELECT ?a ?prompt ?text (COUNT(DISTINCT ?status) AS ?statuses) WHERE {{ GRAPH ?g {{
   ?a a {T.LLMCompletion.n3()} ; {T.status.n3()} ?status ; <{PROV}used> ?p .
-  ?p a {T.Prompt.n3()} ; <{PROV}value> ?prompt .
-  ?c <{PROV}wasGeneratedBy> ?a ; a {T.Completion.n3()} ; <{PROV}value> ?text .
+  ?p a {T.Prompt.n3()} . GRAPH ?cg1 {{ ?p <{PROV}value> ?prompt }}
+  ?c <{PROV}wasGeneratedBy> ?a ; a {T.Completion.n3()} . GRAPH ?cg2 {{ ?c <{PROV}value> ?text }}
 }} }} GROUP BY ?a ?prompt ?text"""
 
 

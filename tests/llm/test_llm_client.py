@@ -27,11 +27,11 @@ SELECT ?a ?status ?hash ?parent ?step ?usd ?in ?out ?model ?principal ?text ?pro
        {T.inputTokens.n3()} ?in ; {T.outputTokens.n3()} ?out ; {T.retries.n3()} ?retries ;
        {PROV.wasAssociatedWith.n3()} ?m , ?principal .
     ?m a {T.Model.n3()} ; {T.modelId.n3()} ?model ; {PROV.actedOnBehalfOf.n3()} ?principal .
-    ?p {PROV.value.n3()} ?prompt . ?a {PROV.used.n3()} ?p .
+    GRAPH ?cg1 {{ ?p {PROV.value.n3()} ?prompt }} ?a {PROV.used.n3()} ?p .
     OPTIONAL {{ ?a {PROV.wasInformedBy.n3()} ?parent }}
     OPTIONAL {{ ?a {T.stepIndex.n3()} ?step }}
     OPTIONAL {{ ?a {T.costUSD.n3()} ?usd }}
-    OPTIONAL {{ ?c {PROV.wasGeneratedBy.n3()} ?a ; {PROV.value.n3()} ?text }}
+    OPTIONAL {{ ?c {PROV.wasGeneratedBy.n3()} ?a . GRAPH ?cg2 {{ ?c {PROV.value.n3()} ?text }} }}
   }}
 }}
 """

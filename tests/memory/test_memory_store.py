@@ -71,9 +71,10 @@ def test_memory_is_provenance_in_a_scope_graph(ctx: Context) -> None:
     [row] = rows(
         ctx.store,
         """SELECT ?m ?g ?value ?conf ?scope ?act ?agent ?t ?src WHERE { GRAPH ?g {
-            ?m a trails:Memory , prov:Entity ; prov:value ?value ; trails:confidence ?conf ;
+            ?m a trails:Memory , prov:Entity ; trails:confidence ?conf ;
                trails:scope ?scope ; prov:wasGeneratedBy ?act ; prov:wasAttributedTo ?agent ;
-               prov:generatedAtTime ?t ; prov:wasDerivedFrom ?src } }""",
+               prov:generatedAtTime ?t ; prov:wasDerivedFrom ?src }
+            GRAPH ?cg { ?m prov:value ?value } }""",
         m=IRI(m.id),
         g=graph,
     )
@@ -140,10 +141,11 @@ def test_auditor_query_which_memories_influenced_a_decision(
                 ?u prov:entity ?memory ; trails:rank ?rank .
             }
             GRAPH ?mg {
-                ?memory prov:value ?content ; prov:wasAttributedTo ?learner ;
+                ?memory prov:wasAttributedTo ?learner ;
                         prov:generatedAtTime ?learnedAt ; prov:wasGeneratedBy ?learn .
                 ?learn trails:inSession ?learnedIn .
             }
+            GRAPH ?cg { ?memory prov:value ?content }
         }""",
         session=agent.session,
     )
@@ -233,7 +235,8 @@ def test_forget_invalidates_without_erasing(ctx: Context) -> None:
     [row] = rows(
         ctx.store,
         """SELECT ?m ?value ?at ?reason WHERE {
-            GRAPH ?g { ?m prov:value ?value ; prov:invalidatedAtTime ?at ; prov:wasInvalidatedBy ?f }
+            GRAPH ?g { ?m prov:invalidatedAtTime ?at ; prov:wasInvalidatedBy ?f }
+            GRAPH ?cg { ?m prov:value ?value }
             GRAPH ?s { ?f a trails:MemoryForget ; prov:invalidated ?m ; trails:reason ?reason } }""",
         m=IRI(m.id),
     )

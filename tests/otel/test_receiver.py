@@ -332,7 +332,7 @@ def test_captured_payloads_of_older_conventions(
                 trails:outputTokens ?out .
              ?m trails:modelId ?model ; trails:provider ?provider .
              OPTIONAL { ?c trails:costUSD ?usd }
-             OPTIONAL { ?x prov:wasGeneratedBy ?c ; prov:value ?text } } }""",
+             OPTIONAL { ?x prov:wasGeneratedBy ?c . GRAPH ?cg { ?x prov:value ?text } } } }""",
     )
     assert len(found) == 1
     row = found[0]

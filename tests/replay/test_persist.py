@@ -12,6 +12,7 @@ from replay_support import CARD, LONG, Tools, quads, react_session
 
 from trails.agent import Session
 from trails.errors import SessionError
+from trails.prov.content import content_graph
 from trails.prov.projection import FORMAT_VERSION, projection_iri
 from trails.prov.vocab import NAMESPACES, PROV, T
 from trails.store import IRI, Literal, Quad, Store, literal, open_store, select
@@ -234,7 +235,7 @@ def test_a_projection_missing_a_property_names_it(store: Store, tools: Tools) ->
     p = projection_iri(str(session.iri))
     entry = IRI(f"{p}:history:1")
     content = session.history[1].content
-    store.write([], remove=[Quad(entry, PROV.value, Literal(content), graph)])
+    store.write([], remove=[Quad(entry, PROV.value, Literal(content), content_graph(graph))])
     with pytest.raises(
         SessionError, match=rf"{p} in graph {graph} has no prov:value on history #1"
     ):

@@ -56,6 +56,7 @@ from trails.audit.ledger import (
 from trails.audit.querypack import Query, load_pack
 from trails.audit.verify import Finding, VerifyReport, _check_seal, trusted_keys
 from trails.errors import ExportError, UserError
+from trails.prov.content import content_graph, is_content_graph
 from trails.prov.iri import Minter
 from trails.store import Solutions, Store, open_store
 from trails.store.terms import IRI
@@ -218,7 +219,9 @@ def write_bundle(
     """
     minter = minter or Minter()
     ledger = ledger_iri(minter)
-    graphs = sorted(g for g in set(graphs) if g != ledger)
+    present = set(store.graphs())
+    # a session's content graph goes in its session's file (not sealed, not a session)
+    graphs = sorted(g for g in set(graphs) if g != ledger and not is_content_graph(g))
     if not graphs:
         raise ExportError("the selection is empty: no session graph to bundle")
     entries: dict[str, bytes] = {}
@@ -227,7 +230,9 @@ def write_bundle(
     for i, graph in enumerate(graphs, start=1):
         stem = f"{i:04d}"
         out = io.BytesIO()
-        part: ExportStats = export(store, out, [graph], format="trig", minter=minter)
+        content = content_graph(graph)
+        selected = [graph, content] if content in present else [graph]
+        part: ExportStats = export(store, out, selected, format="trig", minter=minter)
         entries[f"sessions/{stem}.trig"] = out.getvalue()
         sessions[stem] = graph
         stats.quads += part.quads

@@ -22,7 +22,8 @@ Two rules from the ``[audit]`` configuration apply on the way out:
 - **Redaction**: ``[[audit.redact]]`` tables name entity classes
   (``types = ["trails:Prompt"]``) and/or capabilities
   (``capabilities = ["send_email"]``: the inputs and outputs of their
-  invocations and policy decisions) whose ``prov:value`` is dropped
+  invocations and policy decisions) whose ``prov:value`` (in the session's
+  content graph, exported with it) is dropped
   (``action = "drop"``) or replaced by ``sha256:<hex>`` (``action = "hash"``).
   A redacted entity carries ``trails:redaction``. Redacted graphs no longer
   match their seals, on purpose.
@@ -50,6 +51,7 @@ from trails.audit.canonical import canonical_term
 from trails.audit.querypack import get_query
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
+from trails.prov.content import content_graph, is_content_graph, structure_graph
 from trails.prov.iri import Minter
 from trails.prov.vocab import NAMESPACES, PROV, T
 from trails.store import Literal, Solutions, Store, open_store
@@ -139,7 +141,9 @@ class Redaction:
 
     def hidden(self, store: Store, graph: IRI) -> dict[IRI, str]:
         """The entities of ``graph`` whose value these rules hide, and how (drop / hash)."""
-        return _redaction_targets(store, self, {graph}).get(graph, {})
+        content = content_graph(graph)
+        targets = _redaction_targets(store, self, {graph, content})
+        return {**targets.get(graph, {}), **targets.get(content, {})}
 
 
 def _expand(name: Any, where: str) -> IRI:
@@ -176,19 +180,19 @@ SELECT ?g ?level ?domain WHERE {
 
 _BY_TYPE = """
 PREFIX prov: <http://www.w3.org/ns/prov#>
-SELECT ?g ?e ?v $type WHERE { GRAPH ?g { ?e a $type ; prov:value ?v } }
+SELECT ?g ?e ?v $type WHERE { GRAPH ?s { ?e a $type } GRAPH ?g { ?e prov:value ?v } }
 """
 
 _BY_CAPABILITY = """
 PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT ?g ?e ?v $capability WHERE {
-  GRAPH ?g {
+  GRAPH ?s {
     { ?a prov:qualifiedAssociation/prov:hadPlan/trails:capabilityId $capability }
     UNION { ?a a trails:PolicyDecision ; trails:capabilityId $capability }
     { ?a prov:used ?e } UNION { ?e prov:wasGeneratedBy ?a }
-    ?e prov:value ?v .
   }
+  GRAPH ?g { ?e prov:value ?v }
 }
 """
 
@@ -241,6 +245,9 @@ def select_graphs(
         graphs = {IRI.trusted(str(r["session"])) for r in result}
     if not graphs:
         raise ExportError("the selection is empty: no graph to export")
+    if not all_graphs:  # each graph's content travels with it (its content graph, if any)
+        contents = (content_graph(g) for g in list(graphs))
+        graphs |= {c for c in contents if store.query(_GRAPH_EXISTS, {"g": c})}
     return sorted(graphs)
 
 
@@ -492,6 +499,13 @@ def export(
         )
     minter = minter or Minter()
     stats = ExportStats(format=format)
+    # each graph's content travels with it: its content graph (in Turtle, merged into it)
+    wanted = set(graphs)
+    more = (content_graph(g) for g in graphs if not is_content_graph(g))
+    graphs = [
+        *graphs,
+        *(c for c in more if c not in wanted and store.query(_GRAPH_EXISTS, {"g": c})),
+    ]
     targets = _redaction_targets(store, redaction, set(graphs)) if redaction else {}
     if format == "nquads":
         _stream(store, graphs, out, format, targets, stats, progress)
@@ -505,6 +519,9 @@ def export(
         scratch = open_store("memory:")
         try:
             scratch.load(buffer.getvalue(), format="nquads")
+            if len(graphs) > 1:  # the content, in the one graph Turtle holds
+                content = scratch.dump(format="ntriples", graph=graphs[1]) or b""
+                scratch.load(content, format="ntriples", graph=graphs[0])
             scratch.dump(out, format="turtle", graph=graphs[0])
         finally:
             scratch.close()
@@ -522,7 +539,21 @@ def export(
             f"{PROV}erin); export as trig, nquads or jsonld"
         )
     trig = io.BytesIO()
-    _stream(store, graphs, trig, "trig", targets, ExportStats(), None, minter, schemes)
+    structure = [g for g in graphs if not is_content_graph(g)]
+    if len(structure) == len(graphs):
+        _stream(store, graphs, trig, "trig", targets, ExportStats(), None, minter, schemes)
+    else:  # one bundle per session: its content merged back into it (already redacted)
+        scratch = open_store("memory:")
+        try:
+            scratch.load(buffer.getvalue(), format="nquads")
+            for g in graphs:
+                if is_content_graph(g):
+                    data = scratch.dump(format="ntriples", graph=g) or b""
+                    scratch.load(data, format="ntriples", graph=structure_graph(g))
+                    scratch.clear(g)
+            _stream(scratch, structure, trig, "trig", {}, ExportStats(), None, minter, schemes)
+        finally:
+            scratch.close()
     document = ProvDocument.deserialize(
         content=trig.getvalue().decode("utf-8"), format="rdf", rdf_format="trig"
     )

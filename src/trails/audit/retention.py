@@ -33,11 +33,10 @@ still verify and ``trails verify`` lists the graph as removed by retention);
 content by ``_remove_content``. On the embedded store it then compacts, so
 removed values do not stay in the store's files.
 
-``_remove_content`` is the one place that knows how content is stored. Today
-content is the ``prov:value`` of the session's entities (their
-``trails:sha256`` digests stay), removed with a revision seal in the same
-write. When content moves to an erasable content graph, that function becomes
-a call of the erasure API and nothing else here changes.
+Content is removed through the erasure API (``trails.audit.erasure``): the
+session's content graph is emptied, its digests and every seal stay, and the
+erasure's sealed receipt names the retention run; dropping a graph drops its
+content graph too.
 """
 
 from __future__ import annotations
@@ -50,16 +49,18 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from trails.audit.catalogue import catalogue_iri, existing_entry
+from trails.audit.erasure import erase
 from trails.audit.holds import Hold, active_holds_for, list_holds
-from trails.audit.ledger import ledger_iri, seals_of_graph
+from trails.audit.ledger import ledger_iri
 from trails.audit.seal import install_sealer
 from trails.errors import ConfigError, UserError
 from trails.prov.builder import QuadBuilder
+from trails.prov.content import content_graph
 from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, Quad
+from trails.store.terms import IRI
 from trails.store.terms import Literal as RDFLiteral
 
 if TYPE_CHECKING:
@@ -258,7 +259,10 @@ SELECT DISTINCT ?g ?planner WHERE { GRAPH ?g { ?run trails:inSession ?g ; trails
 _WITH_CONTENT = """
 PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT DISTINCT ?g WHERE { GRAPH ?g { ?e trails:sha256 ?digest ; prov:value ?value } }
+SELECT DISTINCT ?g WHERE {
+  GRAPH ?g { ?e trails:sha256 ?digest }
+  GRAPH ?c { ?e prov:value ?value }  # its content graph (or, before migration, ?g itself)
+}
 """
 
 
@@ -418,13 +422,6 @@ class RetentionResult:
         return self.plan.removals
 
 
-_VALUES = """
-PREFIX prov: <http://www.w3.org/ns/prov#>
-PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?e ?value $g WHERE { GRAPH $g { ?e trails:sha256 ?digest ; prov:value ?value } }
-"""
-
-
 _SEAL_HASHES = """
 PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX trails: <https://w3id.org/trails/ns#>
@@ -453,50 +450,27 @@ def _latest_seal_hashes(store: Store, ledger: IRI) -> dict[IRI, str]:
     return {g: digest for g, (_, digest) in newest.items()}
 
 
-def _remove_content(
-    recorder: Recorder, sessions: Sequence[str], *, sealed: set[str] | None = None
-) -> int:
-    """Remove the content of ``sessions``, keeping its digests; returns the values removed.
+def _remove_content(recorder: Recorder, sessions: Sequence[str], *, by: str, reason: str) -> int:
+    """Remove the content of ``sessions`` through the erasure API: their content graphs are
+    emptied, the digests and every seal stay, and a sealed ``trails:Erasure`` receipt names
+    the retention run as its reason. Returns how many values were removed.
 
-    MERGE POINT: the one function that knows where content lives. Today it is
-    the ``prov:value`` of each entity with a ``trails:sha256`` in the sealed
-    session graph: removed together with a revision seal of that graph, in one
-    write per session. With content in an erasable content graph per session,
-    this becomes a call of the erasure API for these sessions (with the
-    retention run as the reason), and the session graph is not touched.
-    ``sealed``: the sessions known to be sealed (None: asked per session).
+    Raises:
+        UserError: the store keeps content inside its sealed graphs (written before
+            content was kept apart): ``trails migrate`` first.
     """
-    store = recorder.store
-    sealer = install_sealer(recorder)
-    ledger = ledger_iri(recorder.minter)
-    removed = 0
-    for session in sessions:
-        graph = IRI.trusted(session)
-        rows = store.query(_VALUES, {"g": graph})
-        assert isinstance(rows, Solutions)
-        quads = [Quad(r["e"], PROV.value, r["value"], graph) for r in rows]  # type: ignore[arg-type]
-        if not quads:
-            continue
-        is_sealed = (
-            session in sealed if sealed is not None else seals_of_graph(store, ledger, graph)
-        )
-        if is_sealed:
-            sealer.reseal(recorder, graph, quads)
-        else:
-            store.write([], remove=quads)
-        removed += len(quads)
-    return removed
+    if not sessions:
+        return 0
+    receipt = erase(recorder, session=list(sessions), reason=reason, by=by, compact=False)
+    return receipt.erased
 
 
 def _remove_structure(store: Store, sessions: Sequence[str], catalogue: IRI) -> None:
-    """Drop the session graphs (their seals stay in the ledger) and their catalogue entries
-    (``trails sessions`` lists what the store holds).
-
-    MERGE POINT: with content in a content graph per session, drop that graph too
-    (through the erasure API, so its digests are recorded as erased).
-    """
+    """Drop the session graphs and their content graphs (the seals stay in the ledger) and
+    their catalogue entries (``trails sessions`` lists what the store holds)."""
     for session in sessions:
         graph = IRI.trusted(session)
+        store.clear(content_graph(graph))
         store.clear(graph)
         entry = existing_entry(store, graph, catalogue)
         if entry:
@@ -567,7 +541,9 @@ def apply(
     install_sealer(recorder).seal(recorder, graph)
     content = [r.session for r in the_plan.removals if r.what == "content"]
     structure = [r.session for r in the_plan.removals if r.what == "structure"]
-    result.content_values = _remove_content(recorder, content, sealed={str(g) for g in latest})
+    result.content_values = _remove_content(
+        recorder, content, by=by, reason=f"retention run {activity}: {reason}"
+    )
     _remove_structure(store, structure, catalogue_iri(recorder.minter))
     if compact:
         compactor = getattr(store, "compact", None)

@@ -60,6 +60,7 @@ from trails.audit.ledger import (
 )
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError
+from trails.prov.content import is_content_graph
 from trails.prov.events import Event, SessionEnded, SessionStarted
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
@@ -178,7 +179,11 @@ class Sealer:
                 targets = [event.graph]
             else:
                 written = {q.graph for q in quads} | {event.graph}
-                targets = sorted(g for g in written if self._is_sealed(recorder, ledger, g))
+                targets = sorted(
+                    g
+                    for g in written
+                    if not is_content_graph(g) and self._is_sealed(recorder, ledger, g)
+                )
             add: list[Quad] = []
             remove: list[Quad] = []
             pending = _Pending(self.sequence, self.head or IRI.trusted(""), self.head_hash, {})

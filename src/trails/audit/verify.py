@@ -22,7 +22,9 @@ tampering. Neither is retention (``trails.audit.retention``): a sealed graph
 that a recorded, sealed ``trails:RetentionRun`` names as removed (with the
 seal hash it had) is listed in ``removed`` with who, when and why; content a
 run removed is listed too (the graph itself verifies against the revision
-seal written with the removal). ``VerifyReport.heads`` are the ledger's heads: the seals no other
+seal written with the removal). Nor is an erasure: seals cover structure graphs,
+erased content was in content graphs, and each erasure's sealed receipt is listed
+(``erasures``). ``VerifyReport.heads`` are the ledger's heads: the seals no other
 seal links to (by previous seal or anchor). Each head's hash commits to every
 seal it reaches; keep them elsewhere and pass them back as ``expect_heads`` to
 catch the newest seals being removed.
@@ -52,6 +54,7 @@ from typing import Any
 
 from trails.audit.canonical import graph_digest
 from trails.audit.checkpoint import FULL, INCREMENTAL, CheckpointRecord, read_checkpoint
+from trails.audit.erasure import list_erasures
 from trails.audit.ledger import (
     GENESIS,
     LedgerContents,
@@ -172,6 +175,9 @@ class VerifyReport:
     """The newest seal of each chain with its hash (what a new checkpoint records)."""
     removed: list[Removed] = field(default_factory=list)
     """Graphs and content removed by a recorded retention run; listed, not findings."""
+    erasures: list[str] = field(default_factory=list)
+    """Content erased on record (``trails.audit.erasure``: by whom, when, why); listed, not
+    findings: erasure removes content from content graphs, never from a sealed graph."""
 
     @property
     def ok(self) -> bool:
@@ -512,6 +518,7 @@ def verify(
     result = store.query(_SESSIONS)
     assert isinstance(result, Solutions)
     _sort_sessions(result, latest, report)
+    report.erasures = [e.describe() for e in list_erasures(store)]
     return report
 
 
@@ -659,4 +666,5 @@ def _verify_session(
                 Finding("chain", head, "the expected head is not in the ledger (seals removed?)")
             )
     _sort_sessions(result, {session: latest} if latest is not None else {}, report)
+    report.erasures = [e.describe() for e in list_erasures(store, session=str(session))]
     return report

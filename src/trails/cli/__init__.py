@@ -47,6 +47,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "retention",
         "remove content and sessions past their retention period (plan, then apply)",
     ),
+    "erase": (
+        "erase",
+        "erase recorded content (keeping digests and seals) with a sealed receipt",
+    ),
+    "migrate": (
+        "erase",
+        "move content out of sealed graphs into content graphs, recorded and re-sealed",
+    ),
     "report": ("report", "write the HTML audit report of a session"),
     "replay": ("replay", "print a persisted session; --rerun checks it still runs"),
     "diff": ("replay", "where two recorded sessions diverge"),

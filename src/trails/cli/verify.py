@@ -140,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
                     "open_sessions": report.open_sessions,
                     "interrupted_sessions": report.interrupted_sessions,
                     "removed_by_retention": [asdict(r) for r in report.removed],
+                    "erasures": report.erasures,
                     "findings": [
                         {"kind": f.kind, "subject": f.subject, "detail": f.detail}
                         for f in report.findings
@@ -157,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"INTERRUPTED {graph}: its process died; ended and sealed by recovery")
     for graph in report.open_sessions:
         print(f"OPEN      {graph}: not ended yet, so not sealed yet")
+    for erasure in report.erasures:
+        print(f"ERASED    {erasure}")
     if not report.ok:
         verdict = f"FAILED: {len(report.findings)} finding(s)"
     elif failed:

@@ -175,8 +175,8 @@ SELECT ?hash ?text ?provider ?model ?in ?out ?cr ?cw ?rid ?ended WHERE {{
        {T.status.n3()} "ok" ;
        {PROV.endedAtTime.n3()} ?ended .
     ?c {PROV.wasGeneratedBy.n3()} ?a ;
-       a {T.Completion.n3()} ;
-       {PROV.value.n3()} ?text .
+       a {T.Completion.n3()} .
+    GRAPH ?cg {{ ?c {PROV.value.n3()} ?text }}
     ?a {PROV.wasAssociatedWith.n3()} ?m .
     ?m a {T.Model.n3()} ; {T.provider.n3()} ?provider ; {T.modelId.n3()} ?model .
     OPTIONAL {{ ?a {T.inputTokens.n3()} ?in }}

@@ -136,7 +136,7 @@ class MemoryLearned(Event):
         mg.add(m, PROV.wasGeneratedBy, a)
         mg.value(m, PROV.generatedAtTime, self.ended)
         mg.add(m, PROV.wasAttributedTo, mg.agent(self.agent_did))
-        mg.label(m, f"memory: {mg.masked(m, PROV.value, self.content)[:60]}")
+        mg.label(m, f"{self.scope} memory")  # never the content: labels are structure
         if self.derived_from:
             mg.add(m, PROV.wasDerivedFrom, _iri(self.derived_from))
         _stub(mg, a, session, self.ended)

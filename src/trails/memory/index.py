@@ -68,7 +68,7 @@ _MEMORIES = (
     + """SELECT ?m ?content ?conf ?scope ?t ?act ?agentId ?session ?topic ?vf ?vu ?rev ?src ?since
 WHERE {
   GRAPH ?g {
-    ?m a trails:Memory ; prov:value ?content ; trails:confidence ?conf ; trails:scope ?scope ;
+    ?m a trails:Memory ; trails:confidence ?conf ; trails:scope ?scope ;
        prov:generatedAtTime ?t ; prov:wasGeneratedBy ?act ; prov:wasAttributedTo ?agent .
     ?agent trails:principalId ?agentId .
     OPTIONAL { ?act trails:inSession ?session }
@@ -78,6 +78,7 @@ WHERE {
     OPTIONAL { ?m prov:wasRevisionOf ?rev }
     OPTIONAL { ?m prov:wasDerivedFrom ?src FILTER NOT EXISTS { ?m prov:wasRevisionOf ?src } }
   }
+  GRAPH ?cg { ?m prov:value ?content }
   %s
 }"""
 )

@@ -45,7 +45,8 @@ SELECT ?g ?start ?end ?label ?status ?who WHERE { GRAPH ?g {
 } }"""
 _RUNS = """
 SELECT ?g ?a ?start ?end ?parent ?strategy ?goal ?stop ?error ?who WHERE { GRAPH ?g {
-  ?a a trails:PlanRun ; prov:startedAtTime ?start ; trails:strategy ?strategy ; trails:goal ?goal .
+  ?a a trails:PlanRun ; prov:startedAtTime ?start ; trails:strategy ?strategy .
+  OPTIONAL { GRAPH ?cg0 { ?a trails:goal ?goal } }
   OPTIONAL { ?a prov:endedAtTime ?end } OPTIONAL { ?a prov:wasInformedBy ?parent }
   OPTIONAL { ?a trails:stopReason ?stop } OPTIONAL { ?a trails:errorMessage ?error }
   OPTIONAL { ?a prov:wasAssociatedWith/trails:principalId ?who }
@@ -55,10 +56,10 @@ SELECT ?g ?a ?start ?end ?parent ?provider ?model ?prompt ?text ?in ?out ?cr ?cw
        ?hash ?rid ?who WHERE { GRAPH ?g {
   ?a a trails:LLMCompletion ; prov:startedAtTime ?start ; prov:endedAtTime ?end ;
      trails:status ?status ; trails:requestHash ?hash ; prov:used ?p .
-  ?p a trails:Prompt . OPTIONAL { ?p prov:value ?prompt }
+  ?p a trails:Prompt . OPTIONAL { GRAPH ?cg1 { ?p prov:value ?prompt } }
   ?a prov:wasAssociatedWith ?m . ?m a trails:Model ; trails:provider ?provider ; trails:modelId ?model .
   OPTIONAL { ?a prov:wasAssociatedWith/trails:principalId ?who }
-  OPTIONAL { ?c a trails:Completion ; prov:wasGeneratedBy ?a ; prov:value ?text }
+  OPTIONAL { ?c a trails:Completion ; prov:wasGeneratedBy ?a . GRAPH ?cg2 { ?c prov:value ?text } }
   OPTIONAL { ?a prov:wasInformedBy ?parent } OPTIONAL { ?a trails:errorMessage ?error }
   OPTIONAL { ?a trails:inputTokens ?in } OPTIONAL { ?a trails:outputTokens ?out }
   OPTIONAL { ?a trails:cacheReadTokens ?cr } OPTIONAL { ?a trails:cacheWriteTokens ?cw }
@@ -69,8 +70,8 @@ SELECT ?g ?a ?start ?end ?parent ?cap ?description ?input ?output ?status ?error
   ?a a trails:CapabilityInvocation ; prov:startedAtTime ?start ; prov:endedAtTime ?end ;
      trails:status ?status ; trails:capability ?c .
   ?c trails:capabilityId ?cap . OPTIONAL { ?c rdfs:comment ?description }
-  OPTIONAL { ?a prov:used ?i . ?i a trails:CapabilityInput ; prov:value ?input }
-  OPTIONAL { ?o prov:wasGeneratedBy ?a ; a trails:CapabilityOutput ; prov:value ?output }
+  OPTIONAL { ?a prov:used ?i . ?i a trails:CapabilityInput . GRAPH ?cg3 { ?i prov:value ?input } }
+  OPTIONAL { ?o prov:wasGeneratedBy ?a ; a trails:CapabilityOutput . GRAPH ?cg4 { ?o prov:value ?output } }
   OPTIONAL { ?a prov:wasInformedBy ?parent } OPTIONAL { ?a trails:errorMessage ?error }
   OPTIONAL { ?a prov:wasAssociatedWith/trails:principalId ?who }
 } }"""

@@ -39,16 +39,17 @@ _ROLES = ("system", "user", "assistant")
 _LAST_EXCHANGE = """
 SELECT ?g ?prompt ?text ?started WHERE { GRAPH ?g {
   ?a a trails:LLMCompletion ; prov:startedAtTime ?started ; prov:used ?p .
-  ?p a trails:Prompt ; prov:value ?prompt .
-  OPTIONAL { ?c a trails:Completion ; prov:wasGeneratedBy ?a ; prov:value ?text }
+  ?p a trails:Prompt . GRAPH ?cg1 { ?p prov:value ?prompt }
+  OPTIONAL { ?c a trails:Completion ; prov:wasGeneratedBy ?a . GRAPH ?cg2 { ?c prov:value ?text } }
 } } ORDER BY DESC(?started) LIMIT 1"""
 _INVOCATIONS = """
 SELECT ?g ?a ?cap ?args ?argsHash ?result ?resultHash ?status ?error ?start ?end WHERE { GRAPH ?g {
   ?a a trails:CapabilityInvocation ; trails:capability/trails:capabilityId ?cap ;
      trails:status ?status ; prov:startedAtTime ?start ; prov:endedAtTime ?end ; prov:used ?i .
-  ?i a trails:CapabilityInput ; trails:sha256 ?argsHash . OPTIONAL { ?i prov:value ?args }
+  ?i a trails:CapabilityInput ; trails:sha256 ?argsHash .
+  OPTIONAL { GRAPH ?cg3 { ?i prov:value ?args } }
   OPTIONAL { ?o prov:wasGeneratedBy ?a ; a trails:CapabilityOutput ; trails:sha256 ?resultHash .
-             OPTIONAL { ?o prov:value ?result } }
+             OPTIONAL { GRAPH ?cg4 { ?o prov:value ?result } } }
   OPTIONAL { ?a trails:errorMessage ?error }
 } } ORDER BY ?start ?a"""
 _PRINCIPAL = """

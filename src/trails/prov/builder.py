@@ -7,7 +7,10 @@ the PROV-O rules live in one place:
   (SPARQL engines do no inference; a plain ``prov:Activity`` query must match);
 - a trails property that specialises a PROV-O property is written with both;
 - content is ``prov:value`` (canonical JSON when structured) plus
-  ``trails:sha256``, or the hash alone when the settings say ``hash``;
+  ``trails:sha256``, or the hash alone when the settings say ``hash``; the
+  content quads go to the graph's *content graph* (``trails.prov.content``),
+  the digest stays with the structure, in the same list of quads (so in the
+  same atomic write): seals cover the structure, erasure removes the content;
 - with masking rules (``trails.prov.masking``), every text is masked before it
   becomes a literal, digests are of the masked text, and each masking is
   recorded as a ``trails:Masking`` next to the value (rule, property, matches).
@@ -18,7 +21,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from trails.prov.content import canonical_json, sha256_hex
+from trails.prov.content import CONTENT_DIGESTS, canonical_json, content_graph, sha256_hex
 from trails.prov.iri import Minter
 from trails.prov.masking import Masking
 from trails.prov.vocab import PROV, RDF, RDFS, T
@@ -48,6 +51,7 @@ _UNMASKED = frozenset(
         T.writerId,
         T.maskingRule,
         T.memoryRevision,
+        T.erasedDigest,
     }
 )
 
@@ -62,7 +66,7 @@ class QuadBuilder:
         masking: rules applied to every text before it is recorded (None: none).
     """
 
-    __slots__ = ("content", "graph", "masking", "minter", "quads")
+    __slots__ = ("content", "content_graph", "graph", "masking", "minter", "quads")
 
     def __init__(
         self,
@@ -72,6 +76,7 @@ class QuadBuilder:
         masking: Masking | None = None,
     ) -> None:
         self.graph = graph
+        self.content_graph = content_graph(graph)
         self.minter = minter
         self.content = content
         self.masking = masking if masking else None
@@ -117,9 +122,20 @@ class QuadBuilder:
         content policy); returns the digest."""
         text = self.masked(s, PROV.value, text)
         digest = sha256_hex(text)
-        self.quads.append(Quad(s, PROV.value, Literal(text, _XSD_STRING), self.graph))
+        self.quads.append(Quad(s, PROV.value, Literal(text, _XSD_STRING), self.content_graph))
         self.value(s, T.sha256, digest)
         return digest
+
+    def content_text(self, s: IRI, p: IRI, text: str | None, *, digest: bool = True) -> None:
+        """A content property (``trails:goal``, ``trails:answer``, ``trails:arguments`` ...):
+        the text (masked) in the content graph and, with ``digest``, its sha256 on the
+        structure property ``CONTENT_DIGESTS[p]``. Nothing when ``text`` is None."""
+        if text is None:
+            return
+        text = self.masked(s, p, text)
+        self.quads.append(Quad(s, p, Literal(text, _XSD_STRING), self.content_graph))
+        if digest:
+            self.value(s, CONTENT_DIGESTS[p], sha256_hex(text))
 
     def types(self, s: IRI, *classes: IRI) -> None:
         for cls in classes:
@@ -182,7 +198,9 @@ class QuadBuilder:
             text = self.masked(s, PROV.value, text)
             digest = sha256_hex(text)
             if self.content == "full":
-                self.quads.append(Quad(s, PROV.value, Literal(text, _XSD_STRING), self.graph))
+                self.quads.append(
+                    Quad(s, PROV.value, Literal(text, _XSD_STRING), self.content_graph)
+                )
             self.value(s, T.sha256, digest)
         if generated_by is not None:
             self.add(s, PROV.wasGeneratedBy, generated_by)

@@ -1,10 +1,18 @@
-"""Canonical JSON and its sha256: how trails records structured content.
+"""Canonical JSON and its sha256, and where content is kept: how trails records content.
 
 Changing ``canonical_json`` changes every recorded hash (capability inputs and
 outputs, prompts, request hashes used by replay). Treat it as a file format:
 sorted keys, no insignificant white space, UTF-8 kept as is, and values JSON
 cannot hold turned into their JSON-able form by pydantic (datetimes, models,
 dataclasses), or their ``str`` as the last resort.
+
+Content lives apart from structure: the quads holding content values
+(``CONTENT_PROPERTIES``: ``prov:value``, a plan run's goal and answer, a persisted
+envelope's arguments and result) are written to the *content graph* of the graph
+their event belongs to (``content_graph``: the graph's IRI plus ``:content``), in
+the same atomic write; the graph itself keeps the structure and each value's
+sha256. Seals cover the structure graph only, so content can be erased
+(``trails.audit.erasure``) without touching anything sealed.
 """
 
 from __future__ import annotations
@@ -15,7 +23,55 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-__all__ = ["canonical_json", "sha256_hex", "unicode_problem"]
+from trails.prov.vocab import PROV, T
+from trails.store.base import Solutions, Store
+from trails.store.terms import IRI, Literal
+
+__all__ = [
+    "CONTENT_DIGESTS",
+    "CONTENT_PROPERTIES",
+    "CONTENT_SUFFIX",
+    "canonical_json",
+    "content_graph",
+    "erasure_of",
+    "is_content_graph",
+    "sha256_hex",
+    "structure_graph",
+    "unicode_problem",
+]
+
+CONTENT_SUFFIX = ":content"
+"""What a graph's IRI is followed by to name its content graph."""
+
+CONTENT_DIGESTS: dict[IRI, IRI] = {
+    PROV.value: T.sha256,
+    T.goal: T.goalSha256,
+    T.answer: T.answerSha256,
+    T.arguments: T.argumentsSha256,
+    T.result: T.resultSha256,
+}
+"""Each content property and the structure property holding its value's sha256 (for
+``trails:arguments``/``trails:result``, of the canonical JSON of the value)."""
+
+CONTENT_PROPERTIES = frozenset(CONTENT_DIGESTS)
+"""The properties whose values are content, kept in content graphs."""
+
+
+def content_graph(graph: str) -> IRI:
+    """The content graph of ``graph`` (its IRI followed by ``:content``)."""
+    return IRI.trusted(f"{graph}{CONTENT_SUFFIX}")
+
+
+def is_content_graph(graph: str) -> bool:
+    """Whether ``graph`` names a content graph."""
+    return graph.endswith(CONTENT_SUFFIX)
+
+
+def structure_graph(graph: str) -> IRI:
+    """The graph whose content ``graph`` holds (``graph`` itself when it is not a content graph)."""
+    if is_content_graph(graph):
+        return IRI.trusted(graph[: -len(CONTENT_SUFFIX)])
+    return IRI.trusted(graph)
 
 
 def _fallback(value: Any) -> Any:
@@ -48,5 +104,33 @@ def unicode_problem(text: str) -> str | None:
         return (
             f"text that is not valid Unicode (unpaired surrogate {text[exc.start]!r} at "
             f"character {exc.start} of its JSON form): {text.encode('utf-8', 'backslashreplace').decode()[:200]}"
+        )
+    return None
+
+
+_ERASED = f"""
+SELECT ?erasure ?at ?reason ?by $entity WHERE {{
+  GRAPH ?receipt {{
+    $entity {PROV.wasInvalidatedBy.n3()} ?erasure .
+    ?erasure a {T.Erasure.n3()} ; {T.erasureReason.n3()} ?reason ; {PROV.startedAtTime.n3()} ?at .
+    OPTIONAL {{ ?erasure {PROV.wasAssociatedWith.n3()}/{T.principalId.n3()} ?by }}
+  }}
+}} LIMIT 1
+"""
+
+
+def erasure_of(store: Store, entity: str) -> str | None:
+    """Who erased ``entity``'s content, when and why (one line), or None when it was not erased.
+
+    Replay and the projection reader name it when they meet content that is gone.
+    """
+    result = store.query(_ERASED, {"entity": IRI.trusted(entity)})
+    assert isinstance(result, Solutions)
+    for row in result:
+        by, at, reason = row.get("by"), row.get("at"), row.get("reason")
+        return (
+            f"erased by {by.value if isinstance(by, Literal) else 'unknown'} at "
+            f"{at.value if isinstance(at, Literal) else '?'} ({row['erasure']}): "
+            f"{reason.value if isinstance(reason, Literal) else ''}"
         )
     return None

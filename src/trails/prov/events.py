@@ -73,6 +73,10 @@ class Event(BaseModel):
 
     session: str
 
+    content_apart: ClassVar[bool] = True
+    """Whether the event's content values go to its graph's content graph (erasable), or
+    stay in the graph itself (records that are not personal data: the endpoint's log)."""
+
     @property
     def graph(self) -> IRI:
         """The named graph the event is written to (the session's, by default)."""
@@ -331,7 +335,7 @@ class PlanRunStarted(Event):
         b.child_of(a, _iri(self.parent) if self.parent else self.graph, self.graph)
         b.associate(a, b.agent(self.principal))
         b.value(a, T.strategy, self.strategy)
-        b.value(a, T.goal, self.goal)
+        b.content_text(a, T.goal, self.goal)
         b.label(a, f"{self.strategy} run")
 
 
@@ -346,7 +350,7 @@ class PlanRunEnded(Event):
         a = _iri(self.activity)
         b.value(a, PROV.endedAtTime, self.ended)
         b.value(a, T.stopReason, self.stop_reason)
-        b.value(a, T.answer, self.answer)
+        b.content_text(a, T.answer, self.answer)
         b.value(a, T.errorMessage, self.error)
 
 

@@ -30,8 +30,9 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from trails.errors import SessionError
+from trails.errors import ContentErased, SessionError
 from trails.prov.builder import QuadBuilder
+from trails.prov.content import content_graph, erasure_of
 from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.masking import Masking
@@ -215,10 +216,10 @@ def projection_quads(
         b.value(e, T.position, i)
         b.value(e, T.capabilityId, inv.capability)
         b.add(e, T.ofActivity, IRI.trusted(inv.activity))
-        b.value(e, T.arguments, _json(inv.args))
+        b.content_text(e, T.arguments, _json(inv.args), digest=False)
         b.value(e, T.argumentsSha256, inv.args_sha256)
         if inv.result_sha256 is not None:
-            b.value(e, T.result, _json(inv.result))
+            b.content_text(e, T.result, _json(inv.result), digest=False)
             b.value(e, T.resultSha256, inv.result_sha256)
         b.value(e, T.invocationStatus, inv.status)
         b.value(e, T.invocationError, inv.error)
@@ -265,6 +266,13 @@ SELECT ?g ?proj ?s ?p ?o WHERE {{
 }}
 """
 
+_OLD_CONTENT = f"""
+SELECT ?g ?cg ?proj ?s ?p ?o WHERE {{
+  GRAPH ?g {{ ?proj {PROV.hadMember.n3()} ?s }}
+  GRAPH ?cg {{ ?s ?p ?o }}
+}}
+"""
+
 # the projections in the graph ?iri, and the projections of the session ?iri wherever they are;
 # ?iri stays out of the GRAPH ?g group (a bound parameter there is a pass over every graph)
 _FIND = f"""
@@ -299,11 +307,12 @@ SELECT ?g ?proj ?session ?version ?sid ?principal ?strategy ?budget ?metadata ?c
 """
 
 _HISTORY = f"""
-SELECT ?g ?proj ?pos ?role ?content ?tokens ?pinned WHERE {{
+SELECT ?g ?cg ?proj ?pos ?role ?content ?tokens ?pinned WHERE {{
   GRAPH ?g {{
     ?proj {PROV.hadMember.n3()} ?e .
     ?e a {T.HistoryEntry.n3()} ; {T.position.n3()} ?pos .
     OPTIONAL {{ ?e {T.role.n3()} ?role }}
+    OPTIONAL {{ GRAPH $cg {{ ?e {PROV.value.n3()} ?content }} }}
     OPTIONAL {{ ?e {PROV.value.n3()} ?content }}
     OPTIONAL {{ ?e {T.tokenCount.n3()} ?tokens }}
     OPTIONAL {{ ?e {T.pinned.n3()} ?pinned }}
@@ -312,15 +321,18 @@ SELECT ?g ?proj ?pos ?role ?content ?tokens ?pinned WHERE {{
 """
 
 _INVOCATIONS = f"""
-SELECT ?g ?proj ?pos ?cap ?activity ?args ?argsHash ?result ?resultHash ?status ?error ?started ?ended
+SELECT ?g ?cg ?proj ?pos ?cap ?activity ?args ?argsHash ?result ?resultHash ?status ?error ?started
+       ?ended
 WHERE {{
   GRAPH ?g {{
     ?proj {PROV.hadMember.n3()} ?e .
     ?e a {T.InvocationEnvelope.n3()} ; {T.position.n3()} ?pos .
     OPTIONAL {{ ?e {T.capabilityId.n3()} ?cap }}
     OPTIONAL {{ ?e {T.ofActivity.n3()} ?activity }}
+    OPTIONAL {{ GRAPH $cg {{ ?e {T.arguments.n3()} ?args }} }}
     OPTIONAL {{ ?e {T.arguments.n3()} ?args }}
     OPTIONAL {{ ?e {T.argumentsSha256.n3()} ?argsHash }}
+    OPTIONAL {{ GRAPH $cg {{ ?e {T.result.n3()} ?result }} }}
     OPTIONAL {{ ?e {T.result.n3()} ?result }}
     OPTIONAL {{ ?e {T.resultSha256.n3()} ?resultHash }}
     OPTIONAL {{ ?e {T.invocationStatus.n3()} ?status }}
@@ -376,6 +388,9 @@ def stored_projection_quads(store: Store, graph: IRI, session: str) -> list[Quad
     out: list[Quad] = []
     for row in rows:
         out.append(Quad(row["s"], row["p"], row["o"], graph))  # type: ignore[arg-type]
+    cg = content_graph(graph)  # the members' content (history text, arguments, results)
+    for row in select(store, _OLD_CONTENT, {"g": graph, "cg": cg, "proj": projection_iri(session)}):
+        out.append(Quad(row["s"], row["p"], row["o"], cg))  # type: ignore[arg-type]
     return out
 
 
@@ -464,6 +479,16 @@ def _contiguous(positions: Iterable[int], kind: str, projection: IRI, graph: IRI
             )
 
 
+def _fail_if_erased(store: Store, entity: str, what: str, graph: IRI) -> None:
+    """Fail closed, naming the step, when content the projection needs was erased."""
+    erased = erasure_of(store, entity)
+    if erased is not None:
+        raise ContentErased(
+            f"session in graph {graph} cannot be replayed: the content of {what} ({entity}) "
+            f"was {erased}"
+        )
+
+
 def read_projection(store: Store, graph: IRI, session: IRI) -> Projection:
     """Read the projection of ``session`` from ``graph`` with SPARQL.
 
@@ -482,7 +507,9 @@ def read_projection(store: Store, graph: IRI, session: IRI) -> Projection:
     p = projection_iri(session)
     params: dict[str, Term] = {"g": graph, "proj": p, "session": session}
     heads = list(select(store, _HEAD, params))
-    params = {"g": graph, "proj": p}
+    # the content graph named, not any graph: a projection persisted into two graphs
+    # has the same member IRIs in both
+    params = {"g": graph, "proj": p, "cg": content_graph(graph)}
     if not heads:
         raise SessionError(f"graph {graph} holds no projection {p}")
     head = heads[0]
@@ -503,6 +530,8 @@ def read_projection(store: Store, graph: IRI, session: IRI) -> Projection:
     for row in select(store, _HISTORY, params):
         positions.append(int(_py(row, "pos")))
         n = positions[-1]
+        if _py(row, "content") is None:
+            _fail_if_erased(store, Minter.part(p, f"history:{n}"), f"history entry #{n}", graph)
         history.append(
             ProjectedEntry(
                 role=str(_require(_py(row, "role"), f"trails:role on history #{n}", p, graph)),
@@ -526,6 +555,9 @@ def read_projection(store: Store, graph: IRI, session: IRI) -> Projection:
             return _require(_py(row, name), f"{what} on invocation #{n}", p, graph)
 
         result_hash = _py(row, "resultHash")
+        if _py(row, "args") is None:
+            envelope = Minter.part(p, f"invocation:{n}")
+            _fail_if_erased(store, Minter.part(envelope, "arguments"), f"invocation #{n}", graph)
         invocations.append(
             ProjectedInvocation(
                 capability=str(need("cap", "trails:capabilityId")),
@@ -549,7 +581,7 @@ def read_projection(store: Store, graph: IRI, session: IRI) -> Projection:
     _contiguous(positions, "invocation envelope", p, graph)
     completions: list[ProjectedCompletion] = []
     positions = []
-    for row in select(store, _COMPLETION_REFS, params):
+    for row in select(store, _COMPLETION_REFS, {"g": graph, "proj": p}):
         positions.append(int(_py(row, "pos")))
         n = positions[-1]
         completions.append(

@@ -116,6 +116,8 @@ class Recorder:
     def quads(self, event: Event) -> list[Quad]:
         """The quads ``event`` becomes, without writing them."""
         builder = QuadBuilder(event.graph, self.minter, self.content, self.masking)
+        if not event.content_apart:  # content kept in the event's own graph (the access log)
+            builder.content_graph = builder.graph
         event.emit(builder)
         return builder.quads
 

@@ -108,9 +108,11 @@ class T:
     status = TRAILS.status
     errorMessage = TRAILS.errorMessage
     goal = TRAILS.goal
+    goalSha256 = TRAILS.goalSha256
     strategy = TRAILS.strategy
     stopReason = TRAILS.stopReason
     answer = TRAILS.answer
+    answerSha256 = TRAILS.answerSha256
     capabilityId = TRAILS.capabilityId
     sideEffects = TRAILS.sideEffects
     terminal = TRAILS.terminal
@@ -262,6 +264,18 @@ class T:
     invocationError = TRAILS.invocationError
     startedAt = TRAILS.startedAt
     endedAt = TRAILS.endedAt
+    # content apart from structure: erasure and migration receipts
+    Erasure = TRAILS.Erasure
+    erasureReason = TRAILS.erasureReason
+    erasedDigest = TRAILS.erasedDigest
+    erasedSession = TRAILS.erasedSession
+    erasedPrincipal = TRAILS.erasedPrincipal
+    erasedMemory = TRAILS.erasedMemory
+    erasedCount = TRAILS.erasedCount
+    skippedHold = TRAILS.skippedHold
+    ContentMigration = TRAILS.ContentMigration
+    migratedGraph = TRAILS.migratedGraph
+    migratedCount = TRAILS.migratedCount
     # otel: activities received as OTLP spans
     TraceSpan = TRAILS.TraceSpan
     traceId = TRAILS.traceId

@@ -411,28 +411,24 @@ class OxigraphStore(Store):
         except OSError as exc:
             raise StoreError(f"load failed on {self!r}, nothing loaded: {exc}") from exc
 
-    def _dump_all(self) -> bytes:
-        raw = self.raw
-        data = self._call("compact", lambda: raw.dump(format=ox.RdfFormat.N_QUADS))
-        assert data is not None
-        return data
-
     def compact(self) -> None:
-        """Rewrite the store so removed data leaves its files.
+        """Rewrite the store so that nothing removed from it survives in its files.
 
-        Deleting quads leaves their strings in the backend's string table and
-        its older files; RocksDB compaction alone does not drop them. The
-        store is dumped and loaded into a fresh directory, which replaces the
-        old one (kept as ``<dir>.compacting-old`` until the swap is done, so a
-        crash loses nothing). In memory the store is rebuilt the same way.
+        Oxigraph keeps the text of a long literal in a table of strings that
+        removing quads never prunes (and RocksDB keeps removed keys in older files
+        until a compaction), so ``optimize`` alone leaves erased text on disk. This
+        copies the quads the store holds now into a fresh directory (a bulk load:
+        no plain-text copy on the way), swaps it in for the old one (kept as
+        ``<dir>.compacting-old`` until the swap is done, so a crash loses nothing)
+        and deletes the old one. In memory, the same copy replaces the in-memory
+        store. The store stays open; it is unusable by other threads while this runs.
 
         Raises:
-            StoreError: the rewrite failed; the store is left as it was.
+            StoreError: the copy or the swap failed; the store is left as it was.
         """
-        data = self._dump_all()
         if self.path is None:
             fresh = ox.Store()
-            self._call("compact", lambda: fresh.bulk_load(data, ox.RdfFormat.N_QUADS))
+            self._call("compact", lambda: fresh.bulk_extend(self._all_quads()))
             self._store = fresh
             return
         path = self.path
@@ -446,12 +442,16 @@ class OxigraphStore(Store):
 
         def rewrite() -> None:
             fresh = ox.Store(str(new))
-            fresh.bulk_load(data, ox.RdfFormat.N_QUADS)
+            fresh.bulk_extend(self._all_quads())
             fresh.flush()
             fresh.optimize()
-            del fresh
+            del fresh  # closes it (RocksDB releases the directory)
 
-        self._call("compact", rewrite)
+        try:
+            self._call("compact", rewrite)
+        except StoreError:
+            shutil.rmtree(new, ignore_errors=True)
+            raise
         store, self._store = self._store, None
         with contextlib.suppress(OSError):
             store.flush()  # type: ignore[union-attr]
@@ -466,6 +466,9 @@ class OxigraphStore(Store):
             self._store = ox.Store(str(path))
             raise StoreError(f"compact failed on {self!r}: {exc}") from exc
         shutil.rmtree(old, ignore_errors=True)
+
+    def _all_quads(self) -> Iterable[ox.Quad]:
+        return self.raw.quads_for_pattern(None, None, None, None)
 
     def close(self) -> None:
         if self._store is not None:

@@ -25,13 +25,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from trails.errors import ModelAPIError, ReplayMismatch, SessionError
+from trails.errors import ContentErased, ModelAPIError, ReplayMismatch, SessionError
 from trails.kernel.context import Context
 from trails.llm.cache import request_hash, request_params
 from trails.llm.catalogue import ModelSpec
 from trails.llm.client import LLMClient, Prompt
 from trails.llm.retry import RetryPolicy
 from trails.llm.types import Chunk, Request, Response
+from trails.prov.content import erasure_of
+from trails.prov.iri import Minter
 from trails.prov.projection import find_projection
 from trails.prov.vocab import PROV, T
 from trails.store import default_store
@@ -60,8 +62,11 @@ WHERE {{
        {PROV.wasAssociatedWith.n3()} ?m .
     ?p a {T.Prompt.n3()} .
     ?m a {T.Model.n3()} ; {T.provider.n3()} ?provider ; {T.modelId.n3()} ?model .
-    OPTIONAL {{ ?p {PROV.value.n3()} ?prompt }}
-    OPTIONAL {{ ?c {PROV.wasGeneratedBy.n3()} ?a ; a {T.Completion.n3()} ; {PROV.value.n3()} ?text }}
+    OPTIONAL {{ GRAPH ?cg1 {{ ?p {PROV.value.n3()} ?prompt }} }}
+    OPTIONAL {{
+      ?c {PROV.wasGeneratedBy.n3()} ?a ; a {T.Completion.n3()} .
+      OPTIONAL {{ GRAPH ?cg2 {{ ?c {PROV.value.n3()} ?text }} }}
+    }}
     OPTIONAL {{ ?a {T.errorMessage.n3()} ?error }}
     OPTIONAL {{ ?a {T.inputTokens.n3()} ?in }}
     OPTIONAL {{ ?a {T.outputTokens.n3()} ?out }}
@@ -371,6 +376,7 @@ class ReplayLLM(LLMClient):
         completions = recorded_completions(source, session)
         if not completions:
             raise SessionError(f"session {session} recorded no LLM completion to replay")
+        _refuse_erased(source, session, completions)
         if not any(c.has_prompt for c in completions) or not any(
             c.text is not None for c in completions
         ):
@@ -434,6 +440,22 @@ class ReplayLLM(LLMClient):
             stop=stop,
             **extra,
         )
+
+
+def _refuse_erased(store: Store, session: str, completions: Sequence[RecordedCompletion]) -> None:
+    """Fail closed on a completion whose prompt or reply was erased (naming the step)."""
+    for c in completions:
+        missing = [] if c.has_prompt else ["prompt"]
+        if c.text is None and c.status == "ok":
+            missing.append("completion")
+        for part in missing:
+            erased = erasure_of(store, Minter.part(c.activity, part))
+            if erased is not None:
+                step = f"step {c.step}" if c.step is not None else f"completion #{c.position}"
+                raise ContentErased(
+                    f"session {session} cannot be replayed: the {part} of {step} "
+                    f"({c.activity}) was {erased}"
+                )
 
 
 def _model_of(completions: Sequence[RecordedCompletion]) -> str:

@@ -57,20 +57,20 @@ WHERE {{
       ?a a {T.CapabilityInvocation.n3()} ; {T.capability.n3()} ?cap ; {PROV.used.n3()} ?in .
       ?cap {T.capabilityId.n3()} ?action .
       ?in a {T.CapabilityInput.n3()} ; {T.sha256.n3()} ?inputHash .
-      OPTIONAL {{ ?in {PROV.value.n3()} ?input }}
+      OPTIONAL {{ GRAPH ?cg1 {{ ?in {PROV.value.n3()} ?input }} }}
       OPTIONAL {{
         ?out {PROV.wasGeneratedBy.n3()} ?a ; a {T.CapabilityOutput.n3()} ; {T.sha256.n3()} ?outputHash .
-        OPTIONAL {{ ?out {PROV.value.n3()} ?output }}
+        OPTIONAL {{ GRAPH ?cg2 {{ ?out {PROV.value.n3()} ?output }} }}
       }}
       BIND ("invocation" AS ?kind)
     }} UNION {{
       ?a a {T.LLMCompletion.n3()} ; {PROV.used.n3()} ?p ; {PROV.wasAssociatedWith.n3()} ?m .
       ?m a {T.Model.n3()} ; {T.modelId.n3()} ?action .
       ?p a {T.Prompt.n3()} ; {T.sha256.n3()} ?inputHash .
-      OPTIONAL {{ ?p {PROV.value.n3()} ?input }}
+      OPTIONAL {{ GRAPH ?cg3 {{ ?p {PROV.value.n3()} ?input }} }}
       OPTIONAL {{
         ?out {PROV.wasGeneratedBy.n3()} ?a ; a {T.Completion.n3()} ; {T.sha256.n3()} ?outputHash .
-        OPTIONAL {{ ?out {PROV.value.n3()} ?output }}
+        OPTIONAL {{ GRAPH ?cg4 {{ ?out {PROV.value.n3()} ?output }} }}
       }}
       BIND ("completion" AS ?kind)
     }}
@@ -85,10 +85,11 @@ _RUNS = f"""
 SELECT ?g ?run ?parent ?strategy ?goal ?started ?stop ?answer ?error ?limit WHERE {{
   GRAPH ?g {{
     ?run a {T.PlanRun.n3()} ; {T.inSession.n3()} ?g ; {T.strategy.n3()} ?strategy ;
-         {T.goal.n3()} ?goal ; {PROV.startedAtTime.n3()} ?started ;
+         {PROV.startedAtTime.n3()} ?started ;
          {PROV.wasInformedBy.n3()} ?parent .
+    OPTIONAL {{ GRAPH ?cg1 {{ ?run {T.goal.n3()} ?goal }} }}
     OPTIONAL {{ ?run {T.stopReason.n3()} ?stop }}
-    OPTIONAL {{ ?run {T.answer.n3()} ?answer }}
+    OPTIONAL {{ GRAPH ?cg2 {{ ?run {T.answer.n3()} ?answer }} }}
     OPTIONAL {{ ?run {T.errorMessage.n3()} ?error }}
     OPTIONAL {{ ?run {T.wasTerminatedBy.n3()} ?t . ?t {T.limit.n3()} ?limit }}
   }}

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trails.audit.endpoint.auth import Grant
+from trails.prov.content import content_graph
 from trails.prov.iri import agent_iri
 from trails.prov.vocab import PROV, T
 from trails.store import Solutions, Store
@@ -90,6 +91,9 @@ def allowed_graphs(
         if isinstance(result, Solutions):
             allowed |= {IRI.trusted(g) for g in result.column("g") if isinstance(g, str)}
         allowed.discard(reserved)  # type: ignore[arg-type]
+    # who may read a graph may read its content (kept in the graph's content graph)
+    present = set(listed)
+    allowed |= {c for g in list(allowed) if (c := content_graph(g)) in present}
     return sorted(allowed)
 
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from trails.audit.endpoint.pool import InlineEvaluator
 from trails.config import Settings
@@ -60,6 +60,8 @@ class QueryReceived(Event):
     ``session`` is unused (the access log is not a session); ``log_graph`` is
     the graph the event is written to.
     """
+
+    content_apart: ClassVar[bool] = False  # the query text stays in the log graph
 
     session: str = ""
     log_graph: str
@@ -114,6 +116,7 @@ def access_log_quads(event: QueryReceived, minter: Minter, content: str = "full"
         The quads, all in the access-log graph.
     """
     builder = QuadBuilder(event.graph, minter, content)
+    builder.content_graph = builder.graph  # the log is not erasable content: one graph
     event.emit(builder)
     return builder.quads
 

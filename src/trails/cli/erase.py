@@ -1,0 +1,127 @@
+"""``trails erase`` and ``trails migrate``: erase recorded content with a sealed receipt, and
+move a store written before content was kept apart to the layout that allows it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+
+from trails.audit.access import reading
+from trails.audit.erasure import erase
+from trails.audit.migration import migrate
+from trails.config import load_settings
+from trails.prov.recorder import Recorder
+
+__all__ = ["register", "run_erase", "run_migrate"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``erase`` and ``migrate`` commands."""
+    p = subparsers.add_parser(
+        "erase",
+        help="erase recorded content (keeping digests and seals) with a sealed receipt",
+        description="Remove the content (prompts, completions, inputs, outputs, goals, "
+        "memory text) of a data subject, a session, a memory or a content digest. The "
+        "structure and each value's sha256 stay, every seal still verifies, and a "
+        "trails:Erasure receipt (who, when, why, which digests) is recorded and sealed. "
+        "Sessions under a legal hold are skipped and each hold is named. The embedded "
+        "store's files are rewritten so no erased text survives in them.",
+    )
+    p.add_argument(
+        "--principal",
+        action="append",
+        default=[],
+        metavar="DID",
+        help="a data subject: their sessions and memories (repeatable)",
+    )
+    p.add_argument(
+        "--session", action="append", default=[], metavar="IRI", help="a session (repeatable)"
+    )
+    p.add_argument(
+        "--memory", action="append", default=[], metavar="ID", help="a memory by id (repeatable)"
+    )
+    p.add_argument(
+        "--digest",
+        action="append",
+        default=[],
+        metavar="SHA256",
+        help="every content value with this sha256 (repeatable)",
+    )
+    p.add_argument("--reason", required=True, help="why (a request, a case); recorded")
+    p.add_argument("--by", help="who erases (default: [agent] principal)")
+    p.add_argument(
+        "--no-compact",
+        action="store_true",
+        help="do not rewrite the store's files now (compact later)",
+    )
+    p.add_argument("--json", action="store_true", help="print the receipt as JSON")
+    p.set_defaults(func=run_erase)
+    m = subparsers.add_parser(
+        "migrate",
+        help="move content out of sealed graphs into content graphs, recorded and re-sealed",
+        description="Move a store written before content was kept apart: each graph's "
+        "content values go to its content graph, in one write per graph; each sealed "
+        "graph is checked against its seal first (an altered graph is left as it is and "
+        "named) and sealed again (a revision of its earlier seal). The migration is "
+        "recorded as a trails:ContentMigration and sealed. Running it again does nothing.",
+    )
+    m.add_argument("--by", help="who migrates (default: [agent] principal)")
+    m.add_argument("--json", action="store_true", help="print the receipt as JSON")
+    m.set_defaults(func=run_migrate)
+
+
+def run_erase(args: argparse.Namespace) -> int:
+    """Run ``trails erase``."""
+    settings = load_settings()
+    with reading(args.store) as store:
+        recorder = Recorder.from_settings(settings, store=store)
+        receipt = erase(
+            recorder,
+            principal=args.principal,
+            session=args.session,
+            memory=args.memory,
+            digest=args.digest,
+            reason=args.reason,
+            by=args.by or settings.principal,
+            compact=not args.no_compact,
+        )
+    if args.json:
+        data = asdict(receipt)
+        data["skipped"] = [{"target": s.target, "hold": asdict(s.hold)} for s in receipt.skipped]
+        print(json.dumps(data, indent=2))
+        return 0
+    for skipped in receipt.skipped:
+        print(
+            f"SKIPPED {skipped.target}: legal hold {skipped.hold.iri} "
+            f"({skipped.hold.reason!r}, by {skipped.hold.placed_by})"
+        )
+    print(
+        f"erased {receipt.erased} content value(s) from {len(receipt.sessions)} session(s) "
+        f"and {len(receipt.memories)} memory(ies); receipt {receipt.erasure} "
+        f"in {receipt.graph}, sealed by {receipt.seal or '(not sealed)'}"
+        + ("; store files rewritten" if receipt.compacted else "")
+    )
+    return 0
+
+
+def run_migrate(args: argparse.Namespace) -> int:
+    """Run ``trails migrate``."""
+    settings = load_settings()
+    with reading(args.store) as store:
+        recorder = Recorder.from_settings(settings, store=store)
+        receipt = migrate(recorder, by=args.by or settings.principal)
+    if args.json:
+        print(json.dumps(asdict(receipt), indent=2))
+        return 0
+    for graph, why in receipt.refused:
+        print(f"NOT MIGRATED {graph}: {why}")
+    if receipt.activity is None:
+        print("nothing to migrate: content is already kept apart from structure")
+    else:
+        print(
+            f"moved {receipt.moved} content value(s) of {len(receipt.graphs)} graph(s) to "
+            f"their content graphs; {len(receipt.resealed)} re-sealed; receipt "
+            f"{receipt.activity} in {receipt.graph}"
+        )
+    return 1 if receipt.refused else 0
