@@ -143,12 +143,19 @@ def _checked_values(params: Mapping[str, Term]) -> dict[str, str]:
     return values
 
 
-def bind_params(sparql: str, params: Mapping[str, Term] | None) -> str:
+def bind_params(
+    sparql: str, params: Mapping[str, Term] | None, *, close_groups: bool = False
+) -> str:
     """Rewrite ``sparql`` so that each parameter is bound to its term (see the module docstring).
 
     Args:
         sparql: the query text, with parameters written ``?name`` or ``$name``.
         params: variable name (without ``?``/``$``) to term.
+        close_groups: put a group's ``BIND`` at its end when nothing in the group binds
+            or reads the parameter before (Oxigraph then starts from the constant
+            instead of evaluating an empty pattern once per graph; the same answers by
+            SPARQL's semantics, but Virtuoso 7.2 answers some such texts wrongly, so
+            the remote store keeps the BIND first).
 
     Returns:
         The query text to send; ``sparql`` unchanged when there are no params.
@@ -161,11 +168,13 @@ def bind_params(sparql: str, params: Mapping[str, Term] | None) -> str:
         return sparql
     values = _checked_values(params)
     parsed = _parsed(sparql, frozenset(values))
-    if parsed.rewrite is None:  # where each value goes depends on the names only: once
+    rewrite = parsed.rewrites.get(close_groups)
+    if rewrite is None:  # where each value goes depends on the names only: once
         slots = {name: f"{_SLOT}{name}{_SLOT}" for name in values}
-        parsed.rewrite = _Binder(parsed, slots).text().split(_SLOT)
+        rewrite = _Binder(parsed, slots, close_groups).text().split(_SLOT)
+        parsed.rewrites[close_groups] = rewrite
     # text and parameter names alternate: the values go where the names are
-    return "".join(values[p] if i % 2 else p for i, p in enumerate(parsed.rewrite))
+    return "".join(values[p] if i % 2 else p for i, p in enumerate(rewrite))
 
 
 #: marks where a value goes in a cached rewrite (no query text can hold it: NUL + a nonce)
@@ -224,7 +233,7 @@ class _Parser:
         self.describe_vars: list[int] = []
         self.template = False
         #: the rewritten text, split at the parameters' values (see ``bind_params``)
-        self.rewrite: list[str] | None = None
+        self.rewrites: dict[bool, list[str]] = {}
 
     def parse(self) -> None:
         scopes = [self.top]
@@ -366,9 +375,10 @@ def _refuse(why: str) -> QueryParameterError:
 class _Binder:
     """Decides, per parameter, which groups bind it, and writes the query text."""
 
-    def __init__(self, parsed: _Parser, values: dict[str, str]) -> None:
+    def __init__(self, parsed: _Parser, values: dict[str, str], close_groups: bool) -> None:
         self.p = parsed
         self.values = values
+        self.close_groups = close_groups
 
     def binds(self, scope: _Scope, name: str) -> bool:
         """Whether ``?name`` in ``scope`` is the query's own ``?name`` (the parameter)."""
@@ -440,7 +450,8 @@ class _Binder:
                 after[block.open] = data + " {"
                 before[block.close] = "} "
             elif (
-                block.kind == "group"
+                self.close_groups
+                and block.kind == "group"
                 and not any(self.mentions(c, n) for c in block.children for n in names)
                 and not any(
                     t.upper() in ("VALUES", "BIND")

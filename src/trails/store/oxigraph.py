@@ -308,8 +308,9 @@ class OxigraphStore(Store):
             check_term(term, f"query parameter {name!r}", QueryParameterError)
         try:
             if params and not any(isinstance(v, BNode) for v in params.values()):
-                # the same rewritten text as the remote store (docs/remote-store.md)
-                sparql = bind_params(sparql, params)
+                # the remote store's rewritten text (docs/remote-store.md), each BIND
+                # placed where Oxigraph starts from the constant
+                sparql = bind_params(sparql, params, close_groups=True)
             elif params:  # a blank node can only be pre-bound by pyoxigraph itself
                 kw["substitutions"] = {ox.Variable(k): _to_ox(v) for k, v in params.items()}
             return store.query(sparql, **kw)
