@@ -1,8 +1,8 @@
 """The session catalogue and per-session reads at 1k and 10k sessions, as ratios to 1k.
 
-Stores are recorded through the recorder (a ReAct ``Session`` over a scripted
-model, capability calls, every session ended and sealed by the default sealer,
-one in ten persisted for replay), on disk, and cached between runs under
+Stores are recorded through the recorder, every session ended and sealed by
+the default sealer (most as their events: a ReAct run, three completions, two
+capability calls; one in a hundred a real ``Session`` run, persisted for replay), on disk, and cached between runs under
 ``TRAILS_BENCH_CACHE`` (else ``~/.cache/trails-bench``) in a folder named by
 the size and a digest of the sources that shape the recorded graphs.
 
@@ -286,8 +286,9 @@ def main(argv: list[str]) -> int:
         lines.append(f"| {name} | {cells} | {ratio:.2f}x | ≤ 1.5x |")
     markdown = (
         "## Catalogue and per-session reads (`bench_catalogue.py`)\n\n"
-        "Stores recorded through the recorder (ReAct sessions over a scripted model, two "
-        "capability calls each, sealed, one in ten persisted), on disk; medians of in-process "
+        "Stores recorded through the recorder and sealed by the default sealer (sessions as "
+        "their events: a ReAct run, three completions, two capability calls; one in "
+        f"{REPLAYABLE_EVERY} a real `Session` run, persisted for replay), on disk; medians of in-process "
         f"runs on the opened store. {machine()}. Run: "
         f"`python benchmarks/bench_catalogue.py --sizes {args.sizes}`.\n\n"
         + "\n".join(lines)

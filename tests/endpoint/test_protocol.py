@@ -13,8 +13,10 @@ import pytest
 import rdflib
 from tests.endpoint.conftest import ALICE, EX, Seeded, auth
 
+from trails.audit.catalogue import rebuild
 from trails.audit.endpoint import negotiate
 from trails.errors import QueryRefused
+from trails.store import Store
 from trails.store.results import count_results
 
 pytestmark = pytest.mark.anyio
@@ -171,8 +173,9 @@ async def test_from_clauses_narrow_the_dataset(client: httpx.AsyncClient, seeded
 
 
 async def test_query_pack_by_name_binds_parameters(
-    client: httpx.AsyncClient, seeded: Seeded
+    client: httpx.AsyncClient, seeded: Seeded, store: Store
 ) -> None:
+    rebuild(store)  # seeded without the sealer: the catalogue the sessions query reads
     listing = await client.get("/queries")
     names = {q["name"] for q in listing.json()}
     assert "sessions" in names

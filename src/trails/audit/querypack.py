@@ -153,6 +153,8 @@ class Query:
                 break
             end += 1
         where = _without_filters(_balanced(masked, masked.find("{", end)))
+        # a sub-SELECT's projection passes a parameter in to its FILTERs: it binds nothing
+        where = re.sub(r"\bSELECT\b[^{]*", " ", where, flags=re.IGNORECASE)
         cut: list[tuple[int, int]] = []
         for name in missing:
             if re.search(rf"[?$]{re.escape(name)}\b", where):
