@@ -10,7 +10,9 @@ An event is one ``ObserverEvent``: a ``kind`` from ``EVENT_KINDS``, the
 ``run_id`` (the plan-run activity IRI, None outside a planner run), a
 ``call_id`` (the completion or invocation activity IRI, so a start and its end
 pair up), the session IRI, a UTC time and a ``data`` mapping. The same event
-objects are what a streamed run would yield, so one vocabulary serves both.
+objects are what a streamed run yields (``react.stream`` / ``astream``), so one
+vocabulary serves both; ``token`` events (pieces of model text) exist only when
+a run is streamed.
 
 An observer is anything with ``on_event(event)``, sync or ``async def``
 (``Observer`` and ``AsyncObserver`` are the protocols). ``ObserverBase``
@@ -60,8 +62,9 @@ log = logging.getLogger(__name__)
 
 EVENT_KINDS: tuple[str, ...] = (
     "run_start",  # data: strategy, goal
-    "run_end",  # data: stopped, answer, error
+    "run_end",  # data: stopped, answer, error, result (the PlanResult)
     "llm_start",  # data: provider, model, messages (count)
+    "token",  # data: text (a piece of a streamed model answer; streamed runs only)
     "llm_end",  # data: model, status, input_tokens, output_tokens, usd, error
     "cache_hit",  # data: model
     "llm_retry",  # data: attempt, error, delay_s
@@ -71,6 +74,7 @@ EVENT_KINDS: tuple[str, ...] = (
     "policy_decision",  # data: capability, decision, reason, rule, review, reviewer
     "fallback",  # data: failed, error (provider); failed, next, error (strategy)
     "budget",  # data: reason, limit, observed
+    "step_end",  # data: index, action, step (the PlanStep)
 )
 """Every event kind, in lifecycle order."""
 

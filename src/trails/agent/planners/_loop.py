@@ -17,16 +17,20 @@ three strategies behave identically where the guide says they do:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from trails.agent.planners._drive import Complete, Dispatch
 from trails.agent.planners._guards import Guards, dry_dispatch, refusal
+from trails.agent.planners._outcome import Output, answer_text
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
 from trails.errors import (
     BudgetExceeded,
@@ -41,7 +45,7 @@ from trails.kernel.cost import CostTracker
 from trails.kernel.invoke import invoke
 from trails.kernel.observe import notify
 from trails.kernel.registry import get_capability
-from trails.llm.types import Message, Response
+from trails.llm.types import Chunk, Message, Response
 from trails.prov.events import EntityRecorded, PlanRunEnded, PlanRunStarted, Terminated
 from trails.prov.vocab import PROV
 from trails.store.base import Solutions
@@ -276,6 +280,7 @@ class PlanRun:
             ``observers`` given to the planner: they apply to this run (a policy
             replaces the context's, observers are added to the context's).
         guards: tool budgets, validators, the reflector and dry run (``_guards``).
+        output: the ``output_type=`` of the run (``check_output``), or None.
 
     Raises:
         UserError: an empty goal, a missing client or a non-Session session.
@@ -292,6 +297,7 @@ class PlanRun:
         tools: Sequence[str] | None,
         governance: Mapping[str, Any] | None = None,
         guards: Guards | None = None,
+        output: Output | None = None,
     ) -> None:
         from trails.agent.context import Session, _governance
 
@@ -330,6 +336,10 @@ class PlanRun:
         self.ended = False
         #: the ``terminal=True`` capability a successful dispatch ran, and its result
         self.terminal: tuple[str, Any] | None = None
+        #: ``output_type=``: the final answer is asked for again, validated (``structured_answer``)
+        self.output = output
+        self.pending: PlanResult | None = None  # a goal_achieved result awaiting its answer turn
+        self.answered = False
 
     # -- recording -------------------------------------------------------------
 
@@ -408,6 +418,18 @@ class PlanRun:
                 exc_info=True,
             )
 
+    def add_step(self, step: PlanStep) -> None:
+        """Append one step to the trajectory and tell observers (``step_end``)."""
+        self.steps.append(step)
+        notify(
+            self.ctx,
+            "step_end",
+            call_id=step.activity_iri,
+            index=len(self.steps) - 1,
+            action=step.action,
+            step=step,
+        )
+
     def last_observation(self) -> str | None:
         """The latest observation, stringified (the best-effort answer of an early stop)."""
         for step in reversed(self.steps):
@@ -441,6 +463,21 @@ class PlanRun:
         """
         if stopped != "goal_achieved" and answer is None:
             answer = self.last_observation()
+        terminated_by = terminated_by or (
+            self.terminal[0] if self.terminal and stopped == "goal_achieved" else None
+        )
+        result = PlanResult(
+            answer=answer,
+            steps=list(self.steps if steps is None else steps),
+            stopped=stopped,
+            error=error,
+            strategy=self.strategy,
+            activity_iri=str(self.activity),
+            terminated_by=terminated_by,
+        )
+        if stopped == "goal_achieved" and self.output is not None and not self.answered:
+            self.pending = result  # the answer turn (``structured_answer``) ends the run
+            return result
         if stopped in BUDGET_STOPS:
             assert breach is not None
             self._terminate(stopped, stopped, breach.limit, breach.observed)
@@ -458,21 +495,12 @@ class PlanRun:
                 activity=self.activity,
                 ended=now(),
                 stop_reason=stopped,
-                answer=answer,
+                answer=answer_text(answer),
                 error=error,
             )
         )
-        notify(self.ctx, "run_end", stopped=stopped, answer=answer, error=error)
-        return PlanResult(
-            answer=answer,
-            steps=list(self.steps if steps is None else steps),
-            stopped=stopped,
-            error=error,
-            strategy=self.strategy,
-            activity_iri=str(self.activity),
-            terminated_by=terminated_by
-            or (self.terminal[0] if self.terminal and stopped == "goal_achieved" else None),
-        )
+        notify(self.ctx, "run_end", stopped=stopped, answer=answer, error=error, result=result)
+        return result
 
     def finish_terminal(self) -> PlanResult | None:
         """End the run if a ``terminal=True`` capability ran: its result is the answer.
@@ -525,6 +553,36 @@ class PlanRun:
 
     # -- turns and actions ----------------------------------------------------
 
+    def ask(
+        self,
+        messages: list[Message],
+        *,
+        step: int,
+        max_tokens: int,
+        temperature: float,
+        parent: str | None = None,
+        model: str | None = None,
+        **options: Any,
+    ) -> Complete:
+        """The request for one reasoning turn (a loop yields it; a driver runs it)."""
+        return Complete(self, messages, step, max_tokens, temperature, parent, model, options)
+
+    def act(
+        self, action: str, action_input: dict[str, Any], *, informed_by: str | None, step: int
+    ) -> Dispatch:
+        """The request to dispatch one action (a loop yields it; a driver runs it)."""
+        return Dispatch(self, action, action_input, informed_by, step)
+
+    def _turn(
+        self, step: int, parent: str | None, model: str | None, options: dict[str, Any]
+    ) -> dict[str, Any]:
+        from trails.store.terms import IRI
+
+        turn_ctx = self.ctx.child(
+            parent=IRI.trusted(parent) if parent else self.activity, step=step
+        )
+        return {"ctx": turn_ctx, **({} if model is None else {"model": model}), **options}
+
     def complete(
         self,
         messages: list[Message],
@@ -534,26 +592,82 @@ class PlanRun:
         temperature: float,
         parent: str | None = None,
         model: str | None = None,
+        **options: Any,
     ) -> Response:
         """One reasoning turn, recorded as an LLM completion informed by the plan run.
 
         ``model`` asks the client for another model for this turn (a behaviour-tree
-        node's own model); None: the client's.
+        node's own model); None: the client's. ``options`` go to the client
+        (``response_format``, ``max_retries``).
 
         Raises:
             ModelAPIError: the provider failed.
             BudgetExceeded: a principal budget refused the spend.
         """
-        from trails.store.terms import IRI
-
-        turn_ctx = self.ctx.child(
-            parent=IRI.trusted(parent) if parent else self.activity, step=step
-        )
-        extra: dict[str, Any] = {} if model is None else {"model": model}
+        extra = self._turn(step, parent, model, options)
         response: Response = self.llm.complete(
-            messages, max_tokens=max_tokens, temperature=temperature, ctx=turn_ctx, **extra
+            messages, max_tokens=max_tokens, temperature=temperature, **extra
         )
         return response
+
+    async def acomplete(
+        self,
+        messages: list[Message],
+        *,
+        step: int,
+        max_tokens: int,
+        temperature: float,
+        parent: str | None = None,
+        model: str | None = None,
+        **options: Any,
+    ) -> Response:
+        """``complete`` awaited on the client's ``acomplete`` (a thread when it has none)."""
+        extra = self._turn(step, parent, model, options)
+        acomplete = getattr(self.llm, "acomplete", None)
+        if acomplete is None:
+            call = functools.partial(
+                self.llm.complete, messages, max_tokens=max_tokens, temperature=temperature, **extra
+            )
+            response: Response = await asyncio.to_thread(call)
+            return response
+        response = await acomplete(
+            messages, max_tokens=max_tokens, temperature=temperature, **extra
+        )
+        return response
+
+    def stream(
+        self,
+        messages: list[Message],
+        *,
+        step: int,
+        max_tokens: int,
+        temperature: float,
+        parent: str | None = None,
+        model: str | None = None,
+    ) -> Iterator[Chunk | Response]:
+        """``complete`` streamed: text chunks, then the recorded ``Response``."""
+        extra = self._turn(step, parent, model, {})
+        pieces: Iterator[Chunk | Response] = self.llm.stream(
+            messages, max_tokens=max_tokens, temperature=temperature, **extra
+        )
+        return pieces
+
+    def astream(
+        self,
+        messages: list[Message],
+        *,
+        step: int,
+        max_tokens: int,
+        temperature: float,
+        parent: str | None = None,
+        model: str | None = None,
+    ) -> AsyncIterator[Chunk | Response]:
+        """``stream`` for asyncio (the client's ``astream``)."""
+        extra = self._turn(step, parent, model, {})
+        pieces: AsyncIterator[Chunk | Response] = self.llm.astream(
+            messages, max_tokens=max_tokens, temperature=temperature, **extra
+        )
+        return pieces
 
     def dispatch(
         self, action: str, action_input: dict[str, Any], *, informed_by: str | None, step: int

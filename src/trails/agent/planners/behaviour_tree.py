@@ -38,7 +38,7 @@ Completions and invocations are numbered in one ``trails:stepIndex`` sequence.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -57,6 +57,16 @@ from trails.agent.planners._bt_nodes import (
     parse_tree_reply,
     tree_to_dict,
 )
+from trails.agent.planners._drive import (
+    Loop,
+    Request,
+    abatch_entry,
+    arun_entry,
+    astream_entry,
+    batch_entry,
+    run_entry,
+    stream_entry,
+)
 from trails.agent.planners._guards import check_guards
 from trails.agent.planners._loop import (
     Breach,
@@ -68,6 +78,7 @@ from trails.agent.planners._loop import (
     per_call_tokens,
     stringify,
 )
+from trails.agent.planners._outcome import check_output, guarded
 from trails.agent.planners._parse import parse_step
 from trails.agent.planners._tools import (
     ToolFilter,
@@ -76,8 +87,8 @@ from trails.agent.planners._tools import (
     granted_by,
     render_catalogue,
 )
-from trails.agent.planners.base import PlanResult, PlanStep, StopReason
-from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError, UserError
+from trails.agent.planners.base import PlanStep, StopReason
+from trails.errors import ModelAPIError, ReplyParseError, UserError
 from trails.llm.types import Message, Response
 
 if TYPE_CHECKING:
@@ -100,9 +111,14 @@ __all__ = [
     "Sequence",
     "SequenceWithEarlyExit",
     "TreeConfig",
+    "abatch",
+    "arun",
+    "astream",
+    "batch",
     "build_tree",
     "parse_tree_reply",
     "run",
+    "stream",
     "tree_to_dict",
 ]
 
@@ -151,7 +167,7 @@ STEP_NUDGE = (
 )
 
 
-def run(
+def _steps(
     goal: str,
     *,
     llm: Any,
@@ -179,7 +195,9 @@ def run(
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
     observers: Seq[Any] | None = None,
-) -> PlanResult:
+    output_type: Any = None,
+    output_retries: int = 2,
+) -> Loop:
     """Run ``goal`` as a behaviour tree: the given one, or one the model decomposes it into.
 
     Args:
@@ -219,6 +237,10 @@ def run(
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
         observers: lifecycle observers of this run (added to the session's).
+        output_type: a pydantic model class or a JSON schema: the final answer is
+            asked for once more in that form, validated (``PlanResult.answer`` is
+            then the validated object; see ``trails.agent.planners._outcome``).
+        output_retries: how many more attempts an answer failing validation gets.
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the root's output when the root
@@ -264,6 +286,7 @@ def run(
             "observers": observers,
         },
         guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
+        output=check_output(output_type, output_retries, per_call),
     )
     runner = _TreeRun(
         plan,
@@ -277,15 +300,15 @@ def run(
         memory=memory,
         episodic=episodic,
     )
-    plan.start()
-    try:
-        session.history.append("user", f"Goal: {goal}")
-        return runner.execute(root)
-    except BudgetExceeded as exc:
-        return plan.budget_stop(exc)
-    except BaseException as exc:
-        plan.abort(exc)
-        raise
+    return guarded(plan, runner.execute(root))
+
+
+run = run_entry(_steps)
+arun = arun_entry(_steps, NAME)
+stream = stream_entry(_steps, NAME)
+astream = astream_entry(_steps, NAME)
+batch = batch_entry(_steps, NAME)
+abatch = abatch_entry(_steps, NAME)
 
 
 def _working_memory(given: Any) -> WorkingMemory:
@@ -363,18 +386,19 @@ class _TreeRun:
 
     # -- the run ----------------------------------------------------------------
 
-    def execute(self, root: Node | None) -> PlanResult:
+    def execute(self, root: Node | None) -> Loop:
         """Build (when needed) and record the tree, walk it, end the run."""
         plan = self.plan
+        plan.session.history.append("user", f"Goal: {plan.goal}")
         try:
             if root is None:
-                root, index = self._decompose()
+                root, index = yield from self._decompose()
             else:
                 index = 0
             document = tree_to_dict(root)
             plan.session.metadata.setdefault("plans", []).append(document)
             plan.record_entity("PlanDocument", document, generated_by=self.tree_by, index=index)
-            outcome = self._tick(root, "1")
+            outcome = yield from self._tick(root, "1")
         except _Stop as stop:
             if stop.provider is not None:
                 return plan.provider_failed(stop.provider)
@@ -399,10 +423,12 @@ class _TreeRun:
         index, self.used = self.used, self.used + 1
         return index
 
-    def _complete(self, messages: list[Message], model: str | None = None) -> tuple[Response, int]:
+    def _complete(
+        self, messages: list[Message], model: str | None = None
+    ) -> Generator[Request, Any, tuple[Response, int]]:
         index = self._claim()
         try:
-            response = self.plan.complete(
+            response = yield self.plan.ask(
                 messages,
                 step=index,
                 max_tokens=self.per_call,
@@ -413,13 +439,13 @@ class _TreeRun:
             raise _Stop("error", error=str(exc), provider=exc) from exc
         return response, index
 
-    def _decompose(self) -> tuple[Node, int]:
+    def _decompose(self) -> Generator[Request, Any, tuple[Node, int]]:
         """Ask the model for the tree: one call, one nudge-retry on a malformed reply."""
         system = f"{DECOMPOSE_PROMPT}\n\nTools:\n{render_catalogue(self.tool_specs)}"
         messages = [Message("system", system), Message("user", f"Goal: {self.plan.goal}")]
         nudged = False
         while True:
-            response, index = self._complete(messages)
+            response, index = yield from self._complete(messages)
             try:
                 root = parse_tree_reply(response.text, self.config)
             except ReplyParseError as exc:
@@ -438,23 +464,23 @@ class _TreeRun:
 
     # -- nodes --------------------------------------------------------------------
 
-    def _tick(self, node: Node, node_id: str) -> _Outcome:
+    def _tick(self, node: Node, node_id: str) -> Generator[Request, Any, _Outcome]:
         if isinstance(node, Action):
-            outcome = self._action(node, node_id)
+            outcome = yield from self._action(node, node_id)
         elif isinstance(node, AgentNode):
-            outcome = self._agent(node, node_id)
+            outcome = yield from self._agent(node, node_id)
         else:
-            return self._control(node, node_id)
+            return (yield from self._control(node, node_id))
         status = "success" if outcome.success else "failure"
         self.memory.set(node_id, f"{status}: {outcome.output}")
         return outcome
 
     def _control(
         self, node: Sequence | SequenceWithEarlyExit | Fallback | Parallel, node_id: str
-    ) -> _Outcome:
+    ) -> Generator[Request, Any, _Outcome]:
         outcomes: list[_Outcome] = []
         for i, child in enumerate(node.children):
-            outcome = self._tick(child, child_id(node_id, i))
+            outcome = yield from self._tick(child, child_id(node_id, i))
             outcomes.append(outcome)
             if isinstance(node, Sequence | SequenceWithEarlyExit) and not outcome.success:
                 return outcome
@@ -470,12 +496,12 @@ class _TreeRun:
         # a sequence whose children all succeeded, or a fallback whose children all failed
         return outcomes[-1]
 
-    def _action(self, node: Action, node_id: str) -> _Outcome:
+    def _action(self, node: Action, node_id: str) -> Generator[Request, Any, _Outcome]:
         informed_by = self.tree_by
-        observation, activity, failed = self._dispatch(
+        observation, activity, failed = yield from self._dispatch(
             node.action, dict(node.action_input), informed_by=informed_by
         )
-        self.plan.steps.append(
+        self.plan.add_step(
             PlanStep(
                 f"behaviour tree node {node_id}",
                 node.action,
@@ -489,9 +515,12 @@ class _TreeRun:
 
     def _dispatch(
         self, action: str, action_input: dict[str, Any], *, informed_by: str | None
-    ) -> tuple[Any, str | None, bool]:
+    ) -> Generator[Request, Any, tuple[Any, str | None, bool]]:
         index = self._claim()
-        return self.plan.dispatch(action, action_input, informed_by=informed_by, step=index)
+        found: tuple[Any, str | None, bool] = yield self.plan.act(
+            action, action_input, informed_by=informed_by, step=index
+        )
+        return found
 
     def _end_if_terminal(self, observation: Any) -> None:
         """Unwind the walk when the dispatch just made ran a ``terminal=True`` capability."""
@@ -516,9 +545,9 @@ class _TreeRun:
             system += f"\n\nPast episodes of similar sub-goals:\n{past}"
         return [Message("system", system), Message("user", f"Sub-goal: {node.goal}")]
 
-    def _agent(self, node: AgentNode, node_id: str) -> _Outcome:
+    def _agent(self, node: AgentNode, node_id: str) -> Generator[Request, Any, _Outcome]:
         tried: list[str] = []
-        outcome = self._agent_turns(node, node_id, tried)
+        outcome = yield from self._agent_turns(node, node_id, tried)
         if self.episodic is not None:
             from trails.memory.episodic import Episode
 
@@ -532,7 +561,9 @@ class _TreeRun:
             )
         return outcome
 
-    def _agent_turns(self, node: AgentNode, node_id: str, tried: list[str]) -> _Outcome:
+    def _agent_turns(
+        self, node: AgentNode, node_id: str, tried: list[str]
+    ) -> Generator[Request, Any, _Outcome]:
         messages = self._agent_messages(node)
         turns = node.max_turns or self.agent_turns
         if self.config is not None:
@@ -540,7 +571,7 @@ class _TreeRun:
         nudged = False
         last: str | None = None
         for _ in range(turns):
-            response, _index = self._complete(messages, node.model)
+            response, _index = yield from self._complete(messages, node.model)
             messages.append(Message("assistant", response.text))
             try:
                 parsed = parse_step(response.text)
@@ -558,15 +589,15 @@ class _TreeRun:
                 parsed["action_input"],
             )
             if action in ("finish", "fail"):
-                self.plan.steps.append(PlanStep(thought, action, action_input, None, completion))
+                self.plan.add_step(PlanStep(thought, action, action_input, None, completion))
                 if action == "finish":
                     return _Outcome(True, parsed["final_answer"], no_tools=not tried)
                 reason = stringify(action_input.get("reason") or thought or "failed")
                 return _Outcome(False, reason, node_id)
-            observation, activity, _failed = self._dispatch(
+            observation, activity, _failed = yield from self._dispatch(
                 action, action_input, informed_by=completion
             )
-            self.plan.steps.append(
+            self.plan.add_step(
                 PlanStep(thought, action, action_input, observation, activity or completion)
             )
             self._end_if_terminal(observation)

@@ -36,6 +36,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trails.agent.planners import react
+from trails.agent.planners._drive import (
+    Loop,
+    abatch_entry,
+    arun_entry,
+    astream_entry,
+    batch_entry,
+    run_entry,
+    stream_entry,
+)
 from trails.agent.planners._guards import ActionValidator, check_guards
 from trails.agent.planners._loop import (
     Breach,
@@ -46,6 +55,7 @@ from trails.agent.planners._loop import (
     check_positive_int,
     per_call_tokens,
 )
+from trails.agent.planners._outcome import check_output, guarded
 from trails.agent.planners._parse import json_candidates
 from trails.agent.planners._templates import PERPrompts
 from trails.agent.planners._tools import (
@@ -55,8 +65,8 @@ from trails.agent.planners._tools import (
     granted_by,
     render_catalogue,
 )
-from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep
-from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
+from trails.agent.planners.base import BUDGET_STOPS, PlanStep
+from trails.errors import ModelAPIError, ReplyParseError
 from trails.llm.types import Message
 from trails.store.terms import IRI
 
@@ -71,9 +81,14 @@ __all__ = [
     "EXECUTOR",
     "NAME",
     "PLANNER_PROMPT",
+    "abatch",
+    "arun",
+    "astream",
+    "batch",
     "build_planner_messages",
     "parse_reflection",
     "run",
+    "stream",
 ]
 
 #: The strategy name (``Session(strategy=...)``, ``trails:strategy``).
@@ -166,7 +181,7 @@ def build_planner_messages(
     return [Message("system", prompts.system()), Message("user", user)]
 
 
-def run(
+def _steps(
     goal: str,
     *,
     llm: Any,
@@ -200,7 +215,9 @@ def run(
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
     observers: Sequence[Any] | None = None,
-) -> PlanResult:
+    output_type: Any = None,
+    output_retries: int = 2,
+) -> Loop:
     """Plan, execute the first step with ReAct, reflect on its result, repeat.
 
     Args:
@@ -241,6 +258,10 @@ def run(
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
         observers: lifecycle observers of this run (added to the session's).
+        output_type: a pydantic model class or a JSON schema: the final answer is
+            asked for once more in that form, validated (``PlanResult.answer`` is
+            then the validated object; see ``trails.agent.planners._outcome``).
+        output_retries: how many more attempts an answer failing validation gets.
 
     Returns:
         The ``PlanResult``; its steps are the executed plan steps (action ``executor``,
@@ -293,26 +314,29 @@ def run(
             "observers": observers,
         },
         guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
+        output=check_output(output_type, output_retries, per_call),
     )
     budget = Limits(plan.ctx.tracker, **limits)
-    plan.start()
-    try:
-        return _loop(
-            plan,
-            budget,
-            tool_specs=tool_specs,
-            max_steps=max_steps,
-            inner_steps=inner_steps,
-            per_call=per_call,
-            temperature=temperature,
-            prompts=prompts,
-            history=history,
-        )
-    except BudgetExceeded as exc:
-        return plan.budget_stop(exc)
-    except BaseException as exc:
-        plan.abort(exc)
-        raise
+    body = _loop(
+        plan,
+        budget,
+        tool_specs=tool_specs,
+        max_steps=max_steps,
+        inner_steps=inner_steps,
+        per_call=per_call,
+        temperature=temperature,
+        prompts=prompts,
+        history=history,
+    )
+    return guarded(plan, body)
+
+
+run = run_entry(_steps)
+arun = arun_entry(_steps, NAME)
+stream = stream_entry(_steps, NAME)
+astream = astream_entry(_steps, NAME)
+batch = batch_entry(_steps, NAME)
+abatch = abatch_entry(_steps, NAME)
 
 
 def _loop(
@@ -326,7 +350,7 @@ def _loop(
     temperature: float,
     prompts: PERPrompts,
     history: list[str],
-) -> PlanResult:
+) -> Loop:
     completed: list[tuple[str, str | None]] = []
     position = 0
     nudged = False
@@ -338,7 +362,7 @@ def _loop(
         if breach is not None:
             return plan.finish(breach.reason, breach=breach)
         try:
-            response = plan.complete(
+            response = yield plan.ask(
                 messages, step=position, max_tokens=per_call, temperature=temperature
             )
         except ModelAPIError as exc:
@@ -361,12 +385,12 @@ def _loop(
         plan.session.metadata.setdefault("plans", []).append(reply)
         plan.record_entity("PlanDocument", reply, generated_by=completion, index=index)
         if reply["result"].strip():
-            plan.steps.append(PlanStep("reflect", "finish", {}, None, completion))
+            plan.add_step(PlanStep("reflect", "finish", {}, None, completion))
             return plan.finish("goal_achieved", answer=reply["result"])
         if len(completed) >= max_steps:
             return plan.finish("max_steps", breach=Breach("max_steps", max_steps, len(completed)))
         step = reply["steps"][0]
-        inner = react._run(
+        inner = yield from react._run(
             step,
             llm=plan.llm,
             session=plan.session,
@@ -380,9 +404,7 @@ def _loop(
             announce_goal=True,
             guards=plan.guards,
         )
-        plan.steps.append(
-            PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri)
-        )
+        plan.add_step(PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri))
         if inner.terminated_by is not None:  # a terminal capability ended the executor
             return plan.finish(
                 "goal_achieved", answer=inner.answer, terminated_by=inner.terminated_by

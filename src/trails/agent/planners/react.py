@@ -20,6 +20,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trails.agent.planners._drive import (
+    Loop,
+    abatch_entry,
+    arun_entry,
+    astream_entry,
+    batch_entry,
+    run_entry,
+    stream_entry,
+)
 from trails.agent.planners._guards import ActionValidator, Guards, check_guards
 from trails.agent.planners._loop import (
     Breach,
@@ -31,6 +40,7 @@ from trails.agent.planners._loop import (
     per_call_tokens,
     stringify,
 )
+from trails.agent.planners._outcome import Output, check_output, guarded
 from trails.agent.planners._parse import parse_step
 from trails.agent.planners._tools import (
     ToolFilter,
@@ -39,8 +49,8 @@ from trails.agent.planners._tools import (
     granted_by,
     render_catalogue,
 )
-from trails.agent.planners.base import PlanResult, PlanStep
-from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
+from trails.agent.planners.base import PlanStep
+from trails.errors import ModelAPIError, ReplyParseError
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
@@ -51,10 +61,15 @@ __all__ = [
     "NAME",
     "ToolFilter",
     "ToolsSpec",
+    "abatch",
+    "arun",
+    "astream",
+    "batch",
     "build_system_prompt",
     "discover_tools",
     "parse_step",
     "run",
+    "stream",
 ]
 
 #: The strategy name (``Session(strategy=...)``, ``trails:strategy``).
@@ -91,7 +106,7 @@ def build_system_prompt(goal: str, tool_specs: Sequence[tuple[str, dict[str, Any
     return f"{_CONTRACT}\n\nGoal: {goal}\n\nTools:\n{render_catalogue(tool_specs)}"
 
 
-def run(
+def _steps(
     goal: str,
     *,
     llm: Any,
@@ -114,7 +129,9 @@ def run(
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
     observers: Sequence[Any] | None = None,
-) -> PlanResult:
+    output_type: Any = None,
+    output_retries: int = 2,
+) -> Loop:
     """Run the ReAct loop until finish, ``max_steps``, a budget breach, or a fatal error.
 
     Args:
@@ -145,6 +162,10 @@ def run(
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
         observers: lifecycle observers of this run (added to the session's).
+        output_type: a pydantic model class or a JSON schema: the final answer is
+            asked for once more in that form, validated (``PlanResult.answer`` is
+            then the validated object; see ``trails.agent.planners._outcome``).
+        output_retries: how many more attempts an answer failing validation gets.
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the final answer, or an early stop
@@ -154,6 +175,7 @@ def run(
         UserError: a bad argument (nothing is recorded then).
         StoreError: provenance could not be recorded.
     """
+    per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
     return _run(
         goal,
         llm=llm,
@@ -162,7 +184,7 @@ def run(
         max_steps=max_steps,
         tools=tools,
         tool_filter=tool_filter,
-        per_call=per_call_tokens(max_tokens_per_step, max_tokens_per_call),
+        per_call=per_call,
         temperature=temperature,
         limits=check_limits(
             max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
@@ -175,7 +197,16 @@ def run(
             "approval_timeout_s": approval_timeout_s,
             "observers": observers,
         },
+        output=check_output(output_type, output_retries, per_call),
     )
+
+
+run = run_entry(_steps)
+arun = arun_entry(_steps, NAME)
+stream = stream_entry(_steps, NAME)
+astream = astream_entry(_steps, NAME)
+batch = batch_entry(_steps, NAME)
+abatch = abatch_entry(_steps, NAME)
 
 
 def _run(
@@ -193,8 +224,9 @@ def _run(
     announce_goal: bool,
     governance: Mapping[str, Any] | None = None,
     guards: Guards | None = None,
-) -> PlanResult:
-    """``run`` after argument parsing; Reflexion calls it for its inner passes."""
+    output: Output | None = None,
+) -> Loop:
+    """``run`` after argument parsing, as a loop; Reflexion and PER nest it (``yield from``)."""
     max_steps = check_positive_int("max_steps", max_steps)
     tool_specs = granted_by(
         getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
@@ -208,32 +240,43 @@ def _run(
         tools=[cid for cid, _ in tool_specs],
         governance=governance,
         guards=guards,
+        output=output,
     )
     budget = Limits(plan.ctx.tracker, **limits)
-    plan.start()
-    try:
-        session.history.set_system(build_system_prompt(goal, tool_specs))
-        if announce_goal:
-            session.history.append("user", f"Goal: {goal}")
-        return _loop(plan, budget, max_steps=max_steps, per_call=per_call, temperature=temperature)
-    except BudgetExceeded as exc:
-        return plan.budget_stop(exc)
-    except BaseException as exc:
-        plan.abort(exc)
-        raise
+    system = build_system_prompt(goal, tool_specs)
+    body = _loop(
+        plan,
+        budget,
+        system=system,
+        announce_goal=announce_goal,
+        max_steps=max_steps,
+        per_call=per_call,
+        temperature=temperature,
+    )
+    return guarded(plan, body)
 
 
 def _loop(
-    plan: PlanRun, budget: Limits, *, max_steps: int, per_call: int, temperature: float
-) -> PlanResult:
+    plan: PlanRun,
+    budget: Limits,
+    *,
+    system: str,
+    announce_goal: bool,
+    max_steps: int,
+    per_call: int,
+    temperature: float,
+) -> Loop:
     history = plan.session.history
+    history.set_system(system)
+    if announce_goal:
+        history.append("user", f"Goal: {plan.goal}")
     nudged = False
     for turn in range(max_steps):
         breach = budget.breach()
         if breach is not None:
             return plan.finish(breach.reason, breach=breach)
         try:
-            response = plan.complete(
+            response = yield plan.ask(
                 history.messages(), step=turn, max_tokens=per_call, temperature=temperature
             )
         except ModelAPIError as exc:
@@ -251,12 +294,12 @@ def _loop(
         completion = activity_of(response)
         action, action_input = parsed["action"], parsed["action_input"]
         if action == "finish":
-            plan.steps.append(PlanStep(parsed["thought"], action, action_input, None, completion))
+            plan.add_step(PlanStep(parsed["thought"], action, action_input, None, completion))
             return plan.finish("goal_achieved", answer=parsed["final_answer"])
-        observation, activity, _failed = plan.dispatch(
+        observation, activity, _failed = yield plan.act(
             action, action_input, informed_by=completion, step=turn
         )
-        plan.steps.append(
+        plan.add_step(
             PlanStep(parsed["thought"], action, action_input, observation, activity or completion)
         )
         history.append("user", f"Observation: {stringify(observation)}")
