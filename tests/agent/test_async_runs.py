@@ -282,3 +282,25 @@ def test_sixteen_concurrent_aruns_on_one_store_lose_and_tear_nothing(store: Stor
         assert counts == [1, 2, 1], (iri, counts)
         assert to_python(row["a"]) == run.answer  # each run's own answer: 0 torn
     assert_conforms(store)
+
+
+def test_async_observers_of_an_arun_run_on_its_loop(store: Store, notes: list[str]) -> None:
+    """Completions of an async run are written off the loop; async observers stay on it."""
+    seen: list[tuple[str, Any]] = []
+
+    class Watch:
+        async def on_event(self, event: Any) -> None:
+            seen.append((event.kind, asyncio.get_running_loop()))
+
+    async def main() -> Any:
+        session = Session(principal="did:local:alice")
+        script = [SEARCH, step("finish", final_answer="n1, n2")]
+        await react.arun("g", llm=LLMClient.mock(script), session=session, observers=[Watch()])
+        session.close()
+        await asyncio.sleep(0.01)  # let the scheduled observer coroutines run
+        return asyncio.get_running_loop()
+
+    loop = asyncio.run(main())
+    kinds = [kind for kind, _ in seen]
+    assert kinds.count("llm_end") == 2 and "run_end" in kinds
+    assert {where for _, where in seen} == {loop}

@@ -26,16 +26,18 @@ the ``trails.events`` logger.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
+import functools
 import inspect
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from trails.errors import UserError
 
@@ -54,11 +56,15 @@ __all__ = [
     "clear_observers",
     "notify",
     "notify_current",
+    "observe_on",
     "observing",
+    "off_loop",
     "remove_observer",
 ]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 EVENT_KINDS: tuple[str, ...] = (
     "run_start",  # data: strategy, goal
@@ -151,6 +157,11 @@ _global_lock = threading.Lock()
 _active: contextvars.ContextVar[Context | None] = contextvars.ContextVar(
     "trails_observed_context", default=None
 )
+#: The event loop of the task a worker thread records for (``off_loop``): an async
+#: observer notified from that thread is scheduled on it, as it would be on the loop.
+_home: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "trails_observer_loop", default=None
+)
 
 
 def check_observers(observers: Any) -> tuple[Any, ...]:
@@ -200,7 +211,12 @@ def _deliver(observer: Any, event: ObserverEvent) -> None:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
-                asyncio.run(_awaited(result))
+                home = _home.get()
+                if home is not None and home.is_running():
+                    future = asyncio.run_coroutine_threadsafe(_awaited(result), home)
+                    future.add_done_callback(_log_future_error)
+                else:
+                    asyncio.run(_awaited(result))
             else:
                 task = loop.create_task(_awaited(result))
                 task.add_done_callback(_log_task_error)
@@ -215,6 +231,35 @@ async def _awaited(value: Awaitable[Any]) -> Any:
 def _log_task_error(task: asyncio.Task[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.warning("an async observer raised; ignored", exc_info=task.exception())
+
+
+def _log_future_error(future: concurrent.futures.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("an async observer raised; ignored", exc_info=future.exception())
+
+
+def observe_on(loop: asyncio.AbstractEventLoop | None) -> None:
+    """In the current context, schedule async observers notified outside a loop on ``loop``.
+
+    A worker thread that records for an asyncio task (``off_loop``, an async
+    planner's dispatch) calls it in its context, so async observers run on the
+    task's loop as they would had the event been notified there.
+    """
+    _home.set(loop)
+
+
+async def off_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Run a synchronous recording step in a worker thread, the event loop free meanwhile.
+
+    The store write of an event is synchronous (one atomic write under the
+    recorder's lock); run here, other tasks go on while it is written. The
+    thread sees the caller's context, and async observers it notifies are
+    scheduled on the caller's loop.
+    """
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    context.run(observe_on, loop)
+    return await loop.run_in_executor(None, functools.partial(context.run, fn, *args, **kwargs))
 
 
 def notify(ctx: Context | None, kind: str, *, call_id: str | None = None, **data: Any) -> None:

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias
 
 from trails.kernel.handlers import caller_loop
-from trails.kernel.observe import ObserverEvent, check_observers, notify
+from trails.kernel.observe import ObserverEvent, check_observers, notify, observe_on
 from trails.llm.types import Chunk, Message, Response
 
 if TYPE_CHECKING:
@@ -142,6 +142,7 @@ class Dispatch:
             context = contextvars.copy_context()
         finally:
             caller_loop.reset(token)
+        context.run(observe_on, loop)  # async observers of its tool events: on this loop too
         return await loop.run_in_executor(_POOL, functools.partial(context.run, self.run))
 
 
