@@ -8,7 +8,11 @@ three strategies behave identically where the guide says they do:
 - ``PlanRun`` records the plan-run root activity, makes each reasoning turn a
   child of it, dispatches actions informed by the completion that chose them,
   and ends the run with a ``PlanResult``, writing a best-effort
-  ``trails:wasTerminatedBy`` for every stop that is not ``goal_achieved``;
+  ``trails:wasTerminatedBy`` for every stop that is not ``goal_achieved``.
+  Loops do not call the model or dispatch themselves: they yield
+  ``plan.ask(...)`` / ``plan.act(...)`` requests that a driver (``_drive``:
+  ``run`` sync, ``arun`` async, ``stream``) executes with ``complete`` /
+  ``acomplete`` / ``stream`` and ``dispatch``;
 - a successful call of a ``terminal=True`` capability ends the run on every
   planner (``finish_terminal``), with the capability's result as the answer;
 - a provider failure ends the run with ``stopped="error"`` and one warning
