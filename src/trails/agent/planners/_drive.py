@@ -99,7 +99,8 @@ class Complete:
     model: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
-    def _kwargs(self) -> dict[str, Any]:
+    def keywords(self) -> dict[str, Any]:
+        """The keywords of ``PlanRun.complete`` (and ``stream``) for this turn."""
         return {
             "step": self.step,
             "max_tokens": self.max_tokens,
@@ -110,10 +111,10 @@ class Complete:
         }
 
     def run(self) -> Response:
-        return self.plan.complete(self.messages, **self._kwargs())
+        return self.plan.complete(self.messages, **self.keywords())
 
     async def arun(self) -> Response:
-        return await self.plan.acomplete(self.messages, **self._kwargs())
+        return await self.plan.acomplete(self.messages, **self.keywords())
 
     def streamable(self, method: str = "stream") -> bool:
         """Whether the turn can be streamed (a structured answer turn cannot)."""
@@ -232,7 +233,7 @@ def stream_drive(loop: Loop, feed: Feed) -> Iterator[ObserverEvent]:
             answer, error = None, None
             yield from feed.drain()
             if isinstance(request, Complete) and request.streamable():
-                pieces = request.plan.stream(request.messages, **request._kwargs())
+                pieces = request.plan.stream(request.messages, **request.keywords())
                 try:
                     while True:
                         try:
@@ -276,7 +277,7 @@ async def astream_drive(loop: Loop, feed: Feed) -> AsyncIterator[ObserverEvent]:
             for event in feed.drain():
                 yield event
             if isinstance(request, Complete) and request.streamable("astream"):
-                pieces = request.plan.astream(request.messages, **request._kwargs())
+                pieces = request.plan.astream(request.messages, **request.keywords())
                 try:
                     while True:
                         try:
