@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ from trails.errors import (
     UnknownCapability,
     UserError,
 )
-from trails.kernel.context import Context, now
+from trails.kernel.context import Context, InvocationRecord, now
 from trails.kernel.cost import CostTracker
 from trails.kernel.invoke import invoke
 from trails.kernel.observe import notify
@@ -330,6 +331,7 @@ class PlanRun:
         self.ended = False
         #: the ``terminal=True`` capability a successful dispatch ran, and its result
         self.terminal: tuple[str, Any] | None = None
+        self._guarding = threading.Lock()
 
     # -- recording -------------------------------------------------------------
 
@@ -534,11 +536,13 @@ class PlanRun:
         temperature: float,
         parent: str | None = None,
         model: str | None = None,
+        tools: Sequence[Any] = (),
     ) -> Response:
         """One reasoning turn, recorded as an LLM completion informed by the plan run.
 
         ``model`` asks the client for another model for this turn (a behaviour-tree
-        node's own model); None: the client's.
+        node's own model); None: the client's. ``tools`` are offered to the model
+        as provider tool definitions (native tool calling).
 
         Raises:
             ModelAPIError: the provider failed.
@@ -550,21 +554,35 @@ class PlanRun:
             parent=IRI.trusted(parent) if parent else self.activity, step=step
         )
         extra: dict[str, Any] = {} if model is None else {"model": model}
+        if tools:
+            extra["tools"] = list(tools)
         response: Response = self.llm.complete(
             messages, max_tokens=max_tokens, temperature=temperature, ctx=turn_ctx, **extra
         )
         return response
 
     def dispatch(
-        self, action: str, action_input: dict[str, Any], *, informed_by: str | None, step: int
+        self,
+        action: str,
+        action_input: dict[str, Any],
+        *,
+        informed_by: str | None,
+        step: int,
+        tool_call_id: str | None = None,
     ) -> tuple[Any, str | None, bool]:
         """Invoke ``action``; a trails error becomes the observation ``"error: <message>"``.
+
+        Safe to call from several threads at once (parallel tool calls): the
+        guards are consulted one call at a time, and each call finds its own
+        invocation.
 
         Args:
             action: the capability id.
             action_input: its arguments.
             informed_by: the completion activity that chose the action.
             step: the step index recorded on the invocation.
+            tool_call_id: the model's tool-call id the invocation runs (native
+                tool calling), recorded on it as ``trails:toolCallId``.
 
         Returns:
             The observation; the invocation activity IRI (None when nothing was
@@ -582,23 +600,35 @@ class PlanRun:
             message = f"error: capability {action!r} is not among this run's tools ({offered})"
             return message, None, True
         if self.guards.active:
-            refused = refusal(self, action, action_input, informed_by, step)
+            with self._guarding:
+                refused = refusal(self, action, action_input, informed_by, step)
             if refused is not None:
                 return refused, None, True
             if self.guards.dry_run and _registered(action):
-                return dry_dispatch(self, action, action_input, informed_by, step)
+                return dry_dispatch(self, action, action_input, informed_by, step, tool_call_id)
         parent = IRI.trusted(informed_by) if informed_by else self.activity
-        before = len(self.session.invocations)
+        made = _Tee(self.session.invocations)
+        ctx = self.ctx.child(parent=parent, step=step, tool_call_id=tool_call_id, invocations=made)
         failed = False
         try:
-            observation = invoke(action, action_input, ctx=self.ctx.child(parent=parent, step=step))
+            observation = invoke(action, action_input, ctx=ctx)
         except (BudgetExceeded, StoreError):
             raise
         except TrailsError as exc:
             observation, failed = f"error: {exc}", True
-        activity = None
-        if len(self.session.invocations) > before:
-            activity = str(self.session.invocations[-1].activity)
+        activity = str(made[-1].activity) if made else None  # this call's, written last
         if not failed and get_capability(action).terminal:
             self.terminal = (action, observation)
         return observation, activity, failed
+
+
+class _Tee(list[InvocationRecord]):
+    """The invocations one dispatch made, each also appended to the session's list."""
+
+    def __init__(self, session: list[InvocationRecord]) -> None:
+        super().__init__()
+        self.session = session
+
+    def append(self, record: InvocationRecord) -> None:
+        super().append(record)
+        self.session.append(record)

@@ -46,6 +46,11 @@ from trails.agent.planners._loop import (
     check_positive_int,
     per_call_tokens,
 )
+from trails.agent.planners._native import (
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    ToolCalling,
+    check_tool_calling,
+)
 from trails.agent.planners._parse import json_candidates
 from trails.agent.planners._templates import PERPrompts
 from trails.agent.planners._tools import (
@@ -200,6 +205,9 @@ def run(
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
     observers: Sequence[Any] | None = None,
+    tool_calling: str = "json",
+    max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+    tool_timeout_s: float | None = None,
 ) -> PlanResult:
     """Plan, execute the first step with ReAct, reflect on its result, repeat.
 
@@ -241,6 +249,13 @@ def run(
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
         observers: lifecycle observers of this run (added to the session's).
+        tool_calling: how the executor calls tools: ``"json"`` (the seed's
+            contract) or ``"native"`` (provider tool calls, results fed back as
+            tool results); the planner turns stay JSON.
+        max_parallel_tools: how many tool calls of one native executor turn run at once.
+        tool_timeout_s: seconds each tool call may run (capping a capability's
+            own ``timeout_s``); a call past it is recorded as failed and the
+            executor's model sees the error.
 
     Returns:
         The ``PlanResult``; its steps are the executed plan steps (action ``executor``,
@@ -251,6 +266,7 @@ def run(
         StoreError: provenance could not be recorded.
     """
     per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
+    tooling = check_tool_calling(tool_calling, max_parallel_tools, tool_timeout_s)
     limits = check_limits(
         max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
     )
@@ -307,6 +323,7 @@ def run(
             temperature=temperature,
             prompts=prompts,
             history=history,
+            tooling=tooling,
         )
     except BudgetExceeded as exc:
         return plan.budget_stop(exc)
@@ -326,6 +343,7 @@ def _loop(
     temperature: float,
     prompts: PERPrompts,
     history: list[str],
+    tooling: ToolCalling | None = None,
 ) -> PlanResult:
     completed: list[tuple[str, str | None]] = []
     position = 0
@@ -379,6 +397,7 @@ def _loop(
             limits=budget.remaining(),
             announce_goal=True,
             guards=plan.guards,
+            tooling=tooling,
         )
         plan.steps.append(
             PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri)

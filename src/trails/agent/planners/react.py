@@ -31,6 +31,13 @@ from trails.agent.planners._loop import (
     per_call_tokens,
     stringify,
 )
+from trails.agent.planners._native import (
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    ToolCalling,
+    check_tool_calling,
+    native_system_prompt,
+    react_loop,
+)
 from trails.agent.planners._parse import parse_step
 from trails.agent.planners._tools import (
     ToolFilter,
@@ -114,6 +121,9 @@ def run(
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
     observers: Sequence[Any] | None = None,
+    tool_calling: str = "json",
+    max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+    tool_timeout_s: float | None = None,
 ) -> PlanResult:
     """Run the ReAct loop until finish, ``max_steps``, a budget breach, or a fatal error.
 
@@ -145,6 +155,14 @@ def run(
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
         observers: lifecycle observers of this run (added to the session's).
+        tool_calling: ``"json"`` (the reply is a JSON block, the seed's contract) or
+            ``"native"`` (the tools go to the provider as tool definitions, the
+            model's tool calls are the actions, results go back as tool results,
+            and a reply without tool calls is the answer; see ``_native``).
+        max_parallel_tools: how many tool calls of one native turn run at once.
+        tool_timeout_s: seconds each tool call may run (capping a capability's
+            own ``timeout_s``); a call past it is recorded as failed and the model
+            sees the error.
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the final answer, or an early stop
@@ -175,6 +193,7 @@ def run(
             "approval_timeout_s": approval_timeout_s,
             "observers": observers,
         },
+        tooling=check_tool_calling(tool_calling, max_parallel_tools, tool_timeout_s),
     )
 
 
@@ -193,8 +212,10 @@ def _run(
     announce_goal: bool,
     governance: Mapping[str, Any] | None = None,
     guards: Guards | None = None,
+    tooling: ToolCalling | None = None,
 ) -> PlanResult:
     """``run`` after argument parsing; Reflexion calls it for its inner passes."""
+    tooling = tooling if tooling is not None else ToolCalling()
     max_steps = check_positive_int("max_steps", max_steps)
     tool_specs = granted_by(
         getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
@@ -209,12 +230,26 @@ def _run(
         governance=governance,
         guards=guards,
     )
+    tooling.apply(plan)
     budget = Limits(plan.ctx.tracker, **limits)
     plan.start()
     try:
-        session.history.set_system(build_system_prompt(goal, tool_specs))
+        if tooling.native:
+            session.history.set_system(native_system_prompt(goal))
+        else:
+            session.history.set_system(build_system_prompt(goal, tool_specs))
         if announce_goal:
             session.history.append("user", f"Goal: {goal}")
+        if tooling.native:
+            return react_loop(
+                plan,
+                budget,
+                tool_specs=tool_specs,
+                options=tooling,
+                max_steps=max_steps,
+                per_call=per_call,
+                temperature=temperature,
+            )
         return _loop(plan, budget, max_steps=max_steps, per_call=per_call, temperature=temperature)
     except BudgetExceeded as exc:
         return plan.budget_stop(exc)
