@@ -4,8 +4,9 @@ Some goals have a shape a flat loop hides: "try the cache, else the index, else
 ask", "do these three things and go on if most of them worked". A behaviour
 tree states that shape. Control nodes: a ``sequence`` fails at its first
 failing child; a ``fallback`` succeeds at its first succeeding child; a
-``parallel`` runs every child (one after another, in order: nothing runs
-concurrently) and succeeds when a strict majority succeeded. Leaves: an
+``parallel`` runs its children concurrently (worker threads, at most
+``PARALLEL_CHILDREN`` at a time; their steps join the trajectory in child
+order) and succeeds when a strict majority succeeded. Leaves: an
 ``action`` dispatches one capability and fails when dispatch raises a
 ``TrailsError`` (the observation is ``"error: <message>"``, as in ReAct); an
 ``agent`` node works on its sub-goal with ReAct-style turns until the model
@@ -37,7 +38,9 @@ Completions and invocations are numbered in one ``trails:stepIndex`` sequence.
 
 from __future__ import annotations
 
+import contextvars
 import json
+import threading
 from collections.abc import Callable, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
@@ -68,6 +71,7 @@ from trails.agent.planners._loop import (
     per_call_tokens,
     stringify,
 )
+from trails.agent.planners._parallel import run_concurrently
 from trails.agent.planners._parse import parse_step
 from trails.agent.planners._tools import (
     ToolFilter,
@@ -91,6 +95,7 @@ __all__ = [
     "AGENT_PROMPT",
     "DECOMPOSE_PROMPT",
     "NAME",
+    "PARALLEL_CHILDREN",
     "Action",
     "ActionValidator",
     "AgentNode",
@@ -108,6 +113,14 @@ __all__ = [
 
 #: The strategy name (``Session(strategy=...)``, ``trails:strategy``).
 NAME = "behaviour_tree"
+
+#: How many children of one ``parallel`` node run at once.
+PARALLEL_CHILDREN = 8
+
+#: Where a ``parallel`` child's steps go until they join the trajectory in child order.
+_steps_sink: contextvars.ContextVar[list[PlanStep] | None] = contextvars.ContextVar(
+    "trails_bt_steps", default=None
+)
 
 ActionValidator: TypeAlias = Callable[[str, dict[str, Any]], str | None]
 """``validate_action(capability_id, action_input)``: None to allow, a reason to refuse."""
@@ -360,6 +373,7 @@ class _TreeRun:
         self.budgets = plan.guards.budgets
         self.calls = plan.guards.calls  # counted by the run's guards at each dispatch
         self.tree_by: str | None = None
+        self._claiming = threading.Lock()  # parallel children claim steps concurrently
 
     # -- the run ----------------------------------------------------------------
 
@@ -391,13 +405,19 @@ class _TreeRun:
 
     def _claim(self) -> int:
         """Claim the next step (an LLM turn or a dispatch): budgets, then ``max_steps``."""
-        breach = self.budget.breach()
-        if breach is not None:
-            raise _Stop(breach.reason, breach=breach)
-        if self.used >= self.max_steps:
-            raise _Stop("max_steps", breach=Breach("max_steps", self.max_steps, self.used))
-        index, self.used = self.used, self.used + 1
-        return index
+        with self._claiming:
+            breach = self.budget.breach()
+            if breach is not None:
+                raise _Stop(breach.reason, breach=breach)
+            if self.used >= self.max_steps:
+                raise _Stop("max_steps", breach=Breach("max_steps", self.max_steps, self.used))
+            index, self.used = self.used, self.used + 1
+            return index
+
+    def _step(self, step: PlanStep) -> None:
+        """Add a step to the trajectory (or to the running ``parallel`` child's share)."""
+        sink = _steps_sink.get()
+        (self.plan.steps if sink is None else sink).append(step)
 
     def _complete(self, messages: list[Message], model: str | None = None) -> tuple[Response, int]:
         index = self._claim()
@@ -449,9 +469,41 @@ class _TreeRun:
         self.memory.set(node_id, f"{status}: {outcome.output}")
         return outcome
 
+    def _parallel(self, node: Parallel, node_id: str) -> list[_Outcome]:
+        """Tick every child concurrently; their steps join in child order, then any stop."""
+
+        def child(
+            i: int, node: Node
+        ) -> Callable[[], tuple[_Outcome | None, list[PlanStep], _Stop | None]]:
+            def tick() -> tuple[_Outcome | None, list[PlanStep], _Stop | None]:
+                share: list[PlanStep] = []
+                _steps_sink.set(share)  # in this child's own copy of the context
+                try:
+                    return self._tick(node, child_id(node_id, i)), share, None
+                except _Stop as stop:
+                    return None, share, stop
+
+            return tick
+
+        ticks = [child(i, c) for i, c in enumerate(node.children)]
+        results = run_concurrently(ticks, max_parallel=PARALLEL_CHILDREN)
+        for _, share, _ in results:
+            for step in share:
+                self._step(step)
+        for _, _, stop in results:
+            if stop is not None:
+                raise stop
+        return [outcome for outcome, _, _ in results if outcome is not None]
+
     def _control(
         self, node: Sequence | SequenceWithEarlyExit | Fallback | Parallel, node_id: str
     ) -> _Outcome:
+        if isinstance(node, Parallel):
+            voted = self._parallel(node, node_id)
+            won = 2 * sum(o.success for o in voted) > len(voted)
+            last = [o for o in voted if o.success == won][-1]
+            failed = next((o.failed_leaf for o in reversed(voted) if not o.success), None)
+            return _Outcome(won, last.output, None if won else failed)
         outcomes: list[_Outcome] = []
         for i, child in enumerate(node.children):
             outcome = self._tick(child, child_id(node_id, i))
@@ -462,11 +514,6 @@ class _TreeRun:
                 return outcome  # the task is complete: skip the remaining stages
             if isinstance(node, Fallback) and outcome.success:
                 return outcome
-        if isinstance(node, Parallel):
-            won = 2 * sum(o.success for o in outcomes) > len(outcomes)
-            last = [o for o in outcomes if o.success == won][-1]
-            failed = next((o.failed_leaf for o in reversed(outcomes) if not o.success), None)
-            return _Outcome(won, last.output, None if won else failed)
         # a sequence whose children all succeeded, or a fallback whose children all failed
         return outcomes[-1]
 
@@ -475,7 +522,7 @@ class _TreeRun:
         observation, activity, failed = self._dispatch(
             node.action, dict(node.action_input), informed_by=informed_by
         )
-        self.plan.steps.append(
+        self._step(
             PlanStep(
                 f"behaviour tree node {node_id}",
                 node.action,
@@ -495,8 +542,8 @@ class _TreeRun:
 
     def _end_if_terminal(self, observation: Any) -> None:
         """Unwind the walk when the dispatch just made ran a ``terminal=True`` capability."""
-        if self.plan.terminal is not None:
-            raise _Stop("goal_achieved", answer=stringify(observation))
+        if self.plan.terminal is not None:  # (a parallel sibling's, possibly)
+            raise _Stop("goal_achieved", answer=stringify(self.plan.terminal[1]))
 
     def _agent_messages(self, node: AgentNode) -> list[Message]:
         specs = [
@@ -558,7 +605,7 @@ class _TreeRun:
                 parsed["action_input"],
             )
             if action in ("finish", "fail"):
-                self.plan.steps.append(PlanStep(thought, action, action_input, None, completion))
+                self._step(PlanStep(thought, action, action_input, None, completion))
                 if action == "finish":
                     return _Outcome(True, parsed["final_answer"], no_tools=not tried)
                 reason = stringify(action_input.get("reason") or thought or "failed")
@@ -566,9 +613,7 @@ class _TreeRun:
             observation, activity, _failed = self._dispatch(
                 action, action_input, informed_by=completion
             )
-            self.plan.steps.append(
-                PlanStep(thought, action, action_input, observation, activity or completion)
-            )
+            self._step(PlanStep(thought, action, action_input, observation, activity or completion))
             self._end_if_terminal(observation)
             last = stringify(observation)
             tried.append(f"{action} {json.dumps(action_input, sort_keys=True, default=str)}")
