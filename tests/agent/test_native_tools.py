@@ -369,3 +369,50 @@ def test_behaviour_tree_parallel_children_run_concurrently(store: Store) -> None
     assert _state["peak"] == 3
     assert [s.observation for s in result.steps] == ["met a", "met b", "met c"]
     assert_conforms(store)
+
+
+@capability(id="n15.write", description="Pretend to change the world.", side_effects=True)
+def n15_write(tag: str) -> str:
+    return f"wrote {tag}"
+
+
+WHOLE = (
+    PREFIXES
+    + """
+SELECT ?inv (COUNT(DISTINCT ?start) AS ?starts) (COUNT(DISTINCT ?end) AS ?ends)
+       (COUNT(DISTINCT ?status) AS ?statuses) (COUNT(DISTINCT ?out) AS ?outs)
+       (COUNT(DISTINCT ?in) AS ?ins) (SAMPLE(?id) AS ?call) (SAMPLE(?value) AS ?result)
+WHERE {
+  GRAPH ?g {
+    ?inv a trails:CapabilityInvocation ; trails:toolCallId ?id ; prov:startedAtTime ?start ;
+         prov:used ?in .
+    OPTIONAL { ?inv prov:endedAtTime ?end }
+    OPTIONAL { ?inv trails:status ?status }
+    OPTIONAL { ?out a trails:CapabilityOutput ; prov:wasGeneratedBy ?inv ; prov:value ?value }
+  }
+} GROUP BY ?inv
+"""
+)
+
+
+def test_concurrent_invocations_are_each_written_whole(store: Store) -> None:
+    """Written ahead and at the end from eight threads at once: nothing torn, nothing lost."""
+    turn = [ToolCall(f"w{i:02}", "n15.write", {"tag": str(i)}) for i in range(24)]
+    result = react.run(
+        "Write.",
+        llm=LLMClient.mock([turn, "done"]),
+        session=Session(principal="did:local:alice"),
+        tools=["n15.write"],
+        tool_calling="native",
+        max_parallel_tools=8,
+    )
+    assert [s.observation for s in result.steps[:24]] == [f"wrote {i}" for i in range(24)]
+    rows = store.query(WHOLE)
+    assert isinstance(rows, Solutions)
+    found = {str(to_python(r["call"])): r for r in rows}
+    assert sorted(found) == [c.id for c in turn]
+    for call, row in found.items():
+        counts = [to_python(row[k]) for k in ("starts", "ends", "statuses", "outs", "ins")]
+        assert counts == [1, 1, 1, 1, 1], (call, counts)
+        assert to_python(row["result"]) == f'"wrote {int(call[1:])}"'
+    assert_conforms(store)
