@@ -18,7 +18,13 @@ from typing import Any
 import pytest
 
 from trails.agent import Session
-from trails.agent.planners import behaviour_tree, plan_execute_reflect, react
+from trails.agent.planners import (
+    behaviour_tree,
+    plan_and_execute,
+    plan_execute_reflect,
+    react,
+    reflexion,
+)
 from trails.agent.planners._loop import PlanRun, activity_of
 from trails.agent.planners._parallel import adispatch_many, groups
 from trails.agent.planners.behaviour_tree import Action, Parallel
@@ -416,3 +422,54 @@ def test_concurrent_invocations_are_each_written_whole(store: Store) -> None:
         assert counts == [1, 1, 1, 1, 1], (call, counts)
         assert to_python(row["result"]) == f'"wrote {int(call[1:])}"'
     assert_conforms(store)
+
+
+HANG = '{"thought": "t", "action": "n15.hang", "action_input": {}}'
+FINISH = '{"thought": "t", "action": "finish", "action_input": {}, "final_answer": "gave up"}'
+PLAN_HANG = (
+    '```json\n{"plan": [{"action": "n15.hang", "action_input": {}, "rationale": "r"},'
+    ' {"action": "finish", "final_answer": "never"}]}\n```'
+)
+PER_STEP = '{"steps": ["wait"], "result": ""}'
+PER_DONE = '{"steps": [], "result": "gave up"}'
+PLAN_GIVE_UP = '```json\n{"plan": [{"action": "finish", "final_answer": "gave up"}]}\n```'
+
+
+@pytest.mark.parametrize(
+    ("planner", "script", "extra"),
+    [
+        (react, [HANG, FINISH], {}),
+        (plan_execute_reflect, [PER_STEP, HANG, FINISH, PER_DONE], {}),
+        (plan_and_execute, [PLAN_HANG, PLAN_GIVE_UP], {}),
+        (reflexion, [HANG, FINISH, '{"verdict": "accept", "critique": "ok"}'], {}),
+        (behaviour_tree, ["unused"], {"tree": Action("n15.hang", {})}),
+    ],
+    ids=["react", "plan_execute_reflect", "plan_and_execute", "reflexion", "behaviour_tree"],
+)
+def test_every_planner_takes_tool_timeout_s(
+    store: Store, planner: Any, script: list[str], extra: dict[str, Any]
+) -> None:
+    result = planner.run(
+        "Wait.",
+        llm=LLMClient.mock(script),
+        session=Session(principal="did:local:alice"),
+        tools=["n15.hang"],
+        tool_timeout_s=0.05,
+        **extra,
+    )
+    rows = store.query(
+        PREFIXES
+        + """SELECT ?status ?error WHERE { GRAPH ?g {
+             ?inv a trails:CapabilityInvocation ; trails:status ?status ;
+                  trails:errorMessage ?error } }"""
+    )
+    assert isinstance(rows, Solutions)
+    [(status, error)] = [(to_python(r["status"]), to_python(r["error"])) for r in rows]
+    assert status == "error" and "timed out after 0.05 s" in str(error)
+    if planner is behaviour_tree:  # the action leaf failed: so did the tree
+        assert result.stopped == "error" and "timed out" in str(result.answer)
+    else:
+        assert result.answer == "gave up"
+    with pytest.raises(UserError, match="tool_timeout_s must be None or a positive number"):
+        planner.run("x", llm=LLMClient.mock("x"), session=Session(principal="d:a"),
+                    tool_timeout_s=0, **extra)  # fmt: skip

@@ -29,6 +29,7 @@ from trails.agent.planners._loop import (
     per_call_tokens,
     stringify,
 )
+from trails.agent.planners._native import DEFAULT_MAX_PARALLEL_TOOLS, check_tool_calling
 from trails.agent.planners._parse import parse_plan
 from trails.agent.planners._tools import (
     ToolFilter,
@@ -111,6 +112,7 @@ def run(
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
     observers: Sequence[Any] | None = None,
+    tool_timeout_s: float | None = None,
 ) -> PlanResult:
     """Plan once, execute each step; replan on a dispatch error up to ``max_replans`` times.
 
@@ -141,6 +143,9 @@ def run(
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
         observers: lifecycle observers of this run (added to the session's).
+        tool_timeout_s: seconds each tool call may run (capping a capability's
+            own ``timeout_s``); a call past it is recorded as failed and the model
+            sees the error.
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` when the plan reached ``finish``.
@@ -150,6 +155,7 @@ def run(
         StoreError: provenance could not be recorded.
     """
     per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
+    tooling = check_tool_calling("json", DEFAULT_MAX_PARALLEL_TOOLS, tool_timeout_s)
     limits = check_limits(
         max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
     )
@@ -173,6 +179,7 @@ def run(
         },
         guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
     )
+    tooling.apply(plan)  # tool_timeout_s caps every call the run makes
     budget = Limits(plan.ctx.tracker, **limits)
     plan.start()
     try:
