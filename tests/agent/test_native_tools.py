@@ -473,3 +473,32 @@ def test_every_planner_takes_tool_timeout_s(
     with pytest.raises(UserError, match="tool_timeout_s must be None or a positive number"):
         planner.run("x", llm=LLMClient.mock("x"), session=Session(principal="d:a"),
                     tool_timeout_s=0, **extra)  # fmt: skip
+
+
+def test_a_native_run_replays_from_its_recording(store: Store) -> None:
+    """The offered tools are part of the replayed request, the recorded calls come back."""
+    from trails.testing.replay import ReplayLLM, recorded_completions
+
+    turn = [ToolCall(f"r{i}", "n15.count", {"tag": t}) for i, t in enumerate("abc")]
+    first = Session(principal="did:local:alice")
+    live = react.run(
+        "Count.",
+        llm=LLMClient.mock([turn, "counted"]),
+        session=first,
+        tools=["n15.count"],
+        tool_calling="native",
+    )
+    iri = str(first.context.session)
+    [asked, _] = recorded_completions(store, iri)
+    assert asked.tool_calls == tuple(turn)
+    again = react.run(
+        "Count.",
+        llm=ReplayLLM.from_session(iri, store=store),
+        session=Session(principal="did:local:alice"),
+        tools=["n15.count"],
+        tool_calling="native",
+    )
+    assert again.stopped == "goal_achieved" and again.answer == live.answer == "counted"
+    assert [(s.action, s.observation) for s in again.steps] == [
+        (s.action, s.observation) for s in live.steps
+    ]
