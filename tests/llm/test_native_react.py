@@ -155,3 +155,17 @@ def test_native_react_runs_on_each_provider(
     assert [str(s.activity_iri) for s in result.steps[:2]] == invocations
     # the answering turn is a second completion, with no tool call of its own
     assert result.steps[-1].activity_iri not in (None, str(found[0]["completion"]))
+
+
+def test_a_store_cache_hit_brings_back_the_recorded_tool_calls(store: Store) -> None:
+    from trails.kernel import Context
+    from trails.llm import ToolCall
+
+    asked = (ToolCall("t1", "n15.weather", {"city": "Paris"}),
+             ToolCall("t2", "n15.weather", {"city": "Oslo"}))  # fmt: skip
+    with Context.open("did:local:alice") as ctx:
+        LLMClient.mock([list(asked)]).complete("weather?", tools=[n15_weather], ctx=ctx)
+        cached = LLMClient.mock(["fresh"], store_cache=True)
+        hit = cached.complete("weather?", tools=[n15_weather], ctx=ctx)
+    assert hit.cache_hit and cached.requests == []
+    assert hit.tool_calls == asked
