@@ -502,3 +502,19 @@ def test_a_native_run_replays_from_its_recording(store: Store) -> None:
     assert [(s.action, s.observation) for s in again.steps] == [
         (s.action, s.observation) for s in live.steps
     ]
+
+
+def test_a_one_child_parallel_keeps_the_steps_after_it(store: Store) -> None:
+    tree = {
+        "type": "sequence",
+        "children": [
+            {"type": "parallel", "children": [{"type": "action", "action": "n15.count",
+                                               "action_input": {"tag": "a"}}]},
+            {"type": "action", "action": "n15.count", "action_input": {"tag": "b"}},
+        ],
+    }  # fmt: skip
+    result = behaviour_tree.run(
+        "Count.", llm=LLMClient.mock("unused"), session=Session(principal="did:local:alice"),
+        tree=tree,
+    )  # fmt: skip
+    assert [s.observation for s in result.steps] == ["counted a", "counted b"]

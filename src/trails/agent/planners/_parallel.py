@@ -70,14 +70,15 @@ def groups(calls: Sequence[ToolCall]) -> list[list[int]]:
 def run_concurrently(thunks: Sequence[Callable[[], T]], *, max_parallel: int) -> list[T]:
     """Call every thunk, at most ``max_parallel`` at a time; the results in the given order.
 
-    Each thunk runs in a copy of the caller's ``contextvars`` context. A single
-    thunk (or ``max_parallel == 1``) runs in the calling thread, one after another.
+    Each thunk runs in its own copy of the caller's ``contextvars`` context. A
+    single thunk (or ``max_parallel == 1``) runs in the calling thread, one after
+    another (then the first exception stops the rest).
 
     Raises:
         BaseException: the first exception in the given order, once every thunk ended.
     """
     if len(thunks) <= 1 or max_parallel <= 1:
-        return [thunk() for thunk in thunks]
+        return [contextvars.copy_context().run(thunk) for thunk in thunks]
     with ThreadPoolExecutor(
         max_workers=min(max_parallel, len(thunks)), thread_name_prefix="trails-tool"
     ) as pool:
