@@ -181,10 +181,10 @@ class NativeTurns:
             response.tool_calls, outcomes, strict=True
         ):
             text = stringify(observation)
-            plan.steps.append(
-                PlanStep(response.text, call.name, dict(call.arguments), observation,
-                         activity or completion)
-            )  # fmt: skip
+            step = PlanStep(
+                response.text, call.name, dict(call.arguments), observation, activity or completion
+            )
+            plan.steps.append(step)
             self.transcript.append(Message("tool", text, tool_call_id=call.id))
             history.append("user", f"Observation: {text}")
         return plan.finish_terminal()
