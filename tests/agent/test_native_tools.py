@@ -518,3 +518,23 @@ def test_a_one_child_parallel_keeps_the_steps_after_it(store: Store) -> None:
         tree=tree,
     )  # fmt: skip
     assert [s.observation for s in result.steps] == ["counted a", "counted b"]
+
+
+@pytest.mark.allow_nonconforming
+def test_the_shapes_catch_an_invocation_linked_to_a_completion_that_did_not_ask(
+    store: Store,
+) -> None:
+    from trails.kernel import invoke
+    from trails.store import IRI
+    from trails.testing import shacl_report
+
+    session = Session(principal="did:local:alice")
+    ctx = session.context
+    asked = LLMClient.mock([[ToolCall("real", "n15.count", {"tag": "a"})]]).complete("go", ctx=ctx)
+    parent = IRI(str(asked.activity_iri))
+    invoke("n15.count", {"tag": "a"}, ctx=ctx.child(parent=parent, tool_call_id="real"))
+    assert shacl_report(store)[0]
+    invoke("n15.count", {"tag": "b"}, ctx=ctx.child(parent=parent, tool_call_id="made-up"))
+    conforms, text = shacl_report(store)
+    assert not conforms
+    assert "tool call made-up is informed by a completion that did not ask for it" in text
