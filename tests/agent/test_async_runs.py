@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,7 @@ from trails.agent.planners import (
     reflexion,
 )
 from trails.kernel import capability
-from trails.llm import LLMClient
+from trails.llm import LLMClient, ToolCall
 from trails.prov.vocab import NAMESPACES
 from trails.store import Solutions, Store, open_store, to_python
 from trails.testing import assert_conforms
@@ -304,3 +305,93 @@ def test_async_observers_of_an_arun_run_on_its_loop(store: Store, notes: list[st
     kinds = [kind for kind, _ in seen]
     assert kinds.count("llm_end") == 2 and "run_end" in kinds
     assert {where for _, where in seen} == {loop}
+
+
+TOOL_CALL_IDS = (
+    PREFIXES
+    + """
+SELECT ?id ?cap WHERE { GRAPH ?g {
+  ?inv a trails:CapabilityInvocation ; trails:toolCallId ?id ; prov:wasInformedBy ?c ;
+       trails:capability ?p .
+  ?c a trails:LLMCompletion ; trails:toolCallId ?id .
+  ?p trails:capabilityId ?cap .
+} } ORDER BY ?id
+"""
+)
+
+
+def _tool_call_links(store: Store) -> list[tuple[str, str]]:
+    rows = store.query(TOOL_CALL_IDS)
+    assert isinstance(rows, Solutions)
+    return [(str(to_python(r["id"])), str(to_python(r["cap"]))) for r in rows]
+
+
+def test_native_arun_with_two_calls_in_one_turn_records_the_same_graph_shape_as_run(
+    store: Store, notes: list[str], shape: Callable[[Store], Any]
+) -> None:
+    turn = [ToolCall("call_a", "notes.search", {"tag": "a"}), ToolCall("call_b", "notes.search", {"tag": "b"})]  # fmt: skip
+    script: list[Any] = [turn, "n1, n2 under both tags."]
+    goal = "Find notes tagged a and b."
+    options = {"tools": ["notes.search"], "tool_calling": "native", "max_parallel_tools": 2}
+    sync_session = Session(principal="did:local:alice", store=store)
+    sync = react.run(goal, llm=LLMClient.mock(list(script)), session=sync_session, **options)
+    sync_session.close()
+
+    other = open_store("memory:")
+    try:
+        async_session = Session(principal="did:local:alice", store=other)
+        result = asyncio.run(
+            react.arun(goal, llm=LLMClient.mock(list(script)), session=async_session, **options)
+        )
+        async_session.close()
+        assert sync.stopped == "goal_achieved", sync
+        assert _summary(result) == _summary(sync)
+        assert [s.action_input for s in result.steps[:2]] == [{"tag": "a"}, {"tag": "b"}]
+        assert sorted(notes) == ["a", "a", "b", "b"]  # two calls per run, both runs
+        assert shape(other) == shape(store)
+        assert shape(other)["links"]["notes.search"] == 2  # both linked to the asking completion
+        expected = [("call_a", "notes.search"), ("call_b", "notes.search")]
+        assert _tool_call_links(store) == _tool_call_links(other) == expected
+        assert_conforms(other)
+    finally:
+        other.close()
+
+
+def test_behaviour_tree_parallel_node_under_arun_runs_children_concurrently(
+    store: Store, shape: Callable[[Store], Any]
+) -> None:
+    started: list[str] = []
+    both = threading.Barrier(2, timeout=30)  # each child waits for the other: concurrency
+
+    @capability(id="notes.wait", description="Wait for the sibling, then answer.")
+    async def wait(tag: str) -> str:
+        started.append(tag)
+        await asyncio.to_thread(both.wait)
+        return f"done {tag}"
+
+    tree = {
+        "type": "parallel",
+        "children": [
+            {"type": "action", "action": "notes.wait", "action_input": {"tag": "first"}},
+            {"type": "action", "action": "notes.wait", "action_input": {"tag": "second"}},
+        ],
+    }
+    session = Session(principal="did:local:alice", store=store)
+    result = asyncio.run(
+        behaviour_tree.arun("Both.", llm=LLMClient.mock([]), session=session, tree=tree)
+    )
+    session.close()
+    assert result.stopped == "goal_achieved", result
+    assert sorted(started) == ["first", "second"]
+    assert [s.observation for s in result.steps] == ["done first", "done second"]  # child order
+
+    both.reset()
+    other = open_store("memory:")
+    try:
+        sync_session = Session(principal="did:local:alice", store=other)
+        sync = behaviour_tree.run("Both.", llm=LLMClient.mock([]), session=sync_session, tree=tree)
+        sync_session.close()
+        assert _summary(sync) == _summary(result)
+        assert shape(other) == shape(store)
+    finally:
+        other.close()

@@ -89,10 +89,10 @@ def invoke(
     if ahead:
         _write_ahead(ctx, spec, activity, started, raw_args)
     notify(ctx, "tool_start", call_id=str(activity), capability=spec.id, args=raw_args)
-    inner = ctx.child(parent=activity, step=None)
+    inner = ctx.child(parent=activity, step=None, tool_call_id=None, tool_timeout_s=None)
     token = _current.set(inner)
     try:
-        result = run_handler(spec, inner, kwargs)
+        result = run_handler(spec, inner, kwargs, cap_s=ctx.tool_timeout_s)
     except TrailsError as exc:
         _finish(
             ctx, spec, activity, started, "error", raw_args, None, str(exc), args_text, ahead=ahead
@@ -148,6 +148,7 @@ def _write_ahead(
             started=started,
             inputs=args,
             step=ctx.step,
+            tool_call_id=ctx.tool_call_id,
         )
     )
 
@@ -207,6 +208,7 @@ def _finish(
             error=error,
             step=ctx.step,
             ahead=ahead,
+            tool_call_id=ctx.tool_call_id,
         )
     )
     duration_ms = (ended - started).total_seconds() * 1000.0

@@ -6,7 +6,12 @@ world it yields a request and is sent back the answer:
 - ``Complete``: "complete these messages" (a reasoning turn); the answer is the
   recorded ``Response``, or the provider's exception thrown into the loop;
 - ``Dispatch``: "dispatch this action" (guards, policy, ``invoke``); the answer
-  is ``(observation, invocation activity, failed)``.
+  is ``(observation, invocation activity, failed)``;
+- ``DispatchMany``: "dispatch these tool calls of one model turn, at most
+  ``max_parallel`` at once" (native tool calling); the answer is one such
+  triple per call, in the order the model asked for them;
+- ``Gather``: "run these loops concurrently" (a behaviour tree's ``parallel``
+  node: one loop per child); the answer is their results, in the given order.
 
 Everything else a loop does (parse a reply, check a budget, record a plan
 document, end the run) is synchronous and identical on both paths, so a sync
@@ -18,10 +23,13 @@ under the recorder's lock, whichever thread or task makes it.
 
 Drivers, all sharing the loop:
 
-- ``drive``: ``run`` -- each request executed in the calling thread;
+- ``drive``: ``run`` -- each request executed in the calling thread (the calls
+  of a ``DispatchMany``, the loops of a ``Gather`` in worker threads);
 - ``adrive``: ``arun`` -- a completion awaited on the client's ``acomplete``, a
   dispatch run in a worker thread (``invoke`` as ``ainvoke`` runs it: an
   ``async def`` handler runs on the caller's loop), so the event loop stays free;
+  the calls of a ``DispatchMany`` and the loops of a ``Gather`` as asyncio
+  tasks, gathered;
 - ``stream_drive`` / ``astream_drive``: ``stream`` / ``astream`` -- as above,
   a completion streamed (each text piece a ``token`` event), and every
   observer event of the run yielded as it happens (``trails.kernel.observe``:
@@ -49,11 +57,11 @@ from collections.abc import (
 )
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar
 
 from trails.kernel.handlers import caller_loop
 from trails.kernel.observe import ObserverEvent, check_observers, notify, observe_on
-from trails.llm.types import Chunk, Message, Response
+from trails.llm.types import Chunk, Message, Response, ToolCall
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
@@ -63,7 +71,9 @@ if TYPE_CHECKING:
 __all__ = [
     "Complete",
     "Dispatch",
+    "DispatchMany",
     "Feed",
+    "Gather",
     "Loop",
     "Progress",
     "Request",
@@ -80,6 +90,7 @@ __all__ = [
 ]
 
 P = ParamSpec("P")
+T = TypeVar("T")
 
 # Dispatches of async runs: more workers than asyncio's default pool (cpu + 4),
 # since each mostly waits (on a handler's I/O, or an async handler on the loop).
@@ -130,10 +141,15 @@ class Dispatch:
     action_input: dict[str, Any]
     informed_by: str | None
     step: int
+    tool_call_id: str | None = None
 
     def run(self) -> tuple[Any, str | None, bool]:
         return self.plan.dispatch(
-            self.action, self.action_input, informed_by=self.informed_by, step=self.step
+            self.action,
+            self.action_input,
+            informed_by=self.informed_by,
+            step=self.step,
+            tool_call_id=self.tool_call_id,
         )
 
     async def arun(self) -> tuple[Any, str | None, bool]:
@@ -147,14 +163,80 @@ class Dispatch:
         return await loop.run_in_executor(_POOL, functools.partial(context.run, self.run))
 
 
-Request: TypeAlias = Complete | Dispatch
+@dataclass(frozen=True)
+class DispatchMany:
+    """The tool calls of one model turn, to dispatch concurrently (see ``_parallel``).
+
+    Each call is its own ``Dispatch`` (its own invocation, informed by the
+    completion that asked, carrying the call's id); a ``parallel_safe=False``
+    capability runs alone; the answers come back in the calls' order.
+    """
+
+    plan: PlanRun
+    calls: Sequence[ToolCall]
+    informed_by: str | None
+    step: int
+    max_parallel: int
+
+    def dispatches(self) -> list[Dispatch]:
+        """One ``Dispatch`` per call, in the calls' order."""
+        return [
+            Dispatch(self.plan, c.name, dict(c.arguments), self.informed_by, self.step, c.id)
+            for c in self.calls
+        ]
+
+    def run(self) -> list[tuple[Any, str | None, bool]]:
+        from trails.agent.planners._parallel import run_groups
+
+        return run_groups(self.calls, self.dispatches(), max_parallel=self.max_parallel)
+
+    async def arun(self) -> list[tuple[Any, str | None, bool]]:
+        from trails.agent.planners._parallel import arun_groups
+
+        return await arun_groups(self.calls, self.dispatches(), max_parallel=self.max_parallel)
+
+
+@dataclass(frozen=True)
+class Gather:
+    """Loops to run concurrently, at most ``max_parallel`` at once; the answer is their results.
+
+    Each loop runs in its own copy of the ``contextvars`` context (a worker
+    thread under ``drive``, an asyncio task under ``adrive``). Every loop runs
+    to its end; then the first exception in the given order is raised, else the
+    results come back in the given order.
+    """
+
+    loops: Sequence[Generator[Request, Any, Any]]
+    max_parallel: int
+
+    def run(self) -> list[Any]:
+        from trails.agent.planners._parallel import run_concurrently
+
+        thunks = [functools.partial(drive, loop) for loop in self.loops]
+        return run_concurrently(thunks, max_parallel=self.max_parallel)
+
+    async def arun(self) -> list[Any]:
+        gate = asyncio.Semaphore(max(1, self.max_parallel))
+
+        async def one(loop: Generator[Request, Any, Any]) -> Any:
+            async with gate:
+                return await adrive(loop)
+
+        done = await asyncio.gather(*(one(loop) for loop in self.loops), return_exceptions=True)
+        for item in done:
+            if isinstance(item, BaseException):
+                raise item
+        return list(done)
+
+
+Request: TypeAlias = Complete | Dispatch | DispatchMany | Gather
 """What a planner loop yields."""
 
 Loop: TypeAlias = Generator[Request, Any, "PlanResult"]
 """A planner loop: yields requests, is sent their answers, returns the ``PlanResult``."""
 
 
-def drive(loop: Loop) -> PlanResult:
+def drive(loop: Generator[Request, Any, T]) -> T:
     """Run a loop to its result, executing each request in this thread.
 
     Raises:
@@ -167,7 +249,7 @@ def drive(loop: Loop) -> PlanResult:
         try:
             request = loop.throw(error) if error is not None else loop.send(answer)
         except StopIteration as done:
-            result: PlanResult = done.value
+            result: T = done.value
             return result
         answer, error = None, None
         try:
@@ -176,7 +258,7 @@ def drive(loop: Loop) -> PlanResult:
             error = exc
 
 
-async def adrive(loop: Loop) -> PlanResult:
+async def adrive(loop: Generator[Request, Any, T]) -> T:
     """``drive`` for asyncio: each request awaited (see the module docstring)."""
     answer: Any = None
     error: BaseException | None = None
@@ -184,7 +266,7 @@ async def adrive(loop: Loop) -> PlanResult:
         try:
             request = loop.throw(error) if error is not None else loop.send(answer)
         except StopIteration as done:
-            result: PlanResult = done.value
+            result: T = done.value
             return result
         answer, error = None, None
         try:

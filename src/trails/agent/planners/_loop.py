@@ -26,13 +26,14 @@ import contextlib
 import functools
 import json
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from trails.agent.planners._drive import Complete, Dispatch
+from trails.agent.planners._drive import Complete, Dispatch, DispatchMany
 from trails.agent.planners._guards import Guards, dry_dispatch, refusal
 from trails.agent.planners._outcome import Output, answer_text
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
@@ -44,12 +45,12 @@ from trails.errors import (
     UnknownCapability,
     UserError,
 )
-from trails.kernel.context import Context, now
+from trails.kernel.context import Context, InvocationRecord, now
 from trails.kernel.cost import CostTracker
 from trails.kernel.invoke import invoke
 from trails.kernel.observe import notify
 from trails.kernel.registry import get_capability
-from trails.llm.types import Chunk, Message, Response
+from trails.llm.types import Chunk, Message, Response, ToolCall
 from trails.prov.events import EntityRecorded, PlanRunEnded, PlanRunStarted, Terminated
 from trails.prov.vocab import PROV
 from trails.store.base import Solutions
@@ -344,6 +345,7 @@ class PlanRun:
         self.output = output
         self.pending: PlanResult | None = None  # a goal_achieved result awaiting its answer turn
         self.answered = False
+        self._guarding = threading.Lock()
 
     # -- recording -------------------------------------------------------------
 
@@ -577,6 +579,17 @@ class PlanRun:
         """The request to dispatch one action (a loop yields it; a driver runs it)."""
         return Dispatch(self, action, action_input, informed_by, step)
 
+    def act_many(
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        informed_by: str | None,
+        step: int,
+        max_parallel: int,
+    ) -> DispatchMany:
+        """The request to dispatch one turn's tool calls concurrently (native tool calling)."""
+        return DispatchMany(self, calls, informed_by, step, max_parallel)
+
     def _turn(
         self, step: int, parent: str | None, model: str | None, options: dict[str, Any]
     ) -> dict[str, Any]:
@@ -674,15 +687,27 @@ class PlanRun:
         return pieces
 
     def dispatch(
-        self, action: str, action_input: dict[str, Any], *, informed_by: str | None, step: int
+        self,
+        action: str,
+        action_input: dict[str, Any],
+        *,
+        informed_by: str | None,
+        step: int,
+        tool_call_id: str | None = None,
     ) -> tuple[Any, str | None, bool]:
         """Invoke ``action``; a trails error becomes the observation ``"error: <message>"``.
+
+        Safe to call from several threads at once (parallel tool calls): the
+        guards are consulted one call at a time, and each call finds its own
+        invocation.
 
         Args:
             action: the capability id.
             action_input: its arguments.
             informed_by: the completion activity that chose the action.
             step: the step index recorded on the invocation.
+            tool_call_id: the model's tool-call id the invocation runs (native
+                tool calling), recorded on it as ``trails:toolCallId``.
 
         Returns:
             The observation; the invocation activity IRI (None when nothing was
@@ -700,23 +725,35 @@ class PlanRun:
             message = f"error: capability {action!r} is not among this run's tools ({offered})"
             return message, None, True
         if self.guards.active:
-            refused = refusal(self, action, action_input, informed_by, step)
+            with self._guarding:
+                refused = refusal(self, action, action_input, informed_by, step)
             if refused is not None:
                 return refused, None, True
             if self.guards.dry_run and _registered(action):
-                return dry_dispatch(self, action, action_input, informed_by, step)
+                return dry_dispatch(self, action, action_input, informed_by, step, tool_call_id)
         parent = IRI.trusted(informed_by) if informed_by else self.activity
-        before = len(self.session.invocations)
+        made = _Tee(self.session.invocations)
+        ctx = self.ctx.child(parent=parent, step=step, tool_call_id=tool_call_id, invocations=made)
         failed = False
         try:
-            observation = invoke(action, action_input, ctx=self.ctx.child(parent=parent, step=step))
+            observation = invoke(action, action_input, ctx=ctx)
         except (BudgetExceeded, StoreError):
             raise
         except TrailsError as exc:
             observation, failed = f"error: {exc}", True
-        activity = None
-        if len(self.session.invocations) > before:
-            activity = str(self.session.invocations[-1].activity)
+        activity = str(made[-1].activity) if made else None  # this call's, written last
         if not failed and get_capability(action).terminal:
             self.terminal = (action, observation)
         return observation, activity, failed
+
+
+class _Tee(list[InvocationRecord]):
+    """The invocations one dispatch made, each also appended to the session's list."""
+
+    def __init__(self, session: list[InvocationRecord]) -> None:
+        super().__init__()
+        self.session = session
+
+    def append(self, record: InvocationRecord) -> None:
+        super().append(record)
+        self.session.append(record)

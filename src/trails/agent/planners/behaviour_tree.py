@@ -4,8 +4,9 @@ Some goals have a shape a flat loop hides: "try the cache, else the index, else
 ask", "do these three things and go on if most of them worked". A behaviour
 tree states that shape. Control nodes: a ``sequence`` fails at its first
 failing child; a ``fallback`` succeeds at its first succeeding child; a
-``parallel`` runs every child (one after another, in order: nothing runs
-concurrently) and succeeds when a strict majority succeeded. Leaves: an
+``parallel`` runs its children concurrently (worker threads, at most
+``PARALLEL_CHILDREN`` at a time; their steps join the trajectory in child
+order) and succeeds when a strict majority succeeded. Leaves: an
 ``action`` dispatches one capability and fails when dispatch raises a
 ``TrailsError`` (the observation is ``"error: <message>"``, as in ReAct); an
 ``agent`` node works on its sub-goal with ReAct-style turns until the model
@@ -37,7 +38,9 @@ Completions and invocations are numbered in one ``trails:stepIndex`` sequence.
 
 from __future__ import annotations
 
+import contextvars
 import json
+import threading
 from collections.abc import Callable, Generator, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
@@ -58,6 +61,7 @@ from trails.agent.planners._bt_nodes import (
     tree_to_dict,
 )
 from trails.agent.planners._drive import (
+    Gather,
     Loop,
     Request,
     abatch_entry,
@@ -78,6 +82,7 @@ from trails.agent.planners._loop import (
     per_call_tokens,
     stringify,
 )
+from trails.agent.planners._native import DEFAULT_MAX_PARALLEL_TOOLS, check_tool_calling
 from trails.agent.planners._outcome import check_output, guarded
 from trails.agent.planners._parse import parse_step
 from trails.agent.planners._tools import (
@@ -102,6 +107,7 @@ __all__ = [
     "AGENT_PROMPT",
     "DECOMPOSE_PROMPT",
     "NAME",
+    "PARALLEL_CHILDREN",
     "Action",
     "ActionValidator",
     "AgentNode",
@@ -124,6 +130,17 @@ __all__ = [
 
 #: The strategy name (``Session(strategy=...)``, ``trails:strategy``).
 NAME = "behaviour_tree"
+
+#: How many children of one ``parallel`` node run at once.
+PARALLEL_CHILDREN = 8
+
+#: Where a ``parallel`` child's steps go until they join the trajectory in child order.
+_steps_sink: contextvars.ContextVar[list[PlanStep] | None] = contextvars.ContextVar(
+    "trails_bt_steps", default=None
+)
+
+_Share: TypeAlias = "tuple[_Outcome | None, list[PlanStep], _Stop | None]"
+"""A ``parallel`` child's end: its outcome (None when it stopped the run), its steps, the stop."""
 
 ActionValidator: TypeAlias = Callable[[str, dict[str, Any]], str | None]
 """``validate_action(capability_id, action_input)``: None to allow, a reason to refuse."""
@@ -197,6 +214,7 @@ def _steps(
     observers: Seq[Any] | None = None,
     output_type: Any = None,
     output_retries: int = 2,
+    tool_timeout_s: float | None = None,
 ) -> Loop:
     """Run ``goal`` as a behaviour tree: the given one, or one the model decomposes it into.
 
@@ -241,6 +259,9 @@ def _steps(
             asked for once more in that form, validated (``PlanResult.answer`` is
             then the validated object; see ``trails.agent.planners._outcome``).
         output_retries: how many more attempts an answer failing validation gets.
+        tool_timeout_s: seconds each tool call may run (capping a capability's
+            own ``timeout_s``); a call past it is recorded as failed and the model
+            sees the error.
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the root's output when the root
@@ -254,6 +275,7 @@ def _steps(
         StoreError: provenance could not be recorded.
     """
     per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
+    tooling = check_tool_calling("json", DEFAULT_MAX_PARALLEL_TOOLS, tool_timeout_s)
     limits = check_limits(
         max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
     )
@@ -288,6 +310,7 @@ def _steps(
         guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
         output=check_output(output_type, output_retries, per_call),
     )
+    tooling.apply(plan)  # tool_timeout_s caps every call the run makes
     runner = _TreeRun(
         plan,
         Limits(plan.ctx.tracker, **limits),
@@ -383,6 +406,7 @@ class _TreeRun:
         self.budgets = plan.guards.budgets
         self.calls = plan.guards.calls  # counted by the run's guards at each dispatch
         self.tree_by: str | None = None
+        self._claiming = threading.Lock()  # parallel children claim steps concurrently
 
     # -- the run ----------------------------------------------------------------
 
@@ -415,13 +439,22 @@ class _TreeRun:
 
     def _claim(self) -> int:
         """Claim the next step (an LLM turn or a dispatch): budgets, then ``max_steps``."""
-        breach = self.budget.breach()
-        if breach is not None:
-            raise _Stop(breach.reason, breach=breach)
-        if self.used >= self.max_steps:
-            raise _Stop("max_steps", breach=Breach("max_steps", self.max_steps, self.used))
-        index, self.used = self.used, self.used + 1
-        return index
+        with self._claiming:
+            breach = self.budget.breach()
+            if breach is not None:
+                raise _Stop(breach.reason, breach=breach)
+            if self.used >= self.max_steps:
+                raise _Stop("max_steps", breach=Breach("max_steps", self.max_steps, self.used))
+            index, self.used = self.used, self.used + 1
+            return index
+
+    def _step(self, step: PlanStep) -> None:
+        """Add a step to the trajectory (or to the running ``parallel`` child's share)."""
+        sink = _steps_sink.get()
+        if sink is None:
+            self.plan.add_step(step)
+        else:
+            sink.append(step)
 
     def _complete(
         self, messages: list[Message], model: str | None = None
@@ -475,9 +508,40 @@ class _TreeRun:
         self.memory.set(node_id, f"{status}: {outcome.output}")
         return outcome
 
+    def _parallel(self, node: Parallel, node_id: str) -> Generator[Request, Any, list[_Outcome]]:
+        """Tick every child concurrently; their steps join in child order, then any stop.
+
+        One ``Gather`` request: ``run`` ticks the children in worker threads,
+        ``arun`` as asyncio tasks; each child's steps wait in its own share.
+        """
+        children = [self._child(c, child_id(node_id, i)) for i, c in enumerate(node.children)]
+        results: list[_Share] = yield Gather(children, PARALLEL_CHILDREN)
+        for _, share, _ in results:
+            for step in share:
+                self._step(step)
+        for _, _, stop in results:
+            if stop is not None:
+                raise stop
+        return [outcome for outcome, _, _ in results if outcome is not None]
+
+    def _child(self, node: Node, node_id: str) -> Generator[Request, Any, _Share]:
+        """One ``parallel`` child's tick, its steps kept apart (in its own context copy)."""
+        share: list[PlanStep] = []
+        _steps_sink.set(share)
+        try:
+            return (yield from self._tick(node, node_id)), share, None
+        except _Stop as stop:
+            return None, share, stop
+
     def _control(
         self, node: Sequence | SequenceWithEarlyExit | Fallback | Parallel, node_id: str
     ) -> Generator[Request, Any, _Outcome]:
+        if isinstance(node, Parallel):
+            voted = yield from self._parallel(node, node_id)
+            won = 2 * sum(o.success for o in voted) > len(voted)
+            last = [o for o in voted if o.success == won][-1]
+            failed = next((o.failed_leaf for o in reversed(voted) if not o.success), None)
+            return _Outcome(won, last.output, None if won else failed)
         outcomes: list[_Outcome] = []
         for i, child in enumerate(node.children):
             outcome = yield from self._tick(child, child_id(node_id, i))
@@ -488,11 +552,6 @@ class _TreeRun:
                 return outcome  # the task is complete: skip the remaining stages
             if isinstance(node, Fallback) and outcome.success:
                 return outcome
-        if isinstance(node, Parallel):
-            won = 2 * sum(o.success for o in outcomes) > len(outcomes)
-            last = [o for o in outcomes if o.success == won][-1]
-            failed = next((o.failed_leaf for o in reversed(outcomes) if not o.success), None)
-            return _Outcome(won, last.output, None if won else failed)
         # a sequence whose children all succeeded, or a fallback whose children all failed
         return outcomes[-1]
 
@@ -501,7 +560,7 @@ class _TreeRun:
         observation, activity, failed = yield from self._dispatch(
             node.action, dict(node.action_input), informed_by=informed_by
         )
-        self.plan.add_step(
+        self._step(
             PlanStep(
                 f"behaviour tree node {node_id}",
                 node.action,
@@ -524,8 +583,8 @@ class _TreeRun:
 
     def _end_if_terminal(self, observation: Any) -> None:
         """Unwind the walk when the dispatch just made ran a ``terminal=True`` capability."""
-        if self.plan.terminal is not None:
-            raise _Stop("goal_achieved", answer=stringify(observation))
+        if self.plan.terminal is not None:  # (a parallel sibling's, possibly)
+            raise _Stop("goal_achieved", answer=stringify(self.plan.terminal[1]))
 
     def _agent_messages(self, node: AgentNode) -> list[Message]:
         specs = [
@@ -589,7 +648,7 @@ class _TreeRun:
                 parsed["action_input"],
             )
             if action in ("finish", "fail"):
-                self.plan.add_step(PlanStep(thought, action, action_input, None, completion))
+                self._step(PlanStep(thought, action, action_input, None, completion))
                 if action == "finish":
                     return _Outcome(True, parsed["final_answer"], no_tools=not tried)
                 reason = stringify(action_input.get("reason") or thought or "failed")
@@ -597,9 +656,7 @@ class _TreeRun:
             observation, activity, _failed = yield from self._dispatch(
                 action, action_input, informed_by=completion
             )
-            self.plan.add_step(
-                PlanStep(thought, action, action_input, observation, activity or completion)
-            )
+            self._step(PlanStep(thought, action, action_input, observation, activity or completion))
             self._end_if_terminal(observation)
             last = stringify(observation)
             tried.append(f"{action} {json.dumps(action_input, sort_keys=True, default=str)}")

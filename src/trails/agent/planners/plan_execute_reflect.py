@@ -55,6 +55,11 @@ from trails.agent.planners._loop import (
     check_positive_int,
     per_call_tokens,
 )
+from trails.agent.planners._native import (
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    ToolCalling,
+    check_tool_calling,
+)
 from trails.agent.planners._outcome import check_output, guarded
 from trails.agent.planners._parse import json_candidates
 from trails.agent.planners._templates import PERPrompts
@@ -217,6 +222,9 @@ def _steps(
     observers: Sequence[Any] | None = None,
     output_type: Any = None,
     output_retries: int = 2,
+    tool_calling: str = "json",
+    max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+    tool_timeout_s: float | None = None,
 ) -> Loop:
     """Plan, execute the first step with ReAct, reflect on its result, repeat.
 
@@ -262,6 +270,13 @@ def _steps(
             asked for once more in that form, validated (``PlanResult.answer`` is
             then the validated object; see ``trails.agent.planners._outcome``).
         output_retries: how many more attempts an answer failing validation gets.
+        tool_calling: how the executor calls tools: ``"json"`` (the seed's
+            contract) or ``"native"`` (provider tool calls, results fed back as
+            tool results); the planner turns stay JSON.
+        max_parallel_tools: how many tool calls of one native executor turn run at once.
+        tool_timeout_s: seconds each tool call may run (capping a capability's
+            own ``timeout_s``); a call past it is recorded as failed and the
+            executor's model sees the error.
 
     Returns:
         The ``PlanResult``; its steps are the executed plan steps (action ``executor``,
@@ -272,6 +287,7 @@ def _steps(
         StoreError: provenance could not be recorded.
     """
     per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
+    tooling = check_tool_calling(tool_calling, max_parallel_tools, tool_timeout_s)
     limits = check_limits(
         max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
     )
@@ -327,6 +343,7 @@ def _steps(
         temperature=temperature,
         prompts=prompts,
         history=history,
+        tooling=tooling,
     )
     return guarded(plan, body)
 
@@ -350,6 +367,7 @@ def _loop(
     temperature: float,
     prompts: PERPrompts,
     history: list[str],
+    tooling: ToolCalling | None = None,
 ) -> Loop:
     completed: list[tuple[str, str | None]] = []
     position = 0
@@ -403,6 +421,7 @@ def _loop(
             limits=budget.remaining(),
             announce_goal=True,
             guards=plan.guards,
+            tooling=tooling,
         )
         plan.add_step(PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri))
         if inner.terminated_by is not None:  # a terminal capability ended the executor

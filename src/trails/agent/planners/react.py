@@ -40,6 +40,12 @@ from trails.agent.planners._loop import (
     per_call_tokens,
     stringify,
 )
+from trails.agent.planners._native import (
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    ToolCalling,
+    check_tool_calling,
+    native_loop,
+)
 from trails.agent.planners._outcome import Output, check_output, guarded
 from trails.agent.planners._parse import parse_step
 from trails.agent.planners._tools import (
@@ -131,6 +137,9 @@ def _steps(
     observers: Sequence[Any] | None = None,
     output_type: Any = None,
     output_retries: int = 2,
+    tool_calling: str = "json",
+    max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+    tool_timeout_s: float | None = None,
 ) -> Loop:
     """Run the ReAct loop until finish, ``max_steps``, a budget breach, or a fatal error.
 
@@ -166,6 +175,14 @@ def _steps(
             asked for once more in that form, validated (``PlanResult.answer`` is
             then the validated object; see ``trails.agent.planners._outcome``).
         output_retries: how many more attempts an answer failing validation gets.
+        tool_calling: ``"json"`` (the reply is a JSON block, the seed's contract) or
+            ``"native"`` (the tools go to the provider as tool definitions, the
+            model's tool calls are the actions, results go back as tool results,
+            and a reply without tool calls is the answer; see ``_native``).
+        max_parallel_tools: how many tool calls of one native turn run at once.
+        tool_timeout_s: seconds each tool call may run (capping a capability's
+            own ``timeout_s``); a call past it is recorded as failed and the model
+            sees the error.
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the final answer, or an early stop
@@ -198,6 +215,7 @@ def _steps(
             "observers": observers,
         },
         output=check_output(output_type, output_retries, per_call),
+        tooling=check_tool_calling(tool_calling, max_parallel_tools, tool_timeout_s),
     )
 
 
@@ -225,8 +243,10 @@ def _run(
     governance: Mapping[str, Any] | None = None,
     guards: Guards | None = None,
     output: Output | None = None,
+    tooling: ToolCalling | None = None,
 ) -> Loop:
     """``run`` after argument parsing, as a loop; Reflexion and PER nest it (``yield from``)."""
+    tooling = tooling if tooling is not None else ToolCalling()
     max_steps = check_positive_int("max_steps", max_steps)
     tool_specs = granted_by(
         getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
@@ -242,7 +262,20 @@ def _run(
         guards=guards,
         output=output,
     )
+    tooling.apply(plan)
     budget = Limits(plan.ctx.tracker, **limits)
+    if tooling.native:
+        native = native_loop(
+            plan,
+            budget,
+            tool_specs=tool_specs,
+            options=tooling,
+            announce_goal=announce_goal,
+            max_steps=max_steps,
+            per_call=per_call,
+            temperature=temperature,
+        )
+        return guarded(plan, native)
     system = build_system_prompt(goal, tool_specs)
     body = _loop(
         plan,

@@ -45,6 +45,7 @@ from trails.agent.planners._loop import (
     per_call_tokens,
     stringify,
 )
+from trails.agent.planners._native import DEFAULT_MAX_PARALLEL_TOOLS, check_tool_calling
 from trails.agent.planners._outcome import check_output, guarded
 from trails.agent.planners._parse import parse_verdict
 from trails.agent.planners._tools import ToolFilter, ToolsSpec, discover_tools, granted_by
@@ -136,6 +137,7 @@ def _steps(
     observers: Sequence[Any] | None = None,
     output_type: Any = None,
     output_retries: int = 2,
+    tool_timeout_s: float | None = None,
 ) -> Loop:
     """Run ReAct under a critic; on a retry verdict, append the critique and run again.
 
@@ -170,6 +172,9 @@ def _steps(
             asked for once more in that form, validated (``PlanResult.answer`` is
             then the validated object; see ``trails.agent.planners._outcome``).
         output_retries: how many more attempts an answer failing validation gets.
+        tool_timeout_s: seconds each tool call may run (capping a capability's
+            own ``timeout_s``); a call past it is recorded as failed and the model
+            sees the error.
 
     Returns:
         The ``PlanResult`` with the latest inner pass's answer and steps.
@@ -179,6 +184,7 @@ def _steps(
         StoreError: provenance could not be recorded.
     """
     per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
+    tooling = check_tool_calling("json", DEFAULT_MAX_PARALLEL_TOOLS, tool_timeout_s)
     limits = check_limits(
         max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
     )
@@ -206,6 +212,7 @@ def _steps(
         guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
         output=check_output(output_type, output_retries, per_call),
     )
+    tooling.apply(plan)  # tool_timeout_s caps every call the run makes
     budget = Limits(plan.ctx.tracker, **limits)
     body = _loop(
         plan,
