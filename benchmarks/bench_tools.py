@@ -6,7 +6,8 @@ timed with ``max_parallel_tools=8`` (the calls run concurrently) and with
 ``max_parallel_tools=1`` (one after another, the baseline), in interleaved
 rounds, recording to an on-disk store. Both a sync handler (``time.sleep``:
 worker threads) and an ``async def`` handler (``asyncio.sleep``) are measured,
-and the tasks path (``adispatch_many`` on one event loop) for the async one.
+and the same run under ``react.arun`` (the turn's calls as asyncio tasks on one
+event loop, ``_drive.adrive``) for the async one.
 Target: parallel ≤ 0.2x sequential. Afterwards every invocation is checked in
 the store: 8 per run, each ``ok``, carrying its tool-call id and informed by
 the completion that asked for it.
@@ -30,10 +31,8 @@ from _report import write_section
 
 from trails.agent import Session
 from trails.agent.planners import react
-from trails.agent.planners._loop import PlanRun, activity_of
-from trails.agent.planners._parallel import adispatch_many
 from trails.kernel import Context, capability
-from trails.llm import LLMClient, Message, ToolCall
+from trails.llm import LLMClient, ToolCall
 from trails.prov import Recorder, T
 from trails.store import Solutions, Store, open_store
 
@@ -78,25 +77,24 @@ def _run(ctx: Context, capability_id: str, parallel: int) -> float:
     return took
 
 
-def _tasks(ctx: Context, parallel: int) -> float:
+def _arun(ctx: Context, parallel: int) -> float:
+    client = LLMClient.mock([_turn("bench.await"), "done"])
     session = Session(principal="did:local:bench")
-    client = LLMClient.mock([_turn("bench.await")])
-    plan = PlanRun("react", "Wait.", llm=client, session=session, ctx=ctx, tools=None)
-    plan.start()
     start = time.perf_counter()
-    asked = plan.complete([Message("user", "go")], step=0, max_tokens=64, temperature=0.0)
-    outcomes = asyncio.run(
-        adispatch_many(
-            plan,
-            asked.tool_calls,
-            informed_by=activity_of(asked),
-            step=0,
-            max_parallel=parallel,
+    result = asyncio.run(
+        react.arun(
+            "Wait eight times.",
+            llm=client,
+            session=session,
+            tools=["bench.await"],
+            ctx=ctx,
+            tool_calling="native",
+            max_parallel_tools=parallel,
         )
     )
     took = time.perf_counter() - start
-    plan.finish("goal_achieved", answer="done")
-    assert [o[0] for o in outcomes] == list(range(CALLS))
+    assert result.stopped == "goal_achieved", result
+    assert [s.observation for s in result.steps[:CALLS]] == list(range(CALLS))
     return took
 
 
@@ -136,7 +134,7 @@ def main() -> None:
         async_seq, async_par = _pair(
             lambda: _run(ctx, "bench.await", 1), lambda: _run(ctx, "bench.await", CALLS)
         )
-        task_seq, task_par = _pair(lambda: _tasks(ctx, 1), lambda: _tasks(ctx, CALLS))
+        task_seq, task_par = _pair(lambda: _arun(ctx, 1), lambda: _arun(ctx, CALLS))
         ctx.close()
         found, whole = linked(store)
         store.close()
@@ -155,7 +153,7 @@ invocations).
 |---|---|---|---|
 | sync (`time.sleep`, worker threads) | {sync_seq * 1000:.0f} ms | {sync_par * 1000:.0f} ms | **{ratio:.3f}x** (target ≤ 0.2x: {"meets" if ratio <= 0.2 else "misses"}) |
 | `async def` (`asyncio.sleep`, a loop per thread) | {async_seq * 1000:.0f} ms | {async_par * 1000:.0f} ms | {async_par / async_seq:.3f}x |
-| `async def`, `adispatch_many` tasks on one loop | {task_seq * 1000:.0f} ms | {task_par * 1000:.0f} ms | {task_par / task_seq:.3f}x |
+| `async def`, `react.arun` (asyncio tasks on one loop) | {task_seq * 1000:.0f} ms | {task_par * 1000:.0f} ms | {task_par / task_seq:.3f}x |
 
 Invocations expected / carrying a tool-call id / also `ok` and informed by the completion
 that asked for that id: {expected} / {found} / {whole}. The floor of a parallel run is one

@@ -446,17 +446,21 @@ PLAN_GIVE_UP = '```json\n{"plan": [{"action": "finish", "final_answer": "gave up
     ],
     ids=["react", "plan_execute_reflect", "plan_and_execute", "reflexion", "behaviour_tree"],
 )
+@pytest.mark.parametrize("driver", ["run", "arun"])
 def test_every_planner_takes_tool_timeout_s(
-    store: Store, planner: Any, script: list[str], extra: dict[str, Any]
+    store: Store, planner: Any, script: list[str], extra: dict[str, Any], driver: str
 ) -> None:
-    result = planner.run(
-        "Wait.",
-        llm=LLMClient.mock(script),
-        session=Session(principal="did:local:alice"),
-        tools=["n15.hang"],
-        tool_timeout_s=0.05,
+    options = {
+        "llm": LLMClient.mock(script),
+        "session": Session(principal="did:local:alice"),
+        "tools": ["n15.hang"],
+        "tool_timeout_s": 0.05,
         **extra,
-    )
+    }
+    if driver == "run":
+        result = planner.run("Wait.", **options)
+    else:  # the same loop driven on an event loop: the cap holds there too
+        result = asyncio.run(planner.arun("Wait.", **options))
     rows = store.query(
         PREFIXES
         + """SELECT ?status ?error WHERE { GRAPH ?g {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -9,7 +10,13 @@ import pytest
 from tests.governance.conftest import plan, turn
 
 from trails.agent import Session
-from trails.agent.planners import behaviour_tree, plan_and_execute, react
+from trails.agent.planners import (
+    behaviour_tree,
+    plan_and_execute,
+    plan_execute_reflect,
+    react,
+    reflexion,
+)
 from trails.audit.querypack import get_query
 from trails.errors import UserError
 from trails.kernel import capability
@@ -103,9 +110,19 @@ def test_a_dry_run_executes_nothing_and_records_what_would_have_run(
     store: Store, effects: dict[str, int], strategy: str
 ) -> None:
     session = Session(principal="did:local:alice")
-    result = RUNS[strategy](session=session, dry_run=True)
+    seen: list[Any] = []
+    watcher = type("Watcher", (), {"on_event": lambda self, e: seen.append(e)})()
+    result = RUNS[strategy](session=session, dry_run=True, observers=[watcher])
     session.close()
     assert effects == {"pay": 0, "email": 0}  # nothing acted
+    # observers hear each planned call as a dry run, never as a tool that ran
+    tools = [(e.kind, e.data["capability"]) for e in seen if e.kind.startswith("tool_")]
+    assert tools == [("tool_dry_run", "pay"), ("tool_dry_run", "email")]
+    dry = [e for e in seen if e.kind == "tool_dry_run"]
+    assert dry[1].data["observation"] == "would e-mail cfo@corp.example"
+    assert dry[0].data["args"] == {"invoice": "INV-1", "amount": 10}
+    assert dry[0].run_id is not None
+    assert all(e.run_id == dry[0].run_id and e.call_id for e in dry)
     observations = [s.observation for s in result.steps if s.action in ("pay", "email")]
     assert observations == [
         "dry run: pay was not executed; assume it succeeded",
@@ -308,3 +325,87 @@ def test_a_dry_run_still_asks_the_policy(store: Store, effects: dict[str, int]) 
     assert [c for c, _ in dry_runs(store)] == ["email"]  # pay would not have run
     denied = [to_python(r["capability"]) for r in get_query("policy-denials").run(store)]  # type: ignore[union-attr]
     assert denied == ["pay"]
+
+
+def _scripted(agent: list[str], veto: dict[str, str] | None = None) -> LLMClient:
+    """One client for every role: the ReAct agent's turns in order, the Reflexion critic
+    (accepts), the Plan-Execute-Reflect planner (one step, then the result) and the
+    reflector (vetoes the actions named in ``veto``, with that reason)."""
+    planned: list[str] = []
+
+    def answer(msgs: list[Any]) -> str:
+        first = msgs[0].content
+        if first.startswith("You check an agent's next action"):
+            action = first.split("Proposed action: ", 1)[1].split(" ", 1)[0]
+            reason = (veto or {}).get(action)
+            return json.dumps({"veto": reason is not None, "reason": reason or "fine"})
+        if "Reflexion critic" in first:
+            return '```json\n{"verdict": "accept", "critique": "ok"}\n```'
+        if "plan-execute-reflect" in first:
+            if planned:
+                return json.dumps({"steps": [], "result": "done"})
+            planned.append("x")
+            return json.dumps({"steps": ["Pay INV-1 and tell the CFO"], "result": ""})
+        return agent.pop(0)
+
+    return LLMClient.mock(response=answer)
+
+
+INNER = {"reflexion": reflexion.run, "plan_execute_reflect": plan_execute_reflect.run}
+
+
+def _pay_and_tell() -> list[str]:
+    return [
+        turn("pay", {"invoice": "INV-1", "amount": 10}),
+        turn("email", {"to": "cfo@corp.example"}),
+        turn("finish", final_answer="done"),
+    ]
+
+
+def _decisions(store: Store) -> list[tuple[str, str]]:
+    found = rows(
+        store,
+        """SELECT ?cap ?rule WHERE { GRAPH ?g {
+             ?d a trails:PolicyDecision ; trails:decision "deny" ; trails:capabilityId ?cap ;
+                trails:matchedRule ?rule ; prov:wasInformedBy ?proposer .
+             ?proposer a trails:LLMCompletion } } ORDER BY ?cap""",
+    )
+    return [(r["cap"], r["rule"]) for r in found]
+
+
+@pytest.mark.parametrize("strategy", sorted(INNER))
+def test_every_guard_on_reflexion_and_plan_execute_reflect(
+    store: Store, effects: dict[str, int], strategy: str
+) -> None:
+    """Dry run, validator, reflector veto and tool budget on the two planners whose
+    actions are taken by inner ReAct passes: each refusal is a recorded decision linked
+    to the completion that proposed the action."""
+    run = INNER[strategy]
+    session = Session(principal="did:local:alice")
+    run("Pay and tell.", llm=_scripted(_pay_and_tell()), session=session, dry_run=True)
+    assert effects == {"pay": 0, "email": 0}
+    assert [c for c, _ in dry_runs(store)] == ["pay", "email"]
+
+    run(
+        "Pay and tell.",
+        llm=_scripted(_pay_and_tell()),
+        session=session,
+        validate_action=lambda cap, args: "two signatures" if cap == "pay" else None,
+    )
+    assert effects == {"pay": 0, "email": 1}
+    assert _decisions(store) == [("pay", "validate_action:<lambda>")]
+
+    run(
+        "Pay and tell.",
+        llm=_scripted(_pay_and_tell(), veto={"email": "the CFO is on leave"}),
+        session=session,
+        reflect_before_action=True,
+    )
+    assert effects == {"pay": 1, "email": 1}
+    assert ("email", "reflect_before_action") in _decisions(store)
+
+    twice = [turn("email", {"to": "a@corp.example"}), *_pay_and_tell()]
+    run("Pay and tell.", llm=_scripted(twice), session=session, tool_budgets={"email": 1})
+    session.close()
+    assert effects == {"pay": 2, "email": 2}  # the second e-mail was over budget
+    assert ("email", "tool_budget:email=1") in _decisions(store)

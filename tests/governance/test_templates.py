@@ -106,14 +106,76 @@ def test_seed_defaults_and_bad_settings(store: Store) -> None:
     assert params["max_steps"].default == 20
     assert params["executor_max_iterations"].default == 20
     assert params["message_history_limit"].default == 10
+    assert params["executor_message_history_limit"].default == 10
     session = Session(principal="did:local:alice")
     client = LLMClient.mock(response="x")
     for kwargs in (
         {"planner_prompt_template": "${parameters.nope}"},
         {"message_history_limit": -1},
+        {"executor_message_history_limit": True},
         {"inject_datetime": "yes"},
         {"planner_prompt": ""},
     ):
         with pytest.raises(UserError):
             plan_execute_reflect.run("Go.", llm=client, session=session, **kwargs)
     assert not session.opened  # refused before anything was recorded
+
+
+def executor_requests(client: LLMClient) -> list[Any]:
+    return [r for r in client.requests if "PLANNER" not in r.messages[0].content]
+
+
+def test_each_executor_pass_sees_only_the_last_history_entries_before_it(store: Store) -> None:
+    session = Session(principal="did:local:alice")
+    for i in range(4):
+        session.history.append("user", f"earlier question {i}")
+    client = LLMClient.mock(
+        response=route(
+            [plan(["Step one"]), plan(["Step two"]), plan([], "done")],
+            [
+                turn("nothing.here"),  # an unknown tool: one observation, then finish
+                turn("finish", final_answer="one done"),
+                turn("finish", final_answer="two done"),
+            ],
+        )
+    )
+    result = plan_execute_reflect.run(
+        "Go on.",
+        llm=client,
+        session=session,
+        system_prompt="PLANNER",
+        executor_message_history_limit=2,
+    )
+    session.close()
+    assert result.answer == "done"
+    first, second, third = executor_requests(client)
+    user_texts = [[m.content for m in r.messages if m.role != "system"] for r in (first, second)]
+    # the pass's own entries (its goal, reply, observation) are whole; before it, only 2
+    assert user_texts[0] == ["earlier question 2", "earlier question 3", "Goal: Step one"]
+    assert user_texts[1][:3] == ["earlier question 2", "earlier question 3", "Goal: Step one"]
+    assert user_texts[1][-1].startswith("Observation: error:")
+    # the second pass sees the last 2 entries before it: the first pass's last turn
+    third_texts = [m.content for m in third.messages if m.role != "system"]
+    assert "earlier question 3" not in third_texts
+    assert third_texts[-1] == "Goal: Step two" and len(third_texts) == 3
+    # the session's own history keeps everything (the limit shapes prompts, not memory)
+    assert any(e.content == "earlier question 0" for e in session.history)
+
+
+def test_an_executor_history_limit_of_0_shows_nothing_from_before_the_pass(store: Store) -> None:
+    session = Session(principal="did:local:alice")
+    for i in range(4):
+        session.history.append("user", f"earlier question {i}")
+    client = LLMClient.mock(
+        response=route([plan(["Step"]), plan([], "done")], [turn("finish", final_answer="ok")])
+    )
+    plan_execute_reflect.run(
+        "Go on.",
+        llm=client,
+        session=session,
+        system_prompt="PLANNER",
+        executor_message_history_limit=0,
+    )
+    session.close()
+    (only,) = executor_requests(client)
+    assert [m.content for m in only.messages if m.role != "system"] == ["Goal: Step"]

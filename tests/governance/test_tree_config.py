@@ -111,3 +111,51 @@ def test_each_agent_node_may_use_its_own_model(store: Store) -> None:
     assert [r.model for r in model.requests] == ["small-model", "mock"]
     plans = session.metadata["plans"][0]
     assert plans["children"][0]["model"] == "small-model"
+
+
+def test_an_agent_node_may_name_a_model_of_another_provider(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node's ``{"provider", "model"}`` goes to the client configured for that provider
+    (a real Ollama client over HTTP to a loopback fake), recorded in the run's graph."""
+    from tests.llm.llm_fakes import FakeServer, Reply, ollama_chat
+
+    from trails.llm import configured
+    from trails.prov.vocab import NAMESPACES
+    from trails.store import Solutions, to_python
+
+    server = FakeServer()
+    configured.reset()
+    try:
+        server.enqueue(
+            Reply(json=ollama_chat(turn("finish", final_answer="triaged"), model="qwen3:0.6b"))
+        )
+        monkeypatch.setenv("TRAILS_LLM_OLLAMA", f"ollama:any@{server.url}")
+        model = LLMClient.mock(response=turn("finish", final_answer="decided"))
+        small = {"provider": "ollama", "model": "qwen3:0.6b"}
+        tree = {"type": "sequence", "children": [agent("triage", model=small), agent("decide")]}
+        session = Session(principal="did:local:alice")
+        result = behaviour_tree.run("Do it.", llm=model, session=session, tree=tree)
+        session.close()
+    finally:
+        configured.reset()
+        server.close()
+    assert result.stopped == "goal_achieved"
+    assert [r.body["model"] for r in server.requests] == ["qwen3:0.6b"]
+    assert [r.model for r in model.requests] == ["mock"]  # only the second node
+    assert session.metadata["plans"][0]["children"][0]["model"] == small
+    prefixes = "".join(f"PREFIX {n}: <{i}>\n" for n, i in NAMESPACES.items())
+    rows = store.query(
+        prefixes + "SELECT ?provider ?model WHERE { GRAPH ?g { ?c a trails:LLMCompletion ; "
+        "prov:wasAssociatedWith ?m . ?m a trails:Model ; trails:provider ?provider ; "
+        "trails:modelId ?model } } ORDER BY ?provider",
+    )
+    assert isinstance(rows, Solutions)
+    got = [(to_python(r["provider"]), to_python(r["model"])) for r in rows]
+    assert got == [("mock", "mock"), ("ollama", "qwen3:0.6b")]
+
+
+def test_a_node_model_must_be_a_name_or_a_provider_and_model() -> None:
+    for bad in ({"provider": "ollama"}, {"provider": "", "model": "m"}, 3):
+        with pytest.raises(UserError, match="'model' must be"):
+            build_tree(agent("x", model=bad))

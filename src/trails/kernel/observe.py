@@ -77,6 +77,7 @@ EVENT_KINDS: tuple[str, ...] = (
     "tool_start",  # data: capability, args
     "tool_end",  # data: capability, duration_ms
     "tool_error",  # data: capability, status, error, duration_ms
+    "tool_dry_run",  # data: capability, args, observation (planned, not executed)
     "policy_decision",  # data: capability, decision, reason, rule, review, reviewer
     "fallback",  # data: failed, error (provider); failed, next, error (strategy)
     "budget",  # data: reason, limit, observed

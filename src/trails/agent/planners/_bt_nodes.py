@@ -18,6 +18,7 @@ from typing import Any, TypeAlias
 
 from trails.agent.planners._parse import json_candidates
 from trails.errors import ReplyParseError, TrailsError, UserError
+from trails.llm.catalogue import ModelSpec
 
 __all__ = [
     "CONTROL_TYPES",
@@ -109,13 +110,16 @@ class AgentNode:
     Attributes:
         goal: the sub-goal text.
         max_turns: the node's cap on LLM turns (None: the run's ``agent_max_turns``).
-        model: the model id this node's turns ask the run's client for (a cheaper
-            or a stronger model than the run's); None: the client's own model.
+        model: the model this node's turns use (a cheaper or a stronger one than the
+            run's): a model id the run's client is asked for, or a ``ModelSpec``,
+            which may name another provider (served by the client configured for
+            it: ``[llm.providers]``); in a dict tree ``{"provider": P, "model": M}``.
+            None: the client's own model.
     """
 
     goal: str
     max_turns: int | None = None
-    model: str | None = None
+    model: str | ModelSpec | None = None
 
 
 @dataclass(frozen=True, init=False)
@@ -241,9 +245,22 @@ class _Reader:
             isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
         ):
             raise self.fail(where, f"'max_turns' must be an int >= 1, not {max_turns!r}")
-        if model is not None and (not isinstance(model, str) or not model.strip()):
-            raise self.fail(where, f"'model' must be a non-empty string, not {model!r}")
-        return AgentNode(goal.strip(), max_turns, model)
+        return AgentNode(goal.strip(), max_turns, self._model(model, where))
+
+    def _model(self, model: Any, where: str) -> str | ModelSpec | None:
+        if model is None or isinstance(model, ModelSpec):
+            return model
+        if isinstance(model, str) and model.strip():
+            return model.strip()
+        if isinstance(model, Mapping) and set(model) == {"provider", "model"}:
+            provider, name = model["provider"], model["model"]
+            if all(isinstance(v, str) and v.strip() for v in (provider, name)):
+                return ModelSpec(provider.strip(), name.strip())
+        raise self.fail(
+            where,
+            '\'model\' must be a non-empty string or {"provider": ..., "model": ...}, '
+            f"not {model!r}",
+        )
 
 
 def build_tree(
@@ -309,7 +326,9 @@ def tree_to_dict(node: Node, node_id: str = "1") -> dict[str, Any]:
         out: dict[str, Any] = {"id": node_id, "type": "agent", "goal": node.goal}
         if node.max_turns is not None:
             out["max_turns"] = node.max_turns
-        if node.model is not None:
+        if isinstance(node.model, ModelSpec):
+            out["model"] = {"provider": node.model.provider, "model": node.model.model}
+        elif node.model is not None:
             out["model"] = node.model
         return out
     return {

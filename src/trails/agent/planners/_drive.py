@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from trails.agent.context import Session
     from trails.agent.planners._loop import PlanRun
     from trails.agent.planners.base import PlanResult
+    from trails.llm.catalogue import ModelSpec
 
 __all__ = [
     "Complete",
@@ -107,7 +108,7 @@ class Complete:
     max_tokens: int
     temperature: float
     parent: str | None = None
-    model: str | None = None
+    model: str | ModelSpec | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
     def keywords(self) -> dict[str, Any]:

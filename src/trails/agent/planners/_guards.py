@@ -274,4 +274,12 @@ def dry_dispatch(
             tool_call_id=tool_call_id,
         )
     )
+    notify(
+        ctx,
+        "tool_dry_run",
+        call_id=str(activity),
+        capability=spec.id,
+        args=action_input,
+        observation=observation,
+    )
     return observation, str(activity), False

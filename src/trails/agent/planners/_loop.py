@@ -50,6 +50,7 @@ from trails.kernel.cost import CostTracker
 from trails.kernel.invoke import invoke
 from trails.kernel.observe import notify
 from trails.kernel.registry import get_capability
+from trails.llm.catalogue import ModelSpec
 from trails.llm.types import Chunk, Message, Response, ToolCall
 from trails.prov.events import EntityRecorded, PlanRunEnded, PlanRunStarted, Terminated
 from trails.prov.vocab import PROV
@@ -567,7 +568,7 @@ class PlanRun:
         max_tokens: int,
         temperature: float,
         parent: str | None = None,
-        model: str | None = None,
+        model: str | ModelSpec | None = None,
         **options: Any,
     ) -> Complete:
         """The request for one reasoning turn (a loop yields it; a driver runs it)."""
@@ -591,7 +592,7 @@ class PlanRun:
         return DispatchMany(self, calls, informed_by, step, max_parallel)
 
     def _turn(
-        self, step: int, parent: str | None, model: str | None, options: dict[str, Any]
+        self, step: int, parent: str | None, model: str | ModelSpec | None, options: dict[str, Any]
     ) -> dict[str, Any]:
         from trails.store.terms import IRI
 
@@ -608,14 +609,15 @@ class PlanRun:
         max_tokens: int,
         temperature: float,
         parent: str | None = None,
-        model: str | None = None,
+        model: str | ModelSpec | None = None,
         **options: Any,
     ) -> Response:
         """One reasoning turn, recorded as an LLM completion informed by the plan run.
 
         ``model`` asks the client for another model for this turn (a behaviour-tree
-        node's own model); None: the client's. ``options`` go to the client
-        (``response_format``, ``max_retries``).
+        node's own model; a ``ModelSpec`` of another provider goes to the client
+        configured for that provider); None: the client's. ``options`` go to the
+        client (``response_format``, ``max_retries``, ``tools``).
 
         Raises:
             ModelAPIError: the provider failed.
@@ -635,7 +637,7 @@ class PlanRun:
         max_tokens: int,
         temperature: float,
         parent: str | None = None,
-        model: str | None = None,
+        model: str | ModelSpec | None = None,
         **options: Any,
     ) -> Response:
         """``complete`` awaited on the client's ``acomplete`` (a thread when it has none)."""
@@ -660,7 +662,7 @@ class PlanRun:
         max_tokens: int,
         temperature: float,
         parent: str | None = None,
-        model: str | None = None,
+        model: str | ModelSpec | None = None,
     ) -> Iterator[Chunk | Response]:
         """``complete`` streamed: text chunks, then the recorded ``Response``."""
         extra = self._turn(step, parent, model, {})
@@ -677,7 +679,7 @@ class PlanRun:
         max_tokens: int,
         temperature: float,
         parent: str | None = None,
-        model: str | None = None,
+        model: str | ModelSpec | None = None,
     ) -> AsyncIterator[Chunk | Response]:
         """``stream`` for asyncio (the client's ``astream``)."""
         extra = self._turn(step, parent, model, {})

@@ -54,9 +54,11 @@ __all__ = [
     "NATIVE_CONTRACT",
     "NativeTurns",
     "ToolCalling",
+    "Window",
     "check_tool_calling",
     "native_loop",
     "native_system_prompt",
+    "open_pass",
 ]
 
 #: How many tool calls of one turn run at once unless ``max_parallel_tools=`` says otherwise.
@@ -141,6 +143,51 @@ def _render_calls(response: Response) -> str:
     return "\n".join(lines)
 
 
+class Window:
+    """The messages a pass's turns see: the system prompt, the last ``limit`` entries
+    from before the pass, and the pass's own entries (``limit`` None: everything).
+
+    Plan-Execute-Reflect's ``executor_message_history_limit``: each executor
+    pass (JSON or native) sees that much of the session history before it.
+    """
+
+    def __init__(self, history: Any, limit: int | None) -> None:
+        self.history = history
+        self.limit = limit
+        self.earlier = {id(e) for e in history} if limit is not None else set()
+
+    def messages(self) -> list[Message]:
+        if self.limit is None:
+            return list(self.history.messages())
+        entries = list(self.history)
+        old = [e for e in entries if id(e) in self.earlier and e.role != "system"]
+        keep = {id(e) for e in old[len(old) - self.limit :]} if self.limit else set()
+        return [
+            e.message()
+            for e in entries
+            if e.role == "system" or id(e) not in self.earlier or id(e) in keep
+        ]
+
+
+def open_pass(history: Any, system: str, goal: str | None, limit: int | None) -> Window:
+    """Start a ReAct pass on a session history: its system prompt, its window, its goal.
+
+    Args:
+        history: the session's history.
+        system: the pass's system prompt.
+        goal: the goal to announce as a user message (None: none).
+        limit: how many entries from before the pass its turns see (None: all).
+
+    Returns:
+        The pass's ``Window``.
+    """
+    history.set_system(system)
+    window = Window(history, limit)
+    if goal is not None:
+        history.append("user", f"Goal: {goal}")
+    return window
+
+
 @dataclass
 class NativeTurns:
     """The native exchange of one run: its message list and what each turn adds.
@@ -200,6 +247,7 @@ def native_loop(
     tool_specs: Sequence[tuple[str, dict[str, Any]]],
     options: ToolCalling,
     announce_goal: bool,
+    history_limit: int | None,
     max_steps: int,
     per_call: int,
     temperature: float,
@@ -214,11 +262,9 @@ def native_loop(
     Returns:
         The run's ``PlanResult``.
     """
-    history = plan.session.history
-    history.set_system(native_system_prompt(plan.goal))
-    if announce_goal:
-        history.append("user", f"Goal: {plan.goal}")
-    turns = NativeTurns(plan, offered(tool_specs), options)
+    goal = plan.goal if announce_goal else None
+    window = open_pass(plan.session.history, native_system_prompt(plan.goal), goal, history_limit)
+    turns = NativeTurns(plan, offered(tool_specs), options, window.messages())
     for turn in range(max_steps):
         breach = budget.breach()
         if breach is not None:

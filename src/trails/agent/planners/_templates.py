@@ -132,6 +132,8 @@ class PERPrompts:
         planner_with_history_template: the first turn when the session already
             holds conversation (``${parameters.chat_history}``).
         message_history_limit: how many earlier history entries the planner sees.
+        executor_message_history_limit: how many history entries from before its
+            pass each executor pass sees (its own pass is always whole).
         inject_datetime: add the current date and time to the system prompt.
         datetime_format: its ``strftime`` format.
         parameters: further ``${parameters.*}`` values for custom templates.
@@ -144,6 +146,7 @@ class PERPrompts:
     reflect_template: str = DEFAULT_REFLECT_TEMPLATE
     planner_with_history_template: str = DEFAULT_PLANNER_WITH_HISTORY_TEMPLATE
     message_history_limit: int = 10
+    executor_message_history_limit: int = 10
     inject_datetime: bool = False
     datetime_format: str = "%Y-%m-%d %H:%M:%S %Z"
     parameters: Mapping[str, Any] = field(default_factory=dict)
@@ -159,9 +162,10 @@ class PERPrompts:
             "datetime_format",
         ):
             _text(name, getattr(self, name))
-        limit = self.message_history_limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
-            raise UserError(f"message_history_limit= must be an int >= 0, not {limit!r}")
+        for name in ("message_history_limit", "executor_message_history_limit"):
+            limit = getattr(self, name)
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+                raise UserError(f"{name}= must be an int >= 0, not {limit!r}")
         if not isinstance(self.inject_datetime, bool):
             raise UserError(f"inject_datetime= must be True or False, not {self.inject_datetime!r}")
         if not isinstance(self.parameters, Mapping) or not all(

@@ -94,6 +94,7 @@ from trails.agent.planners._tools import (
 )
 from trails.agent.planners.base import PlanStep, StopReason
 from trails.errors import ModelAPIError, ReplyParseError, UserError
+from trails.llm.catalogue import ModelSpec
 from trails.llm.types import Message, Response
 
 if TYPE_CHECKING:
@@ -457,7 +458,7 @@ class _TreeRun:
             sink.append(step)
 
     def _complete(
-        self, messages: list[Message], model: str | None = None
+        self, messages: list[Message], model: str | ModelSpec | None = None
     ) -> Generator[Request, Any, tuple[Response, int]]:
         index = self._claim()
         try:

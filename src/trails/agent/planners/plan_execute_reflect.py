@@ -18,10 +18,10 @@ the first turn, the reflect template after each step, the planner-with-history
 template on a first turn in a session that already holds conversation (its last
 ``message_history_limit`` entries). Every prompt and template can be
 overridden; ``inject_datetime`` adds the date and time; the seed's defaults
-``max_steps=20`` and ``executor_max_iterations=20`` hold. Kept different: the
-executor has no separate ``executor_message_history_limit`` (each executor pass
-is a ReAct pass on the session, bounded by its token window), and the default
-templates put the tool catalogue under a ``Tools:`` heading.
+``max_steps=20``, ``executor_max_iterations=20``, ``message_history_limit=10`` and
+``executor_message_history_limit=10`` hold (an executor pass sees that many session
+history entries from before it, then its own pass whole). Kept different: the
+default templates put the tool catalogue under a ``Tools:`` heading.
 
 Provenance: a ``trails:PlanExecuteReflectPlan`` activity; each planner turn a
 completion informed by it, its parsed plan a ``trails:PlanDocument``; each
@@ -203,6 +203,7 @@ def _steps(
     reflect_prompt_template: str | None = None,
     planner_with_history_template: str | None = None,
     message_history_limit: int = 10,
+    executor_message_history_limit: int = 10,
     inject_datetime: bool = False,
     datetime_format: str | None = None,
     parameters: Mapping[str, Any] | None = None,
@@ -245,6 +246,8 @@ def _steps(
         planner_with_history_template: the first turn's template when the session
             already holds conversation.
         message_history_limit: how many earlier history entries the planner sees.
+        executor_message_history_limit: how many session history entries from before
+            its pass each executor pass sees (seed 003's executor memory limit).
         inject_datetime: add the current date and time to the system prompt.
         datetime_format: its ``strftime`` format.
         parameters: further ``${parameters.*}`` values for custom templates.
@@ -305,6 +308,7 @@ def _steps(
     prompts = PERPrompts(
         **{k: v for k, v in given.items() if v is not None},
         message_history_limit=message_history_limit,
+        executor_message_history_limit=executor_message_history_limit,
         inject_datetime=inject_datetime,
         parameters=dict(parameters or {}),
     )
@@ -422,6 +426,7 @@ def _loop(
             announce_goal=True,
             guards=plan.guards,
             tooling=tooling,
+            history_limit=prompts.executor_message_history_limit,
         )
         plan.add_step(PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri))
         if inner.terminated_by is not None:  # a terminal capability ended the executor

@@ -45,6 +45,7 @@ from trails.agent.planners._native import (
     ToolCalling,
     check_tool_calling,
     native_loop,
+    open_pass,
 )
 from trails.agent.planners._outcome import Output, check_output, guarded
 from trails.agent.planners._parse import parse_step
@@ -244,8 +245,13 @@ def _run(
     guards: Guards | None = None,
     output: Output | None = None,
     tooling: ToolCalling | None = None,
+    history_limit: int | None = None,
 ) -> Loop:
-    """``run`` after argument parsing, as a loop; Reflexion and PER nest it (``yield from``)."""
+    """``run`` after argument parsing, as a loop; Reflexion and PER nest it (``yield from``).
+
+    ``history_limit``: how many session history entries from before the pass its
+    turns see (Plan-Execute-Reflect's executor); None: the whole window.
+    """
     tooling = tooling if tooling is not None else ToolCalling()
     max_steps = check_positive_int("max_steps", max_steps)
     tool_specs = granted_by(
@@ -271,6 +277,7 @@ def _run(
             tool_specs=tool_specs,
             options=tooling,
             announce_goal=announce_goal,
+            history_limit=history_limit,
             max_steps=max_steps,
             per_call=per_call,
             temperature=temperature,
@@ -282,6 +289,7 @@ def _run(
         budget,
         system=system,
         announce_goal=announce_goal,
+        history_limit=history_limit,
         max_steps=max_steps,
         per_call=per_call,
         temperature=temperature,
@@ -295,14 +303,13 @@ def _loop(
     *,
     system: str,
     announce_goal: bool,
+    history_limit: int | None,
     max_steps: int,
     per_call: int,
     temperature: float,
 ) -> Loop:
     history = plan.session.history
-    history.set_system(system)
-    if announce_goal:
-        history.append("user", f"Goal: {plan.goal}")
+    window = open_pass(history, system, plan.goal if announce_goal else None, history_limit)
     nudged = False
     for turn in range(max_steps):
         breach = budget.breach()
@@ -310,7 +317,7 @@ def _loop(
             return plan.finish(breach.reason, breach=breach)
         try:
             response = yield plan.ask(
-                history.messages(), step=turn, max_tokens=per_call, temperature=temperature
+                window.messages(), step=turn, max_tokens=per_call, temperature=temperature
             )
         except ModelAPIError as exc:
             return plan.provider_failed(exc)
