@@ -326,27 +326,44 @@ def _tool_call_links(store: Store) -> list[tuple[str, str]]:
     return [(str(to_python(r["id"])), str(to_python(r["cap"]))) for r in rows]
 
 
+TWO_CALLS = [ToolCall("call_a", "notes.search", {"tag": "a"}), ToolCall("call_b", "notes.search", {"tag": "b"})]  # fmt: skip
+NATIVE: dict[str, tuple[Any, list[Any], dict[str, Any]]] = {
+    "react": (react, [TWO_CALLS, "n1, n2 under both tags."], {}),
+    "plan_execute_reflect": (
+        plan_execute_reflect,
+        [
+            fenced({"steps": ["search notes tagged a and b"], "result": ""}),
+            TWO_CALLS,
+            "n1, n2 under both tags.",
+            fenced({"steps": [], "result": "n1, n2 under both tags."}),
+        ],
+        {"executor_message_history_limit": 0},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(NATIVE))
 def test_native_arun_with_two_calls_in_one_turn_records_the_same_graph_shape_as_run(
-    store: Store, notes: list[str], shape: Callable[[Store], Any]
+    store: Store, notes: list[str], shape: Callable[[Store], Any], name: str
 ) -> None:
-    turn = [ToolCall("call_a", "notes.search", {"tag": "a"}), ToolCall("call_b", "notes.search", {"tag": "b"})]  # fmt: skip
-    script: list[Any] = [turn, "n1, n2 under both tags."]
+    planner, script, extra = NATIVE[name]
     goal = "Find notes tagged a and b."
     options = {"tools": ["notes.search"], "tool_calling": "native", "max_parallel_tools": 2}
+    options.update(extra)
     sync_session = Session(principal="did:local:alice", store=store)
-    sync = react.run(goal, llm=LLMClient.mock(list(script)), session=sync_session, **options)
+    sync = planner.run(goal, llm=LLMClient.mock(list(script)), session=sync_session, **options)
     sync_session.close()
 
     other = open_store("memory:")
     try:
         async_session = Session(principal="did:local:alice", store=other)
         result = asyncio.run(
-            react.arun(goal, llm=LLMClient.mock(list(script)), session=async_session, **options)
+            planner.arun(goal, llm=LLMClient.mock(list(script)), session=async_session, **options)
         )
         async_session.close()
         assert sync.stopped == "goal_achieved", sync
+        assert sync.answer == "n1, n2 under both tags."
         assert _summary(result) == _summary(sync)
-        assert [s.action_input for s in result.steps[:2]] == [{"tag": "a"}, {"tag": "b"}]
         assert sorted(notes) == ["a", "a", "b", "b"]  # two calls per run, both runs
         assert shape(other) == shape(store)
         assert shape(other)["links"]["notes.search"] == 2  # both linked to the asking completion
