@@ -24,7 +24,7 @@ from trails.agent import PlanResult, Session
 from trails.agent.planners import plan_and_execute, react
 from trails.errors import UserError
 from trails.kernel import ObserverEvent, capability
-from trails.llm import LLMClient
+from trails.llm import LLMClient, ToolCall
 from trails.prov.vocab import NAMESPACES
 from trails.store import Solutions, Store, open_store, to_python
 from trails.testing import assert_conforms
@@ -227,6 +227,47 @@ def test_a_streamed_run_records_what_run_records(
     try:
         again = Session(principal="did:local:alice", store=other)
         react.run("Find urgent notes.", llm=LLMClient.mock(list(script)), session=again)
+        again.close()
+        assert shape(store) == shape(other)
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("driver", ["stream", "astream"])
+def test_a_streamed_native_run_streams_its_answer_and_records_what_run_records(
+    store: Store, notes: list[str], shape: Callable[[Store], Any], driver: str
+) -> None:
+    calls = [ToolCall("call_a", "notes.search", {"tag": "a"}), ToolCall("call_b", "notes.search", {"tag": "b"})]  # fmt: skip
+    script: list[Any] = [calls, "n1 and n2, under both tags."]
+    options = {"tools": ["notes.search"], "tool_calling": "native"}
+    session = Session(principal="did:local:alice")
+    if driver == "stream":
+        events = list(
+            react.stream("Tags a, b?", llm=LLMClient.mock(list(script)), session=session, **options)
+        )
+    else:
+
+        async def main() -> list[ObserverEvent]:
+            pieces = react.astream(
+                "Tags a, b?", llm=LLMClient.mock(list(script)), session=session, **options
+            )
+            return [e async for e in pieces]
+
+        events = asyncio.run(main())
+    session.close()
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "run_start" and kinds[-1] == "run_end"
+    assert kinds.count("tool_end") == 2 and kinds.count("step_end") == 3
+    result = events[-1].data["result"]
+    assert result.stopped == "goal_achieved" and result.answer == "n1 and n2, under both tags."
+    last = max(i for i, k in enumerate(kinds) if k == "llm_start")
+    tokens = [e.data["text"] for e in events[last:] if e.kind == "token"]
+    assert "".join(tokens) == result.answer  # the answer turn streamed piece by piece
+    assert [e.data["step"] for e in events if e.kind == "step_end"] == result.steps
+    other = open_store("memory:")
+    try:
+        again = Session(principal="did:local:alice", store=other)
+        react.run("Tags a, b?", llm=LLMClient.mock(list(script)), session=again, **options)
         again.close()
         assert shape(store) == shape(other)
     finally:

@@ -129,8 +129,9 @@ class Complete:
         return await self.plan.acomplete(self.messages, **self.keywords())
 
     def streamable(self, method: str = "stream") -> bool:
-        """Whether the turn can be streamed (a structured answer turn cannot)."""
-        return not self.options and callable(getattr(self.plan.llm, method, None))
+        """Whether the turn can be streamed (a structured answer turn cannot; a native
+        turn offering tools can: the streamed ``Response`` carries its tool calls)."""
+        return set(self.options) <= {"tools"} and callable(getattr(self.plan.llm, method, None))
 
 
 @dataclass(frozen=True)

@@ -663,9 +663,10 @@ class PlanRun:
         temperature: float,
         parent: str | None = None,
         model: str | ModelSpec | None = None,
+        **options: Any,
     ) -> Iterator[Chunk | Response]:
         """``complete`` streamed: text chunks, then the recorded ``Response``."""
-        extra = self._turn(step, parent, model, {})
+        extra = self._turn(step, parent, model, options)
         pieces: Iterator[Chunk | Response] = self.llm.stream(
             messages, max_tokens=max_tokens, temperature=temperature, **extra
         )
@@ -680,9 +681,10 @@ class PlanRun:
         temperature: float,
         parent: str | None = None,
         model: str | ModelSpec | None = None,
+        **options: Any,
     ) -> AsyncIterator[Chunk | Response]:
         """``stream`` for asyncio (the client's ``astream``)."""
-        extra = self._turn(step, parent, model, {})
+        extra = self._turn(step, parent, model, options)
         pieces: AsyncIterator[Chunk | Response] = self.llm.astream(
             messages, max_tokens=max_tokens, temperature=temperature, **extra
         )
