@@ -16,8 +16,9 @@ exception in request order is raised.
 
 Recording stays one atomic write per event from any thread (each event is one
 store transaction), so concurrent invocations never interleave or lose quads.
-``run_concurrently`` is the same machinery for any list of thunks (the
-behaviour tree's ``parallel`` node).
+``run_concurrently`` is the same machinery for any list of thunks (under
+``drive``, the loops of a ``Gather`` request: a behaviour tree's ``parallel``
+node).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ Some goals have a shape a flat loop hides: "try the cache, else the index, else
 ask", "do these three things and go on if most of them worked". A behaviour
 tree states that shape. Control nodes: a ``sequence`` fails at its first
 failing child; a ``fallback`` succeeds at its first succeeding child; a
-``parallel`` runs its children concurrently (worker threads, at most
+``parallel`` runs its children concurrently (one ``Gather`` request: worker
+threads under ``run``, asyncio tasks under ``arun``; at most
 ``PARALLEL_CHILDREN`` at a time; their steps join the trajectory in child
 order) and succeeds when a strict majority succeeded. Leaves: an
 ``action`` dispatches one capability and fails when dispatch raises a
