@@ -9,7 +9,7 @@ result message (``Message("tool", ..., tool_call_id=...)``; the adapters turn
 it into an Anthropic ``tool_result`` block, an OpenAI ``role: tool`` message
 with its ``tool_call_id``, an Ollama ``role: tool`` message). A reply without
 tool calls is the final answer. Several calls in one reply run concurrently
-(``_parallel.dispatch_many``, at most ``max_parallel_tools`` at a time) and
+(``_parallel``, at most ``max_parallel_tools`` at a time) and
 their results go back in the order the model asked for them: the loop yields
 them as one ``DispatchMany`` request, which ``run`` executes in worker threads
 and ``arun`` as asyncio tasks (``_drive``).
