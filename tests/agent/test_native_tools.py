@@ -140,12 +140,22 @@ def calls(name: str, *tags: str) -> list[ToolCall]:
     return [ToolCall(f"c{i}", name, {"tag": t}) for i, t in enumerate(tags, 1)]
 
 
-def test_one_turns_calls_run_concurrently_recorded_under_one_completion(store: Store) -> None:
+def run_react(driver: str, goal: str, **options: Any) -> Any:
+    """``react.run``, or the same run under ``react.arun`` (the calls as asyncio tasks)."""
+    if driver == "run":
+        return react.run(goal, **options)
+    return asyncio.run(react.arun(goal, **options))
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_one_turns_calls_run_concurrently_recorded_under_one_completion(
+    store: Store, driver: str
+) -> None:
     _state["barrier"] = threading.Barrier(3, timeout=GUARD_S)
     client = LLMClient.mock([calls("n15.meet", "a", "b", "c"), "all met"])
     session = Session(principal="did:local:alice")
-    result = react.run(
-        "Meet.", llm=client, session=session, tools=["n15.meet"], tool_calling="native"
+    result = run_react(
+        driver, "Meet.", llm=client, session=session, tools=["n15.meet"], tool_calling="native"
     )
     # the barrier of three opened: all three ran at once
     assert result.stopped == "goal_achieved" and result.answer == "all met"
@@ -176,10 +186,12 @@ def test_one_turns_calls_run_concurrently_recorded_under_one_completion(store: S
     assert_conforms(store)
 
 
-def test_max_parallel_tools_bounds_the_calls_running_at_once(store: Store) -> None:
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_max_parallel_tools_bounds_the_calls_running_at_once(store: Store, driver: str) -> None:
     _state["barrier"] = threading.Barrier(2, timeout=GUARD_S)  # pairs meet
     client = LLMClient.mock([calls("n15.meet", "a", "b", "c", "d"), "done"])
-    result = react.run(
+    result = run_react(
+        driver,
         "Meet.",
         llm=client,
         session=Session(principal="did:local:alice"),
@@ -192,7 +204,8 @@ def test_max_parallel_tools_bounds_the_calls_running_at_once(store: Store) -> No
     assert [s.observation for s in result.steps[:4]] == ["met a", "met b", "met c", "met d"]
 
 
-def test_a_capability_not_parallel_safe_runs_alone(store: Store) -> None:
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_a_capability_not_parallel_safe_runs_alone(store: Store, driver: str) -> None:
     script = [
         ToolCall("c1", "n15.count", {"tag": "a"}),
         ToolCall("c2", "n15.count", {"tag": "b"}),
@@ -203,7 +216,8 @@ def test_a_capability_not_parallel_safe_runs_alone(store: Store) -> None:
     assert get_capability("n15.solo").manifest()["parallel_safe"] is False
     assert get_capability("n15.count").manifest()["parallel_safe"] is True
     client = LLMClient.mock([script, "done"])
-    result = react.run(
+    result = run_react(
+        driver,
         "Count.",
         llm=client,
         session=Session(principal="did:local:alice"),
