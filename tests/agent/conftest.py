@@ -200,3 +200,49 @@ def turn(action: str, action_input: dict[str, Any] | None = None, **extra: Any) 
 def reply() -> Callable[..., str]:
     """``reply(action, input, final_answer=...)``: a well-formed ReAct reply."""
     return turn
+
+
+# -- graph shapes: what two runs of one script must share, whatever drove them --------
+
+TYPES = "SELECT ?type (COUNT(?s) AS ?n) WHERE { GRAPH ?g { ?s a ?type } } GROUP BY ?type"
+PREDICATES = "SELECT ?p (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?p"
+LINKS = (
+    PREFIXES
+    + """
+SELECT ?cap (COUNT(?inv) AS ?n) WHERE { GRAPH ?g {
+  ?inv a trails:CapabilityInvocation ; prov:wasInformedBy ?c ; trails:capability ?p .
+  ?p trails:capabilityId ?cap .
+  ?c a trails:LLMCompletion .
+} } GROUP BY ?cap
+"""
+)
+RUN_TREE = (
+    PREFIXES
+    + """
+SELECT ?kind (COUNT(?child) AS ?n) WHERE { GRAPH ?g {
+  ?child prov:wasInformedBy ?parent ; a ?kind .
+  ?parent a trails:PlanRun .
+  FILTER (?kind IN (trails:LLMCompletion, trails:CapabilityInvocation, trails:PlanRun))
+} } GROUP BY ?kind
+"""
+)
+
+
+def _counts(store: Store, query: str) -> dict[str, int]:
+    result = store.query(query)
+    assert isinstance(result, Solutions)
+    key = result.variables[0]
+    return {str(to_python(row[key])): int(to_python(row["n"])) for row in result}
+
+
+def _shape(store: Store) -> dict[str, dict[str, int]]:
+    """The graph's shape: counts by type, by predicate, completion->invocation links."""
+    return {q: _counts(store, text) for q, text in {
+        "types": TYPES, "predicates": PREDICATES, "links": LINKS, "tree": RUN_TREE,
+    }.items()}  # fmt: skip
+
+
+@pytest.fixture
+def shape() -> Callable[[Store], dict[str, dict[str, int]]]:
+    """``shape(store)``: counts by rdf:type, by predicate, completion->invocation links."""
+    return _shape

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -104,6 +105,36 @@ RUNS: dict[str, Callable[..., Any]] = {
         **kw,
     ),
 }
+
+
+def test_an_async_dry_run_tells_observers_the_same_planned_calls(
+    store: Store, effects: dict[str, int]
+) -> None:
+    """``arun`` drives the same loop: its dry-run dispatches notify ``tool_dry_run`` too."""
+    session = Session(principal="did:local:alice")
+    seen: list[Any] = []
+    watcher = type("Watcher", (), {"on_event": lambda self, e: seen.append(e)})()
+    script = [
+        turn("pay", {"invoice": "INV-1", "amount": 10}),
+        turn("email", {"to": "cfo@corp.example"}),
+        turn("finish", final_answer="done"),
+    ]
+    result = asyncio.run(
+        react.arun(
+            "Pay and tell.",
+            llm=LLMClient.mock(response=script),
+            session=session,
+            dry_run=True,
+            observers=[watcher],
+        )
+    )
+    session.close()
+    assert result.stopped == "goal_achieved" and effects == {"pay": 0, "email": 0}
+    tools = [(e.kind, e.data["capability"]) for e in seen if e.kind.startswith("tool_")]
+    assert tools == [("tool_dry_run", "pay"), ("tool_dry_run", "email")]
+    dry = [e for e in seen if e.kind == "tool_dry_run"]
+    assert dry[1].data["observation"] == "would e-mail cfo@corp.example"
+    assert [s.activity_iri for s in result.steps[:2]] == [e.call_id for e in dry]
 
 
 @pytest.mark.parametrize("strategy", sorted(RUNS))

@@ -103,12 +103,12 @@ def test_the_events_of_a_scripted_run(store: Store, lookup: list[str], reply: An
         "llm_start", "llm_retry", "llm_end",  # turn 1: one retry
         "policy_decision", "tool_start",
         "llm_start", "llm_end",  # the summary inside the tool
-        "tool_end",
+        "tool_end", "step_end",
         "llm_start", "llm_end",  # turn 2
         "policy_decision", "tool_start",
         "llm_start", "cache_hit", "llm_end",  # the same summary, from the cache
-        "tool_end",
-        "llm_start", "llm_end",  # turn 3: finish
+        "tool_end", "step_end",
+        "llm_start", "llm_end", "step_end",  # turn 3: finish
         "run_end",
     ]  # fmt: skip
     assert run_obs.kinds() == expected
@@ -134,7 +134,12 @@ def test_the_events_of_a_scripted_run(store: Store, lookup: list[str], reply: An
     assert retry.call_id == events[1].call_id  # the same completion
     hit = next(e for e in events if e.kind == "cache_hit")
     assert hit.call_id == events[events.index(hit) - 1].call_id
-    assert events[-1].data == {"stopped": "goal_achieved", "answer": "two tax notes", "error": None}
+    assert events[-1].data == {
+        "stopped": "goal_achieved",
+        "answer": "two tax notes",
+        "error": None,
+        "result": result,
+    }
 
 
 def test_tool_errors_budgets_and_removal(store: Store, reply: Any) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -113,8 +114,9 @@ def test_each_agent_node_may_use_its_own_model(store: Store) -> None:
     assert plans["children"][0]["model"] == "small-model"
 
 
+@pytest.mark.parametrize("driver", ["run", "arun"])
 def test_an_agent_node_may_name_a_model_of_another_provider(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+    store: Store, monkeypatch: pytest.MonkeyPatch, driver: str
 ) -> None:
     """A node's ``{"provider", "model"}`` goes to the client configured for that provider
     (a real Ollama client over HTTP to a loopback fake), recorded in the run's graph."""
@@ -135,7 +137,12 @@ def test_an_agent_node_may_name_a_model_of_another_provider(
         small = {"provider": "ollama", "model": "qwen3:0.6b"}
         tree = {"type": "sequence", "children": [agent("triage", model=small), agent("decide")]}
         session = Session(principal="did:local:alice")
-        result = behaviour_tree.run("Do it.", llm=model, session=session, tree=tree)
+        if driver == "run":
+            result = behaviour_tree.run("Do it.", llm=model, session=session, tree=tree)
+        else:  # the other provider's client is awaited (its acomplete) on this loop
+            result = asyncio.run(
+                behaviour_tree.arun("Do it.", llm=model, session=session, tree=tree)
+            )
         session.close()
     finally:
         configured.reset()

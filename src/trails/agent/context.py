@@ -562,6 +562,38 @@ class Session:
         """
         from trails.agent.planners import STRATEGIES
 
+        client, strategy, options = self._prepare(goal, llm, kwargs)
+        result: PlanResult = STRATEGIES[strategy].run(goal, llm=client, session=self, **options)
+        if result.stopped != "error" or self.fallback in (None, strategy) or "ctx" in options:
+            return result
+        planner, ctx, kept = self._fall_back(client, strategy, result, options)
+        second: PlanResult = planner.run(goal, llm=client, session=self, ctx=ctx, **kept)
+        return second
+
+    async def arun(self, goal: str, *, llm: Any = None, **kwargs: Any) -> PlanResult:
+        """``run`` for asyncio: the planner's ``arun``, same arguments, same recorded graph.
+
+        One session holds one conversation: run one goal at a time on it (for
+        several goals at once, give each its own session, as ``batch`` does).
+
+        Raises:
+            See ``run``.
+        """
+        from trails.agent.planners import STRATEGIES
+
+        client, strategy, options = self._prepare(goal, llm, kwargs)
+        module: Any = STRATEGIES[strategy]
+        result: PlanResult = await module.arun(goal, llm=client, session=self, **options)
+        if result.stopped != "error" or self.fallback in (None, strategy) or "ctx" in options:
+            return result
+        planner, ctx, kept = self._fall_back(client, strategy, result, options)
+        second: PlanResult = await planner.arun(goal, llm=client, session=self, ctx=ctx, **kept)
+        return second
+
+    def _prepare(
+        self, goal: str, llm: Any, kwargs: dict[str, Any]
+    ) -> tuple[Any, str, dict[str, Any]]:
+        """The client, strategy and planner keywords of one ``run`` / ``arun``."""
         self._refuse_if_read_only()
         check_text(goal, "Session.run goal")
         client = llm if llm is not None else self.llm
@@ -573,16 +605,12 @@ class Session:
             )
         options: dict[str, Any] = {BUDGET_KEYS[k]: v for k, v in self.budget.items()}
         options.update(kwargs)
-        strategy = self.resolve_strategy()
-        result: PlanResult = STRATEGIES[strategy].run(goal, llm=client, session=self, **options)
-        if result.stopped != "error" or self.fallback in (None, strategy) or "ctx" in options:
-            return result
-        return self._fall_back(goal, client, strategy, result, options)
+        return client, self.resolve_strategy(), options
 
     def _fall_back(
-        self, goal: str, client: Any, failed: str, result: PlanResult, options: dict[str, Any]
-    ) -> PlanResult:
-        """Run ``goal`` again with the fallback strategy, informed by the failed run."""
+        self, client: Any, failed: str, result: PlanResult, options: dict[str, Any]
+    ) -> tuple[Any, Context, dict[str, Any]]:
+        """The fallback planner, its context (informed by the failed run) and its keywords."""
         import inspect
 
         from trails.agent.planners import STRATEGIES
@@ -590,14 +618,13 @@ class Session:
         from trails.store.terms import IRI as _IRI
 
         assert self.fallback is not None and result.activity_iri is not None
-        planner = STRATEGIES[self.fallback]
+        planner: Any = STRATEGIES[self.fallback]
         accepted = inspect.signature(planner.run).parameters
         kept = {k: v for k, v in options.items() if k in accepted}
         ctx = self.context.child(parent=_IRI.trusted(result.activity_iri))
         notify(ctx, "fallback", failed=failed, next=self.fallback, error=result.error)
         log.warning("%s run failed (%s); falling back to %s", failed, result.error, self.fallback)
-        second: PlanResult = planner.run(goal, llm=client, session=self, ctx=ctx, **kept)
-        return second
+        return planner, ctx, kept
 
     def close(self, status: str = "ok") -> None:
         """Record the end of the session; later runs raise ``SessionError``. Idempotent.

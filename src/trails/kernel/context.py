@@ -116,6 +116,13 @@ class Context:
     run: IRI | None = None
     """The plan-run activity a call belongs to (the observers' ``run_id``)."""
     invocations: list[InvocationRecord] | None = None
+    tool_call_id: str | None = None
+    """The provider's id of the model's tool call the next ``invoke`` runs (native tool
+    calling): recorded on the invocation as ``trails:toolCallId``; not inherited by
+    the calls its handler makes."""
+    tool_timeout_s: float | None = None
+    """A cap on how long each ``invoke`` made with this context may run (a planner's
+    ``tool_timeout_s``): the smaller of it and the capability's ``timeout_s`` applies."""
     extras: dict[str, Any] = field(default_factory=dict)
     lifecycle: Lifecycle | None = field(default=None, repr=False, compare=False)
     riders: Riders | None = field(default=None, repr=False, compare=False)

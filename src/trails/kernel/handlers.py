@@ -3,7 +3,8 @@
 ``invoke`` records every call the same way whatever the handler is; this
 module only decides how the handler runs:
 
-- a sync handler is called directly, or, with ``timeout_s``, in a worker
+- a sync handler is called directly, or, with a time limit (its ``timeout_s``,
+  capped by the caller's ``Context.tool_timeout_s``: the smaller wins), in a worker
   thread waited on for that long (past it ``CapabilityTimeout`` is raised and
   the call recorded as failed; Python cannot stop a thread, so the handler is
   left to finish on its own, and its result is dropped);
@@ -28,7 +29,7 @@ from typing import Any
 from trails.errors import CapabilityTimeout
 from trails.kernel.registry import CapabilitySpec
 
-__all__ = ["caller_loop", "run_handler"]
+__all__ = ["caller_loop", "effective_timeout", "run_handler"]
 
 #: The event loop of the ``ainvoke`` caller, so an async handler runs on it.
 caller_loop: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
@@ -36,51 +37,70 @@ caller_loop: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextv
 )
 
 
-def run_handler(spec: CapabilitySpec, inner: Any, kwargs: dict[str, Any]) -> Any:
+def run_handler(
+    spec: CapabilitySpec, inner: Any, kwargs: dict[str, Any], *, cap_s: float | None = None
+) -> Any:
     """Call ``spec``'s handler with ``kwargs`` (and ``inner`` as ``ctx``), to completion.
 
+    Args:
+        spec: the capability.
+        inner: the handler's context.
+        kwargs: its validated arguments.
+        cap_s: a caller's cap on the call (a planner's ``tool_timeout_s``): the
+            call may run for the smaller of it and ``spec.timeout_s``.
+
     Raises:
-        CapabilityTimeout: the call ran past ``spec.timeout_s``.
+        CapabilityTimeout: the call ran past its time limit.
         Exception: whatever the handler raised.
     """
+    limit = effective_timeout(spec.timeout_s, cap_s)
 
     def call() -> Any:
         return spec.handler(inner, **kwargs) if spec.takes_ctx else spec.handler(**kwargs)
 
     if spec.is_async:
-        return _run_async(spec, call)
-    if spec.timeout_s is None:
+        return _run_async(spec, call, limit)
+    if limit is None:
         return call()
     pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"trails-{spec.id}")
     future = pool.submit(contextvars.copy_context().run, call)
     try:
-        return future.result(timeout=spec.timeout_s)
+        return future.result(timeout=limit)
     except concurrent.futures.TimeoutError:
-        raise CapabilityTimeout(spec.id, spec.timeout_s) from None
+        raise CapabilityTimeout(spec.id, limit) from None
     finally:
         pool.shutdown(wait=False)
 
 
-async def _bounded(spec: CapabilitySpec, awaitable: Awaitable[Any]) -> Any:
+def effective_timeout(own: float | None, cap: float | None) -> float | None:
+    """The time limit of a call: the smaller of the capability's own and a caller's cap."""
+    if own is None:
+        return cap
+    return own if cap is None else min(own, cap)
+
+
+async def _bounded(spec: CapabilitySpec, awaitable: Awaitable[Any], limit: float | None) -> Any:
     try:
-        return await asyncio.wait_for(awaitable, spec.timeout_s)
+        return await asyncio.wait_for(awaitable, limit)
     except TimeoutError:
-        raise CapabilityTimeout(spec.id, spec.timeout_s or 0.0) from None
+        raise CapabilityTimeout(spec.id, limit or 0.0) from None
 
 
-def _run_async(spec: CapabilitySpec, call: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+def _run_async(
+    spec: CapabilitySpec, call: Callable[[], Coroutine[Any, Any, Any]], limit: float | None
+) -> Any:
     loop = caller_loop.get()
     try:
         running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
     except RuntimeError:
         running = None
     if loop is not None and loop.is_running() and loop is not running:
-        future = asyncio.run_coroutine_threadsafe(_bounded(spec, call()), loop)
+        future = asyncio.run_coroutine_threadsafe(_bounded(spec, call(), limit), loop)
         return future.result()
     if running is None:
-        return asyncio.run(_bounded(spec, call()))
+        return asyncio.run(_bounded(spec, call(), limit))
     # A sync ``invoke`` from inside a running loop: that loop cannot be blocked on,
     # so the handler gets a loop of its own in a worker thread.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         context = contextvars.copy_context()
-        return pool.submit(context.run, asyncio.run, _bounded(spec, call())).result()
+        return pool.submit(context.run, asyncio.run, _bounded(spec, call(), limit)).result()

@@ -93,28 +93,12 @@ def invoke(
         decided = []
     notify(ctx, "tool_start", call_id=str(activity), capability=spec.id, args=raw_args)
     riders = Riders(activity)  # events the handler records with this invocation's write
-    inner = ctx.child(parent=activity, step=None, riders=riders)
+    inner = ctx.child(
+        parent=activity, step=None, riders=riders, tool_call_id=None, tool_timeout_s=None
+    )
     token = _current.set(inner)
-    try:
-        result = run_handler(spec, inner, kwargs)
-    except TrailsError as exc:
-        _finish(
-            ctx,
-            spec,
-            activity,
-            started,
-            "error",
-            raw_args,
-            None,
-            str(exc),
-            args_text,
-            ahead=ahead,
-            decided=decided,
-            riders=riders,
-        )
-        raise
-    except Exception as exc:
-        message = f"{type(exc).__name__}: {exc}"
+
+    def failed(message: str) -> None:
         _finish(
             ctx,
             spec,
@@ -129,6 +113,15 @@ def invoke(
             decided=decided,
             riders=riders,
         )
+
+    try:
+        result = run_handler(spec, inner, kwargs, cap_s=ctx.tool_timeout_s)
+    except TrailsError as exc:
+        failed(str(exc))
+        raise
+    except Exception as exc:
+        message = f"{type(exc).__name__}: {exc}"
+        failed(message)
         raise CapabilityError(spec.id, message) from exc
     finally:
         _current.reset(token)
@@ -136,20 +129,7 @@ def invoke(
     problem = unicode_problem(result_text)
     if problem is not None:
         message = f"the result cannot be recorded: it contains {problem}"
-        _finish(
-            ctx,
-            spec,
-            activity,
-            started,
-            "error",
-            raw_args,
-            None,
-            message,
-            args_text,
-            ahead=ahead,
-            decided=decided,
-            riders=riders,
-        )
+        failed(message)
         raise CapabilityError(spec.id, message)
     _finish(
         ctx,
@@ -195,6 +175,7 @@ def _write_ahead(
                 started=started,
                 inputs=args,
                 step=ctx.step,
+                tool_call_id=ctx.tool_call_id,
             ),
         ]
     )
@@ -256,6 +237,7 @@ def _finish(
         error=error,
         step=ctx.step,
         ahead=ahead,
+        tool_call_id=ctx.tool_call_id,
     )
     riding = riders.close() if riders is not None else ()
     ctx.recorder.record_all([*decided, invoked, *riding], hooked=invoked)

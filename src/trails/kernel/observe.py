@@ -10,7 +10,9 @@ An event is one ``ObserverEvent``: a ``kind`` from ``EVENT_KINDS``, the
 ``run_id`` (the plan-run activity IRI, None outside a planner run), a
 ``call_id`` (the completion or invocation activity IRI, so a start and its end
 pair up), the session IRI, a UTC time and a ``data`` mapping. The same event
-objects are what a streamed run would yield, so one vocabulary serves both.
+objects are what a streamed run yields (``react.stream`` / ``astream``), so one
+vocabulary serves both; ``token`` events (pieces of model text) exist only when
+a run is streamed.
 
 An observer is anything with ``on_event(event)``, sync or ``async def``
 (``Observer`` and ``AsyncObserver`` are the protocols). ``ObserverBase``
@@ -24,16 +26,18 @@ the ``trails.events`` logger.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
+import functools
 import inspect
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from trails.errors import UserError
 
@@ -52,16 +56,21 @@ __all__ = [
     "clear_observers",
     "notify",
     "notify_current",
+    "observe_on",
     "observing",
+    "off_loop",
     "remove_observer",
 ]
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 EVENT_KINDS: tuple[str, ...] = (
     "run_start",  # data: strategy, goal
-    "run_end",  # data: stopped, answer, error
+    "run_end",  # data: stopped, answer, error, result (the PlanResult)
     "llm_start",  # data: provider, model, messages (count)
+    "token",  # data: text (a piece of a streamed model answer; streamed runs only)
     "llm_end",  # data: model, status, input_tokens, output_tokens, usd, error
     "cache_hit",  # data: model
     "llm_retry",  # data: attempt, error, delay_s
@@ -72,6 +81,7 @@ EVENT_KINDS: tuple[str, ...] = (
     "policy_decision",  # data: capability, decision, reason, rule, review, reviewer
     "fallback",  # data: failed, error (provider); failed, next, error (strategy)
     "budget",  # data: reason, limit, observed
+    "step_end",  # data: index, action, step (the PlanStep)
 )
 """Every event kind, in lifecycle order."""
 
@@ -148,6 +158,11 @@ _global_lock = threading.Lock()
 _active: contextvars.ContextVar[Context | None] = contextvars.ContextVar(
     "trails_observed_context", default=None
 )
+#: The event loop of the task a worker thread records for (``off_loop``): an async
+#: observer notified from that thread is scheduled on it, as it would be on the loop.
+_home: contextvars.ContextVar[asyncio.AbstractEventLoop | None] = contextvars.ContextVar(
+    "trails_observer_loop", default=None
+)
 
 
 def check_observers(observers: Any) -> tuple[Any, ...]:
@@ -197,7 +212,12 @@ def _deliver(observer: Any, event: ObserverEvent) -> None:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
-                asyncio.run(_awaited(result))
+                home = _home.get()
+                if home is not None and home.is_running():
+                    future = asyncio.run_coroutine_threadsafe(_awaited(result), home)
+                    future.add_done_callback(_log_future_error)
+                else:
+                    asyncio.run(_awaited(result))
             else:
                 task = loop.create_task(_awaited(result))
                 task.add_done_callback(_log_task_error)
@@ -212,6 +232,35 @@ async def _awaited(value: Awaitable[Any]) -> Any:
 def _log_task_error(task: asyncio.Task[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.warning("an async observer raised; ignored", exc_info=task.exception())
+
+
+def _log_future_error(future: concurrent.futures.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("an async observer raised; ignored", exc_info=future.exception())
+
+
+def observe_on(loop: asyncio.AbstractEventLoop | None) -> None:
+    """In the current context, schedule async observers notified outside a loop on ``loop``.
+
+    A worker thread that records for an asyncio task (``off_loop``, an async
+    planner's dispatch) calls it in its context, so async observers run on the
+    task's loop as they would had the event been notified there.
+    """
+    _home.set(loop)
+
+
+async def off_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Run a synchronous recording step in a worker thread, the event loop free meanwhile.
+
+    The store write of an event is synchronous (one atomic write under the
+    recorder's lock); run here, other tasks go on while it is written. The
+    thread sees the caller's context, and async observers it notifies are
+    scheduled on the caller's loop.
+    """
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()
+    context.run(observe_on, loop)
+    return await loop.run_in_executor(None, functools.partial(context.run, fn, *args, **kwargs))
 
 
 def notify(ctx: Context | None, kind: str, *, call_id: str | None = None, **data: Any) -> None:

@@ -86,6 +86,7 @@ class CapabilitySpec:
     terminal: bool = False
     annotations: Mapping[str, Any] = field(default_factory=dict)
     timeout_s: float | None = None
+    parallel_safe: bool = True
 
     @property
     def is_async(self) -> bool:
@@ -132,6 +133,7 @@ class CapabilitySpec:
             "terminal": self.terminal,
             "annotations": dict(self.annotations),
             "timeout_s": self.timeout_s,
+            "parallel_safe": self.parallel_safe,
         }
 
     def metadata(self) -> dict[str, Any]:
@@ -149,6 +151,7 @@ class CapabilitySpec:
             "cost_estimate": manifest["cost_estimate"],
             "side_effects": self.side_effects,
             "terminal": self.terminal,
+            "parallel_safe": self.parallel_safe,
         }
 
 
@@ -170,6 +173,7 @@ def _build_spec(
     terminal: bool,
     annotations: Mapping[str, Any] | None,
     timeout_s: float | None = None,
+    parallel_safe: bool = True,
 ) -> CapabilitySpec:
     signature = inspect.signature(fn)
     try:
@@ -218,6 +222,7 @@ def _build_spec(
         terminal=terminal,
         annotations=dict(annotations or {}),
         timeout_s=timeout_s,
+        parallel_safe=parallel_safe,
     )
 
 
@@ -230,6 +235,7 @@ def capability(
     terminal: bool = False,
     annotations: Mapping[str, Any] | None = None,
     timeout_s: float | None = None,
+    parallel_safe: bool = True,
 ) -> Callable[[F], F]:
     """Register a function as a capability that ``invoke`` can dispatch to.
 
@@ -243,6 +249,8 @@ def capability(
         timeout_s: seconds a call may run; past it the invocation is recorded as
             failed and ``CapabilityTimeout`` raised (a sync handler is left to
             finish in its worker thread: Python cannot stop a thread).
+        parallel_safe: False: when a model asks for several tool calls in one
+            turn, a call of this capability runs alone, never beside another.
 
     Raises:
         UserError: an empty id, an unsupported signature, or an id or description
@@ -258,6 +266,9 @@ def capability(
             f"capability {id!r}: timeout_s must be a positive number, not {timeout_s!r}"
         )
 
+    if not isinstance(parallel_safe, bool):
+        raise UserError(f"capability {id!r}: parallel_safe must be True or False")
+
     def register(fn: F) -> F:
         spec = _build_spec(
             fn,
@@ -268,6 +279,7 @@ def capability(
             terminal=terminal,
             annotations=annotations,
             timeout_s=None if timeout_s is None else float(timeout_s),
+            parallel_safe=parallel_safe,
         )
         check_text(spec.description, f"capability {id!r} description")
         with _lock:

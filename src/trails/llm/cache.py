@@ -20,6 +20,7 @@ answers a request from a successful completion already in the store.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import OrderedDict
@@ -28,11 +29,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from trails.errors import UserError
-from trails.llm.types import Message, Response
+from trails.llm.types import Message, Response, ToolCall
 from trails.prov.content import canonical_json, sha256_hex
 from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions, Store
-from trails.store.terms import Literal, to_python
+from trails.store.terms import Literal, Term, to_python
 
 __all__ = ["CacheStats", "ResponseCache", "lookup_recorded", "request_hash", "request_params"]
 
@@ -168,7 +169,7 @@ class ResponseCache:
 
 
 _LOOKUP = f"""
-SELECT ?hash ?text ?provider ?model ?in ?out ?cr ?cw ?rid ?ended WHERE {{
+SELECT ?a ?hash ?text ?provider ?model ?in ?out ?cr ?cw ?rid ?ended WHERE {{
   GRAPH ?g {{
     ?a a {T.LLMCompletion.n3()} ;
        {T.requestHash.n3()} ?hash ;
@@ -187,6 +188,29 @@ SELECT ?hash ?text ?provider ?model ?in ?out ?cr ?cw ?rid ?ended WHERE {{
   }}
 }} ORDER BY DESC(?ended) LIMIT 1
 """
+
+_CALLS = f"""
+SELECT ?a ?r ?value WHERE {{
+  GRAPH ?g {{
+    ?r a {T.ToolCallRequest.n3()} ; {PROV.wasGeneratedBy.n3()} ?a .
+  }}
+  GRAPH ?cg {{ ?r {PROV.value.n3()} ?value }}
+}}
+"""
+
+
+def _recorded_calls(store: Store, activity: Term) -> tuple[ToolCall, ...]:
+    """The tool calls a recorded completion asked for, in the order asked."""
+    result = store.query(_CALLS, {"a": activity})
+    if not isinstance(result, Solutions):
+        return ()
+    calls = []
+    for row in result:
+        data = json.loads(str(to_python(row["value"])))
+        index = str(row["r"]).rsplit(":toolcall", 1)[-1]
+        call = ToolCall(str(data["id"]), str(data["name"]), dict(data.get("arguments") or {}))
+        calls.append((int(index) if index.isdigit() else 0, call))
+    return tuple(c for _, c in sorted(calls, key=lambda pair: pair[0]))
 
 
 def lookup_recorded(store: Store, hash_hex: str) -> Response | None:
@@ -222,5 +246,6 @@ def lookup_recorded(store: Store, hash_hex: str) -> Response | None:
             cache_hit=True,
             request_id=get("rid"),
             provider=str(get("provider")),
+            tool_calls=_recorded_calls(store, row["a"]),
         )
     return None

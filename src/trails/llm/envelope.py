@@ -29,7 +29,7 @@ from typing import Any
 
 from trails.errors import ModelAPIError, TrailsError, UserError
 from trails.kernel.context import Context, current_context, now
-from trails.kernel.observe import notify, observing
+from trails.kernel.observe import notify, observing, off_loop
 from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params
 from trails.llm.catalogue import Catalogue, ModelSpec
 from trails.llm.errors import IncompleteStreamError, MalformedResponseError
@@ -257,7 +257,8 @@ class Envelope:
         except RetryError as err:
             error = self._fail(call, err.error, err.retries)
             raise error from error.__cause__
-        return self._succeed(call, response, retries=retries, cache_hit=False)
+        # recorded in a worker thread: other tasks' requests go out while this one is written
+        return await off_loop(self._succeed, call, response, retries=retries, cache_hit=False)
 
     def _succeed(
         self,

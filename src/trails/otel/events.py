@@ -117,8 +117,7 @@ class SpanInvocation(CapabilityInvoked, SpanIdentity):
     def emit(self, b: QuadBuilder) -> None:
         super().emit(b)
         a = IRI.trusted(self.activity)
-        self.identify(b, a)
-        b.value(a, T.toolCallId, self.tool_call_id)
+        self.identify(b, a)  # (the call id is written by the invocation itself)
         if self.requested_by:
             requester = IRI.trusted(self.requested_by)
             b.add(a, T.requestedBy, requester)

@@ -173,6 +173,7 @@ class CapabilityStarted(Event):
     started: datetime
     inputs: Any = None
     step: int | None = None
+    tool_call_id: str | None = None
 
     def emit(self, b: QuadBuilder) -> None:
         a = _iri(self.activity)
@@ -203,6 +204,7 @@ class CapabilityInvoked(Event):
     error: str | None = None
     step: int | None = None
     ahead: bool = False
+    tool_call_id: str | None = None
 
     def emit(self, b: QuadBuilder) -> None:
         a = _iri(self.activity)
@@ -239,6 +241,8 @@ def _invocation_body(
     b.add(a, T.capability, cap)
     b.associate(a, b.agent(event.principal), plan=cap)
     b.value(a, T.stepIndex, event.step)
+    # the model's tool call this invocation ran: joins it to the completion that asked
+    b.value(a, T.toolCallId, event.tool_call_id)
     b.label(a, f"invoke {event.capability_id}")
     b.entity(Minter.part(a, "input"), T.CapabilityInput, event.inputs, used_by=a)
 

@@ -31,7 +31,7 @@ from trails.llm.cache import request_hash, request_params
 from trails.llm.catalogue import ModelSpec
 from trails.llm.client import LLMClient, Prompt
 from trails.llm.retry import RetryPolicy
-from trails.llm.types import Chunk, Request, Response
+from trails.llm.types import Chunk, Request, Response, ToolCall
 from trails.prov.content import erasure_of
 from trails.prov.iri import Minter
 from trails.prov.projection import find_projection
@@ -78,6 +78,15 @@ WHERE {{
 }} ORDER BY ?started ?a
 """
 
+_TOOL_CALLS = f"""
+SELECT ?g ?a ?r ?value WHERE {{
+  GRAPH ?g {{
+    ?r a {T.ToolCallRequest.n3()} ; {PROV.wasGeneratedBy.n3()} ?a .
+  }}
+  GRAPH ?cg {{ ?r {PROV.value.n3()} ?value }}
+}}
+"""
+
 _IS_SESSION = f"ASK {{ GRAPH ?iri {{ ?iri a {T.Session.n3()} }} }}"
 
 _ERROR_PREFIX = re.compile(r"^[A-Za-z_][\w.]*: ")
@@ -104,6 +113,7 @@ class RecordedCompletion:
         cache_write_tokens: prompt tokens written to the cache.
         usd: the recorded cost, when known.
         step: the planner step index, when recorded.
+        tool_calls: the tool calls the model asked for (native tool calling).
     """
 
     activity: str
@@ -123,6 +133,7 @@ class RecordedCompletion:
     usd: float | None = None
     step: int | None = None
     has_prompt: bool = True
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 def resolve_session(iri: str, store: Store) -> IRI:
@@ -166,6 +177,7 @@ def recorded_completions(store: Store, session: str) -> list[RecordedCompletion]
         The completions.
     """
     out: list[RecordedCompletion] = []
+    calls = _tool_calls(store, session)
     for i, row in enumerate(select(store, _COMPLETIONS, {"g": IRI.trusted(session)})):
         prompt = _py(row, "prompt")
         body: dict[str, Any] = json.loads(prompt) if prompt is not None else {}
@@ -188,9 +200,25 @@ def recorded_completions(store: Store, session: str) -> list[RecordedCompletion]
                 usd=None if _py(row, "usd") is None else float(_py(row, "usd")),
                 step=_py(row, "step"),
                 has_prompt=prompt is not None,
+                tool_calls=calls.get(str(_py(row, "a")), ()),
             )
         )
     return out
+
+
+def _tool_calls(store: Store, session: str) -> dict[str, tuple[ToolCall, ...]]:
+    """The recorded tool calls of each completion of a session, in the order asked."""
+    found: dict[str, list[tuple[int, ToolCall]]] = defaultdict(list)
+    for row in select(store, _TOOL_CALLS, {"g": IRI.trusted(session)}):
+        call = json.loads(str(_py(row, "value")))
+        index = str(_py(row, "r")).rsplit(":toolcall", 1)[-1]
+        found[str(_py(row, "a"))].append(
+            (
+                int(index) if index.isdigit() else 0,
+                ToolCall(str(call["id"]), str(call["name"]), dict(call.get("arguments") or {})),
+            )
+        )
+    return {a: tuple(c for _, c in sorted(pairs, key=lambda p: p[0])) for a, pairs in found.items()}
 
 
 def _clip(text: str, at: int, width: int = 120) -> str:
@@ -287,6 +315,8 @@ class ReplayAdapter:
         params = request_params(
             request.max_tokens, request.temperature, request.stop, request.extra
         )
+        if request.tools:  # as the envelope hashed it: the offered tools determined the reply
+            params["tools"] = [t.as_dict() for t in request.tools]
         key = request_hash(request.model, messages, params)
         queue = self._by_hash.get(key)
         if not queue:
@@ -304,7 +334,8 @@ class ReplayAdapter:
             cache_write_tokens=recorded.cache_write_tokens,
             usd=recorded.usd,
             provider=recorded.provider,
-            stop_reason="end_turn",
+            stop_reason="tool_use" if recorded.tool_calls else "end_turn",
+            tool_calls=recorded.tool_calls,
         )
 
     def _mismatch(

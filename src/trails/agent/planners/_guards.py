@@ -223,7 +223,12 @@ def _reflect(
 
 
 def dry_dispatch(
-    plan: PlanRun, action: str, action_input: dict[str, Any], informed_by: str | None, step: int
+    plan: PlanRun,
+    action: str,
+    action_input: dict[str, Any],
+    informed_by: str | None,
+    step: int,
+    tool_call_id: str | None = None,
 ) -> tuple[Any, str | None, bool]:
     """Record what would have run, run nothing, and return a simulated observation."""
     spec = get_capability(action)
@@ -266,6 +271,7 @@ def dry_dispatch(
             inputs=action_input,
             error=None,
             step=step,
+            tool_call_id=tool_call_id,
         )
     )
     notify(

@@ -8,7 +8,11 @@ three strategies behave identically where the guide says they do:
 - ``PlanRun`` records the plan-run root activity, makes each reasoning turn a
   child of it, dispatches actions informed by the completion that chose them,
   and ends the run with a ``PlanResult``, writing a best-effort
-  ``trails:wasTerminatedBy`` for every stop that is not ``goal_achieved``;
+  ``trails:wasTerminatedBy`` for every stop that is not ``goal_achieved``.
+  Loops do not call the model or dispatch themselves: they yield
+  ``plan.ask(...)`` / ``plan.act(...)`` requests that a driver (``_drive``:
+  ``run`` sync, ``arun`` async, ``stream``) executes with ``complete`` /
+  ``acomplete`` / ``stream`` and ``dispatch``;
 - a successful call of a ``terminal=True`` capability ends the run on every
   planner (``finish_terminal``), with the capability's result as the answer;
 - a provider failure ends the run with ``stopped="error"`` and one warning
@@ -17,16 +21,21 @@ three strategies behave identically where the guide says they do:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import json
 import logging
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from trails.agent.planners._drive import Complete, Dispatch, DispatchMany
 from trails.agent.planners._guards import Guards, dry_dispatch, refusal
+from trails.agent.planners._outcome import Output, answer_text
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
 from trails.errors import (
     BudgetExceeded,
@@ -36,13 +45,13 @@ from trails.errors import (
     UnknownCapability,
     UserError,
 )
-from trails.kernel.context import Context, now
+from trails.kernel.context import Context, InvocationRecord, now
 from trails.kernel.cost import CostTracker
 from trails.kernel.invoke import invoke
 from trails.kernel.observe import notify
 from trails.kernel.registry import get_capability
 from trails.llm.catalogue import ModelSpec
-from trails.llm.types import Message, Response
+from trails.llm.types import Chunk, Message, Response, ToolCall
 from trails.prov.events import EntityRecorded, PlanRunEnded, PlanRunStarted, Terminated
 from trails.prov.vocab import PROV
 from trails.store.base import Solutions
@@ -277,6 +286,7 @@ class PlanRun:
             ``observers`` given to the planner: they apply to this run (a policy
             replaces the context's, observers are added to the context's).
         guards: tool budgets, validators, the reflector and dry run (``_guards``).
+        output: the ``output_type=`` of the run (``check_output``), or None.
 
     Raises:
         UserError: an empty goal, a missing client or a non-Session session.
@@ -293,6 +303,7 @@ class PlanRun:
         tools: Sequence[str] | None,
         governance: Mapping[str, Any] | None = None,
         guards: Guards | None = None,
+        output: Output | None = None,
     ) -> None:
         from trails.agent.context import Session, _governance
 
@@ -331,6 +342,11 @@ class PlanRun:
         self.ended = False
         #: the ``terminal=True`` capability a successful dispatch ran, and its result
         self.terminal: tuple[str, Any] | None = None
+        #: ``output_type=``: the final answer is asked for again, validated (``structured_answer``)
+        self.output = output
+        self.pending: PlanResult | None = None  # a goal_achieved result awaiting its answer turn
+        self.answered = False
+        self._guarding = threading.Lock()
 
     # -- recording -------------------------------------------------------------
 
@@ -409,6 +425,18 @@ class PlanRun:
                 exc_info=True,
             )
 
+    def add_step(self, step: PlanStep) -> None:
+        """Append one step to the trajectory and tell observers (``step_end``)."""
+        self.steps.append(step)
+        notify(
+            self.ctx,
+            "step_end",
+            call_id=step.activity_iri,
+            index=len(self.steps) - 1,
+            action=step.action,
+            step=step,
+        )
+
     def last_observation(self) -> str | None:
         """The latest observation, stringified (the best-effort answer of an early stop)."""
         for step in reversed(self.steps):
@@ -442,6 +470,21 @@ class PlanRun:
         """
         if stopped != "goal_achieved" and answer is None:
             answer = self.last_observation()
+        terminated_by = terminated_by or (
+            self.terminal[0] if self.terminal and stopped == "goal_achieved" else None
+        )
+        result = PlanResult(
+            answer=answer,
+            steps=list(self.steps if steps is None else steps),
+            stopped=stopped,
+            error=error,
+            strategy=self.strategy,
+            activity_iri=str(self.activity),
+            terminated_by=terminated_by,
+        )
+        if stopped == "goal_achieved" and self.output is not None and not self.answered:
+            self.pending = result  # the answer turn (``structured_answer``) ends the run
+            return result
         if stopped in BUDGET_STOPS:
             assert breach is not None
             self._terminate(stopped, stopped, breach.limit, breach.observed)
@@ -459,21 +502,12 @@ class PlanRun:
                 activity=self.activity,
                 ended=now(),
                 stop_reason=stopped,
-                answer=answer,
+                answer=answer_text(answer),
                 error=error,
             )
         )
-        notify(self.ctx, "run_end", stopped=stopped, answer=answer, error=error)
-        return PlanResult(
-            answer=answer,
-            steps=list(self.steps if steps is None else steps),
-            stopped=stopped,
-            error=error,
-            strategy=self.strategy,
-            activity_iri=str(self.activity),
-            terminated_by=terminated_by
-            or (self.terminal[0] if self.terminal and stopped == "goal_achieved" else None),
-        )
+        notify(self.ctx, "run_end", stopped=stopped, answer=answer, error=error, result=result)
+        return result
 
     def finish_terminal(self) -> PlanResult | None:
         """End the run if a ``terminal=True`` capability ran: its result is the answer.
@@ -526,6 +560,47 @@ class PlanRun:
 
     # -- turns and actions ----------------------------------------------------
 
+    def ask(
+        self,
+        messages: list[Message],
+        *,
+        step: int,
+        max_tokens: int,
+        temperature: float,
+        parent: str | None = None,
+        model: str | ModelSpec | None = None,
+        **options: Any,
+    ) -> Complete:
+        """The request for one reasoning turn (a loop yields it; a driver runs it)."""
+        return Complete(self, messages, step, max_tokens, temperature, parent, model, options)
+
+    def act(
+        self, action: str, action_input: dict[str, Any], *, informed_by: str | None, step: int
+    ) -> Dispatch:
+        """The request to dispatch one action (a loop yields it; a driver runs it)."""
+        return Dispatch(self, action, action_input, informed_by, step)
+
+    def act_many(
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        informed_by: str | None,
+        step: int,
+        max_parallel: int,
+    ) -> DispatchMany:
+        """The request to dispatch one turn's tool calls concurrently (native tool calling)."""
+        return DispatchMany(self, calls, informed_by, step, max_parallel)
+
+    def _turn(
+        self, step: int, parent: str | None, model: str | ModelSpec | None, options: dict[str, Any]
+    ) -> dict[str, Any]:
+        from trails.store.terms import IRI
+
+        turn_ctx = self.ctx.child(
+            parent=IRI.trusted(parent) if parent else self.activity, step=step
+        )
+        return {"ctx": turn_ctx, **({} if model is None else {"model": model}), **options}
+
     def complete(
         self,
         messages: list[Message],
@@ -535,38 +610,108 @@ class PlanRun:
         temperature: float,
         parent: str | None = None,
         model: str | ModelSpec | None = None,
+        **options: Any,
     ) -> Response:
         """One reasoning turn, recorded as an LLM completion informed by the plan run.
 
         ``model`` asks the client for another model for this turn (a behaviour-tree
         node's own model; a ``ModelSpec`` of another provider goes to the client
-        configured for that provider); None: the client's.
+        configured for that provider); None: the client's. ``options`` go to the
+        client (``response_format``, ``max_retries``, ``tools``).
 
         Raises:
             ModelAPIError: the provider failed.
             BudgetExceeded: a principal budget refused the spend.
         """
-        from trails.store.terms import IRI
-
-        turn_ctx = self.ctx.child(
-            parent=IRI.trusted(parent) if parent else self.activity, step=step
-        )
-        extra: dict[str, Any] = {} if model is None else {"model": model}
+        extra = self._turn(step, parent, model, options)
         response: Response = self.llm.complete(
-            messages, max_tokens=max_tokens, temperature=temperature, ctx=turn_ctx, **extra
+            messages, max_tokens=max_tokens, temperature=temperature, **extra
         )
         return response
 
+    async def acomplete(
+        self,
+        messages: list[Message],
+        *,
+        step: int,
+        max_tokens: int,
+        temperature: float,
+        parent: str | None = None,
+        model: str | ModelSpec | None = None,
+        **options: Any,
+    ) -> Response:
+        """``complete`` awaited on the client's ``acomplete`` (a thread when it has none)."""
+        extra = self._turn(step, parent, model, options)
+        acomplete = getattr(self.llm, "acomplete", None)
+        if acomplete is None:
+            call = functools.partial(
+                self.llm.complete, messages, max_tokens=max_tokens, temperature=temperature, **extra
+            )
+            response: Response = await asyncio.to_thread(call)
+            return response
+        response = await acomplete(
+            messages, max_tokens=max_tokens, temperature=temperature, **extra
+        )
+        return response
+
+    def stream(
+        self,
+        messages: list[Message],
+        *,
+        step: int,
+        max_tokens: int,
+        temperature: float,
+        parent: str | None = None,
+        model: str | ModelSpec | None = None,
+        **options: Any,
+    ) -> Iterator[Chunk | Response]:
+        """``complete`` streamed: text chunks, then the recorded ``Response``."""
+        extra = self._turn(step, parent, model, options)
+        pieces: Iterator[Chunk | Response] = self.llm.stream(
+            messages, max_tokens=max_tokens, temperature=temperature, **extra
+        )
+        return pieces
+
+    def astream(
+        self,
+        messages: list[Message],
+        *,
+        step: int,
+        max_tokens: int,
+        temperature: float,
+        parent: str | None = None,
+        model: str | ModelSpec | None = None,
+        **options: Any,
+    ) -> AsyncIterator[Chunk | Response]:
+        """``stream`` for asyncio (the client's ``astream``)."""
+        extra = self._turn(step, parent, model, options)
+        pieces: AsyncIterator[Chunk | Response] = self.llm.astream(
+            messages, max_tokens=max_tokens, temperature=temperature, **extra
+        )
+        return pieces
+
     def dispatch(
-        self, action: str, action_input: dict[str, Any], *, informed_by: str | None, step: int
+        self,
+        action: str,
+        action_input: dict[str, Any],
+        *,
+        informed_by: str | None,
+        step: int,
+        tool_call_id: str | None = None,
     ) -> tuple[Any, str | None, bool]:
         """Invoke ``action``; a trails error becomes the observation ``"error: <message>"``.
+
+        Safe to call from several threads at once (parallel tool calls): the
+        guards are consulted one call at a time, and each call finds its own
+        invocation.
 
         Args:
             action: the capability id.
             action_input: its arguments.
             informed_by: the completion activity that chose the action.
             step: the step index recorded on the invocation.
+            tool_call_id: the model's tool-call id the invocation runs (native
+                tool calling), recorded on it as ``trails:toolCallId``.
 
         Returns:
             The observation; the invocation activity IRI (None when nothing was
@@ -584,23 +729,35 @@ class PlanRun:
             message = f"error: capability {action!r} is not among this run's tools ({offered})"
             return message, None, True
         if self.guards.active:
-            refused = refusal(self, action, action_input, informed_by, step)
+            with self._guarding:
+                refused = refusal(self, action, action_input, informed_by, step)
             if refused is not None:
                 return refused, None, True
             if self.guards.dry_run and _registered(action):
-                return dry_dispatch(self, action, action_input, informed_by, step)
+                return dry_dispatch(self, action, action_input, informed_by, step, tool_call_id)
         parent = IRI.trusted(informed_by) if informed_by else self.activity
-        before = len(self.session.invocations)
+        made = _Tee(self.session.invocations)
+        ctx = self.ctx.child(parent=parent, step=step, tool_call_id=tool_call_id, invocations=made)
         failed = False
         try:
-            observation = invoke(action, action_input, ctx=self.ctx.child(parent=parent, step=step))
+            observation = invoke(action, action_input, ctx=ctx)
         except (BudgetExceeded, StoreError):
             raise
         except TrailsError as exc:
             observation, failed = f"error: {exc}", True
-        activity = None
-        if len(self.session.invocations) > before:
-            activity = str(self.session.invocations[-1].activity)
+        activity = str(made[-1].activity) if made else None  # this call's, written last
         if not failed and get_capability(action).terminal:
             self.terminal = (action, observation)
         return observation, activity, failed
+
+
+class _Tee(list[InvocationRecord]):
+    """The invocations one dispatch made, each also appended to the session's list."""
+
+    def __init__(self, session: list[InvocationRecord]) -> None:
+        super().__init__()
+        self.session = session
+
+    def append(self, record: InvocationRecord) -> None:
+        super().append(record)
+        self.session.append(record)

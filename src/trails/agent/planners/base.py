@@ -72,6 +72,8 @@ class PlanResult:
     Attributes:
         answer: the final answer on ``goal_achieved``; otherwise the best-effort
             answer (the last observation, JSON-encoded when not a str), or None.
+            With ``output_type=`` a ``goal_achieved`` answer is the validated
+            object (a model instance, or the JSON value for a schema).
         steps: the trajectory, in order.
         stopped: why the run stopped.
         error: the error message when ``stopped == "error"``.
@@ -81,7 +83,7 @@ class PlanResult:
             (its result is the answer; the model was not asked again), or None.
     """
 
-    answer: str | None
+    answer: Any
     steps: list[PlanStep]
     stopped: StopReason
     error: str | None = None
@@ -105,9 +107,24 @@ class CompletionClient(Protocol):
 
 @runtime_checkable
 class PlanningStrategy(Protocol):
-    """What every planner satisfies (the planner modules themselves do)."""
+    """What every planner satisfies (the planner modules themselves do): ``run`` and ``arun``."""
 
     def run(
+        self,
+        goal: str,
+        *,
+        llm: Any,
+        session: Session,
+        ctx: Context | None = None,
+        max_steps: int = 10,
+        tools: Any = None,
+        tool_filter: Any = None,
+        max_cost_usd: float | None = None,
+        max_tokens: int | None = None,
+        max_wall_time_s: float | None = None,
+    ) -> PlanResult: ...
+
+    async def arun(
         self,
         goal: str,
         *,

@@ -4,8 +4,10 @@ Some goals have a shape a flat loop hides: "try the cache, else the index, else
 ask", "do these three things and go on if most of them worked". A behaviour
 tree states that shape. Control nodes: a ``sequence`` fails at its first
 failing child; a ``fallback`` succeeds at its first succeeding child; a
-``parallel`` runs every child (one after another, in order: nothing runs
-concurrently) and succeeds when a strict majority succeeded. Leaves: an
+``parallel`` runs its children concurrently (one ``Gather`` request: worker
+threads under ``run``, asyncio tasks under ``arun``; at most
+``PARALLEL_CHILDREN`` at a time; their steps join the trajectory in child
+order) and succeeds when a strict majority succeeded. Leaves: an
 ``action`` dispatches one capability and fails when dispatch raises a
 ``TrailsError`` (the observation is ``"error: <message>"``, as in ReAct); an
 ``agent`` node works on its sub-goal with ReAct-style turns until the model
@@ -37,8 +39,10 @@ Completions and invocations are numbered in one ``trails:stepIndex`` sequence.
 
 from __future__ import annotations
 
+import contextvars
 import json
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Generator, Mapping
 from collections.abc import Sequence as Seq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -57,6 +61,17 @@ from trails.agent.planners._bt_nodes import (
     parse_tree_reply,
     tree_to_dict,
 )
+from trails.agent.planners._drive import (
+    Gather,
+    Loop,
+    Request,
+    abatch_entry,
+    arun_entry,
+    astream_entry,
+    batch_entry,
+    run_entry,
+    stream_entry,
+)
 from trails.agent.planners._guards import check_guards
 from trails.agent.planners._loop import (
     Breach,
@@ -68,6 +83,8 @@ from trails.agent.planners._loop import (
     per_call_tokens,
     stringify,
 )
+from trails.agent.planners._native import DEFAULT_MAX_PARALLEL_TOOLS, check_tool_calling
+from trails.agent.planners._outcome import check_output, guarded
 from trails.agent.planners._parse import parse_step
 from trails.agent.planners._tools import (
     ToolFilter,
@@ -76,8 +93,8 @@ from trails.agent.planners._tools import (
     granted_by,
     render_catalogue,
 )
-from trails.agent.planners.base import PlanResult, PlanStep, StopReason
-from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError, UserError
+from trails.agent.planners.base import PlanStep, StopReason
+from trails.errors import ModelAPIError, ReplyParseError, UserError
 from trails.llm.catalogue import ModelSpec
 from trails.llm.types import Message, Response
 
@@ -92,6 +109,7 @@ __all__ = [
     "AGENT_PROMPT",
     "DECOMPOSE_PROMPT",
     "NAME",
+    "PARALLEL_CHILDREN",
     "Action",
     "ActionValidator",
     "AgentNode",
@@ -101,14 +119,30 @@ __all__ = [
     "Sequence",
     "SequenceWithEarlyExit",
     "TreeConfig",
+    "abatch",
+    "arun",
+    "astream",
+    "batch",
     "build_tree",
     "parse_tree_reply",
     "run",
+    "stream",
     "tree_to_dict",
 ]
 
 #: The strategy name (``Session(strategy=...)``, ``trails:strategy``).
 NAME = "behaviour_tree"
+
+#: How many children of one ``parallel`` node run at once.
+PARALLEL_CHILDREN = 8
+
+#: Where a ``parallel`` child's steps go until they join the trajectory in child order.
+_steps_sink: contextvars.ContextVar[list[PlanStep] | None] = contextvars.ContextVar(
+    "trails_bt_steps", default=None
+)
+
+_Share: TypeAlias = "tuple[_Outcome | None, list[PlanStep], _Stop | None]"
+"""A ``parallel`` child's end: its outcome (None when it stopped the run), its steps, the stop."""
 
 ActionValidator: TypeAlias = Callable[[str, dict[str, Any]], str | None]
 """``validate_action(capability_id, action_input)``: None to allow, a reason to refuse."""
@@ -152,7 +186,7 @@ STEP_NUDGE = (
 )
 
 
-def run(
+def _steps(
     goal: str,
     *,
     llm: Any,
@@ -180,7 +214,10 @@ def run(
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
     observers: Seq[Any] | None = None,
-) -> PlanResult:
+    output_type: Any = None,
+    output_retries: int = 2,
+    tool_timeout_s: float | None = None,
+) -> Loop:
     """Run ``goal`` as a behaviour tree: the given one, or one the model decomposes it into.
 
     Args:
@@ -220,6 +257,13 @@ def run(
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
         observers: lifecycle observers of this run (added to the session's).
+        output_type: a pydantic model class or a JSON schema: the final answer is
+            asked for once more in that form, validated (``PlanResult.answer`` is
+            then the validated object; see ``trails.agent.planners._outcome``).
+        output_retries: how many more attempts an answer failing validation gets.
+        tool_timeout_s: seconds each tool call may run (capping a capability's
+            own ``timeout_s``); a call past it is recorded as failed and the model
+            sees the error.
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the root's output when the root
@@ -233,6 +277,7 @@ def run(
         StoreError: provenance could not be recorded.
     """
     per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
+    tooling = check_tool_calling("json", DEFAULT_MAX_PARALLEL_TOOLS, tool_timeout_s)
     limits = check_limits(
         max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
     )
@@ -265,7 +310,9 @@ def run(
             "observers": observers,
         },
         guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
+        output=check_output(output_type, output_retries, per_call),
     )
+    tooling.apply(plan)  # tool_timeout_s caps every call the run makes
     runner = _TreeRun(
         plan,
         Limits(plan.ctx.tracker, **limits),
@@ -278,15 +325,15 @@ def run(
         memory=memory,
         episodic=episodic,
     )
-    plan.start()
-    try:
-        session.history.append("user", f"Goal: {goal}")
-        return runner.execute(root)
-    except BudgetExceeded as exc:
-        return plan.budget_stop(exc)
-    except BaseException as exc:
-        plan.abort(exc)
-        raise
+    return guarded(plan, runner.execute(root))
+
+
+run = run_entry(_steps)
+arun = arun_entry(_steps, NAME)
+stream = stream_entry(_steps, NAME)
+astream = astream_entry(_steps, NAME)
+batch = batch_entry(_steps, NAME)
+abatch = abatch_entry(_steps, NAME)
 
 
 def _working_memory(given: Any) -> WorkingMemory:
@@ -361,21 +408,23 @@ class _TreeRun:
         self.budgets = plan.guards.budgets
         self.calls = plan.guards.calls  # counted by the run's guards at each dispatch
         self.tree_by: str | None = None
+        self._claiming = threading.Lock()  # parallel children claim steps concurrently
 
     # -- the run ----------------------------------------------------------------
 
-    def execute(self, root: Node | None) -> PlanResult:
+    def execute(self, root: Node | None) -> Loop:
         """Build (when needed) and record the tree, walk it, end the run."""
         plan = self.plan
+        plan.session.history.append("user", f"Goal: {plan.goal}")
         try:
             if root is None:
-                root, index = self._decompose()
+                root, index = yield from self._decompose()
             else:
                 index = 0
             document = tree_to_dict(root)
             plan.session.metadata.setdefault("plans", []).append(document)
             plan.record_entity("PlanDocument", document, generated_by=self.tree_by, index=index)
-            outcome = self._tick(root, "1")
+            outcome = yield from self._tick(root, "1")
         except _Stop as stop:
             if stop.provider is not None:
                 return plan.provider_failed(stop.provider)
@@ -392,20 +441,29 @@ class _TreeRun:
 
     def _claim(self) -> int:
         """Claim the next step (an LLM turn or a dispatch): budgets, then ``max_steps``."""
-        breach = self.budget.breach()
-        if breach is not None:
-            raise _Stop(breach.reason, breach=breach)
-        if self.used >= self.max_steps:
-            raise _Stop("max_steps", breach=Breach("max_steps", self.max_steps, self.used))
-        index, self.used = self.used, self.used + 1
-        return index
+        with self._claiming:
+            breach = self.budget.breach()
+            if breach is not None:
+                raise _Stop(breach.reason, breach=breach)
+            if self.used >= self.max_steps:
+                raise _Stop("max_steps", breach=Breach("max_steps", self.max_steps, self.used))
+            index, self.used = self.used, self.used + 1
+            return index
+
+    def _step(self, step: PlanStep) -> None:
+        """Add a step to the trajectory (or to the running ``parallel`` child's share)."""
+        sink = _steps_sink.get()
+        if sink is None:
+            self.plan.add_step(step)
+        else:
+            sink.append(step)
 
     def _complete(
         self, messages: list[Message], model: str | ModelSpec | None = None
-    ) -> tuple[Response, int]:
+    ) -> Generator[Request, Any, tuple[Response, int]]:
         index = self._claim()
         try:
-            response = self.plan.complete(
+            response = yield self.plan.ask(
                 messages,
                 step=index,
                 max_tokens=self.per_call,
@@ -416,13 +474,13 @@ class _TreeRun:
             raise _Stop("error", error=str(exc), provider=exc) from exc
         return response, index
 
-    def _decompose(self) -> tuple[Node, int]:
+    def _decompose(self) -> Generator[Request, Any, tuple[Node, int]]:
         """Ask the model for the tree: one call, one nudge-retry on a malformed reply."""
         system = f"{DECOMPOSE_PROMPT}\n\nTools:\n{render_catalogue(self.tool_specs)}"
         messages = [Message("system", system), Message("user", f"Goal: {self.plan.goal}")]
         nudged = False
         while True:
-            response, index = self._complete(messages)
+            response, index = yield from self._complete(messages)
             try:
                 root = parse_tree_reply(response.text, self.config)
             except ReplyParseError as exc:
@@ -441,23 +499,54 @@ class _TreeRun:
 
     # -- nodes --------------------------------------------------------------------
 
-    def _tick(self, node: Node, node_id: str) -> _Outcome:
+    def _tick(self, node: Node, node_id: str) -> Generator[Request, Any, _Outcome]:
         if isinstance(node, Action):
-            outcome = self._action(node, node_id)
+            outcome = yield from self._action(node, node_id)
         elif isinstance(node, AgentNode):
-            outcome = self._agent(node, node_id)
+            outcome = yield from self._agent(node, node_id)
         else:
-            return self._control(node, node_id)
+            return (yield from self._control(node, node_id))
         status = "success" if outcome.success else "failure"
         self.memory.set(node_id, f"{status}: {outcome.output}")
         return outcome
 
+    def _parallel(self, node: Parallel, node_id: str) -> Generator[Request, Any, list[_Outcome]]:
+        """Tick every child concurrently; their steps join in child order, then any stop.
+
+        One ``Gather`` request: ``run`` ticks the children in worker threads,
+        ``arun`` as asyncio tasks; each child's steps wait in its own share.
+        """
+        children = [self._child(c, child_id(node_id, i)) for i, c in enumerate(node.children)]
+        results: list[_Share] = yield Gather(children, PARALLEL_CHILDREN)
+        for _, share, _ in results:
+            for step in share:
+                self._step(step)
+        for _, _, stop in results:
+            if stop is not None:
+                raise stop
+        return [outcome for outcome, _, _ in results if outcome is not None]
+
+    def _child(self, node: Node, node_id: str) -> Generator[Request, Any, _Share]:
+        """One ``parallel`` child's tick, its steps kept apart (in its own context copy)."""
+        share: list[PlanStep] = []
+        _steps_sink.set(share)
+        try:
+            return (yield from self._tick(node, node_id)), share, None
+        except _Stop as stop:
+            return None, share, stop
+
     def _control(
         self, node: Sequence | SequenceWithEarlyExit | Fallback | Parallel, node_id: str
-    ) -> _Outcome:
+    ) -> Generator[Request, Any, _Outcome]:
+        if isinstance(node, Parallel):
+            voted = yield from self._parallel(node, node_id)
+            won = 2 * sum(o.success for o in voted) > len(voted)
+            last = [o for o in voted if o.success == won][-1]
+            failed = next((o.failed_leaf for o in reversed(voted) if not o.success), None)
+            return _Outcome(won, last.output, None if won else failed)
         outcomes: list[_Outcome] = []
         for i, child in enumerate(node.children):
-            outcome = self._tick(child, child_id(node_id, i))
+            outcome = yield from self._tick(child, child_id(node_id, i))
             outcomes.append(outcome)
             if isinstance(node, Sequence | SequenceWithEarlyExit) and not outcome.success:
                 return outcome
@@ -465,20 +554,15 @@ class _TreeRun:
                 return outcome  # the task is complete: skip the remaining stages
             if isinstance(node, Fallback) and outcome.success:
                 return outcome
-        if isinstance(node, Parallel):
-            won = 2 * sum(o.success for o in outcomes) > len(outcomes)
-            last = [o for o in outcomes if o.success == won][-1]
-            failed = next((o.failed_leaf for o in reversed(outcomes) if not o.success), None)
-            return _Outcome(won, last.output, None if won else failed)
         # a sequence whose children all succeeded, or a fallback whose children all failed
         return outcomes[-1]
 
-    def _action(self, node: Action, node_id: str) -> _Outcome:
+    def _action(self, node: Action, node_id: str) -> Generator[Request, Any, _Outcome]:
         informed_by = self.tree_by
-        observation, activity, failed = self._dispatch(
+        observation, activity, failed = yield from self._dispatch(
             node.action, dict(node.action_input), informed_by=informed_by
         )
-        self.plan.steps.append(
+        self._step(
             PlanStep(
                 f"behaviour tree node {node_id}",
                 node.action,
@@ -492,14 +576,17 @@ class _TreeRun:
 
     def _dispatch(
         self, action: str, action_input: dict[str, Any], *, informed_by: str | None
-    ) -> tuple[Any, str | None, bool]:
+    ) -> Generator[Request, Any, tuple[Any, str | None, bool]]:
         index = self._claim()
-        return self.plan.dispatch(action, action_input, informed_by=informed_by, step=index)
+        found: tuple[Any, str | None, bool] = yield self.plan.act(
+            action, action_input, informed_by=informed_by, step=index
+        )
+        return found
 
     def _end_if_terminal(self, observation: Any) -> None:
         """Unwind the walk when the dispatch just made ran a ``terminal=True`` capability."""
-        if self.plan.terminal is not None:
-            raise _Stop("goal_achieved", answer=stringify(observation))
+        if self.plan.terminal is not None:  # (a parallel sibling's, possibly)
+            raise _Stop("goal_achieved", answer=stringify(self.plan.terminal[1]))
 
     def _agent_messages(self, node: AgentNode) -> list[Message]:
         specs = [
@@ -519,9 +606,9 @@ class _TreeRun:
             system += f"\n\nPast episodes of similar sub-goals:\n{past}"
         return [Message("system", system), Message("user", f"Sub-goal: {node.goal}")]
 
-    def _agent(self, node: AgentNode, node_id: str) -> _Outcome:
+    def _agent(self, node: AgentNode, node_id: str) -> Generator[Request, Any, _Outcome]:
         tried: list[str] = []
-        outcome = self._agent_turns(node, node_id, tried)
+        outcome = yield from self._agent_turns(node, node_id, tried)
         if self.episodic is not None:
             from trails.memory.episodic import Episode
 
@@ -535,7 +622,9 @@ class _TreeRun:
             )
         return outcome
 
-    def _agent_turns(self, node: AgentNode, node_id: str, tried: list[str]) -> _Outcome:
+    def _agent_turns(
+        self, node: AgentNode, node_id: str, tried: list[str]
+    ) -> Generator[Request, Any, _Outcome]:
         messages = self._agent_messages(node)
         turns = node.max_turns or self.agent_turns
         if self.config is not None:
@@ -543,7 +632,7 @@ class _TreeRun:
         nudged = False
         last: str | None = None
         for _ in range(turns):
-            response, _index = self._complete(messages, node.model)
+            response, _index = yield from self._complete(messages, node.model)
             messages.append(Message("assistant", response.text))
             try:
                 parsed = parse_step(response.text)
@@ -561,17 +650,15 @@ class _TreeRun:
                 parsed["action_input"],
             )
             if action in ("finish", "fail"):
-                self.plan.steps.append(PlanStep(thought, action, action_input, None, completion))
+                self._step(PlanStep(thought, action, action_input, None, completion))
                 if action == "finish":
                     return _Outcome(True, parsed["final_answer"], no_tools=not tried)
                 reason = stringify(action_input.get("reason") or thought or "failed")
                 return _Outcome(False, reason, node_id)
-            observation, activity, _failed = self._dispatch(
+            observation, activity, _failed = yield from self._dispatch(
                 action, action_input, informed_by=completion
             )
-            self.plan.steps.append(
-                PlanStep(thought, action, action_input, observation, activity or completion)
-            )
+            self._step(PlanStep(thought, action, action_input, observation, activity or completion))
             self._end_if_terminal(observation)
             last = stringify(observation)
             tried.append(f"{action} {json.dumps(action_input, sort_keys=True, default=str)}")

@@ -36,6 +36,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trails.agent.planners import react
+from trails.agent.planners._drive import (
+    Loop,
+    abatch_entry,
+    arun_entry,
+    astream_entry,
+    batch_entry,
+    run_entry,
+    stream_entry,
+)
 from trails.agent.planners._guards import ActionValidator, check_guards
 from trails.agent.planners._loop import (
     Breach,
@@ -46,6 +55,12 @@ from trails.agent.planners._loop import (
     check_positive_int,
     per_call_tokens,
 )
+from trails.agent.planners._native import (
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    ToolCalling,
+    check_tool_calling,
+)
+from trails.agent.planners._outcome import check_output, guarded
 from trails.agent.planners._parse import json_candidates
 from trails.agent.planners._templates import PERPrompts
 from trails.agent.planners._tools import (
@@ -55,8 +70,8 @@ from trails.agent.planners._tools import (
     granted_by,
     render_catalogue,
 )
-from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep
-from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
+from trails.agent.planners.base import BUDGET_STOPS, PlanStep
+from trails.errors import ModelAPIError, ReplyParseError
 from trails.llm.types import Message
 from trails.store.terms import IRI
 
@@ -71,9 +86,14 @@ __all__ = [
     "EXECUTOR",
     "NAME",
     "PLANNER_PROMPT",
+    "abatch",
+    "arun",
+    "astream",
+    "batch",
     "build_planner_messages",
     "parse_reflection",
     "run",
+    "stream",
 ]
 
 #: The strategy name (``Session(strategy=...)``, ``trails:strategy``).
@@ -166,7 +186,7 @@ def build_planner_messages(
     return [Message("system", prompts.system()), Message("user", user)]
 
 
-def run(
+def _steps(
     goal: str,
     *,
     llm: Any,
@@ -201,7 +221,12 @@ def run(
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
     observers: Sequence[Any] | None = None,
-) -> PlanResult:
+    output_type: Any = None,
+    output_retries: int = 2,
+    tool_calling: str = "json",
+    max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+    tool_timeout_s: float | None = None,
+) -> Loop:
     """Plan, execute the first step with ReAct, reflect on its result, repeat.
 
     Args:
@@ -244,6 +269,17 @@ def run(
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
         observers: lifecycle observers of this run (added to the session's).
+        output_type: a pydantic model class or a JSON schema: the final answer is
+            asked for once more in that form, validated (``PlanResult.answer`` is
+            then the validated object; see ``trails.agent.planners._outcome``).
+        output_retries: how many more attempts an answer failing validation gets.
+        tool_calling: how the executor calls tools: ``"json"`` (the seed's
+            contract) or ``"native"`` (provider tool calls, results fed back as
+            tool results); the planner turns stay JSON.
+        max_parallel_tools: how many tool calls of one native executor turn run at once.
+        tool_timeout_s: seconds each tool call may run (capping a capability's
+            own ``timeout_s``); a call past it is recorded as failed and the
+            executor's model sees the error.
 
     Returns:
         The ``PlanResult``; its steps are the executed plan steps (action ``executor``,
@@ -254,6 +290,7 @@ def run(
         StoreError: provenance could not be recorded.
     """
     per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
+    tooling = check_tool_calling(tool_calling, max_parallel_tools, tool_timeout_s)
     limits = check_limits(
         max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
     )
@@ -297,26 +334,30 @@ def run(
             "observers": observers,
         },
         guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
+        output=check_output(output_type, output_retries, per_call),
     )
     budget = Limits(plan.ctx.tracker, **limits)
-    plan.start()
-    try:
-        return _loop(
-            plan,
-            budget,
-            tool_specs=tool_specs,
-            max_steps=max_steps,
-            inner_steps=inner_steps,
-            per_call=per_call,
-            temperature=temperature,
-            prompts=prompts,
-            history=history,
-        )
-    except BudgetExceeded as exc:
-        return plan.budget_stop(exc)
-    except BaseException as exc:
-        plan.abort(exc)
-        raise
+    body = _loop(
+        plan,
+        budget,
+        tool_specs=tool_specs,
+        max_steps=max_steps,
+        inner_steps=inner_steps,
+        per_call=per_call,
+        temperature=temperature,
+        prompts=prompts,
+        history=history,
+        tooling=tooling,
+    )
+    return guarded(plan, body)
+
+
+run = run_entry(_steps)
+arun = arun_entry(_steps, NAME)
+stream = stream_entry(_steps, NAME)
+astream = astream_entry(_steps, NAME)
+batch = batch_entry(_steps, NAME)
+abatch = abatch_entry(_steps, NAME)
 
 
 def _loop(
@@ -330,7 +371,8 @@ def _loop(
     temperature: float,
     prompts: PERPrompts,
     history: list[str],
-) -> PlanResult:
+    tooling: ToolCalling | None = None,
+) -> Loop:
     completed: list[tuple[str, str | None]] = []
     position = 0
     nudged = False
@@ -342,7 +384,7 @@ def _loop(
         if breach is not None:
             return plan.finish(breach.reason, breach=breach)
         try:
-            response = plan.complete(
+            response = yield plan.ask(
                 messages, step=position, max_tokens=per_call, temperature=temperature
             )
         except ModelAPIError as exc:
@@ -365,12 +407,12 @@ def _loop(
         plan.session.metadata.setdefault("plans", []).append(reply)
         plan.record_entity("PlanDocument", reply, generated_by=completion, index=index)
         if reply["result"].strip():
-            plan.steps.append(PlanStep("reflect", "finish", {}, None, completion))
+            plan.add_step(PlanStep("reflect", "finish", {}, None, completion))
             return plan.finish("goal_achieved", answer=reply["result"])
         if len(completed) >= max_steps:
             return plan.finish("max_steps", breach=Breach("max_steps", max_steps, len(completed)))
         step = reply["steps"][0]
-        inner = react._run(
+        inner = yield from react._run(
             step,
             llm=plan.llm,
             session=plan.session,
@@ -383,11 +425,10 @@ def _loop(
             limits=budget.remaining(),
             announce_goal=True,
             guards=plan.guards,
+            tooling=tooling,
             history_limit=prompts.executor_message_history_limit,
         )
-        plan.steps.append(
-            PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri)
-        )
+        plan.add_step(PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri))
         if inner.terminated_by is not None:  # a terminal capability ended the executor
             return plan.finish(
                 "goal_achieved", answer=inner.answer, terminated_by=inner.terminated_by

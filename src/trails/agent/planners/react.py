@@ -20,6 +20,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trails.agent.planners._drive import (
+    Loop,
+    abatch_entry,
+    arun_entry,
+    astream_entry,
+    batch_entry,
+    run_entry,
+    stream_entry,
+)
 from trails.agent.planners._guards import ActionValidator, Guards, check_guards
 from trails.agent.planners._loop import (
     Breach,
@@ -31,6 +40,14 @@ from trails.agent.planners._loop import (
     per_call_tokens,
     stringify,
 )
+from trails.agent.planners._native import (
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    ToolCalling,
+    check_tool_calling,
+    native_loop,
+    open_pass,
+)
+from trails.agent.planners._outcome import Output, check_output, guarded
 from trails.agent.planners._parse import parse_step
 from trails.agent.planners._tools import (
     ToolFilter,
@@ -39,9 +56,8 @@ from trails.agent.planners._tools import (
     granted_by,
     render_catalogue,
 )
-from trails.agent.planners.base import PlanResult, PlanStep
-from trails.errors import BudgetExceeded, ModelAPIError, ReplyParseError
-from trails.llm.types import Message
+from trails.agent.planners.base import PlanStep
+from trails.errors import ModelAPIError, ReplyParseError
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
@@ -52,10 +68,15 @@ __all__ = [
     "NAME",
     "ToolFilter",
     "ToolsSpec",
+    "abatch",
+    "arun",
+    "astream",
+    "batch",
     "build_system_prompt",
     "discover_tools",
     "parse_step",
     "run",
+    "stream",
 ]
 
 #: The strategy name (``Session(strategy=...)``, ``trails:strategy``).
@@ -92,7 +113,7 @@ def build_system_prompt(goal: str, tool_specs: Sequence[tuple[str, dict[str, Any
     return f"{_CONTRACT}\n\nGoal: {goal}\n\nTools:\n{render_catalogue(tool_specs)}"
 
 
-def run(
+def _steps(
     goal: str,
     *,
     llm: Any,
@@ -115,7 +136,12 @@ def run(
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
     observers: Sequence[Any] | None = None,
-) -> PlanResult:
+    output_type: Any = None,
+    output_retries: int = 2,
+    tool_calling: str = "json",
+    max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
+    tool_timeout_s: float | None = None,
+) -> Loop:
     """Run the ReAct loop until finish, ``max_steps``, a budget breach, or a fatal error.
 
     Args:
@@ -146,6 +172,18 @@ def run(
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
         observers: lifecycle observers of this run (added to the session's).
+        output_type: a pydantic model class or a JSON schema: the final answer is
+            asked for once more in that form, validated (``PlanResult.answer`` is
+            then the validated object; see ``trails.agent.planners._outcome``).
+        output_retries: how many more attempts an answer failing validation gets.
+        tool_calling: ``"json"`` (the reply is a JSON block, the seed's contract) or
+            ``"native"`` (the tools go to the provider as tool definitions, the
+            model's tool calls are the actions, results go back as tool results,
+            and a reply without tool calls is the answer; see ``_native``).
+        max_parallel_tools: how many tool calls of one native turn run at once.
+        tool_timeout_s: seconds each tool call may run (capping a capability's
+            own ``timeout_s``); a call past it is recorded as failed and the model
+            sees the error.
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the final answer, or an early stop
@@ -155,6 +193,7 @@ def run(
         UserError: a bad argument (nothing is recorded then).
         StoreError: provenance could not be recorded.
     """
+    per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
     return _run(
         goal,
         llm=llm,
@@ -163,7 +202,7 @@ def run(
         max_steps=max_steps,
         tools=tools,
         tool_filter=tool_filter,
-        per_call=per_call_tokens(max_tokens_per_step, max_tokens_per_call),
+        per_call=per_call,
         temperature=temperature,
         limits=check_limits(
             max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
@@ -176,7 +215,17 @@ def run(
             "approval_timeout_s": approval_timeout_s,
             "observers": observers,
         },
+        output=check_output(output_type, output_retries, per_call),
+        tooling=check_tool_calling(tool_calling, max_parallel_tools, tool_timeout_s),
     )
+
+
+run = run_entry(_steps)
+arun = arun_entry(_steps, NAME)
+stream = stream_entry(_steps, NAME)
+astream = astream_entry(_steps, NAME)
+batch = batch_entry(_steps, NAME)
+abatch = abatch_entry(_steps, NAME)
 
 
 def _run(
@@ -194,11 +243,16 @@ def _run(
     announce_goal: bool,
     governance: Mapping[str, Any] | None = None,
     guards: Guards | None = None,
+    output: Output | None = None,
+    tooling: ToolCalling | None = None,
     history_limit: int | None = None,
-) -> PlanResult:
-    """``run`` after argument parsing; Reflexion and Plan-Execute-Reflect call it for
-    their inner passes (``history_limit``: how many history entries from before the
-    pass its turns see; None: the whole window)."""
+) -> Loop:
+    """``run`` after argument parsing, as a loop; Reflexion and PER nest it (``yield from``).
+
+    ``history_limit``: how many session history entries from before the pass its
+    turns see (Plan-Execute-Reflect's executor); None: the whole window.
+    """
+    tooling = tooling if tooling is not None else ToolCalling()
     max_steps = check_positive_int("max_steps", max_steps)
     tool_specs = granted_by(
         getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
@@ -212,68 +266,57 @@ def _run(
         tools=[cid for cid, _ in tool_specs],
         governance=governance,
         guards=guards,
+        output=output,
     )
+    tooling.apply(plan)
     budget = Limits(plan.ctx.tracker, **limits)
-    plan.start()
-    try:
-        session.history.set_system(build_system_prompt(goal, tool_specs))
-        window = _Window(session.history, history_limit)
-        if announce_goal:
-            session.history.append("user", f"Goal: {goal}")
-        return _loop(
+    if tooling.native:
+        native = native_loop(
             plan,
             budget,
+            tool_specs=tool_specs,
+            options=tooling,
+            announce_goal=announce_goal,
+            history_limit=history_limit,
             max_steps=max_steps,
             per_call=per_call,
             temperature=temperature,
-            window=window,
         )
-    except BudgetExceeded as exc:
-        return plan.budget_stop(exc)
-    except BaseException as exc:
-        plan.abort(exc)
-        raise
-
-
-class _Window:
-    """The messages a pass's turns see: the system prompt, the last ``limit`` entries
-    from before the pass, and the pass's own entries (``limit`` None: everything)."""
-
-    def __init__(self, history: Any, limit: int | None) -> None:
-        self.history = history
-        self.limit = limit
-        self.earlier = {id(e) for e in history} if limit is not None else set()
-
-    def messages(self) -> list[Message]:
-        if self.limit is None:
-            return list(self.history.messages())
-        entries = list(self.history)
-        old = [e for e in entries if id(e) in self.earlier and e.role != "system"]
-        keep = {id(e) for e in old[len(old) - self.limit :]} if self.limit else set()
-        return [
-            e.message()
-            for e in entries
-            if e.role == "system" or id(e) not in self.earlier or id(e) in keep
-        ]
+        return guarded(plan, native)
+    system = build_system_prompt(goal, tool_specs)
+    body = _loop(
+        plan,
+        budget,
+        system=system,
+        announce_goal=announce_goal,
+        history_limit=history_limit,
+        max_steps=max_steps,
+        per_call=per_call,
+        temperature=temperature,
+    )
+    return guarded(plan, body)
 
 
 def _loop(
     plan: PlanRun,
     budget: Limits,
     *,
+    system: str,
+    announce_goal: bool,
+    history_limit: int | None,
     max_steps: int,
     per_call: int,
     temperature: float,
-    window: _Window,
-) -> PlanResult:
+) -> Loop:
     history = plan.session.history
+    window = open_pass(history, system, plan.goal if announce_goal else None, history_limit)
     nudged = False
     for turn in range(max_steps):
         breach = budget.breach()
         if breach is not None:
             return plan.finish(breach.reason, breach=breach)
         try:
-            response = plan.complete(
+            response = yield plan.ask(
                 window.messages(), step=turn, max_tokens=per_call, temperature=temperature
             )
         except ModelAPIError as exc:
@@ -291,12 +334,12 @@ def _loop(
         completion = activity_of(response)
         action, action_input = parsed["action"], parsed["action_input"]
         if action == "finish":
-            plan.steps.append(PlanStep(parsed["thought"], action, action_input, None, completion))
+            plan.add_step(PlanStep(parsed["thought"], action, action_input, None, completion))
             return plan.finish("goal_achieved", answer=parsed["final_answer"])
-        observation, activity, _failed = plan.dispatch(
+        observation, activity, _failed = yield plan.act(
             action, action_input, informed_by=completion, step=turn
         )
-        plan.steps.append(
+        plan.add_step(
             PlanStep(parsed["thought"], action, action_input, observation, activity or completion)
         )
         history.append("user", f"Observation: {stringify(observation)}")

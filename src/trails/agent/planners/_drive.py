@@ -1,0 +1,601 @@
+"""One loop per planner, driven sync or async: the requests a loop yields and their drivers.
+
+Every planner loop is written once, as a generator. Where it needs the outside
+world it yields a request and is sent back the answer:
+
+- ``Complete``: "complete these messages" (a reasoning turn); the answer is the
+  recorded ``Response``, or the provider's exception thrown into the loop;
+- ``Dispatch``: "dispatch this action" (guards, policy, ``invoke``); the answer
+  is ``(observation, invocation activity, failed)``;
+- ``DispatchMany``: "dispatch these tool calls of one model turn, at most
+  ``max_parallel`` at once" (native tool calling); the answer is one such
+  triple per call, in the order the model asked for them;
+- ``Gather``: "run these loops concurrently" (a behaviour tree's ``parallel``
+  node: one loop per child); the answer is their results, in the given order.
+
+Everything else a loop does (parse a reply, check a budget, record a plan
+document, end the run) is synchronous and identical on both paths, so a sync
+run and an async run of the same script record the same graph. Nested loops
+compose with ``yield from`` (Reflexion's inner ReAct passes, Plan-Execute-
+Reflect's executor, a behaviour tree's nodes). The store write stays
+synchronous: each event is one ``recorder.record`` call, one atomic write
+under the recorder's lock, whichever thread or task makes it.
+
+Drivers, all sharing the loop:
+
+- ``drive``: ``run`` -- each request executed in the calling thread (the calls
+  of a ``DispatchMany``, the loops of a ``Gather`` in worker threads);
+- ``adrive``: ``arun`` -- a completion awaited on the client's ``acomplete``, a
+  dispatch run in a worker thread (``invoke`` as ``ainvoke`` runs it: an
+  ``async def`` handler runs on the caller's loop), so the event loop stays free;
+  the calls of a ``DispatchMany`` and the loops of a ``Gather`` as asyncio
+  tasks, gathered;
+- ``stream_drive`` / ``astream_drive``: ``stream`` / ``astream`` -- as above,
+  a completion streamed (each text piece a ``token`` event), and every
+  observer event of the run yielded as it happens (``trails.kernel.observe``:
+  one vocabulary for observers and streams).
+
+``entries`` turns a planner's loop function (the full keyword signature of its
+``run``) into its ``run``, ``arun``, ``stream``, ``astream``, ``batch`` and
+``abatch``, so each planner states its signature once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import threading
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar
+
+from trails.kernel.handlers import caller_loop
+from trails.kernel.observe import ObserverEvent, check_observers, notify, observe_on
+from trails.llm.types import Chunk, Message, Response, ToolCall
+
+if TYPE_CHECKING:
+    from trails.agent.context import Session
+    from trails.agent.planners._loop import PlanRun
+    from trails.agent.planners.base import PlanResult
+    from trails.llm.catalogue import ModelSpec
+
+__all__ = [
+    "Complete",
+    "Dispatch",
+    "DispatchMany",
+    "Feed",
+    "Gather",
+    "Loop",
+    "Progress",
+    "Request",
+    "abatch_entry",
+    "adrive",
+    "arun_entry",
+    "astream_drive",
+    "astream_entry",
+    "batch_entry",
+    "drive",
+    "run_entry",
+    "stream_drive",
+    "stream_entry",
+]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+# Dispatches of async runs: more workers than asyncio's default pool (cpu + 4),
+# since each mostly waits (on a handler's I/O, or an async handler on the loop).
+_POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="trails-arun")
+
+
+@dataclass(frozen=True)
+class Complete:
+    """A reasoning turn the loop asks for (see ``PlanRun.complete`` for the fields)."""
+
+    plan: PlanRun
+    messages: list[Message]
+    step: int
+    max_tokens: int
+    temperature: float
+    parent: str | None = None
+    model: str | ModelSpec | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def keywords(self) -> dict[str, Any]:
+        """The keywords of ``PlanRun.complete`` (and ``stream``) for this turn."""
+        return {
+            "step": self.step,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "parent": self.parent,
+            "model": self.model,
+            **self.options,
+        }
+
+    def run(self) -> Response:
+        return self.plan.complete(self.messages, **self.keywords())
+
+    async def arun(self) -> Response:
+        return await self.plan.acomplete(self.messages, **self.keywords())
+
+    def streamable(self, method: str = "stream") -> bool:
+        """Whether the turn can be streamed (a structured answer turn cannot; a native
+        turn offering tools can: the streamed ``Response`` carries its tool calls)."""
+        return set(self.options) <= {"tools"} and callable(getattr(self.plan.llm, method, None))
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """An action the loop asks to dispatch (see ``PlanRun.dispatch``)."""
+
+    plan: PlanRun
+    action: str
+    action_input: dict[str, Any]
+    informed_by: str | None
+    step: int
+    tool_call_id: str | None = None
+
+    def run(self) -> tuple[Any, str | None, bool]:
+        return self.plan.dispatch(
+            self.action,
+            self.action_input,
+            informed_by=self.informed_by,
+            step=self.step,
+            tool_call_id=self.tool_call_id,
+        )
+
+    async def arun(self) -> tuple[Any, str | None, bool]:
+        loop = asyncio.get_running_loop()
+        token = caller_loop.set(loop)  # an ``async def`` handler runs on this loop
+        try:
+            context = contextvars.copy_context()
+        finally:
+            caller_loop.reset(token)
+        context.run(observe_on, loop)  # async observers of its tool events: on this loop too
+        return await loop.run_in_executor(_POOL, functools.partial(context.run, self.run))
+
+
+@dataclass(frozen=True)
+class DispatchMany:
+    """The tool calls of one model turn, to dispatch concurrently (see ``_parallel``).
+
+    Each call is its own ``Dispatch`` (its own invocation, informed by the
+    completion that asked, carrying the call's id); a ``parallel_safe=False``
+    capability runs alone; the answers come back in the calls' order.
+    """
+
+    plan: PlanRun
+    calls: Sequence[ToolCall]
+    informed_by: str | None
+    step: int
+    max_parallel: int
+
+    def dispatches(self) -> list[Dispatch]:
+        """One ``Dispatch`` per call, in the calls' order."""
+        return [
+            Dispatch(self.plan, c.name, dict(c.arguments), self.informed_by, self.step, c.id)
+            for c in self.calls
+        ]
+
+    def run(self) -> list[tuple[Any, str | None, bool]]:
+        from trails.agent.planners._parallel import run_groups
+
+        return run_groups(self.calls, self.dispatches(), max_parallel=self.max_parallel)
+
+    async def arun(self) -> list[tuple[Any, str | None, bool]]:
+        from trails.agent.planners._parallel import arun_groups
+
+        return await arun_groups(self.calls, self.dispatches(), max_parallel=self.max_parallel)
+
+
+@dataclass(frozen=True)
+class Gather:
+    """Loops to run concurrently, at most ``max_parallel`` at once; the answer is their results.
+
+    Each loop runs in its own copy of the ``contextvars`` context (a worker
+    thread under ``drive``, an asyncio task under ``adrive``). Every loop runs
+    to its end; then the first exception in the given order is raised, else the
+    results come back in the given order.
+    """
+
+    loops: Sequence[Generator[Request, Any, Any]]
+    max_parallel: int
+
+    def run(self) -> list[Any]:
+        from trails.agent.planners._parallel import run_concurrently
+
+        thunks = [functools.partial(drive, loop) for loop in self.loops]
+        return run_concurrently(thunks, max_parallel=self.max_parallel)
+
+    async def arun(self) -> list[Any]:
+        gate = asyncio.Semaphore(max(1, self.max_parallel))
+
+        async def one(loop: Generator[Request, Any, Any]) -> Any:
+            async with gate:
+                return await adrive(loop)
+
+        done = await asyncio.gather(*(one(loop) for loop in self.loops), return_exceptions=True)
+        for item in done:
+            if isinstance(item, BaseException):
+                raise item
+        return list(done)
+
+
+Request: TypeAlias = Complete | Dispatch | DispatchMany | Gather
+"""What a planner loop yields."""
+
+Loop: TypeAlias = Generator[Request, Any, "PlanResult"]
+"""A planner loop: yields requests, is sent their answers, returns the ``PlanResult``."""
+
+
+def drive(loop: Generator[Request, Any, T]) -> T:
+    """Run a loop to its result, executing each request in this thread.
+
+    Raises:
+        Exception: whatever the loop lets through (a request's exception is
+            thrown into the loop first, where the loop may handle it).
+    """
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            request = loop.throw(error) if error is not None else loop.send(answer)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        answer, error = None, None
+        try:
+            answer = request.run()
+        except BaseException as exc:  # handed to the loop, which handles it or re-raises
+            error = exc
+
+
+async def adrive(loop: Generator[Request, Any, T]) -> T:
+    """``drive`` for asyncio: each request awaited (see the module docstring)."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            request = loop.throw(error) if error is not None else loop.send(answer)
+        except StopIteration as done:
+            result: T = done.value
+            return result
+        answer, error = None, None
+        try:
+            answer = await request.arun()
+        except BaseException as exc:
+            error = exc
+
+
+class Feed:
+    """An observer that keeps the events of one streamed run until the stream yields them."""
+
+    def __init__(self) -> None:
+        self.events: list[ObserverEvent] = []
+        self.completion: str | None = None  # the call id of the model call in progress
+
+    def on_event(self, event: ObserverEvent) -> None:
+        if event.kind == "llm_start":
+            self.completion = event.call_id
+        self.events.append(event)
+
+    def drain(self) -> list[ObserverEvent]:
+        out, self.events = self.events, []
+        return out
+
+    def token(self, request: Complete, text: str) -> None:
+        """Tell every observer of the run about one piece of streamed model text."""
+        notify(request.plan.ctx, "token", call_id=self.completion, text=text)
+
+
+def stream_drive(loop: Loop, feed: Feed) -> Iterator[ObserverEvent]:
+    """Run a loop, yielding every event of the run as it happens (the last is ``run_end``).
+
+    A consumer that stops early ends the run: the loop is closed, which records
+    the run as ended with an error (``GeneratorExit``), and an unfinished
+    model stream is recorded as a failed completion.
+    """
+    answer: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                request = loop.throw(error) if error is not None else loop.send(answer)
+            except StopIteration:
+                yield from feed.drain()
+                return
+            answer, error = None, None
+            yield from feed.drain()
+            if isinstance(request, Complete) and request.streamable():
+                pieces = request.plan.stream(request.messages, **request.keywords())
+                try:
+                    while True:
+                        try:
+                            item = next(pieces)
+                        except StopIteration:
+                            break
+                        except BaseException as exc:
+                            error = exc
+                            break
+                        if isinstance(item, Chunk):
+                            feed.token(request, item.text)
+                        else:
+                            answer = item
+                        yield from feed.drain()
+                finally:
+                    closing = getattr(pieces, "close", None)
+                    if closing is not None:
+                        closing()
+            else:
+                try:
+                    answer = request.run()
+                except BaseException as exc:
+                    error = exc
+    finally:
+        loop.close()
+
+
+async def astream_drive(loop: Loop, feed: Feed) -> AsyncIterator[ObserverEvent]:
+    """``stream_drive`` for asyncio: completions streamed with ``astream``."""
+    answer: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                request = loop.throw(error) if error is not None else loop.send(answer)
+            except StopIteration:
+                for event in feed.drain():
+                    yield event
+                return
+            answer, error = None, None
+            for event in feed.drain():
+                yield event
+            if isinstance(request, Complete) and request.streamable("astream"):
+                pieces = request.plan.astream(request.messages, **request.keywords())
+                try:
+                    while True:
+                        try:
+                            item = await anext(pieces)
+                        except StopAsyncIteration:
+                            break
+                        except BaseException as exc:
+                            error = exc
+                            break
+                        if isinstance(item, Chunk):
+                            feed.token(request, item.text)
+                        else:
+                            answer = item
+                        for event in feed.drain():
+                            yield event
+                finally:
+                    closing = getattr(pieces, "aclose", None)
+                    if closing is not None:
+                        await closing()
+            else:
+                try:
+                    answer = await request.arun()
+                except BaseException as exc:
+                    error = exc
+    finally:
+        loop.close()
+
+
+def _with_feed(kwargs: dict[str, Any]) -> Feed:
+    feed = Feed()
+    kwargs["observers"] = (*check_observers(kwargs.get("observers")), feed)
+    return feed
+
+
+def _named(fn: Any, like: Callable[..., Any], name: str, doc: str) -> None:
+    functools.update_wrapper(fn, like)
+    fn.__name__ = name
+    fn.__qualname__ = name
+    fn.__doc__ = doc
+
+
+def run_entry(steps: Callable[P, Loop]) -> Callable[P, PlanResult]:
+    """A planner's ``run``: the loop of ``steps`` driven in this thread (its docstring)."""
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> PlanResult:
+        return drive(steps(*args, **kwargs))
+
+    _named(run, steps, "run", steps.__doc__ or "")
+    return run
+
+
+def arun_entry(steps: Callable[P, Loop], name: str) -> Callable[P, Coroutine[Any, Any, PlanResult]]:
+    """A planner's ``arun``: the same loop, driven on the event loop."""
+
+    async def arun(*args: P.args, **kwargs: P.kwargs) -> PlanResult:
+        return await adrive(steps(*args, **kwargs))
+
+    _named(
+        arun,
+        steps,
+        "arun",
+        f"``{name}.run`` for asyncio: same arguments, same loop, same recorded graph.\n\n"
+        "Model turns are awaited on the client's ``acomplete``; each action is\n"
+        "dispatched in a worker thread (an ``async def`` capability runs on this\n"
+        "event loop). Store writes stay synchronous and atomic.\n\n"
+        f"Returns:\n    The ``PlanResult``, as ``{name}.run`` returns it.\n",
+    )
+    return arun
+
+
+def stream_entry(steps: Callable[P, Loop], name: str) -> Callable[P, Iterator[ObserverEvent]]:
+    """A planner's ``stream``: the run's events, as they happen."""
+
+    def stream(*args: P.args, **kwargs: P.kwargs) -> Iterator[ObserverEvent]:
+        feed = _with_feed(kwargs)
+        return stream_drive(steps(*args, **kwargs), feed)
+
+    _named(
+        stream,
+        steps,
+        "stream",
+        f"Run like ``{name}.run``, yielding the run's events as they happen.\n\n"
+        "The events are the ``ObserverEvent`` objects observers receive\n"
+        "(``trails.kernel.observe``): ``run_start``, ``llm_start``, ``token`` (each\n"
+        "piece of model text, ``data['text']``), ``llm_end``, ``tool_start``,\n"
+        "``tool_end`` / ``tool_error``, ``step_end`` (``data['step']``, a ``PlanStep``)\n"
+        "... and last the run's ``run_end``, whose ``data['result']`` is the\n"
+        "``PlanResult``. Leaving the loop early ends the run (recorded as an error).\n",
+    )
+    return stream
+
+
+def astream_entry(steps: Callable[P, Loop], name: str) -> Callable[P, AsyncIterator[ObserverEvent]]:
+    """A planner's ``astream``: ``stream`` for asyncio."""
+
+    def astream(*args: P.args, **kwargs: P.kwargs) -> AsyncIterator[ObserverEvent]:
+        feed = _with_feed(kwargs)
+        return astream_drive(steps(*args, **kwargs), feed)
+
+    _named(
+        astream,
+        steps,
+        "astream",
+        f"``{name}.stream`` for asyncio: ``async for event in {name}.astream(...)``.\n",
+    )
+    return astream
+
+
+Progress: TypeAlias = Callable[[int, int], None]
+"""``on_progress(done, total)``, called after each goal of a batch ends."""
+
+
+def _check_batch(goals: Any, max_concurrency: Any) -> list[str]:
+    from trails.errors import UserError
+
+    if isinstance(goals, str) or not isinstance(goals, Sequence):
+        raise UserError(f"goals must be a list of goal strings, not {type(goals).__name__}")
+    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int):
+        raise UserError(f"max_concurrency must be an int, not {max_concurrency!r}")
+    if max_concurrency < 1:
+        raise UserError(f"max_concurrency must be >= 1, not {max_concurrency}")
+    return list(goals)
+
+
+def _session(principal: str | None, session_options: Mapping[str, Any] | None) -> Session:
+    from trails.agent.context import Session
+    from trails.config import load_settings
+
+    who = principal if principal is not None else load_settings().principal
+    return Session(principal=who, **dict(session_options or {}))
+
+
+class _Progress:
+    """Counts finished goals and reports, one report at a time."""
+
+    def __init__(self, total: int, on_progress: Progress | None) -> None:
+        self.total, self.done, self.on_progress = total, 0, on_progress
+        self.lock = threading.Lock()
+
+    def tick(self) -> None:
+        with self.lock:
+            self.done += 1
+            if self.on_progress is not None:
+                self.on_progress(self.done, self.total)
+
+
+_BATCH_DOC = """Run several goals, each in its own new ``Session``, ``max_concurrency`` at once.
+
+Args:
+    goals: the goals, one run each.
+    max_concurrency: how many runs go at once ({how}).
+    on_progress: called with ``(done, total)`` after each run ends.
+    principal: who the sessions act for (default: ``[agent] principal``).
+    session_options: further ``Session`` keywords (``store``, ``policy``,
+        ``budget`` ...) for every session.
+    **options: ``{name}.run`` keywords (``llm`` is required), the same for every goal.
+
+Returns:
+    One result per goal, in the goals' order: the ``PlanResult``, or the
+    exception that run raised (one failure does not cancel the others). Each
+    session is closed when its run ends.
+
+Raises:
+    UserError: ``goals`` is not a list or ``max_concurrency`` < 1.
+"""
+
+
+def batch_entry(steps: Callable[..., Loop], name: str) -> Callable[..., list[Any]]:
+    """A planner's ``batch``: goals in worker threads, each its own session and run."""
+
+    def batch(
+        goals: Sequence[str],
+        *,
+        max_concurrency: int = 4,
+        on_progress: Progress | None = None,
+        principal: str | None = None,
+        session_options: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> list[PlanResult | Exception]:
+        todo = _check_batch(goals, max_concurrency)
+        progress = _Progress(len(todo), on_progress)
+
+        def one(goal: str) -> PlanResult | Exception:
+            try:
+                with _session(principal, session_options) as session:
+                    return drive(steps(goal, session=session, **options))
+            except Exception as exc:
+                return exc
+            finally:
+                progress.tick()
+
+        if not todo:
+            return []
+        workers = min(max_concurrency, len(todo))
+        with ThreadPoolExecutor(workers, thread_name_prefix=f"trails-{name}-batch") as pool:
+            context = contextvars.copy_context()
+            futures = [pool.submit(context.copy().run, one, goal) for goal in todo]
+            return [f.result() for f in futures]
+
+    batch.__name__ = batch.__qualname__ = "batch"
+    batch.__doc__ = _BATCH_DOC.format(how="worker threads", name=name)
+    return batch
+
+
+def abatch_entry(
+    steps: Callable[..., Loop], name: str
+) -> Callable[..., Coroutine[Any, Any, list[Any]]]:
+    """A planner's ``abatch``: goals as asyncio tasks behind a semaphore."""
+
+    async def abatch(
+        goals: Sequence[str],
+        *,
+        max_concurrency: int = 4,
+        on_progress: Progress | None = None,
+        principal: str | None = None,
+        session_options: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> list[PlanResult | Exception]:
+        todo = _check_batch(goals, max_concurrency)
+        progress = _Progress(len(todo), on_progress)
+        gate = asyncio.Semaphore(max_concurrency)
+
+        async def one(goal: str) -> PlanResult | Exception:
+            async with gate:
+                try:
+                    with _session(principal, session_options) as session:
+                        return await adrive(steps(goal, session=session, **options))
+                except Exception as exc:
+                    return exc
+                finally:
+                    progress.tick()
+
+        return list(await asyncio.gather(*(one(goal) for goal in todo)))
+
+    abatch.__name__ = abatch.__qualname__ = "abatch"
+    abatch.__doc__ = _BATCH_DOC.format(how="asyncio tasks", name=name)
+    return abatch
