@@ -232,7 +232,7 @@ COMPLETE_RUNS = (
 SELECT ?session (COUNT(DISTINCT ?run) AS ?runs) (COUNT(DISTINCT ?c) AS ?completions)
        (COUNT(DISTINCT ?inv) AS ?invocations) (SAMPLE(?answer) AS ?a) WHERE {
   GRAPH ?session {
-    ?run a trails:ReActPlan ; prov:endedAtTime ?end ; trails:answer ?answer ;
+    ?run a trails:ReActPlan ; prov:endedAtTime ?end ; trails:answerSha256 ?answerDigest ;
          trails:stopReason "goal_achieved" .
     {
       ?c a trails:LLMCompletion ; prov:wasInformedBy ?run ; trails:status "ok" ;
@@ -244,6 +244,7 @@ SELECT ?session (COUNT(DISTINCT ?run) AS ?runs) (COUNT(DISTINCT ?c) AS ?completi
       ?o prov:wasGeneratedBy ?inv .
     }
   }
+  GRAPH ?content { ?run trails:answer ?answer }  # the answer text is content
 } GROUP BY ?session
 """
 )

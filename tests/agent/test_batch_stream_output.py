@@ -323,8 +323,8 @@ SELECT ?reason WHERE { GRAPH ?g { ?run a trails:ReActPlan ; trails:wasTerminated
 )
 
 ANSWER = (
-    PREFIXES
-    + "SELECT ?answer WHERE { GRAPH ?g { ?run a trails:ReActPlan ; trails:answer ?answer } }"
+    PREFIXES + "SELECT ?answer WHERE { GRAPH ?g { ?run a trails:ReActPlan } "
+    "GRAPH ?content { ?run trails:answer ?answer } }"
 )
 
 

@@ -408,8 +408,9 @@ WHERE {
          prov:used ?in .
     OPTIONAL { ?inv prov:endedAtTime ?end }
     OPTIONAL { ?inv trails:status ?status }
-    OPTIONAL { ?out a trails:CapabilityOutput ; prov:wasGeneratedBy ?inv ; prov:value ?value }
+    OPTIONAL { ?out a trails:CapabilityOutput ; prov:wasGeneratedBy ?inv }
   }
+  OPTIONAL { GRAPH ?content { ?out prov:value ?value } }
 } GROUP BY ?inv
 """
 )

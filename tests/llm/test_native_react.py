@@ -81,8 +81,9 @@ SELECT ?id ?city ?status ?completion WHERE {
     ?completion a trails:LLMCompletion ; prov:wasInformedBy ?run ; trails:toolCallId ?id .
     ?inv a trails:CapabilityInvocation ; prov:wasInformedBy ?completion ;
          trails:toolCallId ?id ; trails:status ?status ; prov:used ?in .
-    ?in a trails:CapabilityInput ; prov:value ?city .
+    ?in a trails:CapabilityInput .
   }
+  GRAPH ?content { ?in prov:value ?city }
 } ORDER BY ?city
 """
 )
