@@ -252,7 +252,8 @@ SELECT ?session (SAMPLE(?answer) AS ?a) (COUNT(DISTINCT ?run) AS ?runs)
        (COUNT(DISTINCT ?c) AS ?completions) (COUNT(DISTINCT ?inv) AS ?invocations)
 WHERE {{ GRAPH ?session {{
   ?session a {T.Session.n3()} ; <{PROV}endedAtTime> ?send .
-  ?run a {T.ReActPlan.n3()} ; <{PROV}endedAtTime> ?rend ; {T.answer.n3()} ?answer .
+  ?run a {T.ReActPlan.n3()} ; <{PROV}endedAtTime> ?rend .
+  GRAPH ?content {{ ?run {T.answer.n3()} ?answer }}
   {{ ?c a {T.LLMCompletion.n3()} ; <{PROV}wasInformedBy> ?run ; {T.status.n3()} "ok" .
      ?text <{PROV}wasGeneratedBy> ?c }}
   UNION
