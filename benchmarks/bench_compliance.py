@@ -234,7 +234,7 @@ def retention(n: int) -> None:
 
     lines = []
     for part, what in (
-        ("content", "content (two values each, revision seal each)"),
+        ("content", "content (two values each, through the erasure API)"),
         ("structure", "whole graphs"),
     ):
         t, raw_t, c = results[part], results[f"{part}-raw"], results[f"{part}-compact"]
@@ -255,27 +255,25 @@ def retention(n: int) -> None:
 `python benchmarks/bench_compliance.py retention --sessions {n}`, on-disk stores. {n} sealed
 sessions that ended two years ago (each a start, one completion with prompt and answer,
 an end; recorded in {t_record:.0f} s), copied once per measurement. Content retention
-removes each session's two values and writes its revision seal in the same write;
-structure retention drops each graph (its seals stay in the ledger). Both first record
-and seal the run with one removal entity per session. The baseline removes the same
-quads (`Store.remove` per value, found by one SPARQL query per graph) or graphs
+erases each session's two values (prompt and answer) through the erasure API: its
+content graph is emptied, and a sealed erasure receipt lists every digest; no seal of a
+session is revised. Structure retention drops each graph, its content graph and its
+catalogue entry (its seals stay in the ledger). Both first record and seal the run with
+one removal entity per session. The baseline drops the same content graphs or graphs
 (`Store.remove_graph`) with raw pyoxigraph calls on a copy of the same store.
 
 | | time | ratio |
 |---|---|---|
 {table}
 
-Compaction rewrites the store (dump, load into a fresh directory, swap): RocksDB
+Compaction rewrites the store (a bulk copy of its quads into a fresh directory, swapped in): RocksDB
 compaction alone leaves removed strings in its string table, so it is the price of
 removed text not surviving in the files, paid once per run, not per session.
 
-Content removal is the slow part: with content inside the sealed session graph, each
-session costs a read of its graph and a revision seal (the same work as sealing a
-session's end), against a bare quad delete for the baseline. It is a stand-in
-(`_remove_content` in `audit/retention.py`) until content lives in an erasable content
-graph apart from the sealed structure; then it becomes an erasure and no seal is revised.
-Structure removal costs the recorded, sealed run (one removal entity per session) and
-the plan's three queries on top of the same graph drops.""",
+Against a bare graph drop, trails pays for the evidence: the retention run's sealed record
+(one removal entity per session), the erasure receipt (each erased value's digest,
+invalidated by the erasure) and the plan's queries. A graph drop also looks up and removes
+the session's catalogue entry.""",
     )
     print(" ".join(f"{k}={v:.2f}s" for k, v in results.items()))
 
