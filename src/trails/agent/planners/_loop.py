@@ -67,6 +67,7 @@ __all__ = [
     "activity_of",
     "check_limits",
     "check_positive_int",
+    "governance",
     "per_call_tokens",
     "stringify",
 ]
@@ -100,6 +101,18 @@ def stringify(value: Any) -> str:
 def activity_of(response: Response) -> str | None:
     """The completion activity IRI of a response, as a plain str (None if unrecorded)."""
     return str(response.activity_iri) if response.activity_iri else None
+
+
+def governance(
+    policy: Any, approver: Any, approval_timeout_s: float | None, observers: Any
+) -> dict[str, Any]:
+    """A run's ``governance=`` for ``PlanRun`` (checked there) from its four keywords."""
+    return {
+        "policy": policy,
+        "approver": approver,
+        "approval_timeout_s": approval_timeout_s,
+        "observers": observers,
+    }
 
 
 def check_positive_int(name: str, value: Any, *, minimum: int = 1) -> int:

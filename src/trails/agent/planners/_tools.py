@@ -30,6 +30,7 @@ __all__ = [
     "card_grants",
     "discover_tools",
     "granted_by",
+    "offered_tools",
     "render_catalogue",
 ]
 
@@ -188,6 +189,16 @@ def granted_by(
     if grants is None:
         return tool_specs
     return [(cid, m) for cid, m in tool_specs if any(fnmatch.fnmatchcase(cid, g) for g in grants)]
+
+
+def offered_tools(
+    session: Any, tools: ToolsSpec, tool_filter: ToolFilter
+) -> list[tuple[str, dict[str, Any]]]:
+    """The tools a planner run offers: ``discover_tools(tools, tool_filter=...)``, cut to
+    what the session's agent card grants."""
+    return granted_by(
+        getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
+    )
 
 
 def _traits(meta: dict[str, Any]) -> str:

@@ -80,6 +80,7 @@ from trails.agent.planners._loop import (
     activity_of,
     check_limits,
     check_positive_int,
+    governance,
     per_call_tokens,
     stringify,
 )
@@ -89,8 +90,7 @@ from trails.agent.planners._parse import parse_step
 from trails.agent.planners._tools import (
     ToolFilter,
     ToolsSpec,
-    discover_tools,
-    granted_by,
+    offered_tools,
     render_catalogue,
 )
 from trails.agent.planners.base import PlanStep, StopReason
@@ -288,9 +288,7 @@ def _steps(
     if tree_config is not None:
         agent_turns = tree_config.max_decisions_per_node
     root = None if tree is None else build_tree(tree, config=tree_config)
-    tool_specs = granted_by(
-        getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
-    )
+    tool_specs = offered_tools(session, tools, tool_filter)
     memory = _working_memory(working_memory)
     if episodic is not None and not (
         callable(getattr(episodic, "store", None)) and callable(getattr(episodic, "retrieve", None))
@@ -303,12 +301,7 @@ def _steps(
         session=session,
         ctx=ctx,
         tools=[cid for cid, _ in tool_specs],
-        governance={
-            "policy": policy,
-            "approver": approver,
-            "approval_timeout_s": approval_timeout_s,
-            "observers": observers,
-        },
+        governance=governance(policy, approver, approval_timeout_s, observers),
         guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
         output=check_output(output_type, output_retries, per_call),
     )

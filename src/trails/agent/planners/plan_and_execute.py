@@ -36,6 +36,7 @@ from trails.agent.planners._loop import (
     activity_of,
     check_limits,
     check_positive_int,
+    governance,
     per_call_tokens,
     stringify,
 )
@@ -45,8 +46,7 @@ from trails.agent.planners._parse import parse_plan
 from trails.agent.planners._tools import (
     ToolFilter,
     ToolsSpec,
-    discover_tools,
-    granted_by,
+    offered_tools,
     render_catalogue,
 )
 from trails.agent.planners.base import PlanResult, PlanStep
@@ -188,9 +188,7 @@ def _steps(
     )
     max_steps = check_positive_int("max_steps", max_steps)
     max_replans = check_positive_int("max_replans", max_replans, minimum=0)
-    tool_specs = granted_by(
-        getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
-    )
+    tool_specs = offered_tools(session, tools, tool_filter)
     plan = PlanRun(
         NAME,
         goal,
@@ -198,12 +196,7 @@ def _steps(
         session=session,
         ctx=ctx,
         tools=[cid for cid, _ in tool_specs],
-        governance={
-            "policy": policy,
-            "approver": approver,
-            "approval_timeout_s": approval_timeout_s,
-            "observers": observers,
-        },
+        governance=governance(policy, approver, approval_timeout_s, observers),
         guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
         output=check_output(output_type, output_retries, per_call),
     )

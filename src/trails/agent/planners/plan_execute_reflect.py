@@ -53,6 +53,7 @@ from trails.agent.planners._loop import (
     activity_of,
     check_limits,
     check_positive_int,
+    governance,
     per_call_tokens,
 )
 from trails.agent.planners._native import (
@@ -66,8 +67,7 @@ from trails.agent.planners._templates import PERPrompts
 from trails.agent.planners._tools import (
     ToolFilter,
     ToolsSpec,
-    discover_tools,
-    granted_by,
+    offered_tools,
     render_catalogue,
 )
 from trails.agent.planners.base import BUDGET_STOPS, PlanStep
@@ -316,9 +316,7 @@ def _steps(
     entries = getattr(session, "history", ())
     earlier = [f"{e.role}: {e.content}" for e in entries if e.role != "system"]
     history = earlier[len(earlier) - limit :] if limit else []
-    tool_specs = granted_by(
-        getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
-    )
+    tool_specs = offered_tools(session, tools, tool_filter)
     tool_ids = [cid for cid, _ in tool_specs]
     plan = PlanRun(
         NAME,
@@ -327,12 +325,7 @@ def _steps(
         session=session,
         ctx=ctx,
         tools=tool_ids,
-        governance={
-            "policy": policy,
-            "approver": approver,
-            "approval_timeout_s": approval_timeout_s,
-            "observers": observers,
-        },
+        governance=governance(policy, approver, approval_timeout_s, observers),
         guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
         output=check_output(output_type, output_retries, per_call),
     )

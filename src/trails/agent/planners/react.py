@@ -37,6 +37,7 @@ from trails.agent.planners._loop import (
     activity_of,
     check_limits,
     check_positive_int,
+    governance,
     per_call_tokens,
     stringify,
 )
@@ -53,7 +54,7 @@ from trails.agent.planners._tools import (
     ToolFilter,
     ToolsSpec,
     discover_tools,
-    granted_by,
+    offered_tools,
     render_catalogue,
 )
 from trails.agent.planners.base import PlanStep
@@ -209,12 +210,7 @@ def _steps(
         ),
         announce_goal=True,
         guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
-        governance={
-            "policy": policy,
-            "approver": approver,
-            "approval_timeout_s": approval_timeout_s,
-            "observers": observers,
-        },
+        governance=governance(policy, approver, approval_timeout_s, observers),
         output=check_output(output_type, output_retries, per_call),
         tooling=check_tool_calling(tool_calling, max_parallel_tools, tool_timeout_s),
     )
@@ -254,9 +250,7 @@ def _run(
     """
     tooling = tooling if tooling is not None else ToolCalling()
     max_steps = check_positive_int("max_steps", max_steps)
-    tool_specs = granted_by(
-        getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
-    )
+    tool_specs = offered_tools(session, tools, tool_filter)
     plan = PlanRun(
         NAME,
         goal,

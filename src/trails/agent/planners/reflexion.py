@@ -42,13 +42,14 @@ from trails.agent.planners._loop import (
     activity_of,
     check_limits,
     check_positive_int,
+    governance,
     per_call_tokens,
     stringify,
 )
 from trails.agent.planners._native import DEFAULT_MAX_PARALLEL_TOOLS, check_tool_calling
 from trails.agent.planners._outcome import check_output, guarded
 from trails.agent.planners._parse import parse_verdict
-from trails.agent.planners._tools import ToolFilter, ToolsSpec, discover_tools, granted_by
+from trails.agent.planners._tools import ToolFilter, ToolsSpec, offered_tools
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult
 from trails.errors import ModelAPIError, ReplyParseError
 from trails.llm.types import Message, Response
@@ -190,12 +191,7 @@ def _steps(
     )
     max_steps = check_positive_int("max_steps", max_steps)
     outer = check_positive_int("max_outer_iterations", max_outer_iterations)
-    tool_ids = [
-        cid
-        for cid, _ in granted_by(
-            getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
-        )
-    ]
+    tool_ids = [cid for cid, _ in offered_tools(session, tools, tool_filter)]
     plan = PlanRun(
         NAME,
         goal,
@@ -203,12 +199,7 @@ def _steps(
         session=session,
         ctx=ctx,
         tools=tool_ids,
-        governance={
-            "policy": policy,
-            "approver": approver,
-            "approval_timeout_s": approval_timeout_s,
-            "observers": observers,
-        },
+        governance=governance(policy, approver, approval_timeout_s, observers),
         guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
         output=check_output(output_type, output_retries, per_call),
     )
