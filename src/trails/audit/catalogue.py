@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
+from datetime import UTC, date, datetime
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +38,12 @@ from trails.store.terms import IRI, Literal, Quad, Term, literal, to_python
 __all__ = [
     "CATALOGUE_TERMS",
     "catalogue_iri",
+    "dated_mark",
+    "day_iri",
+    "is_new",
+    "day_quads",
+    "day_totals",
+    "ended_day",
     "entry_iri",
     "entry_quads",
     "existing_entry",
@@ -86,6 +93,14 @@ CATALOGUE_TERMS: tuple[IRI, ...] = (
     totalInputTokens,
     totalOutputTokens,
     totalCostUSD,
+    T.CatalogueDay,
+    T.DailyTotal,
+    T.endedOn,
+    T.day,
+    T.totalsOf,
+    T.totalAgent,
+    T.totalledAt,
+    T.entriesDated,
 )
 """The trails terms the catalogue writes (declared in trails.ttl, shaped in shapes.ttl)."""
 
@@ -104,6 +119,72 @@ def catalogue_iri(minter: Minter) -> IRI:
 def entry_iri(session: str) -> IRI:
     """The IRI of a session's summary (``<session>:summary``)."""
     return Minter.part(session, "summary")
+
+
+def dated_mark(catalogue: IRI) -> Quad:
+    """The mark that every ended summary of ``catalogue`` points to its day
+    (``trails:entriesDated``): written with a new catalogue's first entry, and by
+    ``trails.audit.totals.rollup`` once it has dated an older catalogue's entries."""
+    return Quad(catalogue, T.entriesDated, literal(True), catalogue)
+
+
+_ANY_IN = "ASK { GRAPH $catalogue { ?s ?p ?o } }"
+
+
+def is_new(store: Store, catalogue: IRI) -> bool:
+    """Whether the catalogue graph holds nothing yet (one index lookup)."""
+    return not bool(store.query(_ANY_IN, {"catalogue": catalogue}))
+
+
+def day_iri(catalogue: IRI, day: date) -> IRI:
+    """The IRI of a catalogue day (``<catalogue>:day:YYYY-MM-DD``)."""
+    return Minter.part(catalogue, f"day:{day.isoformat()}")
+
+
+def ended_day(ended: Any) -> date | None:
+    """The UTC day of an ``xsd:dateTime`` literal (``None`` for anything else)."""
+    value = to_python(ended) if isinstance(ended, Literal) else ended
+    if not isinstance(value, datetime):
+        return None
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC).date()
+
+
+def day_quads(catalogue: IRI, day: date) -> list[Quad]:
+    """The description of a catalogue day (written with each summary that points to it)."""
+    node = day_iri(catalogue, day)
+    return [
+        Quad(node, RDF.type, T.CatalogueDay, catalogue),
+        Quad(node, RDF.type, PROV.Entity, catalogue),
+        Quad(node, RDFS.label, Literal(f"sessions that ended on {day.isoformat()}"), catalogue),
+        Quad(node, T.day, literal(day), catalogue),
+    ]
+
+
+_DAY_TOTALS = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?s ?p ?o $catalogue $day WHERE {
+  GRAPH $catalogue {
+    { $day trails:totalledAt ?o BIND($day AS ?s) BIND(trails:totalledAt AS ?p) }
+    UNION
+    { ?s trails:totalsOf $day ; ?p ?o }
+  }
+}
+"""
+
+
+def day_totals(store: Store, catalogue: IRI, days: Iterable[IRI]) -> list[Quad]:
+    """The stored totals of ``days`` (their ``trails:DailyTotal`` nodes and ``totalledAt``
+    marks): what a write that changes a summary of those days removes with it."""
+    out: list[Quad] = []
+    for day in dict.fromkeys(days):
+        result = store.query(_DAY_TOTALS, {"catalogue": catalogue, "day": day})
+        assert isinstance(result, Solutions)
+        out.extend(
+            Quad(IRI.trusted(str(r[0])), IRI.trusted(str(r[1])), r[2], catalogue)  # type: ignore[arg-type]
+            for r in result.rows
+            if r[0] is not None and r[1] is not None and r[2] is not None
+        )
+    return out
 
 
 def _usage_iri(entry: IRI, agent: str) -> IRI:
@@ -222,6 +303,10 @@ def summarise(
         value = first(str(session), predicate)
         if value is not None:
             add(entry, target, value)
+    day = ended_day(first(str(session), PROV.endedAtTime))
+    if day is not None:
+        add(entry, T.endedOn, day_iri(catalogue, day))
+        out.extend(day_quads(catalogue, day))
     add(entry, sealed, literal(is_sealed))
 
     # planner and stop reason: the plan runs the session ran (the newest top-level one decides)
@@ -351,11 +436,14 @@ def entry_quads(
     only added to (a session's first end: its stored entry is its start).
     """
     add = summarise(session, triples, catalogue, is_sealed=is_sealed)
+    stored = existing_entry(store, session, catalogue) if replace else []
+    # the totals of the days the entry leaves or joins no longer hold: removed in this write
+    days = [IRI.trusted(str(q.object)) for q in (*stored, *add) if q.predicate == T.endedOn]
+    stale = day_totals(store, catalogue, days) if days else []
     if not replace:
-        return add, []
-    stored = existing_entry(store, session, catalogue)
+        return add, stale
     keep, have = set(add), set(stored)
-    return [q for q in add if q not in have], [q for q in stored if q not in keep]
+    return [q for q in add if q not in have], [*(q for q in stored if q not in keep), *stale]
 
 
 _SESSIONS = """
@@ -423,6 +511,8 @@ def rebuild(store: Store, minter: Minter | None = None, *, missing_only: bool = 
         if remove or any(str(q.subject).startswith(entry) for q in add):
             store.write(add, remove=remove)
             written.append(session)
+    if not missing_only:  # every entry was written with its day
+        store.write([dated_mark(catalogue)])
     return written
 
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from trails.audit.catalogue import catalogue_iri, existing_entry
+from trails.audit.catalogue import catalogue_iri, day_totals, existing_entry
 from trails.audit.erasure import erase
 from trails.audit.holds import Hold, active_holds_for, list_holds
 from trails.audit.ledger import ledger_iri
@@ -473,8 +473,9 @@ def _remove_structure(store: Store, sessions: Sequence[str], catalogue: IRI) -> 
         store.clear(content_graph(graph))
         store.clear(graph)
         entry = existing_entry(store, graph, catalogue)
-        if entry:
-            store.write([], remove=entry)
+        if entry:  # the totals of the entry's day no longer hold: removed with it
+            days = [IRI.trusted(str(q.object)) for q in entry if q.predicate == T.endedOn]
+            store.write([], remove=[*entry, *day_totals(store, catalogue, days)])
 
 
 def apply(

@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "run a short agent session and audit it by SPARQL"),
     "query": ("query", "run a query of the pack, a SPARQL file, or inline SPARQL"),
     "sessions": ("sessions", "list sessions (by principal, status, time range)"),
-    "catalogue": ("catalogue", "rebuild the session catalogue (one summary per session)"),
+    "catalogue": ("catalogue", "rebuild the session catalogue or total its days' cost"),
     "memory": ("memory", "learn, recall, forget and list agent memory"),
     "export": (
         "exporting",

@@ -1,10 +1,15 @@
-"""``trails catalogue rebuild``: write the catalogue entries of sessions recorded without them.
+"""``trails catalogue rebuild|rollup``: write the catalogue's entries, total its days.
 
 The sealer keeps the catalogue (``trails.audit.catalogue``) current as sessions
 start and end. Stores recorded before the catalogue existed, or with ``[audit]
 seal = false``, need their entries written once: ``rebuild`` rewrites every
 session's entry from its graph (one write per session), ``--missing`` only
 those that have none.
+
+``rollup`` sums the cost of each day that is over into daily totals
+(``trails.audit.totals``), so ``cost-by-model`` and ``cost-by-principal`` read a
+few rows per day instead of every session's summary. Run it daily (as the
+retention job does); ``rebuild`` runs it after rewriting the entries.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import json
 
 from trails.audit.access import reading
 from trails.audit.catalogue import rebuild
+from trails.audit.totals import RollupResult, rollup
 from trails.config import load_settings
 from trails.prov.iri import Minter
 
@@ -23,12 +29,14 @@ __all__ = ["register", "run"]
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``catalogue`` command."""
     p = subparsers.add_parser(
-        "catalogue", help="rebuild the session catalogue (one summary per session)"
+        "catalogue", help="rebuild the session catalogue or total its days' cost"
     )
     actions = p.add_subparsers(dest="action", required=True)
     r = actions.add_parser("rebuild", help="write every session's catalogue entry from its graph")
     r.add_argument("--missing", action="store_true", help="only sessions that have no entry")
     r.add_argument("--json", action="store_true", help="print the sessions written as JSON")
+    t = actions.add_parser("rollup", help="sum the cost of each day that is over into daily totals")
+    t.add_argument("--json", action="store_true", help="print what was dated and totalled as JSON")
     p.set_defaults(func=run)
 
 
@@ -36,9 +44,38 @@ def run(args: argparse.Namespace) -> int:
     """Run the command; see ``register``."""
     minter = Minter(load_settings().base_iri)
     with reading(args.store) as store:
+        if args.action == "rollup":
+            _say(rollup(store, minter), args.json)
+            return 0
         written = rebuild(store, minter, missing_only=args.missing)
+        totals = rollup(store, minter)
     if args.json:
         print(json.dumps([str(s) for s in written]))
     else:
         print(f"{len(written)} catalogue entr{'y' if len(written) == 1 else 'ies'} written")
+        _say(totals, False)
     return 0
+
+
+def _say(result: RollupResult, as_json: bool) -> None:
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "dated": result.dated,
+                    "totalled": [d.isoformat() for d in result.totalled],
+                    "open": [d.isoformat() for d in result.open_days],
+                }
+            )
+        )
+        return
+    days = len(result.totalled)
+    print(
+        f"{days} day{'' if days == 1 else 's'} totalled"
+        + (f", {result.dated} entries dated" if result.dated else "")
+        + (
+            f"; {len(result.open_days)} not over yet (read from their entries)"
+            if result.open_days
+            else ""
+        )
+    )

@@ -193,6 +193,15 @@ class T:
     totalInputTokens = TRAILS.totalInputTokens
     totalOutputTokens = TRAILS.totalOutputTokens
     totalCostUSD = TRAILS.totalCostUSD
+    # audit: the catalogue's days and their cost totals
+    CatalogueDay = TRAILS.CatalogueDay
+    DailyTotal = TRAILS.DailyTotal
+    endedOn = TRAILS.endedOn
+    day = TRAILS.day
+    totalsOf = TRAILS.totalsOf
+    totalAgent = TRAILS.totalAgent
+    totalledAt = TRAILS.totalledAt
+    entriesDated = TRAILS.entriesDated
     # PII masking at the source
     Masking = TRAILS.Masking
     masking = TRAILS.masking

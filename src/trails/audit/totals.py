@@ -1,0 +1,213 @@
+"""Daily cost totals in the catalogue, so store-wide cost questions read a few rows a day.
+
+Summing cost per model or per principal over the catalogue reads one
+``trails:AgentUsage`` per session and agent: linear in the sessions a store
+has ever held. Every summary of an ended session points to its UTC day
+(``trails:endedOn`` a ``trails:CatalogueDay``, see ``trails.audit.catalogue``).
+Once a day is over, ``rollup`` sums its sessions' usage per agent into
+``trails:DailyTotal`` nodes and marks the day ``trails:totalledAt``; the
+``cost-by-model`` and ``cost-by-principal`` pack queries then read the totals
+of totalled days and the summaries of the other days (today's, typically).
+
+Totals are derived data and never trusted beyond their inputs: any write that
+changes a summary of a day (a late write to an ended session, recovery,
+``trails catalogue rebuild``, retention removing a session) removes that
+day's totals and mark in the same write, so a day either has totals that
+equal the sum of its summaries or has none and is read from its summaries.
+Only days that ended ``settle`` ago are totalled: a session's summary is
+written when it ends, with the writer's clock, so a writer whose clock runs
+behind by more than ``settle`` could add a summary to a day already totalled
+without seeing its totals (the totals would miss that session until the day
+is totalled again; ``trails catalogue rebuild`` recomputes every day).
+
+Catalogues begun before days existed hold summaries without a day: ``rollup``
+dates them first and then marks the catalogue graph ``trails:entriesDated``;
+until that mark exists the cost queries also read every undated summary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+
+from trails.audit.catalogue import (
+    catalogue_iri,
+    dated_mark,
+    day_iri,
+    day_quads,
+    day_totals,
+    ended_day,
+)
+from trails.prov.iri import Minter
+from trails.prov.vocab import PROV, RDF, T
+from trails.store.base import Solutions, Store
+from trails.store.terms import IRI, Literal, Quad, literal, to_python
+
+__all__ = ["SETTLE", "RollupResult", "rollup"]
+
+SETTLE = timedelta(hours=1)
+"""How long after a day's end its totals may be computed (room for clock skew)."""
+
+_UNDATED = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?entry ?ended $catalogue WHERE {
+  GRAPH $catalogue {
+    ?entry trails:sessionEnded ?ended .
+    FILTER NOT EXISTS { ?entry trails:endedOn ?day }
+  }
+}
+"""
+
+_UNTOTALLED = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?day ?date $catalogue WHERE {
+  GRAPH $catalogue {
+    ?day a trails:CatalogueDay ; trails:day ?date .
+    FILTER NOT EXISTS { ?day trails:totalledAt ?at }
+  }
+}
+"""
+
+_SUMS = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?agent (SUM(?n) AS ?completions) (SUM(?un) AS ?unpriced) (SUM(?in) AS ?inputTokens)
+       (SUM(?out) AS ?outputTokens) (SUM(?usd) AS ?costUSD) $catalogue $day
+WHERE {
+  GRAPH $catalogue {
+    ?entry trails:endedOn $day ; trails:usage ?usage .
+    ?usage trails:usedAgent ?agent ;
+           trails:completionCount ?n ;
+           trails:unpricedCount ?un ;
+           trails:totalInputTokens ?in ;
+           trails:totalOutputTokens ?out ;
+           trails:totalCostUSD ?usd .
+  }
+}
+GROUP BY ?agent $catalogue $day
+"""
+
+
+@dataclass
+class RollupResult:
+    """What one ``rollup`` did."""
+
+    dated: int = 0
+    """Summaries that had no day and were given theirs."""
+    totalled: list[date] = field(default_factory=list)
+    """Days whose totals were computed."""
+    open_days: list[date] = field(default_factory=list)
+    """Days without totals that are not over yet (read from their summaries)."""
+
+
+def _rows(result: object) -> list[tuple[object, ...]]:
+    assert isinstance(result, Solutions)
+    return [tuple(r) for r in result.rows]
+
+
+def _chunks(rows: list[tuple[object, ...]], size: int) -> Iterator[list[tuple[object, ...]]]:
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+def _date_entries(store: Store, catalogue: IRI, batch: int) -> int:
+    """Point every ended summary without a day to its day; one write per ``batch``."""
+    undated = _rows(store.query(_UNDATED, {"catalogue": catalogue}))
+    dated = 0
+    for chunk in _chunks(undated, batch):
+        add: list[Quad] = []
+        days: dict[IRI, date] = {}
+        for entry, ended, *_ in chunk:
+            day = ended_day(ended)
+            if day is None or entry is None:
+                continue
+            node = day_iri(catalogue, day)
+            days[node] = day
+            add.append(Quad(IRI.trusted(str(entry)), T.endedOn, node, catalogue))
+            dated += 1
+        for day in days.values():
+            add.extend(day_quads(catalogue, day))
+        if add:  # a day that gains a summary loses its totals, in the same write
+            store.write(add, remove=day_totals(store, catalogue, days))
+    return dated
+
+
+def _number(term: object) -> float:
+    value = to_python(term) if isinstance(term, Literal) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _total_quads(
+    store: Store, catalogue: IRI, day: IRI, at: datetime
+) -> list[Quad]:
+    """The totals of ``day`` per agent, and the mark that they are current."""
+    out = [Quad(day, T.totalledAt, literal(at), catalogue)]
+    rows = store.query(_SUMS, {"catalogue": catalogue, "day": day})
+    assert isinstance(rows, Solutions)
+    for row in rows:
+        agent = row.get("agent")
+        if agent is None:
+            continue
+        node = Minter.part(day, "total:" + hashlib.sha256(str(agent).encode()).hexdigest()[:16])
+        out += [
+            Quad(node, RDF.type, T.DailyTotal, catalogue),
+            Quad(node, RDF.type, PROV.Entity, catalogue),
+            Quad(node, T.totalsOf, day, catalogue),
+            Quad(node, T.totalAgent, IRI.trusted(str(agent)), catalogue),
+            Quad(node, T.completionCount, literal(int(_number(row.get("completions")))), catalogue),
+            Quad(node, T.unpricedCount, literal(int(_number(row.get("unpriced")))), catalogue),
+            Quad(node, T.totalInputTokens, literal(int(_number(row.get("inputTokens")))), catalogue),
+            Quad(
+                node, T.totalOutputTokens, literal(int(_number(row.get("outputTokens")))), catalogue
+            ),
+            Quad(node, T.totalCostUSD, literal(_number(row.get("costUSD"))), catalogue),
+        ]
+    return out
+
+
+def rollup(
+    store: Store,
+    minter: Minter | None = None,
+    *,
+    now: datetime | None = None,
+    settle: timedelta = SETTLE,
+    batch: int = 1000,
+) -> RollupResult:
+    """Date the summaries that have no day, then total every day that is over.
+
+    One write per ``batch`` summaries dated and one write per day totalled (its
+    totals and its ``trails:totalledAt`` mark together). Days already totalled
+    are left as they are: a change to one of their summaries removed their
+    totals, so a day with totals is current.
+
+    Args:
+        store: the store.
+        minter: names the catalogue graph (default ``urn:trails:``).
+        now: the time that decides which days are over (default: now, UTC).
+        settle: how long after its end a day is totalled.
+        batch: summaries dated per write.
+
+    Returns:
+        What was dated and totalled, and the days left to their summaries.
+
+    Raises:
+        StoreError: the store could not be read or written.
+    """
+    catalogue = catalogue_iri(minter or Minter())
+    now = now or datetime.now(UTC)
+    result = RollupResult(dated=_date_entries(store, catalogue, batch))
+    store.write([dated_mark(catalogue)])
+    for day, value, *_ in sorted(
+        _rows(store.query(_UNTOTALLED, {"catalogue": catalogue})), key=lambda r: str(r[1])
+    ):
+        when = to_python(value) if isinstance(value, Literal) else None
+        if day is None or not isinstance(when, date):
+            continue
+        over = datetime(when.year, when.month, when.day, tzinfo=UTC) + timedelta(days=1)
+        if over + settle > now:
+            result.open_days.append(when)
+            continue
+        store.write(_total_quads(store, catalogue, IRI.trusted(str(day)), now))
+        result.totalled.append(when)
+    return result
