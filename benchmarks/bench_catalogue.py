@@ -10,7 +10,9 @@ Each figure is the median of several in-process runs on a freshly opened store
 (the store is opened once per size; the process's own start-up is not timed):
 
 - ``trails sessions``: the first page (20, newest first) from the catalogue;
-- ``cost-by-model``: the pack query, from the catalogue;
+- ``cost-by-model`` / ``cost-by-principal``: the pack queries, from the catalogue: first
+  with no daily totals (every entry read), then after ``trails catalogue rollup``
+  (``rollup``, timed once: the days that are over summed, as a daily job leaves them);
 - ``report``: ``render_report`` of one session (its verify included);
 - ``export --session``: ``select_graphs`` + ``check_assurance`` + ``export`` of one session to TriG;
 - replay: ``Session.replay`` of one persisted session.
@@ -30,6 +32,7 @@ import os
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -231,17 +234,21 @@ def measure(path: Path, rounds: int) -> dict[str, float]:
     from trails.audit.export import check_assurance, export, select_graphs
     from trails.audit.querypack import get_query
     from trails.audit.report import render_report
+    from trails.audit.totals import rollup
     from trails.cli.sessions import paged
     from trails.store import open_store
 
     sessions = json.loads((path / "sessions.json").read_text())
     persisted = sessions[4]  # index 4 is a real run, persisted
     one = sessions[len(sessions) // 2]
-    store = open_store(str(path / "store"))
+    work = Path(tempfile.mkdtemp(prefix="trails-bench-catalogue-"))
+    shutil.copytree(path / "store", work / "store")  # rollup writes: the cache stays as built
+    store = open_store(str(work / "store"))
     try:
         page = get_query("sessions")
         page_text = paged(page.text_for({}), 20)
         cost = get_query("cost-by-model")
+        by_principal = get_query("cost-by-principal")
 
         def sessions_page() -> None:
             assert len(store.query(page_text)) == 20  # type: ignore[arg-type]
@@ -251,15 +258,26 @@ def measure(path: Path, rounds: int) -> dict[str, float]:
             check_assurance(store, graphs, domain=None, forbidden=())
             export(store, io.BytesIO(), graphs, format="trig")
 
+        before = {
+            "cost-by-model, no daily totals": _median(lambda: cost.run(store), rounds),
+            "cost-by-principal, no daily totals": _median(lambda: by_principal.run(store), rounds),
+        }
+        start = time.perf_counter()
+        rollup(store)
+        totalled = time.perf_counter() - start
         return {
             "trails sessions (first page)": _median(sessions_page, rounds),
-            "cost-by-model": _median(lambda: cost.run(store), rounds),
+            **before,
+            "rollup (once: every day that is over)": totalled,
+            "cost-by-model, daily totals": _median(lambda: cost.run(store), rounds),
+            "cost-by-principal, daily totals": _median(lambda: by_principal.run(store), rounds),
             "report SESSION": _median(lambda: render_report(store, one), rounds),
             "export --session": _median(export_one, rounds),
             "Session.replay": _median(lambda: Session.replay(persisted, store=store), rounds),
         }
     finally:
         store.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main(argv: list[str]) -> int:
@@ -283,7 +301,12 @@ def main(argv: list[str]) -> int:
     for name in base:
         cells = " | ".join(f"{figures[s][name] * 1000:.1f} ms" for s in sizes)
         ratio = figures[sizes[-1]][name] / base[name]
-        lines.append(f"| {name} | {cells} | {ratio:.2f}x | ≤ 1.5x |")
+        target = (
+            "context"
+            if name.startswith(("rollup", "cost-by-model, no", "cost-by-principal, no"))
+            else "≤ 1.5x"
+        )
+        lines.append(f"| {name} | {cells} | {ratio:.2f}x | {target} |")
     markdown = (
         "## Catalogue and per-session reads (`bench_catalogue.py`)\n\n"
         "Stores recorded through the recorder and sealed by the default sealer (sessions as "

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from datetime import UTC, date, datetime
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 from typing import Any
 
 from trails.prov.iri import Minter
@@ -40,7 +40,6 @@ __all__ = [
     "catalogue_iri",
     "dated_mark",
     "day_iri",
-    "is_new",
     "day_quads",
     "day_totals",
     "ended_day",
@@ -123,17 +122,9 @@ def entry_iri(session: str) -> IRI:
 
 def dated_mark(catalogue: IRI) -> Quad:
     """The mark that every ended summary of ``catalogue`` points to its day
-    (``trails:entriesDated``): written with a new catalogue's first entry, and by
-    ``trails.audit.totals.rollup`` once it has dated an older catalogue's entries."""
+    (``trails:entriesDated``): written by ``trails.audit.totals.rollup`` once it has
+    dated every entry, and by a full ``rebuild``."""
     return Quad(catalogue, T.entriesDated, literal(True), catalogue)
-
-
-_ANY_IN = "ASK { GRAPH $catalogue { ?s ?p ?o } }"
-
-
-def is_new(store: Store, catalogue: IRI) -> bool:
-    """Whether the catalogue graph holds nothing yet (one index lookup)."""
-    return not bool(store.query(_ANY_IN, {"catalogue": catalogue}))
 
 
 def day_iri(catalogue: IRI, day: date) -> IRI:
@@ -437,8 +428,15 @@ def entry_quads(
     """
     add = summarise(session, triples, catalogue, is_sealed=is_sealed)
     stored = existing_entry(store, session, catalogue) if replace else []
-    # the totals of the days the entry leaves or joins no longer hold: removed in this write
-    days = [IRI.trusted(str(q.object)) for q in (*stored, *add) if q.predicate == T.endedOn]
+    # the totals of the days the entry leaves or joins no longer hold: removed in this write.
+    # A session that ends today (the writer's clock) joins a day no rollup has totalled
+    # (``trails.audit.totals`` totals a day an hour after it is over): nothing to read.
+    today = day_iri(catalogue, datetime.now(UTC).date())
+    days = [
+        IRI.trusted(str(q.object))
+        for q in (*stored, *add)
+        if q.predicate == T.endedOn and (replace or str(q.object) < str(today))
+    ]
     stale = day_totals(store, catalogue, days) if days else []
     if not replace:
         return add, stale

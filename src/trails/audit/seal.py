@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trails.audit.canonical import canonical_lines, digest_lines
-from trails.audit.catalogue import catalogue_iri, dated_mark, entry_quads, is_new, start_quads
+from trails.audit.catalogue import catalogue_iri, entry_quads, start_quads
 from trails.audit.ledger import (
     GENESIS,
     KeyRotated,
@@ -159,7 +159,6 @@ class Sealer:
         """Keeping the graphs of sessions started here (``attach`` wires the observer)."""
         self._hints: dict[IRI, str] = {}
         self._hints_read = -1.0
-        self._catalogue_checked = False
 
     # -- the hook ---------------------------------------------------------------
 
@@ -369,14 +368,9 @@ class Sealer:
         label = event.label or f"session {minter.session_id(event.graph)}"
         principal = minter.agent(event.principal)
         catalogue = catalogue_iri(minter)
-        quads = start_quads(
+        return start_quads(
             event.graph, principal, event.started, label, catalogue, literal(event.principal)
         )
-        if not self._catalogue_checked:  # a new catalogue dates every entry from the first
-            self._catalogue_checked = True
-            if is_new(recorder.store, catalogue):
-                quads.append(dated_mark(catalogue))
-        return quads
 
     # -- sealing outside an event -------------------------------------------------
 

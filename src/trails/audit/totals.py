@@ -138,9 +138,7 @@ def _number(term: object) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
-def _total_quads(
-    store: Store, catalogue: IRI, day: IRI, at: datetime
-) -> list[Quad]:
+def _total_quads(store: Store, catalogue: IRI, day: IRI, at: datetime) -> list[Quad]:
     """The totals of ``day`` per agent, and the mark that they are current."""
     out = [Quad(day, T.totalledAt, literal(at), catalogue)]
     rows = store.query(_SUMS, {"catalogue": catalogue, "day": day})
@@ -157,7 +155,9 @@ def _total_quads(
             Quad(node, T.totalAgent, IRI.trusted(str(agent)), catalogue),
             Quad(node, T.completionCount, literal(int(_number(row.get("completions")))), catalogue),
             Quad(node, T.unpricedCount, literal(int(_number(row.get("unpriced")))), catalogue),
-            Quad(node, T.totalInputTokens, literal(int(_number(row.get("inputTokens")))), catalogue),
+            Quad(
+                node, T.totalInputTokens, literal(int(_number(row.get("inputTokens")))), catalogue
+            ),
             Quad(
                 node, T.totalOutputTokens, literal(int(_number(row.get("outputTokens")))), catalogue
             ),
