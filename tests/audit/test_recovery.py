@@ -215,7 +215,10 @@ def test_trails_recover_on_an_embedded_store(
     out = capsys.readouterr().out
     assert f"INTERRUPTED {made['open']}" in out
     assert f"SEALED      {made['unsealed']}" in out
-    assert "1 session(s) ended as interrupted (3 activities cut short), 1 sealed" in out
+    assert (
+        "1 session(s) ended as interrupted and sealed (3 activities cut short), "
+        "1 that had ended unsealed now sealed, 0 left open"
+    ) in out
     assert main(["--store", str(db), "recover", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {
         "interrupted": [],

@@ -8,6 +8,8 @@ ledger graph in the write that ends each session. The SPARQL endpoint lives here
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from trails.audit.canonical import canonical_term, graph_digest
 from trails.audit.export import (
     EXPORT_FORMATS,
@@ -31,9 +33,21 @@ from trails.audit.querypack import (
     parse_query,
     resolve,
 )
-from trails.audit.report import render_report, write_report
 from trails.audit.seal import Sealer, install_sealer, rotate_signing_key, seal_ended_unsealed
 from trails.audit.verify import Finding, VerifyReport, verify
+
+if TYPE_CHECKING:
+    from trails.audit.report import render_report, write_report
+
+
+def __getattr__(name: str) -> Any:
+    """The HTML report (and jinja2 with it) loads on first use, not with every recorder."""
+    if name in ("render_report", "write_report"):
+        from trails.audit import report
+
+        return getattr(report, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "EXPORT_FORMATS",

@@ -83,9 +83,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"SEALED      {session}: it had ended without a seal")
     for session in report.skipped:
         print(f"LEFT OPEN   {session}: recorded in too recently to presume its writer dead")
+    sealing = "and sealed " if settings.section("audit").get("seal", True) else ""
     print(
-        f"{len(report.interrupted)} session(s) ended as interrupted "
+        f"{len(report.interrupted)} session(s) ended as interrupted {sealing}"
         f"({len(report.activities)} activit{'y' if len(report.activities) == 1 else 'ies'} "
-        f"cut short), {len(report.sealed)} sealed, {len(report.skipped)} left open"
+        f"cut short), {len(report.sealed)} that had ended unsealed now sealed, "
+        f"{len(report.skipped)} left open"
     )
     return 0
