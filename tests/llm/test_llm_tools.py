@@ -19,11 +19,13 @@ from llm_fakes import (
     FakeServer,
     Reply,
     anthropic_message,
+    anthropic_stream,
     anthropic_tool_stream,
     anthropic_tool_use,
     ollama_chat,
     ollama_tool_calls,
     openai_chat,
+    openai_stream,
     openai_tool_calls,
     openai_tool_stream,
 )
@@ -282,3 +284,85 @@ def test_wire_names_map_back() -> None:
     assert wire_name("notes.search") == "notes__search"
     assert request.tool_name("notes__search") == "notes.search"
     assert request.tool_name("unknown") == "unknown"
+
+
+RUN_STREAMS: list[tuple[str, Client, Callable[[], list[bytes]], Callable[[], list[bytes]]]] = [
+    (
+        "anthropic",
+        PROVIDERS[0][1],
+        lambda: anthropic_tool_stream(CALLS[0]),
+        lambda: anthropic_stream(["Sunny ", "in ", "Paris."]),
+    ),
+    (
+        "openai",
+        PROVIDERS[1][1],
+        lambda: openai_tool_stream(CALLS[0]),
+        lambda: openai_stream(["Sunny ", "in ", "Paris."]),
+    ),
+]
+
+INFORMED = """
+PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?id WHERE { GRAPH ?g {
+  ?call a trails:CapabilityInvocation ; trails:toolCallId ?id ; prov:wasInformedBy ?turn .
+  ?turn a trails:LLMCompletion ; trails:toolCallId ?id .
+} }
+"""
+
+
+@pytest.mark.parametrize("driver", ["stream", "astream"])
+@pytest.mark.parametrize(
+    ("name", "make", "call", "answer"), RUN_STREAMS, ids=[s[0] for s in RUN_STREAMS]
+)
+def test_a_native_run_streams_through_each_providers_sdk(
+    name: str,
+    make: Client,
+    call: Callable[[], list[bytes]],
+    answer: Callable[[], list[bytes]],
+    driver: str,
+    server: FakeServer,
+    store: Store,
+) -> None:
+    """``react.stream`` / ``astream`` with native tool calls over the provider's real SDK and
+    HTTP: the tool-call turn and the answer turn both stream, the call runs as a recorded
+    invocation informed by the completion that asked for it, and the answer's tokens arrive
+    piece by piece."""
+    from trails.agent import Session
+    from trails.agent.planners import react
+
+    events_stream = "text/event-stream"
+    server.enqueue(
+        Reply(chunks=call(), content_type=events_stream),
+        Reply(chunks=answer(), content_type=events_stream),
+    )
+    session = Session(principal="did:local:alice")
+    options: dict[str, Any] = {"tools": ["weather.lookup"], "tool_calling": "native"}
+    llm = make(server.url)
+    if driver == "stream":
+        events = list(react.stream("Weather in Paris?", llm=llm, session=session, **options))
+    else:
+
+        async def consume() -> list[Any]:
+            pieces = react.astream("Weather in Paris?", llm=llm, session=session, **options)
+            return [e async for e in pieces]
+
+        events = asyncio.run(consume())
+    session.close()
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "run_start" and kinds[-1] == "run_end"
+    result = events[-1].data["result"]
+    assert result.stopped == "goal_achieved" and result.answer == "Sunny in Paris."
+    [ended] = [e for e in events if e.kind == "tool_end"]
+    assert ended.data["capability"] == "weather.lookup"
+    last = max(i for i, k in enumerate(kinds) if k == "llm_start")
+    assert [e.data["text"] for e in events[last:] if e.kind == "token"] == [
+        "Sunny ",
+        "in ",
+        "Paris.",
+    ]
+    assert [r.body.get("stream") for r in server.requests] == [True, True]
+    rows = store.query(INFORMED)
+    assert isinstance(rows, Solutions)
+    assert [to_python(r["id"]) for r in rows] == ["call_1"]
+    assert_conforms(store)
