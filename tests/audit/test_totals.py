@@ -123,19 +123,22 @@ def test_rollup_totals_the_days_that_are_over(days: Days) -> None:
     result = rollup(days.store, now=datetime(2025, 3, 3, 12, tzinfo=UTC))
     assert [d.isoformat() for d in result.totalled] == ["2025-03-01", "2025-03-02"]
     assert result.open_days == [date(2025, 3, 3)]  # not over: still read from its entries
+    assert result.running_through == date(2025, 3, 2)  # one row per agent over both days
+    assert _running(days.store) == date(2025, 3, 2)
     assert _totalled(days.store) == {"2025-03-01", "2025-03-02"}
     _agree(days.store)
     again = rollup(days.store, now=LATER)
     assert [d.isoformat() for d in again.totalled] == ["2025-03-03"]
+    assert again.running_through == date(2025, 3, 3)
     assert rollup(days.store, now=LATER).totalled == []  # a totalled day is left as it is
     _agree(days.store)
-    # the totals are what the query reads: changing one changes the answer
+    # the running totals are what the query reads: changing one changes the answer
     [cost] = [
         q
         for q in days.store.query(
             "PREFIX trails: <https://w3id.org/trails/ns#> "
-            "SELECT ?t ?usd $g $a WHERE { GRAPH $g { ?t a trails:DailyTotal ; trails:totalCostUSD ?usd ;"
-            " trails:totalAgent $a ; trails:totalsOf ?d . ?d trails:day ?day FILTER(STR(?day) = '2025-03-02') } }",
+            "SELECT ?t ?usd $g $a WHERE { GRAPH $g { ?t a trails:RunningTotal ;"
+            " trails:totalCostUSD ?usd ; trails:totalAgent $a } }",
             {"g": CATALOGUE, "a": Minter().agent(BOB)},
         )
     ]
@@ -183,9 +186,19 @@ def test_a_late_write_removes_the_totals_of_its_day(fx: Fixture) -> None:
         str(day_iri(CATALOGUE, date.fromisoformat(d))) for d in _totalled(fx.store)
     }
     assert gone == ended
+    assert _running(fx.store) is None  # they covered that day: removed in the same write
     _agree(fx.store)
     assert len(rollup(fx.store, now=datetime.now(UTC) + timedelta(days=2)).totalled) == 1
+    assert _running(fx.store) == datetime.now(UTC).date()
     _agree(fx.store)
+
+
+def _running(store: Store) -> date | None:
+    from trails.audit.days import running_quads
+
+    through, quads = running_quads(store, CATALOGUE)
+    assert (through is None) == (not quads)
+    return through
 
 
 def _entry_days(store: Store, session: str) -> list[Any]:

@@ -27,9 +27,10 @@ import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from typing import Any
 
+from trails.audit.days import dated_mark, day_iri, day_quads, day_totals, ended_day
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, RDFS, T
 from trails.store.base import Solutions, Store
@@ -38,11 +39,6 @@ from trails.store.terms import IRI, Literal, Quad, Term, literal, to_python
 __all__ = [
     "CATALOGUE_TERMS",
     "catalogue_iri",
-    "dated_mark",
-    "day_iri",
-    "day_quads",
-    "day_totals",
-    "ended_day",
     "entry_iri",
     "entry_quads",
     "existing_entry",
@@ -100,6 +96,8 @@ CATALOGUE_TERMS: tuple[IRI, ...] = (
     T.totalAgent,
     T.totalledAt,
     T.entriesDated,
+    T.RunningTotal,
+    T.runningThrough,
 )
 """The trails terms the catalogue writes (declared in trails.ttl, shaped in shapes.ttl)."""
 
@@ -118,64 +116,6 @@ def catalogue_iri(minter: Minter) -> IRI:
 def entry_iri(session: str) -> IRI:
     """The IRI of a session's summary (``<session>:summary``)."""
     return Minter.part(session, "summary")
-
-
-def dated_mark(catalogue: IRI) -> Quad:
-    """The mark that every ended summary of ``catalogue`` points to its day
-    (``trails:entriesDated``): written by ``trails.audit.totals.rollup`` once it has
-    dated every entry, and by a full ``rebuild``."""
-    return Quad(catalogue, T.entriesDated, literal(True), catalogue)
-
-
-def day_iri(catalogue: IRI, day: date) -> IRI:
-    """The IRI of a catalogue day (``<catalogue>:day:YYYY-MM-DD``)."""
-    return Minter.part(catalogue, f"day:{day.isoformat()}")
-
-
-def ended_day(ended: Any) -> date | None:
-    """The UTC day of an ``xsd:dateTime`` literal (``None`` for anything else)."""
-    value = to_python(ended) if isinstance(ended, Literal) else ended
-    if not isinstance(value, datetime):
-        return None
-    return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC).date()
-
-
-def day_quads(catalogue: IRI, day: date) -> list[Quad]:
-    """The description of a catalogue day (written with each summary that points to it)."""
-    node = day_iri(catalogue, day)
-    return [
-        Quad(node, RDF.type, T.CatalogueDay, catalogue),
-        Quad(node, RDF.type, PROV.Entity, catalogue),
-        Quad(node, RDFS.label, Literal(f"sessions that ended on {day.isoformat()}"), catalogue),
-        Quad(node, T.day, literal(day), catalogue),
-    ]
-
-
-_DAY_TOTALS = """
-PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?s ?p ?o $catalogue $day WHERE {
-  GRAPH $catalogue {
-    { $day trails:totalledAt ?o BIND($day AS ?s) BIND(trails:totalledAt AS ?p) }
-    UNION
-    { ?s trails:totalsOf $day ; ?p ?o }
-  }
-}
-"""
-
-
-def day_totals(store: Store, catalogue: IRI, days: Iterable[IRI]) -> list[Quad]:
-    """The stored totals of ``days`` (their ``trails:DailyTotal`` nodes and ``totalledAt``
-    marks): what a write that changes a summary of those days removes with it."""
-    out: list[Quad] = []
-    for day in dict.fromkeys(days):
-        result = store.query(_DAY_TOTALS, {"catalogue": catalogue, "day": day})
-        assert isinstance(result, Solutions)
-        out.extend(
-            Quad(IRI.trusted(str(r[0])), IRI.trusted(str(r[1])), r[2], catalogue)  # type: ignore[arg-type]
-            for r in result.rows
-            if r[0] is not None and r[1] is not None and r[2] is not None
-        )
-    return out
 
 
 def _usage_iri(entry: IRI, agent: str) -> IRI:

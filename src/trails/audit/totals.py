@@ -5,15 +5,20 @@ Summing cost per model or per principal over the catalogue reads one
 has ever held. Every summary of an ended session points to its UTC day
 (``trails:endedOn`` a ``trails:CatalogueDay``, see ``trails.audit.catalogue``).
 Once a day is over, ``rollup`` sums its sessions' usage per agent into
-``trails:DailyTotal`` nodes and marks the day ``trails:totalledAt``; the
-``cost-by-model`` and ``cost-by-principal`` pack queries then read the totals
-of totalled days and the summaries of the other days (today's, typically).
+``trails:DailyTotal`` nodes and marks the day ``trails:totalledAt``, then sums
+the daily totals of every day up to the newest one with no untotalled day
+before it into one ``trails:RunningTotal`` per agent (the catalogue graph's
+``trails:runningThrough`` names that day). The ``cost-by-model`` and
+``cost-by-principal`` pack queries read the running totals, the daily totals
+of the days after them, and the summaries of the days not totalled (today's,
+typically): one row per agent plus what today added, whatever the store holds.
 
 Totals are derived data and never trusted beyond their inputs: any write that
 changes a summary of a day (a late write to an ended session, recovery,
 ``trails catalogue rebuild``, retention removing a session) removes that
-day's totals and mark in the same write, so a day either has totals that
-equal the sum of its summaries or has none and is read from its summaries.
+day's totals and mark, and the running totals if they cover that day, in the
+same write (``trails.audit.days.day_totals``), so totals that exist equal the
+sum of the summaries they cover, and what has none is read from its summaries.
 Only days that ended ``settle`` ago are totalled: a session's summary is
 written when it ends, with the writer's clock, so a writer whose clock runs
 behind by more than ``settle`` could add a summary to a day already totalled
@@ -31,15 +36,10 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
-from trails.audit.catalogue import (
-    catalogue_iri,
-    dated_mark,
-    day_iri,
-    day_quads,
-    day_totals,
-    ended_day,
-)
+from trails.audit.catalogue import catalogue_iri
+from trails.audit.days import dated_mark, day_iri, day_quads, day_totals, ended_day, running_quads
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, T
 from trails.store.base import Solutions, Store
@@ -68,6 +68,36 @@ SELECT ?day ?date $catalogue WHERE {
     FILTER NOT EXISTS { ?day trails:totalledAt ?at }
   }
 }
+"""
+
+_DAYS = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?date ?totalled $catalogue WHERE {
+  GRAPH $catalogue {
+    ?day a trails:CatalogueDay ; trails:day ?date .
+    OPTIONAL { ?day trails:totalledAt ?totalled }
+  }
+}
+"""
+
+_RUNNING_SUMS = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?agent (SUM(?n) AS ?completions) (SUM(?un) AS ?unpriced) (SUM(?in) AS ?inputTokens)
+       (SUM(?out) AS ?outputTokens) (SUM(?usd) AS ?costUSD) $catalogue $through
+WHERE {
+  GRAPH $catalogue {
+    ?day a trails:CatalogueDay ; trails:day ?date ; trails:totalledAt ?at .
+    FILTER(?date <= $through)
+    ?total trails:totalsOf ?day ;
+           trails:totalAgent ?agent ;
+           trails:completionCount ?n ;
+           trails:unpricedCount ?un ;
+           trails:totalInputTokens ?in ;
+           trails:totalOutputTokens ?out ;
+           trails:totalCostUSD ?usd .
+  }
+}
+GROUP BY ?agent $catalogue $through
 """
 
 _SUMS = """
@@ -99,6 +129,8 @@ class RollupResult:
     """Days whose totals were computed."""
     open_days: list[date] = field(default_factory=list)
     """Days without totals that are not over yet (read from their summaries)."""
+    running_through: date | None = None
+    """The day the running totals run through (``None``: no day is totalled)."""
 
 
 def _rows(result: object) -> list[tuple[object, ...]]:
@@ -138,6 +170,23 @@ def _number(term: object) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
+def _sum_quads(node: IRI, row: dict[str, object], catalogue: IRI) -> list[Quad]:
+    def count(name: str) -> Any:
+        return literal(int(_number(row.get(name))))
+
+    return [
+        Quad(node, T.completionCount, count("completions"), catalogue),
+        Quad(node, T.unpricedCount, count("unpriced"), catalogue),
+        Quad(node, T.totalInputTokens, count("inputTokens"), catalogue),
+        Quad(node, T.totalOutputTokens, count("outputTokens"), catalogue),
+        Quad(node, T.totalCostUSD, literal(_number(row.get("costUSD"))), catalogue),
+    ]
+
+
+def _agent_key(agent: object) -> str:
+    return hashlib.sha256(str(agent).encode()).hexdigest()[:16]
+
+
 def _total_quads(store: Store, catalogue: IRI, day: IRI, at: datetime) -> list[Quad]:
     """The totals of ``day`` per agent, and the mark that they are current."""
     out = [Quad(day, T.totalledAt, literal(at), catalogue)]
@@ -147,23 +196,60 @@ def _total_quads(store: Store, catalogue: IRI, day: IRI, at: datetime) -> list[Q
         agent = row.get("agent")
         if agent is None:
             continue
-        node = Minter.part(day, "total:" + hashlib.sha256(str(agent).encode()).hexdigest()[:16])
+        node = Minter.part(day, "total:" + _agent_key(agent))
         out += [
             Quad(node, RDF.type, T.DailyTotal, catalogue),
             Quad(node, RDF.type, PROV.Entity, catalogue),
             Quad(node, T.totalsOf, day, catalogue),
             Quad(node, T.totalAgent, IRI.trusted(str(agent)), catalogue),
-            Quad(node, T.completionCount, literal(int(_number(row.get("completions")))), catalogue),
-            Quad(node, T.unpricedCount, literal(int(_number(row.get("unpriced")))), catalogue),
-            Quad(
-                node, T.totalInputTokens, literal(int(_number(row.get("inputTokens")))), catalogue
-            ),
-            Quad(
-                node, T.totalOutputTokens, literal(int(_number(row.get("outputTokens")))), catalogue
-            ),
-            Quad(node, T.totalCostUSD, literal(_number(row.get("costUSD"))), catalogue),
+            *_sum_quads(node, dict(row), catalogue),
         ]
     return out
+
+
+def _run_through(store: Store, catalogue: IRI) -> date | None:
+    """The newest day such that it and every day before it are totalled."""
+    rows = store.query(_DAYS, {"catalogue": catalogue})
+    assert isinstance(rows, Solutions)
+    days = sorted(
+        (d, r.get("totalled") is not None)
+        for r in rows
+        if isinstance(d := to_python(r["date"]) if r.get("date") is not None else None, date)
+    )
+    through = None
+    for day, totalled in days:
+        if not totalled:
+            break
+        through = day
+    return through
+
+
+def _running(store: Store, catalogue: IRI) -> date | None:
+    """Write the running totals over every day up to the newest that has all before it
+    totalled, replacing the stored ones; one write. Returns that day."""
+    through = _run_through(store, catalogue)
+    _, stored = running_quads(store, catalogue)
+    add: list[Quad] = []
+    if through is not None:
+        add.append(Quad(catalogue, T.runningThrough, literal(through), catalogue))
+        rows = store.query(_RUNNING_SUMS, {"catalogue": catalogue, "through": literal(through)})
+        assert isinstance(rows, Solutions)
+        for row in rows:
+            agent = row.get("agent")
+            if agent is None:
+                continue
+            node = Minter.part(catalogue, "running:" + _agent_key(agent))
+            add += [
+                Quad(node, RDF.type, T.RunningTotal, catalogue),
+                Quad(node, RDF.type, PROV.Entity, catalogue),
+                Quad(node, T.totalAgent, IRI.trusted(str(agent)), catalogue),
+                *_sum_quads(node, dict(row), catalogue),
+            ]
+    keep = set(add)
+    store.write(
+        [q for q in add if q not in set(stored)], remove=[q for q in stored if q not in keep]
+    )
+    return through
 
 
 def rollup(
@@ -210,4 +296,5 @@ def rollup(
             continue
         store.write(_total_quads(store, catalogue, IRI.trusted(str(day)), now))
         result.totalled.append(when)
+    result.running_through = _running(store, catalogue)
     return result

@@ -201,6 +201,8 @@ class T:
     totalsOf = TRAILS.totalsOf
     totalAgent = TRAILS.totalAgent
     totalledAt = TRAILS.totalledAt
+    RunningTotal = TRAILS.RunningTotal
+    runningThrough = TRAILS.runningThrough
     entriesDated = TRAILS.entriesDated
     # PII masking at the source
     Masking = TRAILS.Masking
