@@ -48,7 +48,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
-from trails.audit.catalogue import catalogue_iri, day_totals, existing_entry
+from trails.audit.catalogue import catalogue_iri, existing_entry
+from trails.audit.days import day_totals
 from trails.audit.erasure import erase
 from trails.audit.holds import Hold, active_holds_for, list_holds
 from trails.audit.ledger import ledger_iri
