@@ -30,6 +30,7 @@ from typing import Any
 from trails.errors import ModelAPIError, TrailsError, UserError
 from trails.kernel.context import Context, current_context, now
 from trails.kernel.observe import notify, observing, off_loop
+from trails.llm.batch import hold_slot, release_slot
 from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params
 from trails.llm.catalogue import Catalogue, ModelSpec
 from trails.llm.errors import IncompleteStreamError, MalformedResponseError
@@ -246,10 +247,14 @@ class Envelope:
         acomplete = getattr(self.adapter, "acomplete", None)
 
         async def once() -> Response:
-            if acomplete is not None:
-                result: Response = await acomplete(call.request)
-                return result
-            return await asyncio.to_thread(self.adapter.complete, call.request)
+            await hold_slot()  # in ``abatch``: a place among the requests in flight
+            try:
+                if acomplete is not None:
+                    result: Response = await acomplete(call.request)
+                    return result
+                return await asyncio.to_thread(self.adapter.complete, call.request)
+            finally:
+                release_slot()  # answered (or failed): recording needs no request slot
 
         try:
             with observing(call.ctx):
