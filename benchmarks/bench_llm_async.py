@@ -359,10 +359,19 @@ Load average of the machine when measured: {load:.1f} (2 cores).
 | runs expected / whole (**lost**, **torn**) | {r_expected} / {r_found} (**{r_lost}**, **{r_torn}**) |
 
 The batch's floor is two waves of 50 ms. Above it is the CPU each completion costs
-in this process (the envelope, the HTTP client, building ~40 quads): an async
-completion's store write runs in a worker thread (`off_loop`), so the event loop
-sends the other requests while it is written, but on two cores shared with other
-work the figures move with the load (given above). Each event is one
+in this process (the envelope, the HTTP client, building ~40 quads). A profile
+showed half of the HTTP client's share in httpcore's connection pool: on every
+request it starts and ends, the pool checks each connection it holds (keep-alive
+expiry, a socket readability probe per idle one, an idle count per connection),
+so with 16 keep-alive connections in one pool that bookkeeping cost about as
+much as the rest of httpx. The async client now sends each request on an idle
+one-connection pool of its own (`_Lanes` in `trails.llm._http`), which halved
+the batch's CPU in this process; and an `abatch` call gives its slot back once
+the provider has answered, so the next prompt's request does not wait for the
+completion to be recorded. An async completion's store write runs in a worker
+thread (`off_loop`), so the event loop sends the other requests while it is
+written; on two cores shared with other work the figures move with the load
+(given above). Each event is one
 `recorder.record` call, one atomic store write, from whichever task or thread makes
 it, so tasks and threads never interleave the quads of two events nor lose one.
 """

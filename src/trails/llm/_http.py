@@ -14,7 +14,9 @@ pools, a request to an idle one (a new one while all are busy, up to
 on every request it starts and ends (a keep-alive expiry check and a socket
 readability probe per idle connection, and a count of idle connections for
 each), so one pool of 16 keep-alive connections costs a concurrent batch about
-as much CPU as the rest of the HTTP client together; a lane holds one.
+as much CPU as the rest of the HTTP client together; a lane holds one. When
+the environment names a proxy for the URL, the async client keeps httpx's own
+transports (which honour it), as the sync client does.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import asyncio
 import json
 import ssl
 import threading
+import urllib.request
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -62,6 +66,15 @@ def _error_text(response: httpx.Response) -> str:
             return str(err.get("message") or err)
         return str(err)
     return str(data)[:500]
+
+
+def _env_proxied(url: str) -> bool:
+    """Whether ``HTTP(S)_PROXY`` / ``ALL_PROXY`` (less ``NO_PROXY``) send ``url`` via a proxy."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    if not (proxies.get(parts.scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass(parts.netloc)
 
 
 class _Released(httpx.AsyncByteStream):
@@ -168,8 +181,11 @@ class JsonHttp:
         with self._alock:
             client = self._aclients.get(loop)
             if client is None:
+                # an environment proxy for this URL: httpx's own transports (a custom
+                # transport turns httpx's environment proxies off)
+                lanes = None if _env_proxied(self.base_url) else _Lanes()
                 client = httpx.AsyncClient(
-                    timeout=self.timeout, headers=self._headers, transport=_Lanes()
+                    timeout=self.timeout, headers=self._headers, transport=lanes
                 )
                 self._aclients[loop] = client
             return client
