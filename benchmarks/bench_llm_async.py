@@ -308,6 +308,7 @@ def bench_runs(store: Store) -> tuple[float, float, float, int, int, int]:
 
 
 def main() -> None:
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         stores = [open_store(Path(tmp) / "batch"), open_store("memory:")]
         (t_seq, t_par, batch_ratio, failed), (m_seq, m_par, m_ratio, m_failed) = bench_batch(stores)
@@ -340,7 +341,8 @@ them in turn, on an on-disk store; median of {RUN_ROUNDS} interleaved rounds, th
 checked whole by SPARQL (session and run ended, the run's own answer, both completions
 and the invocation with their outputs).
 
-Load average of the machine when measured: {load:.1f} (2 cores).
+Load average of the machine when measured: {load_start:.1f} at the start, {load:.1f} at
+the end (2 cores, shared; this benchmark adds about one).
 
 | | figure |
 |---|---|
