@@ -41,6 +41,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    peer: int = 0  # the client's port: which connection the request came on
 
 
 class _Server(ThreadingHTTPServer):
@@ -50,13 +51,16 @@ class _Server(ThreadingHTTPServer):
 class FakeServer:
     """A scripted HTTP server on loopback. ``enqueue`` replies; ``requests`` holds what came in."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False) -> None:
         self.replies: list[Reply] = []
         self.requests: list[Received] = []
         self._lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # HTTP/1.1 keeps a connection open between requests (the clients' pools reuse it)
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
@@ -69,7 +73,12 @@ class FakeServer:
                     body = raw
                 with server._lock:
                     server.requests.append(
-                        Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                        Received(
+                            self.path,
+                            {k.lower(): v for k, v in self.headers.items()},
+                            body,
+                            self.client_address[1],
+                        )
                     )
                     reply = (
                         server.replies.pop(0)

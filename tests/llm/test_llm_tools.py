@@ -224,7 +224,9 @@ def test_tool_results_travel_back_in_each_wire_format(server: FakeServer, ctx: C
     assert ollama[1]["tool_calls"] == [
         {"function": {"name": "weather__lookup", "arguments": {"city": "Paris"}}}
     ]
-    assert ollama[2] == {"role": "tool", "content": "sunny"}
+    # Ollama's calls have no ids: a result names its tool, found by the call it answers
+    assert ollama[2] == {"role": "tool", "content": "sunny", "tool_name": "weather__lookup"}
+    assert ollama[3] == {"role": "tool", "content": "12:00"}  # answers no call in the request
 
 
 def test_the_mock_scripts_tool_calls(ctx: Context, store: Store) -> None:

@@ -136,8 +136,11 @@ def test_native_react_runs_on_each_provider(
     # results went back in the provider's format, in the order asked
     results = _tool_results(name, second["messages"])
     assert [content for _, content in results] == ["sunny in Paris", "snow in Oslo"]
-    if name != "ollama":  # Ollama's tool messages carry no id
+    if name != "ollama":
         assert [cid for cid, _ in results] == ["toolu_a", "toolu_b"]
+    else:  # Ollama's tool messages carry no id: each names the tool whose result it is
+        named = [m.get("tool_name") for m in second["messages"] if m["role"] == "tool"]
+        assert named == ["n15__weather", "n15__weather"]
     # each invocation is informed by the asking completion and carries the call id
     rows = store.query(LINKED)
     assert isinstance(rows, Solutions)

@@ -7,16 +7,29 @@ loopback guard runs before every request. The same object speaks sync
 ``astream_lines``: an ``httpx.AsyncClient`` per running event loop, since an
 async client's connections belong to the loop that opened them); both share
 the URL, headers, error translation and body parsing.
+
+The async client's requests go through ``_Lanes``: one-connection httpx
+pools, a request to an idle one (a new one while all are busy, up to
+``max_connections``). httpcore's pool does work for every connection it holds
+on every request it starts and ends (a keep-alive expiry check and a socket
+readability probe per idle connection, and a count of idle connections for
+each), so one pool of 16 keep-alive connections costs a concurrent batch about
+as much CPU as the rest of the HTTP client together; a lane holds one. When
+the environment names a proxy for the URL, the async client keeps httpx's own
+transports (which honour it), as the sync client does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import threading
+import urllib.request
 import weakref
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -55,6 +68,87 @@ def _error_text(response: httpx.Response) -> str:
     return str(data)[:500]
 
 
+def _env_proxied(url: str) -> bool:
+    """Whether ``HTTP(S)_PROXY`` / ``ALL_PROXY`` (less ``NO_PROXY``) send ``url`` via a proxy."""
+    parts = urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    if not (proxies.get(parts.scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass(parts.netloc)
+
+
+class _Released(httpx.AsyncByteStream):
+    """A response body that frees its lane when closed (the connection is then idle)."""
+
+    def __init__(self, stream: httpx.AsyncByteStream, done: Callable[[], None]) -> None:
+        self._stream = stream
+        self._done: Callable[[], None] | None = done
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self._stream:
+            yield part
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()
+        finally:
+            done, self._done = self._done, None
+            if done is not None:
+                done()
+
+
+class _Lanes(httpx.AsyncBaseTransport):
+    """httpx transports of one keep-alive connection each; a request takes an idle one.
+
+    Args:
+        max_lanes: at most this many connections (requests beyond queue on
+            the least busy lane).
+    """
+
+    def __init__(self, max_lanes: int = 100) -> None:
+        self._max = max_lanes
+        self._ssl: ssl.SSLContext | None = None
+        self._lanes: list[httpx.AsyncHTTPTransport] = []
+        self._busy: list[int] = []
+
+    def _lane(self) -> int:
+        for i, busy in enumerate(self._busy):
+            if not busy:
+                return i
+        if len(self._lanes) < self._max:
+            if self._ssl is None:  # one context for all lanes: loading the CAs is slow
+                self._ssl = httpx.create_ssl_context()
+            limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+            self._lanes.append(httpx.AsyncHTTPTransport(verify=self._ssl, limits=limits))
+            self._busy.append(0)
+            return len(self._lanes) - 1
+        return min(range(len(self._busy)), key=self._busy.__getitem__)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        i = self._lane()
+        self._busy[i] += 1
+
+        def done() -> None:
+            self._busy[i] -= 1
+
+        try:
+            response = await self._lanes[i].handle_async_request(request)
+        except BaseException:
+            done()
+            raise
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        return httpx.Response(
+            status_code=response.status_code,
+            headers=response.headers,
+            stream=_Released(response.stream, done),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        for lane in self._lanes:
+            await lane.aclose()
+
+
 class JsonHttp:
     """POST JSON to one base URL; answers parsed, failures translated.
 
@@ -87,7 +181,12 @@ class JsonHttp:
         with self._alock:
             client = self._aclients.get(loop)
             if client is None:
-                client = httpx.AsyncClient(timeout=self.timeout, headers=self._headers)
+                # an environment proxy for this URL: httpx's own transports (a custom
+                # transport turns httpx's environment proxies off)
+                lanes = None if _env_proxied(self.base_url) else _Lanes()
+                client = httpx.AsyncClient(
+                    timeout=self.timeout, headers=self._headers, transport=lanes
+                )
                 self._aclients[loop] = client
             return client
 

@@ -8,6 +8,12 @@ also a recorded failed completion). Every call runs in the same context (the
 caller's, captured once), so all completions land in the caller's session,
 informed by the caller's activity. ``on_progress(done, total)`` is called
 after each call ends, from one thread at a time.
+
+``max_concurrency`` bounds the requests in flight to the provider. In
+``abatch`` a call holds its slot from its start (input and budget checks)
+until the provider has answered; its recording (one atomic store write, in
+a worker thread) then goes on while the slot serves the next prompt's
+request. A structured-output retry takes a slot again for its request.
 """
 
 from __future__ import annotations
@@ -16,12 +22,13 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from trails.errors import UserError
 from trails.kernel.context import Context, current_context
 
-__all__ = ["Progress", "arun_batch", "run_batch"]
+__all__ = ["Progress", "arun_batch", "hold_slot", "release_slot", "run_batch"]
 
 Progress = Callable[[int, int], None]
 R = TypeVar("R")
@@ -48,6 +55,41 @@ class _Counter:
             self.done += 1
             if self.on_progress is not None:
                 self.on_progress(self.done, self.total)
+
+
+class _Slot:
+    """One ``abatch`` call's place among the ``max_concurrency`` requests in flight."""
+
+    def __init__(self, gate: asyncio.Semaphore) -> None:
+        self.gate = gate
+        self.held = False
+
+    async def hold(self) -> None:
+        if not self.held:
+            await self.gate.acquire()
+            self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.gate.release()
+
+
+_slot: ContextVar[_Slot | None] = ContextVar("trails_batch_slot", default=None)
+
+
+async def hold_slot() -> None:
+    """Before a request: take the calling ``abatch`` call's slot again if it gave it up."""
+    slot = _slot.get()
+    if slot is not None:
+        await slot.hold()
+
+
+def release_slot() -> None:
+    """After the provider answered: free the calling ``abatch`` call's slot for the next request."""
+    slot = _slot.get()
+    if slot is not None:
+        slot.release()
 
 
 def run_batch(
@@ -101,12 +143,15 @@ async def arun_batch(
     gate = asyncio.Semaphore(max_concurrency)
 
     async def one(prompt: Any) -> R | Exception:
-        async with gate:
-            try:
-                return await acomplete(prompt, ctx=ctx, **options)
-            except Exception as exc:
-                return exc
-            finally:
-                counter.tick()
+        slot = _Slot(gate)
+        _slot.set(slot)  # this task's own context: gather runs each call in a copy
+        await slot.hold()
+        try:
+            return await acomplete(prompt, ctx=ctx, **options)
+        except Exception as exc:
+            return exc
+        finally:
+            slot.release()
+            counter.tick()
 
     return list(await asyncio.gather(*(one(p) for p in prompts)))

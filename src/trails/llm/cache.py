@@ -9,7 +9,11 @@ request": the sha256 of the canonical JSON (``trails.prov.content``) of::
 
 ``messages`` are ``Message.as_dict()`` (``cache`` appears only when true);
 ``params`` holds ``max_tokens`` and ``temperature`` always, ``stop`` only when
-non-empty, and any extra provider parameters. Every completion records it as
+non-empty, any extra provider parameters, the offered tools (``tools``, each
+``ToolSpec.as_dict()``) when there are any, and the response format
+(``response_format``: ``{"name", "schema"}``) of a structured call: whatever
+determined the reply. ``request_params_of`` builds them from a ``Request``, for
+the envelope and the replay alike. Every completion records it as
 ``trails:requestHash`` on both the activity and its prompt entity, so the
 replay harness and the store lookup find completions by it. Changing this
 function changes every recorded hash: treat it as a file format.
@@ -29,13 +33,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from trails.errors import UserError
-from trails.llm.types import Message, Response, ToolCall
+from trails.llm.types import Message, Request, Response, ToolCall
 from trails.prov.content import canonical_json, sha256_hex
 from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions, Store
 from trails.store.terms import Literal, Term, to_python
 
-__all__ = ["CacheStats", "ResponseCache", "lookup_recorded", "request_hash", "request_params"]
+__all__ = [
+    "CacheStats",
+    "ResponseCache",
+    "lookup_recorded",
+    "request_hash",
+    "request_params",
+    "request_params_of",
+]
 
 
 def request_params(
@@ -61,6 +72,23 @@ def request_params(
     stops = list(stop)
     if stops:
         params["stop"] = stops
+    return params
+
+
+def request_params_of(request: Request) -> dict[str, Any]:
+    """The ``params`` of a request's hash: ``request_params`` plus its tools and response format.
+
+    The one definition of what a recorded completion's parameters are, so a
+    replay hashes a request exactly as the envelope did when it was recorded.
+    """
+    params = request_params(request.max_tokens, request.temperature, request.stop, request.extra)
+    if request.tools:  # what the model was offered is part of what determined its reply
+        params["tools"] = [t.as_dict() for t in request.tools]
+    if request.response_format is not None:  # and so is the form it was asked to answer in
+        params["response_format"] = {
+            "name": request.response_name,
+            "schema": request.response_format,
+        }
     return params
 
 

@@ -30,7 +30,8 @@ from typing import Any
 from trails.errors import ModelAPIError, TrailsError, UserError
 from trails.kernel.context import Context, current_context, now
 from trails.kernel.observe import notify, observing, off_loop
-from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params
+from trails.llm.batch import hold_slot, release_slot
+from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params_of
 from trails.llm.catalogue import Catalogue, ModelSpec
 from trails.llm.errors import IncompleteStreamError, MalformedResponseError
 from trails.llm.retry import RetryError, RetryPolicy, acall_with_retries, call_with_retries
@@ -170,11 +171,6 @@ class Envelope:
             check_text(s, "stop sequence")
         ctx = ctx if ctx is not None else current_context()
         ctx.tracker.check(ctx.principal)
-        params = request_params(max_tokens, temperature, stop, extra)
-        if tools:  # what the model was offered is part of what determined its reply
-            params["tools"] = [t.as_dict() for t in tools]
-        if output is not None:
-            params["response_format"] = output.as_param()
         request = Request(
             model=model_id,
             messages=tuple(msgs),
@@ -186,6 +182,7 @@ class Envelope:
             response_format=output.schema if output is not None else None,
             response_name=output.name if output is not None else "answer",
         )
+        params = request_params_of(request)
         call = Call(
             ctx=ctx,
             request=request,
@@ -246,10 +243,14 @@ class Envelope:
         acomplete = getattr(self.adapter, "acomplete", None)
 
         async def once() -> Response:
-            if acomplete is not None:
-                result: Response = await acomplete(call.request)
-                return result
-            return await asyncio.to_thread(self.adapter.complete, call.request)
+            await hold_slot()  # in ``abatch``: a place among the requests in flight
+            try:
+                if acomplete is not None:
+                    result: Response = await acomplete(call.request)
+                    return result
+                return await asyncio.to_thread(self.adapter.complete, call.request)
+            finally:
+                release_slot()  # answered (or failed): recording needs no request slot
 
         try:
             with observing(call.ctx):

@@ -7,8 +7,9 @@ completions cost 0. Sampling parameters travel in ``options``
 
 Tools travel as ``tools=[{"type": "function", ...}]`` and come back as
 ``message.tool_calls`` (arguments already an object; Ollama gives no call id,
-so one is minted); a ``response_format`` is sent as ``format`` (a JSON
-schema). The sync and async paths share the body builder, the parser and the
+so one is minted); a tool result goes back as ``{"role": "tool", "content",
+"tool_name"}``, named after the call it answers. A ``response_format`` is sent
+as ``format`` (a JSON schema). The sync and async paths share the body builder, the parser and the
 stream state; only the transport call differs.
 """
 
@@ -32,13 +33,26 @@ from trails.llm.types import (
 __all__ = ["OllamaAdapter"]
 
 
-def _message(m: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": m.role, "content": m.content}
-    if m.tool_calls:
-        out["tool_calls"] = [
-            {"function": {"name": wire_name(c.name), "arguments": c.arguments}}
-            for c in m.tool_calls
-        ]
+def _messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """The request's messages as ``/api/chat`` takes them.
+
+    Ollama's calls carry no ids, so a tool result names its tool instead
+    (``tool_name``): the name (as sent) of the call it answers, found by its
+    ``tool_call_id`` among the assistant turns before it.
+    """
+    out: list[dict[str, Any]] = []
+    names: dict[str, str] = {}
+    for m in messages:
+        item: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.tool_calls:
+            item["tool_calls"] = [
+                {"function": {"name": wire_name(c.name), "arguments": c.arguments}}
+                for c in m.tool_calls
+            ]
+            names.update((c.id, wire_name(c.name)) for c in m.tool_calls)
+        if m.role == "tool" and m.tool_call_id in names:
+            item["tool_name"] = names[m.tool_call_id]
+        out.append(item)
     return out
 
 
@@ -118,7 +132,7 @@ class OllamaAdapter:
         options.update(extra.pop("options", {}))
         body: dict[str, Any] = {
             "model": request.model,
-            "messages": [_message(m) for m in request.messages],
+            "messages": _messages(request.messages),
             "stream": stream,
             "options": options,
         }

@@ -25,7 +25,6 @@ from trails.llm.types import Message, Response
 
 __all__ = ["OutputFormat", "ResponseFormat", "output_format"]
 
-ResponseFormat = type[pydantic.BaseModel] | dict[str, Any]
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 
@@ -102,17 +101,19 @@ class OutputFormat:
             ),
         ]
 
-    def as_param(self) -> dict[str, Any]:
-        """How the format is recorded in the prompt's parameters (and hashed)."""
-        return {"name": self.name, "schema": self.schema}
+
+ResponseFormat = type[pydantic.BaseModel] | dict[str, Any] | OutputFormat
 
 
 def output_format(spec: ResponseFormat) -> OutputFormat:
-    """Normalise ``response_format=``: a pydantic model class or a JSON schema dict.
+    """Normalise ``response_format=``: a pydantic model class, a JSON schema dict, or an
+    ``OutputFormat`` (a recorded one, as a rerun asks again: its name and schema as recorded).
 
     Raises:
         UserError: anything else, or a schema that is not a valid JSON schema.
     """
+    if isinstance(spec, OutputFormat):
+        return spec
     if isinstance(spec, type) and issubclass(spec, pydantic.BaseModel):
         return OutputFormat(_name(spec.__name__), spec.model_json_schema(), spec)
     if isinstance(spec, dict):

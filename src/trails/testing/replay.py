@@ -14,6 +14,10 @@ failed when recorded fails again, with the same message.
 Identical requests recorded more than once are answered in recorded order;
 the last answer is reused after that. Replies carry the recorded token counts
 and cost, so budgets stop a re-executed run where they stopped the original.
+A structured call's response format is part of its request hash: asked in the
+recorded form it gets the recorded answers (an ``invalid`` one again, so the
+validation retries repeat), asked in another it is a ``ReplayMismatch`` whose
+first difference is the parameters.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 from trails.errors import ContentErased, ModelAPIError, ReplayMismatch, SessionError
 from trails.kernel.context import Context
-from trails.llm.cache import request_hash, request_params
+from trails.llm.cache import request_hash, request_params_of
 from trails.llm.catalogue import ModelSpec
 from trails.llm.client import LLMClient, Prompt
 from trails.llm.retry import RetryPolicy
@@ -100,7 +104,7 @@ class RecordedCompletion:
         activity: the completion activity IRI.
         position: its index among the session's completions (oldest first).
         request_hash: its canonical request hash.
-        status: ``ok`` or ``error``.
+        status: ``ok``, ``invalid`` (a structured answer that failed validation) or ``error``.
         text: the reply (None when it failed).
         error: the recorded error (``"<Type>: <message>"``) when it failed.
         messages: the request's messages as dicts (empty when only hashes were recorded).
@@ -248,7 +252,14 @@ def _first_difference(
     if len(recorded.messages) != len(messages):
         return f"recorded {len(recorded.messages)} messages, now {len(messages)}"
     if recorded.params != params:
-        return f"parameters: recorded {recorded.params}, now {params}"
+        keys = sorted(
+            k for k in {*recorded.params, *params} if recorded.params.get(k) != params.get(k)
+        )
+        return "parameters differ: " + "; ".join(
+            f"{k} recorded {_clip(repr(recorded.params.get(k)), 0, 300)}, "
+            f"now {_clip(repr(params.get(k)), 0, 300)}"
+            for k in keys
+        )
     return f"model: recorded requests hash with another model id, now {model!r}"
 
 
@@ -288,13 +299,15 @@ class ReplayAdapter:
     def _nearest(
         self, messages: list[dict[str, Any]], params: dict[str, Any], call: int
     ) -> RecordedCompletion | None:
-        best: tuple[int, int, int] | None = None
+        best: tuple[int, int, int, int] | None = None
         found = None
         for c in self.recorded:
             if not c.has_prompt:
                 continue
+            same = _prefix(c.messages, messages)
             score = (
-                _prefix(c.messages, messages),
+                same,
+                int(same == len(c.messages) == len(messages)),  # the very same messages
                 int(c.params == params),
                 -abs(c.position - call),
             )
@@ -312,17 +325,15 @@ class ReplayAdapter:
         call = len(self.requests)
         self.requests.append(request)
         messages = [m.as_dict() for m in request.messages]
-        params = request_params(
-            request.max_tokens, request.temperature, request.stop, request.extra
-        )
-        if request.tools:  # as the envelope hashed it: the offered tools determined the reply
-            params["tools"] = [t.as_dict() for t in request.tools]
+        params = request_params_of(request)  # as the envelope hashed it when recording
         key = request_hash(request.model, messages, params)
         queue = self._by_hash.get(key)
         if not queue:
             raise self._mismatch(messages, params, call, request.model)
         recorded = queue[0] if len(queue) == 1 else queue.popleft()
-        if recorded.status != "ok" or recorded.text is None:
+        # an ``invalid`` completion answered, in a form that failed validation: the same
+        # answer fails it again, and the envelope asks again as it did when recording
+        if recorded.status not in ("ok", "invalid") or recorded.text is None:
             message = _ERROR_PREFIX.sub("", recorded.error or "recorded completion failed", count=1)
             raise ModelAPIError(message, provider=recorded.provider)
         return Response(
@@ -440,6 +451,33 @@ class ReplayLLM(LLMClient):
         """
         self._at(ctx)
         return super().complete(
+            messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            ctx=ctx,
+            model=model,
+            stop=stop,
+            **extra,
+        )
+
+    async def acomplete(
+        self,
+        messages: Prompt,
+        *,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+        ctx: Context | None = None,
+        model: str | ModelSpec | None = None,
+        stop: Sequence[str] = (),
+        **extra: Any,
+    ) -> Response:
+        """See ``LLMClient.acomplete``; the reply comes from the recording.
+
+        Raises:
+            ReplayMismatch: the request was not recorded (a failed completion is recorded first).
+        """
+        self._at(ctx)
+        return await super().acomplete(
             messages,
             max_tokens=max_tokens,
             temperature=temperature,

@@ -26,18 +26,21 @@ from typing import Any, Literal
 from trails.agent.context import BUDGET_KEYS, Session
 from trails.agent.persistence import replay
 from trails.agent.planners import STRATEGIES
+from trails.agent.planners._outcome import answer_text
 from trails.agent.planners.base import PlanResult
 from trails.errors import ReplayMismatch, RunError, SessionError, UserError
 from trails.kernel import registry as _registry
 from trails.kernel.context import Context
 from trails.kernel.cost import CostTracker
+from trails.llm.structured import OutputFormat
+from trails.llm.types import Response
 from trails.prov.projection import ProjectedInvocation
 from trails.prov.recorder import Recorder
 from trails.prov.vocab import PROV, T
 from trails.store import default_store, open_store
 from trails.store.base import Store, select
 from trails.store.terms import IRI, Term, to_python
-from trails.testing.replay import ReplayLLM, recorded_completions
+from trails.testing.replay import RecordedCompletion, ReplayLLM, recorded_completions
 
 __all__ = [
     "Activity",
@@ -107,6 +110,10 @@ SELECT ?g ?c ?run ?plan WHERE {{
 """
 
 _ERROR_PREFIX = re.compile(r"^[A-Za-z_][\w.]*: ")
+# how the envelope records an answer that failed validation (``LLMCompleted.error``)
+_INVALID = re.compile(
+    r"^invalid answer \(attempt \d+ of (\d+)\): (.*?)(?:; no attempts left)?$", re.S
+)
 
 Capabilities = Literal["live", "recorded"]
 
@@ -447,6 +454,7 @@ def rerun(
     tools: Any = None,
     capabilities: Capabilities = "live",
     store: Store | None = None,
+    output_type: Any = None,
 ) -> RerunReport:
     """Re-execute a persisted session with its recorded completions and compare.
 
@@ -461,6 +469,9 @@ def rerun(
         capabilities: ``"live"`` runs the registered capabilities;
             ``"recorded"`` answers them from the recorded envelopes.
         store: the store holding the recording (default: the process default store).
+        output_type: ``output_type=`` for every run (default: each run's recorded
+            response format, its name and JSON schema as its answer turn asked, and as
+            many answer attempts as it was given); a changed one is a divergence.
 
     Returns:
         The report: identical, or the first divergence with both sides.
@@ -484,8 +495,10 @@ def rerun(
     completions = recorded_completions(source, session_iri)
     params = {c.activity: c.params for c in completions}
     prompts = {c.activity: (c.position, c.messages) for c in completions}
+    by_activity = {c.activity: c for c in completions}
     first_prompt: dict[str, tuple[int, list[dict[str, Any]]]] = {}
     first_params: dict[str, dict[str, Any]] = {}
+    formats: dict[str, tuple[_RecordedFormat, int]] = {}
     plans: dict[str, int] = defaultdict(int)
     owner = {r.iri: (r.parent if r.parent != session_iri else r.iri) for r in runs}
     for row in select(source, _RUN_COMPLETIONS, {"g": IRI.trusted(session_iri)}):
@@ -495,6 +508,8 @@ def rerun(
             plans[run] += 1
         if root not in first_params and c in params:
             first_params[root] = params[c]
+        if c in by_activity:
+            _note_format(formats, root, by_activity[c])
         if c in prompts and (root not in first_prompt or prompts[c][0] < first_prompt[root][0]):
             first_prompt[root] = prompts[c]
     bound = len(recorded) + 1
@@ -531,6 +546,7 @@ def rerun(
                     plans=plans,
                     bound=bound,
                 )
+                options.update(_output_options(module, top.iri, formats, output_type))
                 offered = tools
                 if offered is None and top.iri in first_prompt:
                     offered = recorded_catalogue(first_prompt[top.iri][1])
@@ -561,6 +577,56 @@ def rerun(
         results=results,
         capabilities=capabilities,
     )
+
+
+@dataclass(frozen=True)
+class _RecordedFormat(OutputFormat):
+    """A recorded response format: its name and schema, and the answers found invalid.
+
+    An answer the recording found invalid gets the problem recorded for it, word
+    for word (the retry prompt shows it, so it must read as it did: the original
+    may have been checked by a pydantic model the recording does not hold); any
+    other answer is checked against the schema.
+    """
+
+    problems: tuple[tuple[str, str], ...] = ()
+
+    def check(self, response: Response) -> tuple[Any, str | None]:
+        raw = self.raw(response)
+        for text, problem in self.problems:
+            if text == raw:
+                return None, problem
+        return super().check(response)
+
+
+def _note_format(
+    formats: dict[str, tuple[_RecordedFormat, int]], run: str, completion: RecordedCompletion
+) -> None:
+    """Note the response format a run's answer turn asked for, its attempts and problems."""
+    asked = completion.params.get("response_format")
+    if not isinstance(asked, Mapping):
+        return
+    known = formats.get(run)
+    attempts, problems = (known[1], known[0].problems) if known else (0, ())
+    found = _INVALID.match(completion.error or "")
+    if completion.status == "invalid" and found and completion.text is not None:
+        attempts = max(attempts, int(found.group(1)))
+        problems = (*problems, (completion.text, found.group(2)))
+    schema = dict(asked.get("schema") or {})
+    formats[run] = (_RecordedFormat(str(asked.get("name")), schema, problems=problems), attempts)
+
+
+def _output_options(
+    module: Any, run: str, formats: Mapping[str, tuple[_RecordedFormat, int]], given: Any
+) -> dict[str, Any]:
+    """``output_type=`` (and ``output_retries=``) that ask a run's answer turn as recorded."""
+    recorded = formats.get(run)
+    if given is None and recorded is None:
+        return {}
+    options: dict[str, Any] = {"output_type": given if given is not None else recorded[0]}  # type: ignore[index]
+    if recorded is not None and recorded[1] > 0:
+        options["output_retries"] = recorded[1] - 1
+    return {k: v for k, v in options.items() if _accepts(module, k)}
 
 
 @contextmanager
@@ -628,7 +694,7 @@ def _outcome(
     tops: Sequence[_Run], results: Sequence[PlanResult], recorded: Sequence[Activity]
 ) -> Divergence | None:
     for run, result in zip(tops, results, strict=False):
-        if (run.stop, run.answer) != (result.stopped, result.answer):
+        if (run.stop, run.answer) != (result.stopped, answer_text(result.answer)):
             last = recorded[-1] if recorded else None
             return Divergence(
                 len(recorded),

@@ -33,7 +33,10 @@ Drivers, all sharing the loop:
 - ``stream_drive`` / ``astream_drive``: ``stream`` / ``astream`` -- as above,
   a completion streamed (each text piece a ``token`` event), and every
   observer event of the run yielded as it happens (``trails.kernel.observe``:
-  one vocabulary for observers and streams).
+  one vocabulary for observers and streams). The loops of a ``Gather`` run as
+  under ``drive`` / ``adrive`` with their model turns streamed too (``fed``),
+  while the stream yields their events as they arrive; each ``token`` event
+  names the completion it is a piece of, whichever child streamed it.
 
 ``entries`` turns a planner's loop function (the full keyword signature of its
 ``run``) into its ``run``, ``arun``, ``stream``, ``astream``, ``batch`` and
@@ -43,10 +46,12 @@ Drivers, all sharing the loop:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import functools
 import threading
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterator,
     Callable,
     Coroutine,
@@ -211,18 +216,20 @@ class Gather:
     loops: Sequence[Generator[Request, Any, Any]]
     max_parallel: int
 
-    def run(self) -> list[Any]:
+    def run(self, feed: Feed | None = None) -> list[Any]:
+        """Drive the loops in worker threads (their model turns streamed into ``feed``)."""
         from trails.agent.planners._parallel import run_concurrently
 
-        thunks = [functools.partial(drive, loop) for loop in self.loops]
+        thunks = [functools.partial(drive, loop, feed) for loop in self.loops]
         return run_concurrently(thunks, max_parallel=self.max_parallel)
 
-    async def arun(self) -> list[Any]:
+    async def arun(self, feed: Feed | None = None) -> list[Any]:
+        """Drive the loops as asyncio tasks (their model turns streamed into ``feed``)."""
         gate = asyncio.Semaphore(max(1, self.max_parallel))
 
         async def one(loop: Generator[Request, Any, Any]) -> Any:
             async with gate:
-                return await adrive(loop)
+                return await adrive(loop, feed)
 
         done = await asyncio.gather(*(one(loop) for loop in self.loops), return_exceptions=True)
         for item in done:
@@ -238,8 +245,11 @@ Loop: TypeAlias = Generator[Request, Any, "PlanResult"]
 """A planner loop: yields requests, is sent their answers, returns the ``PlanResult``."""
 
 
-def drive(loop: Generator[Request, Any, T]) -> T:
+def drive(loop: Generator[Request, Any, T], feed: Feed | None = None) -> T:
     """Run a loop to its result, executing each request in this thread.
+
+    With a ``feed`` (the loops of a ``Gather`` in a streamed run), model turns
+    are streamed, each piece a ``token`` event the feed receives.
 
     Raises:
         Exception: whatever the loop lets through (a request's exception is
@@ -255,12 +265,12 @@ def drive(loop: Generator[Request, Any, T]) -> T:
             return result
         answer, error = None, None
         try:
-            answer = request.run()
+            answer = request.run() if feed is None else _fed(request, feed)
         except BaseException as exc:  # handed to the loop, which handles it or re-raises
             error = exc
 
 
-async def adrive(loop: Generator[Request, Any, T]) -> T:
+async def adrive(loop: Generator[Request, Any, T], feed: Feed | None = None) -> T:
     """``drive`` for asyncio: each request awaited (see the module docstring)."""
     answer: Any = None
     error: BaseException | None = None
@@ -272,30 +282,122 @@ async def adrive(loop: Generator[Request, Any, T]) -> T:
             return result
         answer, error = None, None
         try:
-            answer = await request.arun()
+            answer = await request.arun() if feed is None else await _afed(request, feed)
         except BaseException as exc:
             error = exc
 
 
+# The call id of the model call that began last in this context (thread, task): what
+# its streamed pieces are tokens of, when a ``Gather``'s loops stream side by side.
+_streaming: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "trails_streamed_completion", default=None
+)
+
+
 class Feed:
-    """An observer that keeps the events of one streamed run until the stream yields them."""
+    """An observer that keeps the events of one streamed run until the stream yields them.
+
+    Events may come from any thread (the loops of a ``Gather``, dispatches in
+    worker threads); ``wait`` blocks until one arrives, and ``wake`` (set by an
+    async stream) is called after each.
+    """
 
     def __init__(self) -> None:
         self.events: list[ObserverEvent] = []
-        self.completion: str | None = None  # the call id of the model call in progress
+        self.wake: Callable[[], None] | None = None
+        self._changed = threading.Condition()
 
     def on_event(self, event: ObserverEvent) -> None:
         if event.kind == "llm_start":
-            self.completion = event.call_id
-        self.events.append(event)
+            _streaming.set(event.call_id)  # runs in the context of the call that began
+        with self._changed:
+            self.events.append(event)
+            self._changed.notify_all()
+        self.poke(locked=False)
+
+    def poke(self, *, locked: bool = True) -> None:
+        """Wake whoever waits for events (``wait``, an async stream's ``wake``)."""
+        if locked:
+            with self._changed:
+                self._changed.notify_all()
+        wake = self.wake
+        if wake is not None:
+            wake()
+
+    def wait(self, done: Callable[[], bool]) -> None:
+        """Block until an event is waiting or ``done()`` (call ``poke`` when it turns true)."""
+        with self._changed:
+            self._changed.wait_for(lambda: bool(self.events) or done())
 
     def drain(self) -> list[ObserverEvent]:
-        out, self.events = self.events, []
+        with self._changed:
+            out, self.events = self.events, []
         return out
 
     def token(self, request: Complete, text: str) -> None:
         """Tell every observer of the run about one piece of streamed model text."""
-        notify(request.plan.ctx, "token", call_id=self.completion, text=text)
+        notify(request.plan.ctx, "token", call_id=_streaming.get(), text=text)
+
+
+def _fed(request: Request, feed: Feed) -> Any:
+    """``request.run()``, a model turn streamed into ``feed`` (a loop of a streamed ``Gather``)."""
+    if isinstance(request, Complete) and request.streamable():
+        pieces = request.plan.stream(request.messages, **request.keywords())
+        answer: Any = None
+        try:
+            for item in pieces:
+                if isinstance(item, Chunk):
+                    feed.token(request, item.text)
+                else:
+                    answer = item
+        finally:
+            closing = getattr(pieces, "close", None)
+            if closing is not None:
+                closing()
+        return answer
+    if isinstance(request, Gather):
+        return request.run(feed)
+    return request.run()
+
+
+async def _afed(request: Request, feed: Feed) -> Any:
+    """``_fed`` for asyncio: a model turn streamed with ``astream``."""
+    if isinstance(request, Complete) and request.streamable("astream"):
+        pieces = request.plan.astream(request.messages, **request.keywords())
+        answer: Any = None
+        try:
+            async for item in pieces:
+                if isinstance(item, Chunk):
+                    feed.token(request, item.text)
+                else:
+                    answer = item
+        finally:
+            closing = getattr(pieces, "aclose", None)
+            if closing is not None:
+                await closing()
+        return answer
+    if isinstance(request, Gather):
+        return await request.arun(feed)
+    return await request.arun()
+
+
+def _gathered(request: Gather, feed: Feed) -> Generator[ObserverEvent, None, tuple[Any, Any]]:
+    """Run a ``Gather`` in a worker thread, yielding its loops' events as they come.
+
+    Returns ``(answer, error)``. A consumer that leaves early waits for the loops
+    to end (each records its own end) before the run is closed.
+    """
+    future = _POOL.submit(contextvars.copy_context().run, request.run, feed)
+    future.add_done_callback(lambda _: feed.poke())
+    try:
+        while not future.done():
+            feed.wait(future.done)
+            yield from feed.drain()
+    finally:
+        concurrent.futures.wait([future])
+    yield from feed.drain()
+    error = future.exception()
+    return (None, error) if error is not None else (future.result(), None)
 
 
 def stream_drive(loop: Loop, feed: Feed) -> Iterator[ObserverEvent]:
@@ -336,6 +438,8 @@ def stream_drive(loop: Loop, feed: Feed) -> Iterator[ObserverEvent]:
                     closing = getattr(pieces, "close", None)
                     if closing is not None:
                         closing()
+            elif isinstance(request, Gather):
+                answer, error = yield from _gathered(request, feed)
             else:
                 try:
                     answer = request.run()
@@ -381,6 +485,18 @@ async def astream_drive(loop: Loop, feed: Feed) -> AsyncIterator[ObserverEvent]:
                     closing = getattr(pieces, "aclose", None)
                     if closing is not None:
                         await closing()
+            elif isinstance(request, Gather):
+                task = asyncio.ensure_future(request.arun(feed))
+                gathered = _agathered(task, feed)
+                try:
+                    async for event in gathered:
+                        yield event
+                finally:  # a consumer that left early: the task ends before the run does
+                    await gathered.aclose()
+                if task.exception() is not None:
+                    error = task.exception()
+                else:
+                    answer = task.result()
             else:
                 try:
                     answer = await request.arun()
@@ -388,6 +504,33 @@ async def astream_drive(loop: Loop, feed: Feed) -> AsyncIterator[ObserverEvent]:
                     error = exc
     finally:
         loop.close()
+
+
+async def _agathered(task: asyncio.Future[Any], feed: Feed) -> AsyncGenerator[ObserverEvent, None]:
+    """``_gathered`` for asyncio: the events of a running ``Gather`` task as they come.
+
+    A consumer that leaves early waits for the task to end first.
+    """
+    running = asyncio.get_running_loop()
+    ready = asyncio.Event()
+
+    def wake() -> None:
+        running.call_soon_threadsafe(ready.set)
+
+    feed.wake = wake
+    task.add_done_callback(lambda _: ready.set())
+    try:
+        while not task.done():
+            await ready.wait()
+            ready.clear()
+            for event in feed.drain():
+                yield event
+    finally:
+        feed.wake = None
+        if not task.done():
+            await asyncio.wait([task])
+    for event in feed.drain():
+        yield event
 
 
 def _with_feed(kwargs: dict[str, Any]) -> Feed:
