@@ -286,6 +286,37 @@ def test_cost_tracker_counts_children_once_and_enforces_budgets() -> None:
     tracker.check("q")
 
 
+def test_cost_tracker_totals_stay_right_past_the_kept_envelopes() -> None:
+    """A long-running process: the tracker lists only its newest envelopes, while the
+    totals (overall and per principal) still count every spend ever booked."""
+    tracker = CostTracker(keep=5)
+    for i in range(12):
+        tracker.book(tag="llm:m", principal="p" if i % 3 else "q", usd=0.25, input_tokens=10)
+    leaf = tracker.book(tag="llm:m", principal="p", usd=1.0, output_tokens=7)
+    tracker.book(
+        tag="cap.wrap", principal="p", usd=1.0, parent_call_id=leaf.call_id, dedupe="child"
+    )
+    tracker.book(tag="llm:local", principal="q", usd=None, input_tokens=3)
+    kept = tracker.envelopes()
+    assert len(kept) == 5 and kept[-1].tag == "llm:local" and kept[-2].tag == "cap.wrap"
+    assert [e.tag for e in tracker.envelopes(principal="q")] == ["llm:local"]
+    assert tracker.total_usd() == 12 * 0.25 + 1.0
+    assert tracker.total_tokens() == 12 * 10 + 7 + 3
+    assert tracker.total_usd("p") == 8 * 0.25 + 1.0 and tracker.total_tokens("p") == 87
+    assert tracker.total_usd("q") == 4 * 0.25 and tracker.total_tokens("q") == 43
+    assert tracker.unknown_usd() == 1 and tracker.unknown_usd("p") == 0
+    assert tracker.total_usd("nobody") == 0 and tracker.total_tokens("nobody") == 0
+    tracker.set_budget("p", usd=3.0)
+    with pytest.raises(BudgetExceeded) as info:  # spends no longer listed still count
+        tracker.check("p")
+    assert info.value.observed == 3.0
+    tracker.reset()
+    assert tracker.envelopes() == [] and tracker.total_usd() == 0 and tracker.total_tokens() == 0
+    tracker.check("p")  # the budget went with the reset
+    with pytest.raises(ValueError, match="keep"):
+        CostTracker(keep=-1)
+
+
 def test_calls_inside_a_handler_link_to_its_invocation_without_ctx(
     recorder: Recorder, store: Store
 ) -> None:
