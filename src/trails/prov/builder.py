@@ -184,17 +184,20 @@ class QuadBuilder:
         at: datetime | None = None,
         has_content: bool = True,
         as_json: bool = True,
+        text: str | None = None,
     ) -> str | None:
         """An entity typed ``cls`` and ``prov:Entity`` carrying ``content``.
 
         ``content`` is recorded as canonical JSON, or as plain text when
-        ``as_json`` is false (completions, goals). Returns the sha256 of the
-        recorded text (None without content).
+        ``as_json`` is false (completions, goals); ``text``, when given, is that
+        form already made (``invoke`` encodes arguments and results once, to check
+        them). Returns the sha256 of the recorded text (None without content).
         """
         self.types(s, cls, PROV.Entity)
         digest = None
         if has_content:
-            text = canonical_json(content) if as_json else str(content)
+            if text is None:
+                text = canonical_json(content) if as_json else str(content)
             text = self.masked(s, PROV.value, text)
             digest = sha256_hex(text)
             if self.content == "full":
