@@ -161,6 +161,7 @@ class Sealer:
         """Keeping the graphs of sessions started here (``attach`` wires the observer)."""
         self._hints: dict[IRI, str] = {}
         self._hints_read = -1.0
+        self._ledgers: tuple[Minter, IRI] | None = None
 
     # -- the hook ---------------------------------------------------------------
 
@@ -169,7 +170,7 @@ class Sealer:
     ) -> tuple[list[Quad], list[Quad]]:
         with self._lock:
             self._pending = None
-            ledger = ledger_iri(recorder.minter)
+            ledger = self._ledger(recorder)
             if isinstance(event, Sealed | KeyRotated) or event.graph == ledger:
                 return [], []
             if isinstance(event, SessionStarted):
@@ -180,12 +181,17 @@ class Sealer:
             if isinstance(event, SessionEnded):
                 targets = [event.graph]
             else:
-                written = {q.graph for q in quads} | {event.graph}
+                written = {q[3] for q in quads}
+                written.add(event.graph)
                 targets = sorted(
                     g
                     for g in written
-                    if not is_content_graph(g) and self._is_sealed(recorder, ledger, g)
+                    if g not in self._unsealed
+                    and not is_content_graph(g)
+                    and self._is_sealed(recorder, ledger, g)
                 )
+                if not targets:  # the common case: an event of a session still open
+                    return [], []
             add: list[Quad] = []
             remove: list[Quad] = []
             pending = _Pending(self.sequence, self.head or IRI.trusted(""), self.head_hash, {})
@@ -195,6 +201,14 @@ class Sealer:
                 remove.extend(less)
             self._pending = pending if pending.graphs else None
             return add, remove
+
+    def _ledger(self, recorder: Recorder) -> IRI:
+        """The ledger's IRI under ``recorder``'s minter (made once per minter)."""
+        minter = recorder.minter
+        cached = self._ledgers
+        if cached is None or cached[0] is not minter:
+            cached = self._ledgers = (minter, ledger_iri(minter))
+        return cached[1]
 
     def written(self, recorder: Recorder, event: Event) -> None:
         """Advance the chain after the recorder's write succeeded (a recorder listener)."""
