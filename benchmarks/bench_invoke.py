@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import tempfile
 import uuid
@@ -350,6 +351,7 @@ def main() -> None:
 
     ratio = t_trails / t_raw
     verdict = "meets" if ratio <= 1.3 else "misses"
+    load = os.getloadavg()[0]
     md = f"""## Recording overhead of `invoke()` (issues: foundation, 12)
 
 `python benchmarks/bench_invoke.py`: a no-op capability invoked through trails
@@ -385,6 +387,13 @@ same {react_writes} writes ({react_quads} quads, fresh ids minted per run) with
 |---|---|---|
 | trails, 10-step ReAct, sealed | {t_react * 1e3:.2f} | **{t_react / t_react_raw:.2f}** x raw (target <= 1.5: {"meets" if t_react / t_react_raw <= 1.5 else "misses"}) |
 | raw `Store.extend`, same writes (baseline) | {t_react_raw * 1e3:.2f} | |
+
+What trails adds to the bare writes is the run itself (the planner, the scripted model's
+calls through the LLM client, argument validation) and the recording: building each
+event's quads, converting them for the store, the seal (a canonical hash of the session's
+{react_quads} quads, kept as they were written, not read back) and the session's catalogue
+entry, both in the write that ends the session. Load average when measured:
+{load:.1f} on {os.cpu_count()} cores.
 
 ### The first session of a fresh process
 

@@ -394,3 +394,18 @@ def test_envelope_hashes_match_the_recorded_content(recorder: Recorder, store: S
     recorded = {str(r["a"]): (to_python(r["in"]), to_python(r.get("out"))) for r in rows}  # type: ignore[union-attr]
     assert recorded[ok.activity] == (ok.args_sha256, ok.result_sha256)
     assert recorded[bad.activity] == (bad.args_sha256, None) and bad.result_sha256 is None
+
+
+def test_a_child_context_changes_only_what_it_is_given(recorder: Recorder) -> None:
+    ctx = Context.open("did:local:alice", recorder=recorder)
+    ctx.extras["note"] = "kept"
+    run = IRI("urn:trails:activity:run")
+    before = (ctx.parent, ctx.step)
+    child = ctx.child(parent=run, step=2)
+    assert (child.parent, child.step) == (run, 2) and (ctx.parent, ctx.step) == before
+    assert child.session == ctx.session and child.recorder is ctx.recorder
+    assert child.tracker is ctx.tracker and child.note == "kept"  # extras are shared
+    assert child.lifecycle is ctx.lifecycle and type(child) is Context
+    with pytest.raises(TypeError, match="no field parnet"):
+        ctx.child(parnet=run)
+    ctx.close()
