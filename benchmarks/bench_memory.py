@@ -559,7 +559,8 @@ def _targets(results: list[dict[str, float]]) -> list[str]:
         f"| one `memory.forget` costs the same at any size (<= 1.5x) {flat('forget')}",
         f"| one `memory.recall` costs the same at any size (<= 1.5x) {flat('recall')}",
         f"| recall through `invoke` <= 3x the index search "
-        f"| {last['recall'] / last['index']:.1f}x at {int(last['n']):,} "
+        f"| {last['recall'] / last['index']:.1f}x at {int(last['n']):,} (the search plus the "
+        f"bare write of its quads alone: {(last['index'] + last['write']) / last['index']:.1f}x) "
         f"| {mark(last['recall'] <= 3 * last['index'])} |",
         f"| first recall in a new process at 100k < 1 s, {FORGET_SHARE:.0%} forgotten "
         f"| {last['first_snap']:.2f} s at {int(last['n']):,} "
