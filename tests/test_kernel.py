@@ -286,6 +286,37 @@ def test_cost_tracker_counts_children_once_and_enforces_budgets() -> None:
     tracker.check("q")
 
 
+def test_cost_tracker_totals_stay_right_past_the_kept_envelopes() -> None:
+    """A long-running process: the tracker lists only its newest envelopes, while the
+    totals (overall and per principal) still count every spend ever booked."""
+    tracker = CostTracker(keep=5)
+    for i in range(12):
+        tracker.book(tag="llm:m", principal="p" if i % 3 else "q", usd=0.25, input_tokens=10)
+    leaf = tracker.book(tag="llm:m", principal="p", usd=1.0, output_tokens=7)
+    tracker.book(
+        tag="cap.wrap", principal="p", usd=1.0, parent_call_id=leaf.call_id, dedupe="child"
+    )
+    tracker.book(tag="llm:local", principal="q", usd=None, input_tokens=3)
+    kept = tracker.envelopes()
+    assert len(kept) == 5 and kept[-1].tag == "llm:local" and kept[-2].tag == "cap.wrap"
+    assert [e.tag for e in tracker.envelopes(principal="q")] == ["llm:local"]
+    assert tracker.total_usd() == 12 * 0.25 + 1.0
+    assert tracker.total_tokens() == 12 * 10 + 7 + 3
+    assert tracker.total_usd("p") == 8 * 0.25 + 1.0 and tracker.total_tokens("p") == 87
+    assert tracker.total_usd("q") == 4 * 0.25 and tracker.total_tokens("q") == 43
+    assert tracker.unknown_usd() == 1 and tracker.unknown_usd("p") == 0
+    assert tracker.total_usd("nobody") == 0 and tracker.total_tokens("nobody") == 0
+    tracker.set_budget("p", usd=3.0)
+    with pytest.raises(BudgetExceeded) as info:  # spends no longer listed still count
+        tracker.check("p")
+    assert info.value.observed == 3.0
+    tracker.reset()
+    assert tracker.envelopes() == [] and tracker.total_usd() == 0 and tracker.total_tokens() == 0
+    tracker.check("p")  # the budget went with the reset
+    with pytest.raises(ValueError, match="keep"):
+        CostTracker(keep=-1)
+
+
 def test_calls_inside_a_handler_link_to_its_invocation_without_ctx(
     recorder: Recorder, store: Store
 ) -> None:
@@ -363,3 +394,18 @@ def test_envelope_hashes_match_the_recorded_content(recorder: Recorder, store: S
     recorded = {str(r["a"]): (to_python(r["in"]), to_python(r.get("out"))) for r in rows}  # type: ignore[union-attr]
     assert recorded[ok.activity] == (ok.args_sha256, ok.result_sha256)
     assert recorded[bad.activity] == (bad.args_sha256, None) and bad.result_sha256 is None
+
+
+def test_a_child_context_changes_only_what_it_is_given(recorder: Recorder) -> None:
+    ctx = Context.open("did:local:alice", recorder=recorder)
+    ctx.extras["note"] = "kept"
+    run = IRI("urn:trails:activity:run")
+    before = (ctx.parent, ctx.step)
+    child = ctx.child(parent=run, step=2)
+    assert (child.parent, child.step) == (run, 2) and (ctx.parent, ctx.step) == before
+    assert child.session == ctx.session and child.recorder is ctx.recorder
+    assert child.tracker is ctx.tracker and child.note == "kept"  # extras are shared
+    assert child.lifecycle is ctx.lifecycle and type(child) is Context
+    with pytest.raises(TypeError, match="no field parnet"):
+        ctx.child(parnet=run)
+    ctx.close()

@@ -21,6 +21,7 @@ from trails.audit.ledger import ledger_iri, read_seals
 from trails.audit.seal import install_sealer
 from trails.audit.verify import verify
 from trails.errors import SessionError
+from trails.kernel import Context
 from trails.prov import CapabilityInvoked, Minter, Recorder, SessionEnded
 from trails.prov.content import content_graph
 from trails.store import IRI, Literal, Quad, Solutions, Store
@@ -66,6 +67,40 @@ def test_canonical_form_matches_rdfc_1_0_for_graphs_without_blank_nodes(store: S
         ox.serialize(dataset, format=ox.RdfFormat.N_QUADS).decode().splitlines(keepends=True)
     )
     assert ours == sorted(reference)
+
+
+@pytest.mark.allow_nonconforming  # arbitrary quads written into a session graph
+def test_a_session_sealed_from_what_was_written_hashes_as_the_store_holds_it(
+    store: Store,
+) -> None:
+    """The sealer hashes a session it saw start from the quads it saw written (with
+    the canonical text of repeating terms kept between seals): the same hash as
+    reading the graph back, for literals of every kind, across sessions."""
+    recorder = Recorder(store)
+    install_sealer(recorder)
+    minter = recorder.minter
+    xsd = "http://www.w3.org/2001/XMLSchema#"
+    for n in range(3):
+        ctx = Context.open("did:local:alice", recorder=recorder)
+        g = ctx.session
+        odd = [
+            Literal('a\tb\x01c"d\\e\nf\rg\x7fé'),
+            Literal("x" * 100),  # long: never kept between seals
+            Literal("x", language="en-us"),
+            Literal("2025-03-01T10:00:00.100+00:00", xsd + "dateTime"),  # normalised
+            Literal("1", xsd + "boolean"),
+            Literal("true", xsd + "boolean"),  # the same canonical line as "1"
+            Literal("007", xsd + "integer"),
+            Literal(f"run {n}"),
+        ]
+        recorder.write_quads(
+            [Quad(IRI(f"urn:s{i}"), IRI("urn:p"), o, g) for i, o in enumerate(odd)]
+            + [Quad(IRI("urn:s0"), IRI("urn:q"), IRI("urn:s1"), g)]
+        )
+        ctx.close()
+        [seal] = [s for s in read_seals(store, ledger_iri(minter)) if s.graph == g]
+        assert (seal.graph_hash, seal.quad_count) == graph_digest(store, g)
+    assert verify(store).ok
 
 
 def test_sessions_are_sealed_when_they_end_in_a_chain(fx: Fixture) -> None:

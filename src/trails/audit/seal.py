@@ -44,7 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trails.audit.canonical import canonical_lines, digest_lines
+from trails.audit.canonical import canonical_lines, canonical_term
 from trails.audit.catalogue import catalogue_iri, entry_quads, start_quads
 from trails.audit.ledger import (
     GENESIS,
@@ -65,7 +65,7 @@ from trails.prov.events import Event, SessionEnded, SessionStarted
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions
-from trails.store.terms import IRI, Literal, Quad, literal
+from trails.store.terms import IRI, BNode, Literal, Quad, Term, literal
 
 if TYPE_CHECKING:
     from trails.prov.recorder import Recorder
@@ -154,11 +154,14 @@ class Sealer:
         self._unsealed: set[IRI] = set()
         self._pending: _Pending | None = None
         self._lock = threading.RLock()
+        # the graphs of sessions started here: (subject, predicate, object) of each quad
         self._graphs: dict[IRI, set[tuple[Any, Any, Any]]] = {}
+        self._terms: dict[Term, str] = {}  # canonical text of the terms that repeat
         self.tracking = False
         """Keeping the graphs of sessions started here (``attach`` wires the observer)."""
         self._hints: dict[IRI, str] = {}
         self._hints_read = -1.0
+        self._ledgers: tuple[Minter, IRI] | None = None
 
     # -- the hook ---------------------------------------------------------------
 
@@ -167,7 +170,7 @@ class Sealer:
     ) -> tuple[list[Quad], list[Quad]]:
         with self._lock:
             self._pending = None
-            ledger = ledger_iri(recorder.minter)
+            ledger = self._ledger(recorder)
             if isinstance(event, Sealed | KeyRotated) or event.graph == ledger:
                 return [], []
             if isinstance(event, SessionStarted):
@@ -178,12 +181,17 @@ class Sealer:
             if isinstance(event, SessionEnded):
                 targets = [event.graph]
             else:
-                written = {q.graph for q in quads} | {event.graph}
+                written = {q[3] for q in quads}
+                written.add(event.graph)
                 targets = sorted(
                     g
                     for g in written
-                    if not is_content_graph(g) and self._is_sealed(recorder, ledger, g)
+                    if g not in self._unsealed
+                    and not is_content_graph(g)
+                    and self._is_sealed(recorder, ledger, g)
                 )
+                if not targets:  # the common case: an event of a session still open
+                    return [], []
             add: list[Quad] = []
             remove: list[Quad] = []
             pending = _Pending(self.sequence, self.head or IRI.trusted(""), self.head_hash, {})
@@ -193,6 +201,14 @@ class Sealer:
                 remove.extend(less)
             self._pending = pending if pending.graphs else None
             return add, remove
+
+    def _ledger(self, recorder: Recorder) -> IRI:
+        """The ledger's IRI under ``recorder``'s minter (made once per minter)."""
+        minter = recorder.minter
+        cached = self._ledgers
+        if cached is None or cached[0] is not minter:
+            cached = self._ledgers = (minter, ledger_iri(minter))
+        return cached[1]
 
     def written(self, recorder: Recorder, event: Event) -> None:
         """Advance the chain after the recorder's write succeeded (a recorder listener)."""
@@ -224,14 +240,14 @@ class Sealer:
             return
         with self._lock:
             graphs = self._graphs
-            for q in removed:
-                kept = graphs.get(q.graph)
+            for s, p, o, g in removed:
+                kept = graphs.get(g)
                 if kept is not None:
-                    kept.discard((q.subject, q.predicate, q.object))
-            for q in added:
-                kept = graphs.get(q.graph)
+                    kept.discard((s, p, o))
+            for s, p, o, g in added:
+                kept = graphs.get(g)
                 if kept is not None:
-                    kept.add((q.subject, q.predicate, q.object))
+                    kept.add((s, p, o))
 
     def _is_sealed(self, recorder: Recorder, ledger: IRI, graph: IRI) -> bool:
         if graph in self._sealed:
@@ -257,14 +273,17 @@ class Sealer:
         if kept is not None and not gone:  # started here: what it holds is what this recorder wrote
             stored: list[tuple[Any, ...]] = list(kept)
             hints = self._pointer(recorder, ledger)
+            mine = [(q[0], q[1], q[2]) for q in new if q.graph == graph]
+            unique = _lines(self._terms, [kept, mine], f"<{graph}> .\n")
         else:
             stored, hints, priors = _read(recorder, ledger, graph)
             if gone:
                 stored = [t for t in stored if t not in gone]
             self._hints, self._hints_read = dict(hints), time.monotonic()
-        lines = canonical_lines(stored, graph, version=2)
-        lines += canonical_lines([q for q in new if q.graph == graph], graph, version=2)
-        graph_hash, count = digest_lines(lines)
+            unique = set(canonical_lines(stored, graph, version=2))
+            unique.update(canonical_lines([q for q in new if q.graph == graph], graph, version=2))
+        # one buffer: the same digest as hashing the sorted lines one by one (hash_lines)
+        graph_hash, count = sha256_hex("".join(sorted(unique)).encode("utf-8")), len(unique)
 
         n = pending.sequence + 1
         previous = pending.seal if pending.sequence else None
@@ -420,6 +439,37 @@ class Sealer:
             self._pending = pending
             self.written(recorder, SessionEnded(session=graph, ended=datetime.now(UTC)))
             return pending.seal
+
+
+def _lines(terms: dict[Term, str], parts: list[Any], tail: str) -> set[str]:
+    """The canonical N-Quads lines (version 2) of ``(s, p, o)`` rows, each ended by ``tail``
+    (the graph): the text ``canonical_lines`` writes, with the IRIs and short literals
+    that repeat (classes, predicates, labels) written once per sealer, not once per seal.
+
+    A blank node is never looked up: no IRI has its text (an IRI has a scheme, a
+    blank node label no colon), so it cannot hit an IRI's entry, and it is never stored.
+    """
+    if len(terms) > 1 << 16:
+        terms.clear()
+
+    def text(t: Term) -> str:
+        if isinstance(t, BNode):
+            return canonical_term(t)
+        if isinstance(t, Literal):
+            out = canonical_term(t, normalise=True)
+            if len(t.value) <= 64:
+                terms[t] = out
+            return out
+        out = terms[t] = f"<{t}>"
+        return out
+
+    c = terms
+    return {
+        f"{c[s] if s in c else text(s)} {c[p] if p in c else text(p)} "
+        f"{c[o] if o in c else text(o)} {tail}"
+        for rows in parts
+        for s, p, o in rows
+    }
 
 
 def _read(

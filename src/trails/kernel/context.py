@@ -137,8 +137,21 @@ class Context:
         return self.recorder.minter.session_id(self.session)
 
     def child(self, **changes: Any) -> Context:
-        """A copy with some fields changed (usually ``parent=``)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with some fields changed (usually ``parent=``).
+
+        Made for every call (each ``invoke``, each planner step), so it copies the
+        fields as they are instead of running ``__init__`` again (``dataclasses.replace``).
+
+        Raises:
+            TypeError: a name that is not a field (as ``dataclasses.replace`` would).
+        """
+        unknown = changes.keys() - _FIELDS
+        if unknown:
+            raise TypeError(f"Context has no field {', '.join(sorted(unknown))}")
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
 
     def __getattr__(self, name: str) -> Any:
         extras = self.__dict__.get("extras")
@@ -227,6 +240,9 @@ class Context:
         tb: TracebackType | None,
     ) -> None:
         self.close("error" if exc is not None else "ok")
+
+
+_FIELDS = frozenset(f.name for f in dataclasses.fields(Context))
 
 
 def _policy_from_settings(fields: dict[str, Any]) -> None:

@@ -10,6 +10,12 @@ counts once however calls nest.
 
 Budgets are per principal (``usd`` and/or ``tokens``). ``check`` raises
 ``BudgetExceeded`` *before* a spend that would start past the budget.
+
+A process may run for months: the tracker keeps running totals (per principal
+and overall) that ``book`` updates, so a budget check costs the same after a
+million calls as after one, and it keeps only the newest ``KEEP`` envelopes
+(``envelopes()`` lists those; the totals count every envelope ever booked).
+The store keeps the full record of every spend.
 """
 
 from __future__ import annotations
@@ -17,11 +23,15 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 
 from trails.errors import BudgetExceeded
 
-__all__ = ["Budget", "CostTracker", "Envelope", "default_tracker"]
+__all__ = ["KEEP", "Budget", "CostTracker", "Envelope", "default_tracker"]
+
+KEEP = 10_000
+"""How many of the newest envelopes a tracker keeps (its totals count them all)."""
 
 
 @dataclass(frozen=True)
@@ -55,13 +65,39 @@ class Budget:
     tokens: int | None = None
 
 
-class CostTracker:
-    """Thread-safe ledger of envelopes with per-principal budgets."""
+class _Totals:
+    """Running sums of counted envelopes (one per principal, one overall)."""
+
+    __slots__ = ("tokens", "unknown", "usd")
 
     def __init__(self) -> None:
+        self.usd = 0.0
+        self.tokens = 0
+        self.unknown = 0
+
+    def add(self, envelope: Envelope) -> None:
+        self.usd += envelope.usd or 0.0
+        self.tokens += envelope.tokens
+        if envelope.usd is None:
+            self.unknown += 1
+
+
+class CostTracker:
+    """Thread-safe ledger of envelopes with per-principal budgets.
+
+    Args:
+        keep: how many of the newest envelopes ``envelopes()`` can list (default
+            ``KEEP``); older ones are dropped from the list, never from the totals.
+    """
+
+    def __init__(self, *, keep: int = KEEP) -> None:
+        if keep < 0:
+            raise ValueError(f"keep must be >= 0, not {keep}")
         self._lock = threading.Lock()
-        self._envelopes: list[Envelope] = []
+        self._envelopes: deque[Envelope] = deque(maxlen=keep)
         self._budgets: dict[str, Budget] = {}
+        self._all = _Totals()
+        self._by: dict[str, _Totals] = {}
 
     def book(
         self,
@@ -88,9 +124,21 @@ class CostTracker:
         )
         with self._lock:
             self._envelopes.append(envelope)
+            if envelope.counted:
+                self._all.add(envelope)
+                totals = self._by.get(principal)
+                if totals is None:
+                    totals = self._by[principal] = _Totals()
+                totals.add(envelope)
         return envelope
 
+    def _totals(self, principal: str | None) -> _Totals:
+        if principal is None:
+            return self._all
+        return self._by.get(principal) or _Totals()
+
     def envelopes(self, *, principal: str | None = None, tag: str | None = None) -> list[Envelope]:
+        """The newest envelopes booked (at most ``keep``), oldest first, filtered."""
         with self._lock:
             rows = list(self._envelopes)
         return [
@@ -100,16 +148,20 @@ class CostTracker:
         ]
 
     def total_usd(self, principal: str | None = None) -> float:
-        """Known spend in USD, children counted once; unknown prices count as 0."""
-        return sum(e.usd or 0.0 for e in self.envelopes(principal=principal) if e.counted)
+        """Known spend in USD of every envelope booked, children counted once; unknown
+        prices count as 0."""
+        with self._lock:
+            return self._totals(principal).usd
 
     def total_tokens(self, principal: str | None = None) -> int:
-        """Prompt + completion tokens, children counted once."""
-        return sum(e.tokens for e in self.envelopes(principal=principal) if e.counted)
+        """Prompt + completion tokens of every envelope booked, children counted once."""
+        with self._lock:
+            return self._totals(principal).tokens
 
     def unknown_usd(self, principal: str | None = None) -> int:
         """How many counted envelopes have no known price."""
-        return sum(1 for e in self.envelopes(principal=principal) if e.counted and e.usd is None)
+        with self._lock:
+            return self._totals(principal).unknown
 
     def set_budget(
         self, principal: str, *, usd: float | None = None, tokens: int | None = None
@@ -139,6 +191,8 @@ class CostTracker:
         with self._lock:
             self._envelopes.clear()
             self._budgets.clear()
+            self._all = _Totals()
+            self._by.clear()
 
 
 _default = CostTracker()

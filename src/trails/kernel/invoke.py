@@ -238,7 +238,7 @@ def _finish(
         step=ctx.step,
         ahead=ahead,
         tool_call_id=ctx.tool_call_id,
-    )
+    ).with_texts(args_text, result_text)  # encoded once, to check them: not again to record
     riding = riders.close() if riders is not None else ()
     ctx.recorder.record_all([*decided, invoked, *riding], hooked=invoked)
     duration_ms = (ended - started).total_seconds() * 1000.0

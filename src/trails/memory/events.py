@@ -20,7 +20,7 @@ quads back together:
   ``trails:MemoryForget`` in the session graph. Nothing is erased.
 - ``MemoryRecalled``: only in the session graph: a ``trails:MemoryRecall`` that
   ``prov:used`` each memory it returned, with a ``prov:qualifiedUsage`` giving
-  rank and score.
+  rank and score (the usage's time is the recall's ``prov:endedAtTime``).
 
 Events that change memory also add a fresh ``trails:memoryRevision`` token to
 the memory-state graph, in the same write: that is how another process's index
@@ -253,7 +253,6 @@ class MemoryRecalled(Event):
             usage = Minter.part(a, f"usage-{rank}")
             b.types(usage, PROV.Usage)
             b.add(a, PROV.qualifiedUsage, usage)
-            b.add(usage, PROV.entity, m)
-            b.value(usage, PROV.atTime, self.ended)
+            b.add(usage, PROV.entity, m)  # its time is the recall's end: not repeated per hit
             b.value(usage, T.rank, rank)
             b.value(usage, T.score, float(score))

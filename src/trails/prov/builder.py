@@ -18,7 +18,7 @@ the PROV-O rules live in one place:
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from trails.prov.content import CONTENT_DIGESTS, canonical_json, content_graph, sha256_hex
@@ -31,6 +31,7 @@ __all__ = ["QuadBuilder"]
 
 _TYPE = RDF.type
 _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+_XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 # Identifiers, digests and keys: never masked (a digest is not personal data, and a
 # masked seal field would break the ledger).
 _UNMASKED = frozenset(
@@ -93,8 +94,15 @@ class QuadBuilder:
         """Add a literal property unless ``value`` is None (text is masked first)."""
         if value is None:
             return
-        if type(value) is not str:
-            self.quads.append(Quad(s, p, literal(value), self.graph))
+        kind = type(value)
+        if kind is not str:
+            if kind is datetime:  # every event's times
+                if value.tzinfo is None:
+                    value = value.replace(tzinfo=UTC)
+                text = value.isoformat().replace("+00:00", "Z")
+                self.quads.append(Quad(s, p, Literal(text, _XSD_DATETIME), self.graph))
+            else:
+                self.quads.append(Quad(s, p, literal(value), self.graph))
             return
         if self.masking is not None:
             value = self.masked(s, p, value)
@@ -184,17 +192,20 @@ class QuadBuilder:
         at: datetime | None = None,
         has_content: bool = True,
         as_json: bool = True,
+        text: str | None = None,
     ) -> str | None:
         """An entity typed ``cls`` and ``prov:Entity`` carrying ``content``.
 
         ``content`` is recorded as canonical JSON, or as plain text when
-        ``as_json`` is false (completions, goals). Returns the sha256 of the
-        recorded text (None without content).
+        ``as_json`` is false (completions, goals); ``text``, when given, is that
+        form already made (``invoke`` encodes arguments and results once, to check
+        them). Returns the sha256 of the recorded text (None without content).
         """
         self.types(s, cls, PROV.Entity)
         digest = None
         if has_content:
-            text = canonical_json(content) if as_json else str(content)
+            if text is None:
+                text = canonical_json(content) if as_json else str(content)
             text = self.masked(s, PROV.value, text)
             digest = sha256_hex(text)
             if self.content == "full":

@@ -206,13 +206,34 @@ class CapabilityInvoked(Event):
     ahead: bool = False
     tool_call_id: str | None = None
 
+    def with_texts(self, inputs: str | None, output: str | None) -> CapabilityInvoked:
+        """This event, told the canonical JSON of its ``inputs`` and ``output`` (which
+        ``invoke`` made to check them), so ``emit`` does not encode them again.
+
+        The texts are kept with the very objects they encode, outside the model's
+        fields (equality and dumps ignore them); a copy with other values encodes its own.
+        """
+        object.__setattr__(self, "_known_texts", (self.inputs, inputs, self.output, output))
+        return self
+
+    def _texts(self) -> tuple[str | None, str | None]:
+        known = self.__dict__.get("_known_texts")
+        if known is None:
+            return None, None
+        inputs, inputs_text, output, output_text = known
+        return (
+            inputs_text if inputs is self.inputs else None,
+            output_text if output is self.output else None,
+        )
+
     def emit(self, b: QuadBuilder) -> None:
         a = _iri(self.activity)
+        inputs_text, output_text = self._texts()
         if self.ahead:  # the start is on record: complete it
             b.value(a, PROV.endedAtTime, self.ended)
         else:
             b.activity(a, T.CapabilityInvocation, self.started, self.ended)
-            _invocation_body(b, a, self.graph, self)
+            _invocation_body(b, a, self.graph, self, inputs_text)
         b.value(a, T.status, self.status)
         b.value(a, T.errorMessage, self.error)
         if self.status == "ok":
@@ -222,11 +243,16 @@ class CapabilityInvoked(Event):
                 self.output,
                 generated_by=a,
                 at=self.ended,
+                text=output_text,
             )
 
 
 def _invocation_body(
-    b: QuadBuilder, a: IRI, session: IRI, event: CapabilityStarted | CapabilityInvoked
+    b: QuadBuilder,
+    a: IRI,
+    session: IRI,
+    event: CapabilityStarted | CapabilityInvoked,
+    inputs_text: str | None = None,
 ) -> None:
     """What an invocation's start says: written by the start of a side-effecting call,
     or with the end when the call was written once."""
@@ -244,7 +270,7 @@ def _invocation_body(
     # the model's tool call this invocation ran: joins it to the completion that asked
     b.value(a, T.toolCallId, event.tool_call_id)
     b.label(a, f"invoke {event.capability_id}")
-    b.entity(Minter.part(a, "input"), T.CapabilityInput, event.inputs, used_by=a)
+    b.entity(Minter.part(a, "input"), T.CapabilityInput, event.inputs, used_by=a, text=inputs_text)
 
 
 class LLMCompleted(Event):

@@ -9,6 +9,7 @@ so an IRI is always valid whatever the input.
 from __future__ import annotations
 
 import uuid
+from functools import lru_cache
 from urllib.parse import quote
 
 from trails.store.terms import _IRI_BAD, _IRI_SCHEME, IRI
@@ -16,10 +17,12 @@ from trails.store.terms import _IRI_BAD, _IRI_SCHEME, IRI
 __all__ = ["Minter", "agent_iri"]
 
 
+@lru_cache(maxsize=4096)  # capability, model, policy and principal names repeat in every event
 def _safe(value: str) -> str:
     return quote(value, safe="-._~:@!$&'()*+,;=/")
 
 
+@lru_cache(maxsize=1024)
 def agent_iri(principal: str, base: str = "urn:trails:") -> IRI:
     """The IRI of a principal: itself when it is an absolute IRI (a DID), else minted."""
     if _IRI_SCHEME.match(principal) and not _IRI_BAD.search(principal):

@@ -166,21 +166,59 @@ def _from_ox(term: Any) -> Term | None:
     raise StoreError(f"unsupported term in result: {term!r}")
 
 
+_NODES: dict[Any, Any] = {}  # IRI text -> NamedNode, Literal -> pyoxigraph Literal
+_NODES_MAX = 1 << 16
+_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+
+
 def _convert_quads(quads: Iterable[Quad]) -> list[ox.Quad]:
-    """Convert quads, converting each distinct term once (IRIs repeat within an event)."""
-    seen: dict[Term, Any] = {}
+    """Convert quads for ``extend``: the write path of every event, so it is one loop.
+
+    Named nodes and short literals are kept in a process-wide table (classes,
+    predicates, the session's graph, the principal, labels and statuses repeat in
+    every event; cleared past ``_NODES_MAX`` entries), plain strings skip the
+    datatype, and a blank node never shares an entry with an IRI of the same text
+    (nor a literal, whose key is a tuple).
+    """
+    nodes = _NODES
+    if len(nodes) > _NODES_MAX:
+        nodes.clear()
+    named, lit, quad = ox.NamedNode, ox.Literal, ox.Quad
     out = []
     for s, p, o, g in quads:
-        cs = seen.get(s)
-        if cs is None:
-            cs = seen[s] = _to_ox(s)
-        co = seen.get(o)
-        if co is None:
-            co = seen[o] = _to_ox(o)
-        cg = seen.get(g)
+        if type(s) is BNode:
+            cs: Any = ox.BlankNode(s)
+        else:
+            cs = nodes.get(s)
+            if cs is None:
+                cs = nodes[s] = named(s)
+        cp = nodes.get(p)
+        if cp is None:
+            cp = nodes[p] = named(p)
+        if type(o) is BNode:
+            co: Any = ox.BlankNode(o)
+        else:
+            co = nodes.get(o)
+            if co is None:
+                if isinstance(o, tuple):  # a Literal
+                    value, datatype, language = o
+                    if language:
+                        co = lit(value, language=language)
+                    elif datatype == _XSD_STRING:
+                        co = lit(value)
+                    else:
+                        cd = nodes.get(datatype)
+                        if cd is None:
+                            cd = nodes[datatype] = named(datatype)
+                        co = lit(value, datatype=cd)
+                    if len(value) <= 64:
+                        nodes[o] = co
+                else:
+                    co = nodes[o] = named(o)
+        cg = nodes.get(g)
         if cg is None:
-            cg = seen[g] = _named(g)
-        out.append(ox.Quad(cs, _named(p), co, cg))  # type: ignore[arg-type]
+            cg = nodes[g] = named(g)
+        out.append(quad(cs, cp, co, cg))
     return out
 
 
