@@ -255,12 +255,14 @@ def table(
     return "\n".join(lines)
 
 
-def measure(sizes: list[int], runs: int) -> tuple[dict[str, dict[int, float]], dict[int, dict]]:
+def measure(
+    sizes: list[int], runs: int, *, reuse_any_digest: bool = False
+) -> tuple[dict[str, dict[int, float]], dict[int, dict]]:
     """Build (or reuse) the stores, copy each, and time every command ``runs`` times."""
     stores: dict[int, tuple[Path, dict[str, object]]] = {}
     for n in sizes:
         start = time.perf_counter()
-        stores[n] = _scale_store.cached_store(n)
+        stores[n] = _scale_store.cached_store(n, reuse_any_digest=reuse_any_digest)
         print(
             f"store of {n:,} sessions ready in {time.perf_counter() - start:.1f} s", file=sys.stderr
         )
@@ -290,7 +292,8 @@ def report(
 ) -> str:
     builds = "; ".join(
         f"{n:,} sessions: recorded in {m['record_s']:,.0f} s "
-        f"({int(m['sessions']) / float(m['record_s']):.0f} sessions/s), {m['disk_mb']:,} MB"
+        f"({int(m['sessions']) / float(m['record_s']):.0f} sessions/s), {m['disk_mb']:,} MB, "
+        f"store `{m['key']}` built from commit `{m['commit']}`"
         for n, m in manifests.items()
     )
     sizes_flag = ",".join(str(n) for n in sizes)
@@ -335,6 +338,12 @@ def main() -> None:
     parser.add_argument(
         "--prune", action="store_true", help="remove cached stores of other trails versions first"
     )
+    parser.add_argument(
+        "--reuse-any-digest",
+        action="store_true",
+        help="use the newest complete cached store of each size built by any sources "
+        "(the key and commit that built it are printed and written in the doc)",
+    )
     parser.add_argument("--no-doc", action="store_true", help="print, do not write the doc")
     args = parser.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
@@ -342,14 +351,16 @@ def main() -> None:
         parser.error("--sizes needs positive sizes and --runs at least 1")
     if args.prune:
         keep = tuple(_scale_store.cache_key(n) for n in sizes)
+        if args.reuse_any_digest:  # and what would be reused
+            keep += tuple(s.name for n in sizes for s in _scale_store.complete_stores(n)[:1])
         for removed in _scale_store.prune(keep=keep):
             print(f"removed {removed}", file=sys.stderr)
     if args.build_only:
         for n in sizes:
-            path, manifest = _scale_store.cached_store(n)
+            path, manifest = _scale_store.cached_store(n, reuse_any_digest=args.reuse_any_digest)
             print(f"{n:,} sessions at {path}: {manifest}")
         return
-    medians, manifests = measure(sizes, args.runs)
+    medians, manifests = measure(sizes, args.runs, reuse_any_digest=args.reuse_any_digest)
     text = report(sizes, args.runs, medians, manifests)
     if not args.no_doc:
         write_section("scale", text)

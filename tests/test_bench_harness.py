@@ -11,7 +11,9 @@ timing is asserted here: speed is measured by the benchmarks themselves.
 from __future__ import annotations
 
 import json
+import os
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -88,7 +90,8 @@ def test_cached_store_builds_once_and_rebuilds_an_interrupted_build(
 
     monkeypatch.setattr(scale, "build", fake_build)
     path, manifest = scale.cached_store(3, root=tmp_path, log=lambda _: None)
-    assert manifest == {"sessions": 3} and path.parent.name == scale.cache_key(3)
+    assert path.parent.name == scale.cache_key(3)
+    assert manifest == {"sessions": 3, "key": scale.cache_key(3), "commit": "unknown"}
     assert scale.cached_store(3, root=tmp_path, log=lambda _: None) == (path, manifest)
     assert len(built) == 1
     (path.parent / scale.COMPLETE).unlink()  # a build that stopped half way
@@ -101,9 +104,61 @@ def test_cached_store_builds_once_and_rebuilds_an_interrupted_build(
     assert path.exists()
 
 
+def test_reuse_any_digest_takes_the_newest_complete_store_of_the_size_and_mix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fake_build(path: Path, sessions: int, **_: object) -> dict[str, object]:
+        path.mkdir(parents=True)
+        return {"sessions": sessions, "commit": "new"}
+
+    def stored(key: str, commit: str, mtime: float, complete: bool = True) -> Path:
+        folder = tmp_path / key
+        (folder / "store").mkdir(parents=True)
+        if complete:
+            (folder / scale.COMPLETE).write_text(json.dumps({"sessions": 3, "commit": commit}))
+            os.utime(folder / scale.COMPLETE, (mtime, mtime))
+        return folder
+
+    monkeypatch.setattr(scale, "build", fake_build)
+    mix = scale.MIX_VERSION
+    stored(f"sessions-3-v0.1.0-mix{mix}-older", "c1", 1_000)
+    newer = stored(f"sessions-3-v0.1.0-mix{mix}-newer", "c2", 2_000)
+    stored(f"sessions-3-v0.1.0-mix{mix}-halfway", "c3", 3_000, complete=False)
+    stored(f"sessions-3-v0.1.0-mix{mix - 1}-oldmix", "c4", 4_000)  # another mix: never
+    stored(f"sessions-30-v0.1.0-mix{mix}-bigger", "c5", 5_000)  # another size: never
+    said: list[str] = []
+    path, manifest = scale.cached_store(3, root=tmp_path, log=said.append, reuse_any_digest=True)
+    assert path == newer / "store"
+    assert manifest["key"] == newer.name and manifest["commit"] == "c2"
+    assert newer.name in said[0] and "c2" in said[0] and scale.cache_key(3) in said[0]
+    # without the flag, these sources build their own store; then that one is used
+    path, manifest = scale.cached_store(3, root=tmp_path, log=said.append)
+    assert path.parent.name == scale.cache_key(3) and manifest["commit"] == "new"
+    later = (path.parent / scale.COMPLETE).stat().st_mtime + 1_000
+    os.utime(newer / scale.COMPLETE, (later, later))  # even when another key is newer on disk
+    path, _ = scale.cached_store(3, root=tmp_path, log=said.append, reuse_any_digest=True)
+    assert path.parent.name == scale.cache_key(3)
+    assert scale.complete_stores(3, tmp_path)[0] == newer
+
+
+def test_sessions_are_spread_over_the_days_before_the_build() -> None:
+    end = datetime(2026, 11, 1, tzinfo=UTC)
+    times = [scale.simulated_time(i, 1000, end) for i in range(1000)]
+    assert times == sorted(times) and times[0] == end - timedelta(days=scale.SPREAD_DAYS)
+    assert times[-1] < end and end - times[-1] < timedelta(days=1)
+    days = {(t - times[0]).days for t in times}
+    assert days == set(range(scale.SPREAD_DAYS))  # every day of the span holds sessions
+    assert scale.simulated_time(500, 1000, end) == end - timedelta(days=scale.SPREAD_DAYS / 2)
+
+
 def test_a_tiny_store_holds_real_sealed_conforming_sessions(tmp_path: Path) -> None:
+    before = datetime.now(UTC)
     manifest = scale.build(tmp_path / "store", len(KINDS), indices=KINDS)
     assert manifest["sessions"] == 5 and manifest["interrupted"] == 1
+    first, last = (datetime.fromisoformat(str(t)) for t in manifest["spread"])  # type: ignore[union-attr]
+    assert first < before - timedelta(days=scale.SPREAD_DAYS - 1) and last < before - timedelta(
+        days=30
+    )
     store = open_store(tmp_path / "store")
     try:
         report = verify(store)
@@ -126,6 +181,29 @@ def test_a_tiny_store_holds_real_sealed_conforming_sessions(tmp_path: Path) -> N
         )
         assert isinstance(costs, Solutions)
         assert int(str(next(iter(costs))["n"].value)) >= 15  # type: ignore[union-attr]
+        # each session, its end and its seal carry its simulated day, spread over the span
+        timed = store.query(
+            "PREFIX prov: <http://www.w3.org/ns/prov#>\n"
+            "PREFIX trails: <https://w3id.org/trails/ns#>\n"
+            "SELECT ?start ?end ?sealed WHERE { GRAPH ?g { ?g a trails:Session ;"
+            " prov:startedAtTime ?start ; prov:endedAtTime ?end } "
+            "GRAPH ?ledger { ?seal trails:sealedGraph ?g ; prov:generatedAtTime ?sealed } }"
+            " ORDER BY ?start"
+        )
+        assert isinstance(timed, Solutions)
+        spans = [
+            [datetime.fromisoformat(str(r[v].value)) for v in ("start", "end", "sealed")]  # type: ignore[union-attr]
+            for r in timed
+        ]
+        assert len(spans) == 5 and spans[0][0] == first and spans[-1][0] == last
+        assert len({start.date() for start, _, _ in spans}) == 5  # 40 days apart
+        for start, end, _ in spans:
+            assert start <= end < start + timedelta(minutes=5)
+        # sealed as it ended; the one left open by recovery, after the build
+        late = [
+            sealed for start, end, sealed in spans if not end <= sealed < end + timedelta(minutes=5)
+        ]
+        assert len(late) == 1 and late[0] >= before
         replayed = Session.replay(str(manifest["persisted"]), store=store)
         assert replayed.read_only
         assert len(replayed.invocations) == len(scale.plan_for(KINDS[-1]).tools)
