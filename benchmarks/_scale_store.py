@@ -270,11 +270,13 @@ def build(
     import time_machine
 
     from trails.config import load_settings
+    from trails.kernel.cost import default_tracker
     from trails.prov import Recorder
     from trails.store import open_store
 
     register_capabilities()
     settings = load_settings()
+    tracker = default_tracker()
     end = datetime.now(UTC).replace(microsecond=0)
     start = time.perf_counter()
     store = open_store(path, settings=settings)
@@ -283,8 +285,12 @@ def build(
     iris: list[str] = []
     persisted: list[str] = []
     chosen = indices if indices is not None else list(range(sessions))
+    every = 1000 if len(chosen) >= 10_000 else 250
     for n, i in enumerate(chosen):
         plan = plan_for(i)
+        # the process's cost tracker keeps every spend it booked, and each run sums them all
+        # on entry: emptied between sessions, or the build slows with each one (quadratic)
+        tracker.reset()
         with time_machine.travel(simulated_time(n, len(chosen), end), tick=True):
             iri, open_session = record_session(recorder, plan)
         iris.append(iri)
@@ -292,7 +298,7 @@ def build(
             left_open.append(open_session)
         if plan.persist:
             persisted.append(iri)
-        if progress is not None and (n + 1) % 1000 == 0:
+        if progress is not None and (n + 1) % every == 0:
             progress(n + 1, time.perf_counter() - start)
     recorded = time.perf_counter() - start
     store.close()
