@@ -11,6 +11,14 @@ the step limit, one in ten is persisted for replay, and a few are left open as
 a killed process leaves them: the store is then closed and reopened, and the
 recovery every recorder runs on open ends them as interrupted and seals them.
 
+The sessions are spread over time as a regulator's store holds months of them:
+the session at position ``i`` of ``n`` is recorded at a simulated time,
+uniformly over the ``SPREAD_DAYS`` days that end when the build starts
+(``simulated_time``), by ``time_machine.travel(..., tick=True)`` around it (it
+patches ``datetime.now`` and ``time.time`` in C, so every timestamp the session,
+its seal and its catalogue entry carry is of that day). The recovery of the
+sessions left open runs at the real time, after the build.
+
 One process records, in order, on the embedded store (parallel writers would
 need a SPARQL server: not the store measured). A built store is kept under
 ``cache_root()`` (``TRAILS_BENCH_CACHE``, else ``~/.cache/trails-bench``), in a
@@ -18,7 +26,10 @@ folder named by ``cache_key``: the size, trails' version and a digest of what
 decides the shape of the recorded graphs (the ontology, the shapes, the
 sources of ``prov/``, ``audit/seal.py``, the planner...) and ``MIX_VERSION``,
 the version of the session mix this file records. A change to any of them
-builds a new store; the old one is left for ``--prune``.
+builds a new store; the old one is left for ``--prune``. ``reuse_any_digest``
+takes the newest complete store of the size and mix whatever the digest and
+trails' version (code that records faster without changing what it records);
+each manifest says which key and git commit built it.
 """
 
 from __future__ import annotations
@@ -26,10 +37,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,6 +55,7 @@ SHAPE_SOURCES: tuple[Path, ...] = (
     SRC / "prov",
     SRC / "audit" / "seal.py",
     SRC / "audit" / "ledger.py",
+    SRC / "audit" / "catalogue.py",
     SRC / "agent" / "planners" / "react.py",
     SRC / "agent" / "persistence.py",
     SRC / "llm" / "client.py",
@@ -49,7 +63,10 @@ SHAPE_SOURCES: tuple[Path, ...] = (
 )
 
 #: the version of the session mix below (``plan_for``, ``script_for``): bump it when they change
-MIX_VERSION = 1
+MIX_VERSION = 2  # 2: sessions spread over SPREAD_DAYS days
+
+#: the sessions of a store start over this many days, ending when the build starts
+SPREAD_DAYS = 200
 
 MODELS = (
     ("claude-sonnet", 0.003, 0.015),
@@ -80,6 +97,36 @@ def shape_digest(sources: tuple[Path, ...] = SHAPE_SOURCES) -> str:
                 h.update(f.read_bytes())
                 h.update(b"\0")
     return h.hexdigest()[:12]
+
+
+def git_commit(root: Path = ROOT) -> str:
+    """The commit of the sources at ``root`` (``+dirty`` with local changes; ``unknown`` if none)."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def simulated_time(position: int, sessions: int, end: datetime) -> datetime:
+    """When the session at ``position`` of ``sessions`` starts: uniformly over the days before ``end``.
+
+    Deterministic for a given ``end``, increasing with ``position`` (so the ledger
+    follows the calendar), ``SPREAD_DAYS`` days before ``end`` for the first.
+    """
+    span = SPREAD_DAYS * 86_400
+    return end - timedelta(seconds=span) + timedelta(seconds=position * span / max(sessions, 1))
 
 
 def cache_key(sessions: int, *, version: str | None = None, digest: str | None = None) -> str:
@@ -220,12 +267,17 @@ def build(
 
     ``indices`` picks the plans to record instead (tests: a few of each kind).
     """
+    import time_machine
+
     from trails.config import load_settings
+    from trails.kernel.cost import default_tracker
     from trails.prov import Recorder
     from trails.store import open_store
 
     register_capabilities()
     settings = load_settings()
+    tracker = default_tracker()
+    end = datetime.now(UTC).replace(microsecond=0)
     start = time.perf_counter()
     store = open_store(path, settings=settings)
     recorder = Recorder.from_settings(settings, store=store)
@@ -233,15 +285,20 @@ def build(
     iris: list[str] = []
     persisted: list[str] = []
     chosen = indices if indices is not None else list(range(sessions))
+    every = 1000 if len(chosen) >= 10_000 else 250
     for n, i in enumerate(chosen):
         plan = plan_for(i)
-        iri, open_session = record_session(recorder, plan)
+        # the process's cost tracker keeps every spend it booked, and each run sums them all
+        # on entry: emptied between sessions, or the build slows with each one (quadratic)
+        tracker.reset()
+        with time_machine.travel(simulated_time(n, len(chosen), end), tick=True):
+            iri, open_session = record_session(recorder, plan)
         iris.append(iri)
         if open_session is not None:
             left_open.append(open_session)
         if plan.persist:
             persisted.append(iri)
-        if progress is not None and (n + 1) % 1000 == 0:
+        if progress is not None and (n + 1) % every == 0:
             progress(n + 1, time.perf_counter() - start)
     recorded = time.perf_counter() - start
     store.close()
@@ -257,31 +314,78 @@ def build(
         "build_s": round(time.perf_counter() - start, 1),
         "middle": iris[len(iris) // 2],
         "persisted": persisted[len(persisted) // 2] if persisted else None,
+        "spread": [
+            simulated_time(0, len(chosen), end).isoformat(),
+            simulated_time(len(chosen) - 1, len(chosen), end).isoformat(),
+        ],
+        "commit": git_commit(),
     }
     return manifest
 
 
+def complete_stores(sessions: int, root: Path | None = None) -> list[Path]:
+    """Complete cached stores of ``sessions`` sessions of this mix, any version and digest, newest first."""
+    base = root or cache_root()
+    if not base.is_dir():
+        return []
+    found = [
+        folder
+        for folder in base.glob(f"sessions-{sessions}-v*-mix{MIX_VERSION}-*")
+        if (folder / COMPLETE).is_file()
+    ]
+    return sorted(found, key=lambda f: (f / COMPLETE).stat().st_mtime, reverse=True)
+
+
+def _loaded(folder: Path) -> tuple[Path, dict[str, object]]:
+    manifest: dict[str, object] = json.loads((folder / COMPLETE).read_text())
+    manifest["key"] = folder.name
+    manifest.setdefault("commit", "unknown")
+    return folder / "store", manifest
+
+
 def cached_store(
-    sessions: int, *, root: Path | None = None, log: Callable[[str], None] | None = None
+    sessions: int,
+    *,
+    root: Path | None = None,
+    log: Callable[[str], None] | None = None,
+    reuse_any_digest: bool = False,
 ) -> tuple[Path, dict[str, object]]:
-    """The store of ``sessions`` sessions, built on first use; returns its path and manifest."""
+    """The store of ``sessions`` sessions, built on first use; returns its path and manifest.
+
+    With ``reuse_any_digest``, a complete store of this size and mix built by
+    other sources (another digest or version) is used when this one's is missing:
+    the newest. The manifest's ``key`` and ``commit`` say which built it.
+    """
+    say = log or (lambda text: print(text, file=sys.stderr, flush=True))
     folder = (root or cache_root()) / cache_key(sessions)
     store_path = folder / "store"
     manifest_path = folder / COMPLETE
     if manifest_path.exists():
-        return store_path, json.loads(manifest_path.read_text())
+        return _loaded(folder)
+    if reuse_any_digest:
+        stores = complete_stores(sessions, root)
+        if stores:
+            path, manifest = _loaded(stores[0])
+            say(
+                f"reusing {stores[0].name} (built from commit {manifest['commit']}; "
+                f"these sources would key {folder.name})"
+            )
+            return path, manifest
     if folder.exists():  # an interrupted build
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    say = log or (lambda text: print(text, file=sys.stderr, flush=True))
     say(f"building {sessions:,} sessions into {folder} (cached for later runs)")
-    manifest = build(
-        store_path,
-        sessions,
-        progress=lambda n, s: say(f"  {n:,} sessions in {s:.0f} s ({n / s:.0f}/s)"),
-    )
+    last = [0, 0.0]
+
+    def progress(n: int, seconds: float) -> None:
+        recent = (n - last[0]) / max(seconds - last[1], 1e-9)
+        last[:] = [n, seconds]
+        say(f"  {n:,} sessions in {seconds:.0f} s ({n / seconds:.1f}/s; last {recent:.1f}/s)")
+
+    manifest = build(store_path, sessions, progress=progress)
+    manifest["key"] = folder.name
     manifest_path.write_text(json.dumps(manifest, indent=1))
-    return store_path, manifest
+    return _loaded(folder)
 
 
 def prune(root: Path | None = None, keep: tuple[str, ...] = ()) -> list[Path]:

@@ -11,7 +11,9 @@ timing is asserted here: speed is measured by the benchmarks themselves.
 from __future__ import annotations
 
 import json
+import os
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -88,7 +90,8 @@ def test_cached_store_builds_once_and_rebuilds_an_interrupted_build(
 
     monkeypatch.setattr(scale, "build", fake_build)
     path, manifest = scale.cached_store(3, root=tmp_path, log=lambda _: None)
-    assert manifest == {"sessions": 3} and path.parent.name == scale.cache_key(3)
+    assert path.parent.name == scale.cache_key(3)
+    assert manifest == {"sessions": 3, "key": scale.cache_key(3), "commit": "unknown"}
     assert scale.cached_store(3, root=tmp_path, log=lambda _: None) == (path, manifest)
     assert len(built) == 1
     (path.parent / scale.COMPLETE).unlink()  # a build that stopped half way
@@ -101,9 +104,61 @@ def test_cached_store_builds_once_and_rebuilds_an_interrupted_build(
     assert path.exists()
 
 
+def test_reuse_any_digest_takes_the_newest_complete_store_of_the_size_and_mix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fake_build(path: Path, sessions: int, **_: object) -> dict[str, object]:
+        path.mkdir(parents=True)
+        return {"sessions": sessions, "commit": "new"}
+
+    def stored(key: str, commit: str, mtime: float, complete: bool = True) -> Path:
+        folder = tmp_path / key
+        (folder / "store").mkdir(parents=True)
+        if complete:
+            (folder / scale.COMPLETE).write_text(json.dumps({"sessions": 3, "commit": commit}))
+            os.utime(folder / scale.COMPLETE, (mtime, mtime))
+        return folder
+
+    monkeypatch.setattr(scale, "build", fake_build)
+    mix = scale.MIX_VERSION
+    stored(f"sessions-3-v0.1.0-mix{mix}-older", "c1", 1_000)
+    newer = stored(f"sessions-3-v0.1.0-mix{mix}-newer", "c2", 2_000)
+    stored(f"sessions-3-v0.1.0-mix{mix}-halfway", "c3", 3_000, complete=False)
+    stored(f"sessions-3-v0.1.0-mix{mix - 1}-oldmix", "c4", 4_000)  # another mix: never
+    stored(f"sessions-30-v0.1.0-mix{mix}-bigger", "c5", 5_000)  # another size: never
+    said: list[str] = []
+    path, manifest = scale.cached_store(3, root=tmp_path, log=said.append, reuse_any_digest=True)
+    assert path == newer / "store"
+    assert manifest["key"] == newer.name and manifest["commit"] == "c2"
+    assert newer.name in said[0] and "c2" in said[0] and scale.cache_key(3) in said[0]
+    # without the flag, these sources build their own store; then that one is used
+    path, manifest = scale.cached_store(3, root=tmp_path, log=said.append)
+    assert path.parent.name == scale.cache_key(3) and manifest["commit"] == "new"
+    later = (path.parent / scale.COMPLETE).stat().st_mtime + 1_000
+    os.utime(newer / scale.COMPLETE, (later, later))  # even when another key is newer on disk
+    path, _ = scale.cached_store(3, root=tmp_path, log=said.append, reuse_any_digest=True)
+    assert path.parent.name == scale.cache_key(3)
+    assert scale.complete_stores(3, tmp_path)[0] == newer
+
+
+def test_sessions_are_spread_over_the_days_before_the_build() -> None:
+    end = datetime(2026, 11, 1, tzinfo=UTC)
+    times = [scale.simulated_time(i, 1000, end) for i in range(1000)]
+    assert times == sorted(times) and times[0] == end - timedelta(days=scale.SPREAD_DAYS)
+    assert times[-1] < end and end - times[-1] < timedelta(days=1)
+    days = {(t - times[0]).days for t in times}
+    assert days == set(range(scale.SPREAD_DAYS))  # every day of the span holds sessions
+    assert scale.simulated_time(500, 1000, end) == end - timedelta(days=scale.SPREAD_DAYS / 2)
+
+
 def test_a_tiny_store_holds_real_sealed_conforming_sessions(tmp_path: Path) -> None:
+    before = datetime.now(UTC)
     manifest = scale.build(tmp_path / "store", len(KINDS), indices=KINDS)
     assert manifest["sessions"] == 5 and manifest["interrupted"] == 1
+    first, last = (datetime.fromisoformat(str(t)) for t in manifest["spread"])  # type: ignore[union-attr]
+    assert first < before - timedelta(days=scale.SPREAD_DAYS - 1) and last < before - timedelta(
+        days=30
+    )
     store = open_store(tmp_path / "store")
     try:
         report = verify(store)
@@ -126,6 +181,29 @@ def test_a_tiny_store_holds_real_sealed_conforming_sessions(tmp_path: Path) -> N
         )
         assert isinstance(costs, Solutions)
         assert int(str(next(iter(costs))["n"].value)) >= 15  # type: ignore[union-attr]
+        # each session, its end and its seal carry its simulated day, spread over the span
+        timed = store.query(
+            "PREFIX prov: <http://www.w3.org/ns/prov#>\n"
+            "PREFIX trails: <https://w3id.org/trails/ns#>\n"
+            "SELECT ?start ?end ?sealed WHERE { GRAPH ?g { ?g a trails:Session ;"
+            " prov:startedAtTime ?start ; prov:endedAtTime ?end } "
+            "GRAPH ?ledger { ?seal trails:sealedGraph ?g ; prov:generatedAtTime ?sealed } }"
+            " ORDER BY ?start"
+        )
+        assert isinstance(timed, Solutions)
+        spans = [
+            [datetime.fromisoformat(str(r[v].value)) for v in ("start", "end", "sealed")]  # type: ignore[union-attr]
+            for r in timed
+        ]
+        assert len(spans) == 5 and spans[0][0] == first and spans[-1][0] == last
+        assert len({start.date() for start, _, _ in spans}) == 5  # 40 days apart
+        for start, end, _ in spans:
+            assert start <= end < start + timedelta(minutes=5)
+        # sealed as it ended; the one left open by recovery, after the build
+        late = [
+            sealed for start, end, sealed in spans if not end <= sealed < end + timedelta(minutes=5)
+        ]
+        assert len(late) == 1 and late[0] >= before
         replayed = Session.replay(str(manifest["persisted"]), store=store)
         assert replayed.read_only
         assert len(replayed.invocations) == len(scale.plan_for(KINDS[-1]).tools)
@@ -179,3 +257,108 @@ def test_the_scale_table_gives_ratios_to_the_smallest_store_and_verdicts() -> No
     assert "100/s" in lines["`trails verify` (all)"]
     assert text.splitlines()[0].startswith("| command | 1,000 | 10,000 | 10x store / 1,000 |")
     assert json.dumps(manifests)  # what the report is made from stays plain data
+
+
+def _sessions(path: Path) -> int:
+    store = open_store(path)
+    try:
+        rows = store.query(
+            "PREFIX trails: <https://w3id.org/trails/ns#>\n"
+            "SELECT (COUNT(DISTINCT ?g) AS ?n) WHERE { GRAPH ?g { ?g a trails:Session } }"
+        )
+        assert isinstance(rows, Solutions)
+        return int(str(next(iter(rows))["n"].value))  # type: ignore[union-attr]
+    finally:
+        store.close()
+
+
+def test_a_snapshot_shares_table_files_and_what_it_writes_stays_in_it(tmp_path: Path) -> None:
+    scale.build(tmp_path / "store", 2, indices=[0, 1])
+    copy = bench_scale.snapshot(tmp_path / "store", tmp_path / "copy")
+    tables = sorted(f.name for f in (tmp_path / "store").glob("*.sst"))
+    assert tables and sorted(f.name for f in copy.glob("*.sst")) == tables
+    for name in tables:  # linked, not copied
+        assert (copy / name).stat().st_ino == (tmp_path / "store" / name).stat().st_ino
+    assert _sessions(copy) == 2
+    from trails.config import load_settings
+    from trails.prov import Recorder
+
+    store = open_store(copy)
+    try:  # a session recorded in the copy, then the copy compacted (its files rewritten)
+        scale.record_session(
+            Recorder.from_settings(load_settings(), store=store), scale.plan_for(2)
+        )
+        store.compact()
+    finally:
+        store.close()
+    assert _sessions(copy) == 3
+    assert _sessions(tmp_path / "store") == 2  # the original is as it was
+    assert verify(open_store(tmp_path / "store")).ok
+
+
+def test_reading_commands_share_a_copy_and_writing_ones_get_a_fresh_one_each_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stores = {}
+    for n in (10, 20):  # stand-ins for built stores: table files and a log
+        stores[n] = tmp_path / f"built-{n}"
+        stores[n].mkdir()
+        (stores[n] / "000001.sst").write_text(f"{n} sessions")
+        (stores[n] / "000002.log").write_text("")
+    manifests = {
+        n: {"sessions": n, "record_s": 1.0, "key": f"sessions-{n}-x", "commit": "abc"}
+        for n in stores
+    }
+    monkeypatch.setattr(scale, "cached_store", lambda n, **_: (stores[n], dict(manifests[n])))
+    monkeypatch.setenv("TRAILS_BENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(bench_scale, "has_rollup", lambda: True)
+    seen: list[tuple[str, int, str, list[str]]] = []
+
+    def fake_run(command: bench_scale.Command, store: Path, manifest: dict, out: Path) -> float:
+        n = int(manifest["sessions"])
+        assert (store / "000001.sst").read_text() == f"{n} sessions"
+        seen.append((command.key, n, str(store), sorted(f.name for f in store.iterdir())))
+        (store / f"written-by-{command.key}").write_text("")  # what a command leaves behind
+        return 0.1 * n
+
+    monkeypatch.setattr(bench_scale, "run_once", fake_run)
+    medians, out = bench_scale.measure([10, 20], 3, verify_all_max=10)
+    assert not list((tmp_path / "cache").iterdir())  # working copies removed
+    assert all(not (s / "written-by-rollup").exists() for s in stores.values())  # cache intact
+    assert [(k, n) for k, n, _, _ in seen[:2]] == [("rollup", 10), ("rollup", 20)]
+    reads = {
+        n: {p for k, m, p, _ in seen if m == n and k in ("timeline", "sessions")} for n in stores
+    }
+    assert all(len(paths) == 1 for paths in reads.values())  # one copy per size
+    for key, n, path, files in seen:
+        if key in ("first_session", "verify_all"):
+            assert path not in reads[n]
+            assert "written-by-rollup" in files  # copied after the daily rollup
+            assert not [
+                f for f in files if f in ("written-by-first_session", "written-by-verify_all")
+            ]
+    assert sum(k == "first_session" for k, *_ in seen) == 6  # 3 runs x 2 sizes
+    assert [(k, n) for k, n, *_ in seen if k == "verify_all"] == [("verify_all", 10)]
+    assert medians["verify_all"] == {10: 1.0} and medians["rollup"] == {10: 1.0, 20: 2.0}
+    assert out[20]["key"] == "sessions-20-x"
+    text = bench_scale.table([10, 20], medians, out, (*bench_scale.COMMANDS, bench_scale.ROLLUP))
+    lines = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()}
+    assert (
+        "| 1.000 s | not run | - | context: 10/s sessions verified |"
+        in lines["`trails verify` (all)"]
+    )
+    assert "daily totals computed, as a daily job would" in lines[bench_scale.ROLLUP.label]
+    doc = bench_scale.report([10, 20], 3, medians, out, load=(1.0, 2.0))
+    assert "`sessions-20-x` built from commit `abc`" in doc and "rollup` ran once" in doc
+
+
+def test_heavy_commands_run_once_on_large_stores_and_not_above_the_limit() -> None:
+    verify_all = next(c for c in bench_scale.COMMANDS if c.key == "verify_all")
+    timeline = bench_scale.COMMANDS[0]
+    assert bench_scale.runs_of(verify_all, 10_000, 5, None) == 2
+    assert bench_scale.runs_of(verify_all, 100_000, 5, None) == 1
+    assert bench_scale.runs_of(verify_all, 100_000, 5, 10_000) == 0
+    assert bench_scale.runs_of(timeline, 100_000, 5, 10_000) == 5
+    medians = {c.key: {1000: 1.0} for c in bench_scale.COMMANDS}
+    text = bench_scale.table([1000], medians, {1000: {"sessions": 1000}})
+    assert "rollup" not in text  # no rollup figures, no row
