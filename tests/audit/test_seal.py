@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 from tests.audit.conftest import Fixture, build
 
-from trails.audit.canonical import canonical_lines, graph_digest
+from trails.audit.canonical import canonical_lines, digest_lines, graph_digest
 from trails.audit.ledger import ledger_iri, read_seals
 from trails.audit.seal import install_sealer
 from trails.audit.verify import verify
@@ -246,3 +246,19 @@ def test_signed_seals_verify_and_a_wrong_key_is_caught(
     raw = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     recorded = {s.signing_key for s in read_seals(store, LEDGER)}
     assert recorded == {base64.b64encode(raw).decode()}  # the recorded key is the signer's
+
+
+def test_a_language_tag_is_hashed_as_the_store_holds_it(store: Store) -> None:
+    """Language tags are case-insensitive and the store lower-cases them: a seal computed
+    from the quads as written (version 2) equals the hash of what the store holds."""
+    graph = IRI("urn:trails:session:lang")
+    written = [Quad(IRI("urn:x:s"), IRI("urn:x:p"), Literal("colour", language="EN-gb"), graph)]
+    store.write(written)
+    as_written = canonical_lines(
+        [(q.subject, q.predicate, q.object) for q in written], graph, version=2
+    )
+    assert as_written == ['<urn:x:s> <urn:x:p> "colour"@en-gb <urn:trails:session:lang> .\n']
+    assert graph_digest(store, graph, version=2) == digest_lines(as_written)
+    held = store.query("SELECT ?s ?p ?o $g WHERE { GRAPH $g { ?s ?p ?o } }", {"g": graph})
+    assert isinstance(held, Solutions)
+    assert canonical_lines([tuple(r[:3]) for r in held.rows], graph, version=2) == as_written

@@ -32,7 +32,8 @@ adds one step before step 2: literals of ``xsd:dateTime``, ``xsd:boolean``,
 canonical lexical form (``normal_lexical``): the fraction of a time without
 trailing zeros and ``Z`` for UTC, ``true``/``false``, integers and decimals
 without leading or trailing zeros, doubles as their shortest round-trip
-digits without an exponent (``INF``, ``-INF``, ``NaN``). That is what Oxigraph
+digits without an exponent (``INF``, ``-INF``, ``NaN``); and language tags are
+lower-cased (they are case-insensitive). That is what Oxigraph
 holds anyway; it makes the hash depend on the values and not on how a backend
 spells them (Virtuoso answers ``1`` for ``true`` and ``.100Z`` for ``.1Z``), so
 a seal can be computed from the quads about to be written, before the store
@@ -179,8 +180,8 @@ def canonical_term(term: Term, *, normalise: bool = False) -> str:
     if isinstance(term, Literal):
         lexical = normal_lexical(term.value, term.datatype) if normalise else term.value
         text = '"' + _escape(lexical) + '"'
-        if term.language:
-            return f"{text}@{term.language}"
+        if term.language:  # BCP 47 tags are case-insensitive; stores hold them lower-cased
+            return f"{text}@{term.language.lower() if normalise else term.language}"
         if term.datatype == _XSD_STRING:
             return text
         return f"{text}^^<{term.datatype}>"
