@@ -75,6 +75,7 @@ MODELS = (
 )
 PRINCIPALS = 50
 COMPLETE = "complete"  # marker file: the build finished
+STARTED_BY = "started-by"  # the commit that began the build (a resumed one may finish with another)
 
 
 def cache_root() -> Path:
@@ -262,10 +263,18 @@ def build(
     *,
     progress: Callable[[int, float], None] | None = None,
     indices: list[int] | None = None,
+    resume: bool = False,
 ) -> dict[str, object]:
     """Record ``sessions`` sessions into a new on-disk store at ``path``; returns its manifest.
 
     ``indices`` picks the plans to record instead (tests: a few of each kind).
+    With ``resume``, ``path`` holds the store of a build that was stopped: the
+    sessions it started are counted in the catalogue (one entry each, written
+    when a session starts) and recording goes on from the next one, at the
+    times the first build would have used (its end recovered from its first
+    session's start). Opening it runs the recovery every recorder runs, which
+    ends what the stopped process left open as interrupted: the sessions it
+    kept open on purpose, and the one it was recording when it stopped.
     """
     import time_machine
 
@@ -286,7 +295,12 @@ def build(
     persisted: list[str] = []
     chosen = indices if indices is not None else list(range(sessions))
     every = 1000 if len(chosen) >= 10_000 else 250
+    first = 0
+    if resume:
+        first, end = _resume_point(store)
     for n, i in enumerate(chosen):
+        if n < first:
+            continue
         plan = plan_for(i)
         # the process's cost tracker keeps every spend it booked, and each run sums them all
         # on entry: emptied between sessions, or the build slows with each one (quadratic)
@@ -307,6 +321,15 @@ def build(
     store = open_store(path, settings=settings)
     Recorder.from_settings(settings, store=store)
     store.close()
+    if first:  # a resumed build: the sessions in start order, as it recorded them
+        store = open_store(path, settings=settings)
+        iris = _in_start_order(store)
+        store.close()
+        persisted = [
+            iris[i]
+            for i in chosen
+            if plan_for(i).persist and i != first - 1 and i < len(iris)  # not the one cut short
+        ]
     manifest: dict[str, object] = {
         "sessions": len(chosen),
         "interrupted": sum(plan_for(i).outcome == "interrupted" for i in chosen),
@@ -320,7 +343,41 @@ def build(
         ],
         "commit": git_commit(),
     }
+    if first:
+        manifest["resumed_at"] = first
     return manifest
+
+
+_STARTED = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?session ?started WHERE {
+  GRAPH ?catalogue { ?entry trails:summaryOf ?session ; trails:sessionStarted ?started }
+}
+"""
+
+
+def _in_start_order(store: object) -> list[str]:
+    """Every catalogued session, oldest start first (the order a build recorded them)."""
+    from trails.store import Solutions, to_python
+
+    rows = store.query(_STARTED)  # type: ignore[attr-defined]
+    assert isinstance(rows, Solutions)
+    return [str(r["session"]) for r in sorted(rows, key=lambda r: to_python(r["started"]))]
+
+
+def _resume_point(store: object) -> tuple[int, datetime]:
+    """Where a stopped build goes on: how many sessions it started, and the end of its
+    spread (its first session started ``SPREAD_DAYS`` days before it)."""
+    from trails.store import Solutions, to_python
+
+    rows = store.query(_STARTED)  # type: ignore[attr-defined]
+    assert isinstance(rows, Solutions)
+    starts = [to_python(r["started"]) for r in rows]
+    if not starts:
+        return 0, datetime.now(UTC).replace(microsecond=0)
+    first = min(starts)
+    end = (first + timedelta(days=SPREAD_DAYS)).replace(microsecond=0)
+    return len(starts), end
 
 
 def complete_stores(sessions: int, root: Path | None = None) -> list[Path]:
@@ -334,6 +391,19 @@ def complete_stores(sessions: int, root: Path | None = None) -> list[Path]:
         if (folder / COMPLETE).is_file()
     ]
     return sorted(found, key=lambda f: (f / COMPLETE).stat().st_mtime, reverse=True)
+
+
+def stopped_builds(sessions: int, root: Path | None = None) -> list[Path]:
+    """Builds of ``sessions`` sessions of this mix that stopped before the end, newest first."""
+    base = root or cache_root()
+    if not base.is_dir():
+        return []
+    found = [
+        folder
+        for folder in base.glob(f"sessions-{sessions}-v*-mix{MIX_VERSION}-*")
+        if not (folder / COMPLETE).exists() and (folder / "store").is_dir()
+    ]
+    return sorted(found, key=lambda f: (f / "store").stat().st_mtime, reverse=True)
 
 
 def _loaded(folder: Path) -> tuple[Path, dict[str, object]]:
@@ -371,10 +441,25 @@ def cached_store(
                 f"these sources would key {folder.name})"
             )
             return path, manifest
-    if folder.exists():  # an interrupted build
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    say(f"building {sessions:,} sessions into {folder} (cached for later runs)")
+    resume = False
+    if reuse_any_digest and not folder.exists():  # a stopped build of other sources goes on
+        stopped = stopped_builds(sessions, root)
+        if stopped:
+            folder, store_path, manifest_path = (
+                stopped[0],
+                stopped[0] / "store",
+                stopped[0] / COMPLETE,
+            )
+            say(f"resuming the stopped build {folder.name} with these sources")
+            resume = True
+    if folder.exists() and not resume:
+        resume = (folder / "store").is_dir()
+        if resume:
+            say(f"resuming the stopped build {folder.name}")
+    if not resume:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / STARTED_BY).write_text(git_commit())
+        say(f"building {sessions:,} sessions into {folder} (cached for later runs)")
     last = [0, 0.0]
 
     def progress(n: int, seconds: float) -> None:
@@ -382,7 +467,9 @@ def cached_store(
         last[:] = [n, seconds]
         say(f"  {n:,} sessions in {seconds:.0f} s ({n / seconds:.1f}/s; last {recent:.1f}/s)")
 
-    manifest = build(store_path, sessions, progress=progress)
+    manifest = build(store_path, sessions, progress=progress, resume=resume)
+    if (folder / STARTED_BY).is_file():
+        manifest["started_by"] = (folder / STARTED_BY).read_text().strip()
     manifest["key"] = folder.name
     manifest_path.write_text(json.dumps(manifest, indent=1))
     return _loaded(folder)

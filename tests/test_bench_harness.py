@@ -77,31 +77,56 @@ def test_the_cache_key_follows_size_version_mix_and_sources(tmp_path: Path) -> N
     assert scale.shape_digest(sources) != first
 
 
-def test_cached_store_builds_once_and_rebuilds_an_interrupted_build(
+def test_cached_store_builds_once_and_resumes_a_stopped_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    built: list[Path] = []
+    built: list[tuple[Path, bool]] = []
 
-    def fake_build(path: Path, sessions: int, **_: object) -> dict[str, object]:
-        built.append(path)
-        path.mkdir(parents=True)
+    def fake_build(
+        path: Path, sessions: int, resume: bool = False, **_: object
+    ) -> dict[str, object]:
+        built.append((path, resume))
+        path.mkdir(parents=True, exist_ok=resume)
         (path / "data").write_text("x")
         return {"sessions": sessions}
 
     monkeypatch.setattr(scale, "build", fake_build)
+    monkeypatch.setattr(scale, "git_commit", lambda: "c0ffee")
     path, manifest = scale.cached_store(3, root=tmp_path, log=lambda _: None)
     assert path.parent.name == scale.cache_key(3)
-    assert manifest == {"sessions": 3, "key": scale.cache_key(3), "commit": "unknown"}
+    assert manifest == {
+        "sessions": 3, "key": scale.cache_key(3), "commit": "unknown", "started_by": "c0ffee"
+    }  # fmt: skip
     assert scale.cached_store(3, root=tmp_path, log=lambda _: None) == (path, manifest)
-    assert len(built) == 1
+    assert built == [(path, False)]
     (path.parent / scale.COMPLETE).unlink()  # a build that stopped half way
-    (path / "stale").write_text("left by the stopped build")
+    (path / "kept").write_text("what the stopped build recorded")
     scale.cached_store(3, root=tmp_path, log=lambda _: None)
-    assert len(built) == 2 and not (path / "stale").exists()
+    assert built[1] == (path, True) and (path / "kept").exists()  # it goes on, not over
     other = tmp_path / "sessions-3-v0.0.0-mix0-old"
     other.mkdir()
     assert scale.prune(tmp_path, keep=(path.parent.name,)) == [other]
     assert path.exists()
+
+
+def test_a_stopped_build_goes_on_from_the_next_session(tmp_path: Path) -> None:
+    """A build stopped after six sessions is resumed to eight: the six are kept, two more are
+    recorded after them in time, and the store verifies."""
+    from trails.audit.verify import verify
+    from trails.store import open_store
+
+    path = tmp_path / "store"
+    scale.build(path, 6)
+    manifest = scale.build(path, 8, resume=True)
+    assert manifest["resumed_at"] == 6
+    store = open_store(path)
+    try:
+        order = scale._in_start_order(store)
+        assert len(order) == len(set(order)) == 8
+        assert verify(store).ok
+    finally:
+        store.close()
+    assert manifest["middle"] == order[4]
 
 
 def test_reuse_any_digest_takes_the_newest_complete_store_of_the_size_and_mix(
