@@ -280,6 +280,18 @@ def measure(path: Path, rounds: int) -> dict[str, float]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+NOTES = """\
+The event sessions started a minute apart from 2025-01-01 (1k: one day, 10k: seven); the real
+runs (one in 100) were recorded today. After `rollup`, a cost query reads one running total per
+agent and the entries of the days not totalled: today's, which holds the real runs (10 at 1k,
+100 at 10k), so those rows grow with today's sessions, by design, not with the store. The
+issue's targets for them are absolute (<= 1 s at 100k sessions, as a command); the scale
+benchmark (`bench_scale.py`) measures them as users run them. `trails sessions` reads one index
+range over the catalogue's start times for its page (a top-k, O(sessions) with a small
+constant: a few ms here); as a command it is measured flat in the scale benchmark.
+"""
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000", help="store sizes, comma separated")
@@ -301,11 +313,12 @@ def main(argv: list[str]) -> int:
     for name in base:
         cells = " | ".join(f"{figures[s][name] * 1000:.1f} ms" for s in sizes)
         ratio = figures[sizes[-1]][name] / base[name]
-        target = (
-            "context"
-            if name.startswith(("rollup", "cost-by-model, no", "cost-by-principal, no"))
-            else "≤ 1.5x"
-        )
+        if name.startswith(("rollup", "cost-by-model, no", "cost-by-principal, no")):
+            target = "context"
+        elif name.startswith("cost-by"):
+            target = "context: grows with today's sessions (see below)"
+        else:
+            target = "≤ 1.5x"
         lines.append(f"| {name} | {cells} | {ratio:.2f}x | {target} |")
     markdown = (
         "## Catalogue and per-session reads (`bench_catalogue.py`)\n\n"
@@ -315,7 +328,8 @@ def main(argv: list[str]) -> int:
         f"runs on the opened store. {machine()}. Run: "
         f"`python benchmarks/bench_catalogue.py --sizes {args.sizes}`.\n\n"
         + "\n".join(lines)
-        + "\n"
+        + "\n\n"
+        + NOTES
     )
     write_section("catalogue", markdown)
     return 0
