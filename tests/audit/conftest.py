@@ -179,6 +179,26 @@ def _invocations(store: Store) -> list[IRI]:
     return [r["a"] for r in rows]  # type: ignore[misc,union-attr]
 
 
+def late_completion(fx: Fixture, key: str, principal: str) -> LLMCompleted:
+    """A priced completion of session ``key``, to record after it ended (a late write)."""
+    return LLMCompleted(
+        session=fx.sessions[key],
+        activity=fx.recorder.minter.activity(),
+        parent=None,
+        principal=principal,
+        provider="openai",
+        model="gpt-4o",
+        started=datetime(2025, 3, 2, 11, tzinfo=UTC),
+        ended=datetime(2025, 3, 2, 11, 0, 1, tzinfo=UTC),
+        messages=[{"role": "user", "content": "late"}],
+        request_hash="h-late",
+        text="late",
+        input_tokens=10,
+        output_tokens=5,
+        usd=0.25,
+    )
+
+
 def build(store: Store, monkeypatch: pytest.MonkeyPatch, *, seal: bool = True) -> Fixture:
     """Record the four sessions into ``store``; see the module docstring."""
     clock = Clock()

@@ -22,7 +22,7 @@ from trails.prov.iri import Minter
 from trails.store import Store
 from trails.store.terms import to_python
 
-from .conftest import ALICE, BOB, CAROL, Fixture, build
+from .conftest import ALICE, BOB, CAROL, Fixture, build, late_completion
 
 FULL = Path(__file__).with_name("full_graph_queries")
 
@@ -173,34 +173,16 @@ def test_rebuild_backfills_a_store_recorded_without_the_sealer(
 
 
 def test_recovery_and_late_writes_keep_the_entry_current(fx: Fixture) -> None:
-    from datetime import UTC, datetime, timedelta
+    from datetime import timedelta
 
     from trails.audit.recovery import recover
-    from trails.prov import LLMCompleted
 
     report = recover(fx.recorder, older_than=timedelta(0))
     assert fx.sessions["D"] in report.interrupted
     d = _entry(fx.store, fx.sessions["D"])
     assert d["sessionStatus"] == ["interrupted"] and d["sealed"] == [True] and d["sessionEnded"]
     # a completion written after B ended: B is resealed and its entry rewritten in that write
-    fx.recorder.record(
-        LLMCompleted(
-            session=fx.sessions["B"],
-            activity=fx.recorder.minter.activity(),
-            parent=None,
-            principal=BOB,
-            provider="openai",
-            model="gpt-4o",
-            started=datetime(2025, 3, 2, 11, tzinfo=UTC),
-            ended=datetime(2025, 3, 2, 11, 0, 1, tzinfo=UTC),
-            messages=[{"role": "user", "content": "late"}],
-            request_hash="h-late",
-            text="late",
-            input_tokens=10,
-            output_tokens=5,
-            usd=0.25,
-        )
-    )
+    fx.recorder.record(late_completion(fx, "B", BOB))
     b = _entry(fx.store, fx.sessions["B"])
     assert b["completionCount"] == [3] and b["totalCostUSD"] == [0.75]
     _same(_rows(fx.store, "cost-by-model"), _full(fx.store, "cost-by-model"))

@@ -23,7 +23,7 @@ from trails.prov.vocab import T
 from trails.store import Store
 from trails.store.terms import IRI, Quad
 
-from .conftest import ALICE, BOB, Fixture
+from .conftest import ALICE, BOB, Fixture, late_completion
 from .test_catalogue import _cli, _full, _rows, _same
 
 CATALOGUE = catalogue_iri(Minter())
@@ -158,29 +158,10 @@ def _double(value: float) -> Any:
 
 
 def test_a_late_write_removes_the_totals_of_its_day(fx: Fixture) -> None:
-    from trails.prov import LLMCompleted
-
     rollup(fx.store, now=datetime.now(UTC) + timedelta(days=2))
     assert _totalled(fx.store) == _days(fx.store) != set()
     ended = {str(d) for d in _entry_days(fx.store, fx.sessions["B"])}
-    fx.recorder.record(
-        LLMCompleted(
-            session=fx.sessions["B"],
-            activity=fx.recorder.minter.activity(),
-            parent=None,
-            principal=BOB,
-            provider="openai",
-            model="gpt-4o",
-            started=datetime(2025, 3, 2, 11, tzinfo=UTC),
-            ended=datetime(2025, 3, 2, 11, 0, 1, tzinfo=UTC),
-            messages=[{"role": "user", "content": "late"}],
-            request_hash="h-late",
-            text="late",
-            input_tokens=10,
-            output_tokens=5,
-            usd=0.25,
-        )
-    )
+    fx.recorder.record(late_completion(fx, "B", BOB))
     # B's day lost its totals in the write that changed B's entry; the others kept theirs
     gone = {str(day_iri(CATALOGUE, date.fromisoformat(d))) for d in _days(fx.store)} - {
         str(day_iri(CATALOGUE, date.fromisoformat(d))) for d in _totalled(fx.store)
