@@ -298,9 +298,11 @@ def write_bundle(
     try:
         partial.write_bytes(data)
         partial.replace(target)
-    except OSError as exc:
+    except BaseException as exc:  # an interrupt too: no half bundle is left behind
         partial.unlink(missing_ok=True)
-        raise ExportError(f"cannot write the bundle to {target}: {exc}") from exc
+        if isinstance(exc, OSError):
+            raise ExportError(f"cannot write the bundle to {target}: {exc}") from exc
+        raise
     stats.bytes = len(data)
     return stats
 

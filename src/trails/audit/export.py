@@ -675,11 +675,11 @@ def export_to_path(write: Callable[[BinaryIO], ExportStats], path: Path) -> Expo
         ExportError: the path cannot be written.
     """
     partial = path.with_name(path.name + ".partial")
-    try:
-        fh = partial.open("wb")
-    except OSError as exc:
-        raise ExportError(f"cannot write the export to {path}: {exc.strerror or exc}") from exc
-    try:
+    try:  # opening is inside: an interrupt just after the file is created removes it too
+        try:
+            fh = partial.open("wb")
+        except OSError as exc:
+            raise ExportError(f"cannot write the export to {path}: {exc.strerror or exc}") from exc
         with fh:
             stats = write(fh)
         os.replace(partial, path)
