@@ -280,8 +280,8 @@ SELECT ?iri ?proj ?g ?session WHERE {{
   {{ GRAPH ?iri {{ ?proj a {T.SessionProjection.n3()} ; {T.projectionOf.n3()} ?session }}
      BIND(?iri AS ?g) }}
   UNION
-  {{ GRAPH ?g {{ ?proj {T.projectionOf.n3()} ?session ; a {T.SessionProjection.n3()} }}
-     FILTER(?session = ?iri) }}
+  {{ GRAPH ?g {{ ?proj {T.projectionOf.n3()} ?iri ; a {T.SessionProjection.n3()} }}
+     BIND(?iri AS ?session) }}
 }} ORDER BY ?g ?proj
 """
 
