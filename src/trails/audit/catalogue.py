@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from trails.audit.days import dated_mark, day_iri, day_quads, day_totals, ended_day
+from trails.audit.days import (
+    dated_mark,
+    day_iri,
+    day_quads,
+    day_totals,
+    ended_day,
+    stored_quads,
+)
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, RDFS, T
 from trails.store.base import Solutions, Store
@@ -343,12 +350,7 @@ def existing_entry(store: Store, session: IRI, catalogue: IRI) -> list[Quad]:
     Agent descriptions are shared between entries and never removed.
     """
     result = store.query(_EXISTING, {"catalogue": catalogue, "entry": entry_iri(session)})
-    assert isinstance(result, Solutions)
-    return [
-        Quad(IRI.trusted(str(r[0])), IRI.trusted(str(r[1])), r[2], catalogue)  # type: ignore[arg-type]
-        for r in result.rows
-        if r[0] is not None and r[1] is not None and r[2] is not None
-    ]
+    return stored_quads(result, catalogue)
 
 
 def entry_quads(

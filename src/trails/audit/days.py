@@ -32,6 +32,7 @@ __all__ = [
     "day_totals",
     "ended_day",
     "running_quads",
+    "stored_quads",
 ]
 
 
@@ -98,7 +99,8 @@ SELECT ?s ?p ?o $catalogue WHERE {
 """
 
 
-def _quads(result: object, catalogue: IRI) -> list[Quad]:
+def stored_quads(result: object, catalogue: IRI) -> list[Quad]:
+    """The quads of ``catalogue`` an ``?s ?p ?o`` query read (its first three columns)."""
     assert isinstance(result, Solutions)
     return [
         Quad(IRI.trusted(str(r[0])), IRI.trusted(str(r[1])), r[2], catalogue)  # type: ignore[arg-type]
@@ -109,7 +111,7 @@ def _quads(result: object, catalogue: IRI) -> list[Quad]:
 
 def running_quads(store: Store, catalogue: IRI) -> tuple[date | None, list[Quad]]:
     """The running totals as stored: the date they run through, and their quads."""
-    quads = _quads(store.query(_RUNNING, {"catalogue": catalogue}), catalogue)
+    quads = stored_quads(store.query(_RUNNING, {"catalogue": catalogue}), catalogue)
     through = [to_python(q.object) for q in quads if q.predicate == T.runningThrough]
     days = [d for d in through if isinstance(d, date)]
     return (max(days) if days else None), quads
@@ -122,7 +124,9 @@ def day_totals(store: Store, catalogue: IRI, days: Iterable[IRI]) -> list[Quad]:
     out: list[Quad] = []
     earliest: date | None = None
     for day in dict.fromkeys(days):
-        out += _quads(store.query(_DAY_TOTALS, {"catalogue": catalogue, "day": day}), catalogue)
+        out += stored_quads(
+            store.query(_DAY_TOTALS, {"catalogue": catalogue, "day": day}), catalogue
+        )
         when = day_of(day)
         if when is not None and (earliest is None or when < earliest):
             earliest = when

@@ -33,7 +33,7 @@ until that mark exists the cost queries also read every undated summary.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -187,37 +187,50 @@ def _agent_key(agent: object) -> str:
     return hashlib.sha256(str(agent).encode()).hexdigest()[:16]
 
 
-def _total_quads(store: Store, catalogue: IRI, day: IRI, at: datetime) -> list[Quad]:
-    """The totals of ``day`` per agent, and the mark that they are current."""
-    out = [Quad(day, T.totalledAt, literal(at), catalogue)]
-    rows = store.query(_SUMS, {"catalogue": catalogue, "day": day})
-    assert isinstance(rows, Solutions)
+def _per_agent(
+    rows: Solutions, cls: IRI, node_of: Callable[[str], IRI], catalogue: IRI, *also: tuple[IRI, IRI]
+) -> list[Quad]:
+    """One ``cls`` node per agent of ``rows`` (the sums of ``_SUMS`` / ``_RUNNING_SUMS``),
+    named by ``node_of(agent key)``, each with the extra ``(predicate, object)`` pairs ``also``."""
+    out: list[Quad] = []
     for row in rows:
         agent = row.get("agent")
         if agent is None:
             continue
-        node = Minter.part(day, "total:" + _agent_key(agent))
+        node = node_of(_agent_key(agent))
         out += [
-            Quad(node, RDF.type, T.DailyTotal, catalogue),
+            Quad(node, RDF.type, cls, catalogue),
             Quad(node, RDF.type, PROV.Entity, catalogue),
-            Quad(node, T.totalsOf, day, catalogue),
+            *(Quad(node, p, o, catalogue) for p, o in also),
             Quad(node, T.totalAgent, IRI.trusted(str(agent)), catalogue),
             *_sum_quads(node, dict(row), catalogue),
         ]
     return out
 
 
+def _total_quads(store: Store, catalogue: IRI, day: IRI, at: datetime) -> list[Quad]:
+    """The totals of ``day`` per agent, and the mark that they are current."""
+    rows = store.query(_SUMS, {"catalogue": catalogue, "day": day})
+    assert isinstance(rows, Solutions)
+    return [
+        Quad(day, T.totalledAt, literal(at), catalogue),
+        *_per_agent(
+            rows,
+            T.DailyTotal,
+            lambda key: Minter.part(day, "total:" + key),
+            catalogue,
+            (T.totalsOf, day),
+        ),
+    ]
+
+
 def _run_through(store: Store, catalogue: IRI) -> date | None:
     """The newest day such that it and every day before it are totalled."""
     rows = store.query(_DAYS, {"catalogue": catalogue})
     assert isinstance(rows, Solutions)
-    days = sorted(
-        (d, r.get("totalled") is not None)
-        for r in rows
-        if isinstance(d := to_python(r["date"]) if r.get("date") is not None else None, date)
-    )
+    days = [(to_python(r["date"]), r.get("totalled") is not None) for r in rows]
     through = None
-    for day, totalled in days:
+    for day, totalled in sorted(d for d in days if isinstance(d[0], date)):
         if not totalled:
             break
         through = day
@@ -234,21 +247,11 @@ def _running(store: Store, catalogue: IRI) -> date | None:
         add.append(Quad(catalogue, T.runningThrough, literal(through), catalogue))
         rows = store.query(_RUNNING_SUMS, {"catalogue": catalogue, "through": literal(through)})
         assert isinstance(rows, Solutions)
-        for row in rows:
-            agent = row.get("agent")
-            if agent is None:
-                continue
-            node = Minter.part(catalogue, "running:" + _agent_key(agent))
-            add += [
-                Quad(node, RDF.type, T.RunningTotal, catalogue),
-                Quad(node, RDF.type, PROV.Entity, catalogue),
-                Quad(node, T.totalAgent, IRI.trusted(str(agent)), catalogue),
-                *_sum_quads(node, dict(row), catalogue),
-            ]
-    keep = set(add)
-    store.write(
-        [q for q in add if q not in set(stored)], remove=[q for q in stored if q not in keep]
-    )
+        add += _per_agent(
+            rows, T.RunningTotal, lambda key: Minter.part(catalogue, "running:" + key), catalogue
+        )
+    keep, have = set(add), set(stored)
+    store.write([q for q in add if q not in have], remove=[q for q in stored if q not in keep])
     return through
 
 
