@@ -23,7 +23,8 @@ so they see the same machine noise; the figure is the median wall time, and
 the ratio is to the same command's median on the smallest store (1k).
 Targets (issue 19): a question about one session at 100k sessions within
 1.5x of its time at 1k; ``trails sessions`` (the first page) within 1.5x;
-``cost-by-model`` at most 1 s; ``import trails`` and a no-op command flat.
+``cost-by-model`` and ``cost-by-principal`` at most 1 s; ``import trails`` and a
+no-op command flat.
 
 Run: ``python benchmarks/bench_scale.py [--sizes 1000,10000] [--runs 5]``;
 the 100k point: ``--sizes 1000,10000,100000`` (the first build of 100k
@@ -187,6 +188,12 @@ COMMANDS: tuple[Command, ...] = (
         "cost_by_model",
         "`trails query cost-by-model`",
         lambda s, m, out: [TRAILS, "query", "cost-by-model", *_store_args(s)],
+        "1s",
+    ),
+    Command(
+        "cost_by_principal",
+        "`trails query cost-by-principal`",
+        lambda s, m, out: [TRAILS, "query", "cost-by-principal", *_store_args(s)],
         "1s",
     ),
     Command(

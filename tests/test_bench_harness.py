@@ -269,6 +269,7 @@ def test_the_scale_table_gives_ratios_to_the_smallest_store_and_verdicts() -> No
     medians = {c.key: {1000: 0.5, 10_000: 0.6} for c in bench_scale.COMMANDS}
     medians["report"] = {1000: 1.0, 10_000: 2.0}
     medians["cost_by_model"] = {1000: 0.8, 10_000: 1.2}
+    medians["cost_by_principal"] = {1000: 0.7, 10_000: 0.9}
     medians["verify_all"] = {1000: 10.0, 10_000: 100.0}
     manifests: dict[int, dict[str, object]] = {
         1000: {"sessions": 1000},
@@ -279,6 +280,7 @@ def test_the_scale_table_gives_ratios_to_the_smallest_store_and_verdicts() -> No
     assert "| 1.20x | <= 1.5x: met |" in lines["`trails query session-timeline` (one session)"]
     assert "| 2.00x | <= 1.5x: **missed** |" in lines["`trails report SESSION`"]
     assert "<= 1 s: **missed**" in lines["`trails query cost-by-model`"]
+    assert "<= 1 s: met" in lines["`trails query cost-by-principal`"]
     assert "100/s" in lines["`trails verify` (all)"]
     assert text.splitlines()[0].startswith("| command | 1,000 | 10,000 | 10x store / 1,000 |")
     assert json.dumps(manifests)  # what the report is made from stays plain data

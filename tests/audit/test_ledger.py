@@ -274,6 +274,36 @@ def test_a_fresh_process_reads_one_pointer_not_the_ledger(store: Store) -> None:
     assert _first_session_of_a_fresh_process(30) == (writes, queries, rows)
 
 
+def test_an_embedded_sealer_reads_the_pointer_again_only_after_another_writer() -> None:
+    store = open_store("memory:")
+    spy = Spy(store)
+    mine = Recorder(spy)  # type: ignore[arg-type]
+    install_sealer(mine)
+
+    def pointer_reads() -> int:
+        return sum("latestSeal" in sparql for sparql, _ in spy.queries)
+
+    for _ in range(3):
+        one_session(mine)
+    assert pointer_reads() == 1  # its own seals keep the pointer it knows current
+    other = Recorder(store)
+    install_sealer(other)
+    theirs = one_session(other)
+    mine_next = one_session(mine)
+    assert pointer_reads() == 2  # the other writer's seal was read before the next one
+    last = seal_of(store, mine_next)
+    assert last.anchor_hashes == [seal_of(store, theirs).seal_hash]
+    store.write([Quad(LEDGER, LABEL, Literal("touched"), LEDGER)])  # any write not through it
+    one_session(mine)
+    assert pointer_reads() == 3
+    assert verify(store).ok
+    (head,) = [r["hint"] for r in store.query(
+        "PREFIX trails: <https://w3id.org/trails/ns#> SELECT ?hint $l WHERE "
+        "{ GRAPH $l { $l trails:latestSeal ?hint } }", {"l": LEDGER})]  # fmt: skip
+    assert head == max(read_seals(store, LEDGER), key=lambda s: s.at).iri
+    store.close()
+
+
 def _rows_read_by_verify_session(n: int, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
     store = open_store("memory:")
     recorder = Recorder(store)

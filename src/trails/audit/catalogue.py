@@ -24,7 +24,6 @@ or seals later get theirs from the seal that recovery writes.
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -113,6 +112,20 @@ _AGENT_PREDICATES = frozenset(
     {RDF.type, RDFS.label, T.principalId, T.provider, T.modelId, PROV.actedOnBehalfOf}
 )
 _AGENT_KINDS = (T.Principal, T.Model, T.Policy)
+#: the predicates ``summarise`` reads from a session graph (the rest is not indexed)
+_READ = _AGENT_PREDICATES | {
+    PROV.startedAtTime,
+    PROV.endedAtTime,
+    PROV.wasAssociatedWith,
+    PROV.wasInformedBy,
+    T.status,
+    T.strategy,
+    T.stopReason,
+    T.inSession,
+    T.inputTokens,
+    T.outputTokens,
+    T.costUSD,
+}
 
 
 def catalogue_iri(minter: Minter) -> IRI:
@@ -193,26 +206,43 @@ def summarise(
     Returns:
         The entry's quads (none when the graph holds no ``trails:Session``).
     """
-    by_subject: dict[Any, dict[Any, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    # only what an entry is made of is indexed: values, hashes and usages are most of a graph
+    by_subject: dict[Any, dict[Any, list[Any]]] = {}
     for s, p, o in triples:
-        by_subject[str(s)][str(p)].append(o)
+        if p in _READ:
+            props = by_subject.get(s)
+            if props is None:
+                props = by_subject[s] = {}
+            values = props.get(p)
+            if values is None:
+                props[p] = [o]
+            else:
+                values.append(o)
     me = by_subject.get(str(session), {})
-    types = {str(o) for o in me.get(str(RDF.type), [])}
-    if str(T.Session) not in types or not me.get(str(PROV.startedAtTime)):
+    kinds: dict[Any, set[str]] = {}
+
+    def types_of(subject: Any) -> set[str]:
+        found = kinds.get(subject)
+        if found is None:
+            values = by_subject.get(subject, {}).get(RDF.type, ())
+            found = kinds[subject] = {str(o) for o in values}
+        return found
+
+    if str(T.Session) not in types_of(str(session)) or not me.get(PROV.startedAtTime):
         return []
     entry = entry_iri(session)
 
-    def typed(subject: str, cls: IRI) -> bool:
-        return str(cls) in {str(o) for o in by_subject.get(subject, {}).get(str(RDF.type), [])}
+    def typed(subject: Any, cls: IRI) -> bool:
+        return cls in types_of(subject)
 
-    def first(subject: str, predicate: IRI) -> Any:
-        values = by_subject.get(subject, {}).get(str(predicate), [])
+    def first(subject: Any, predicate: IRI) -> Any:
+        values = by_subject.get(subject, {}).get(predicate, [])
         return min(values, key=str) if values else None
 
     principal = next(
         (
             o
-            for o in sorted(me.get(str(PROV.wasAssociatedWith), []), key=str)
+            for o in sorted(me.get(PROV.wasAssociatedWith, []), key=str)
             if typed(str(o), T.Principal)
         ),
         None,
@@ -254,7 +284,7 @@ def summarise(
     top = [
         r
         for r in runs
-        if str(session) in {str(o) for o in by_subject[r].get(str(PROV.wasInformedBy), [])}
+        if str(session) in {str(o) for o in by_subject[r].get(PROV.wasInformedBy, [])}
     ]
     stopped = [r for r in (top or runs) if first(r, T.stopReason) is not None]
     if stopped:
@@ -263,13 +293,11 @@ def summarise(
 
     # accounts: activities associated with each agent, completions on its account
     activities = {
-        s
-        for s, props in by_subject.items()
-        if str(session) in map(str, props.get(str(T.inSession), []))
+        s for s, props in by_subject.items() if str(session) in map(str, props.get(T.inSession, []))
     }
     accounts: dict[str, _Account] = {}
     for s, props in by_subject.items():
-        for agent in props.get(str(PROV.wasAssociatedWith), []):
+        for agent in props.get(PROV.wasAssociatedWith, []):
             accounts.setdefault(str(agent), _Account(set())).activities.add(s)
     totals = _Account(set())
     for s, props in by_subject.items():
@@ -280,7 +308,7 @@ def summarise(
         cost = _number(first(s, T.costUSD))
         for account in [
             totals,
-            *(accounts[str(a)] for a in set(map(str, props.get(str(PROV.wasAssociatedWith), [])))),
+            *(accounts[str(a)] for a in set(map(str, props.get(PROV.wasAssociatedWith, [])))),
         ]:
             account.completions += 1
             account.input_tokens += int(tokens_in)
@@ -306,7 +334,7 @@ def summarise(
         add(u, RDF.type, AgentUsage)
         add(u, RDF.type, PROV.Entity)
         add(u, usedAgent, a)
-        for behalf in by_subject[agent].get(str(PROV.actedOnBehalfOf), []):
+        for behalf in by_subject[agent].get(PROV.actedOnBehalfOf, []):
             add(u, actingFor, behalf)
         add(u, activityCount, literal(len(accounts[agent].activities)))
         _counts(out, u, accounts[agent], catalogue)

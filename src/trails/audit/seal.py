@@ -13,9 +13,11 @@ A session this recorder started is not read back at all: the sealer watches
 every write of the recorder (a write observer) and keeps the quads of the
 session graphs it saw start, so the seal fixes exactly what the recorder wrote
 (a write into that graph from elsewhere makes ``verify`` report it altered).
-The ledger's pointer is then the only read: on the embedded store at every
-seal (it is cheap), on a server at most once per ``HINT_TTL_S`` seconds (the
-sealer knows its own newest seal), so a session costs one request per event.
+The ledger's pointer is then the only read: on the embedded store only when
+something this sealer did not see was written since it last knew the pointer
+(the store counts its changes; only this process writes there), on a server at
+most once per ``HINT_TTL_S`` seconds (the sealer knows its own newest seal), so
+a session costs one request per event.
 
 The ledger format (one chain per writer, anchors between chains, message and
 signature) is in ``trails.audit.ledger``. A write to a graph that is already
@@ -161,6 +163,8 @@ class Sealer:
         """Keeping the graphs of sessions started here (``attach`` wires the observer)."""
         self._hints: dict[IRI, str] = {}
         self._hints_read = -1.0
+        # an embedded store, and how many changes it had made when the hints were current
+        self._hints_at: tuple[object, int] | None = None
         self._ledgers: tuple[Minter, IRI] | None = None
 
     # -- the hook ---------------------------------------------------------------
@@ -226,6 +230,7 @@ class Sealer:
             for graph in pending.graphs:
                 self._graphs.pop(graph, None)
             self._hints = {pending.seal: pending.seal_hash}
+            self._hints_at = _changes(recorder.store)
 
     def attach(self, recorder: Recorder) -> None:
         """Install on ``recorder``: the pre-write hook, its after-write step, and the
@@ -235,7 +240,16 @@ class Sealer:
         self.tracking = True
 
     def observe(self, recorder: Recorder, added: Sequence[Quad], removed: Sequence[Quad]) -> None:
-        """Keep the quads of the session graphs this recorder started (a write observer)."""
+        """Keep the quads of the session graphs this recorder started (a write observer),
+        and the ledger pointer known current across a write that did not touch it."""
+        if self._hints_at is not None:
+            # Only a seal moves the pointer, and this recorder's seals are this sealer's
+            # (``written`` has already noted them): so a write of this recorder that
+            # came right after the one the pointer was known at leaves it current.
+            with self._lock:
+                at = self._hints_at
+                if at is not None and at == _changes(recorder.store, -1):
+                    self._hints_at = (at[0], at[1] + 1)
         if not self._graphs:
             return
         with self._lock:
@@ -280,6 +294,7 @@ class Sealer:
             if gone:
                 stored = [t for t in stored if t not in gone]
             self._hints, self._hints_read = dict(hints), time.monotonic()
+            self._hints_at = _changes(recorder.store)
             unique = set(canonical_lines(stored, graph, version=2))
             unique.update(canonical_lines([q for q in new if q.graph == graph], graph, version=2))
         # one buffer: the same digest as hashing the sorted lines one by one (hash_lines)
@@ -342,12 +357,14 @@ class Sealer:
         return add, remove
 
     def _pointer(self, recorder: Recorder, ledger: IRI) -> dict[IRI, str]:
-        """The ledger's newest-seal pointer, read again unless a server's was read lately."""
-        from trails.store.oxigraph import OxigraphStore  # loaded when such a store is open
-
+        """The ledger's newest-seal pointer: on an embedded store read again only when
+        something this sealer did not see was written since; on a server, unless read lately."""
         now = time.monotonic()
-        fresh = self._hints_read >= 0 and now - self._hints_read < HINT_TTL_S
-        if fresh and not isinstance(recorder.store, OxigraphStore):
+        at = _changes(recorder.store)
+        if at is not None:
+            if at == self._hints_at:
+                return dict(self._hints)
+        elif self._hints_read >= 0 and now - self._hints_read < HINT_TTL_S:
             return dict(self._hints)
         result = recorder.store.query(_HINTS, {"ledger": ledger})
         assert isinstance(result, Solutions)
@@ -355,7 +372,7 @@ class Sealer:
         for row in result:
             h = row.get("hintHash")
             hints[IRI.trusted(str(row["hint"]))] = h.value if isinstance(h, Literal) else ""
-        self._hints, self._hints_read = dict(hints), now
+        self._hints, self._hints_read, self._hints_at = dict(hints), now, at
         return hints
 
     def summary_quads(
@@ -367,7 +384,8 @@ class Sealer:
         (``new``). When the graph had already ended (a late write, a recovery seal), the
         stored entry is read and replaced; at a first end it only grows from its start."""
         mine = [(q.subject, q.predicate, q.object) for q in new if q.graph == graph]
-        ended_before = any(p == PROV.endedAtTime and str(s) == str(graph) for s, p, _ in stored)
+        ended = PROV.endedAtTime
+        ended_before = any(s == graph for s, p, _ in stored if p == ended)
         try:
             return entry_quads(
                 recorder.store,
@@ -441,6 +459,13 @@ class Sealer:
             return pending.seal
 
 
+def _changes(store: object, offset: int = 0) -> tuple[object, int] | None:
+    """``(store, changes made through it + offset)`` for an embedded store (its
+    ``changes`` counts them: only this process writes there), None for a server."""
+    changes = getattr(store, "changes", None)
+    return (store, changes + offset) if isinstance(changes, int) else None
+
+
 def _lines(terms: dict[Term, str], parts: list[Any], tail: str) -> set[str]:
     """The canonical N-Quads lines (version 2) of ``(s, p, o)`` rows, each ended by ``tail``
     (the graph): the text ``canonical_lines`` writes, with the IRIs and short literals
@@ -463,10 +488,9 @@ def _lines(terms: dict[Term, str], parts: list[Any], tail: str) -> set[str]:
         out = terms[t] = f"<{t}>"
         return out
 
-    c = terms
+    known = terms.get  # a canonical text is never empty
     return {
-        f"{c[s] if s in c else text(s)} {c[p] if p in c else text(p)} "
-        f"{c[o] if o in c else text(o)} {tail}"
+        f"{known(s) or text(s)} {known(p) or text(p)} {known(o) or text(o)} {tail}"
         for rows in parts
         for s, p, o in rows
     }

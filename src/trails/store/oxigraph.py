@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -263,6 +264,8 @@ class OxigraphStore(Store):
         self.path = Path(path) if path is not None else None
         #: when this process took the directory's lock (None in memory: nothing before us)
         self.exclusive_since: datetime | None = None
+        self._changes = 0
+        self._changes_lock = threading.Lock()
         try:
             if self.path is None:
                 self._store: ox.Store | None = ox.Store()
@@ -284,6 +287,20 @@ class OxigraphStore(Store):
     def __repr__(self) -> str:
         where = str(self.path) if self.path else "memory"
         return f"OxigraphStore({where})"
+
+    @property
+    def changes(self) -> int:
+        """How many changes (writes, loads, clears) were made through this object.
+
+        Only this process can change the store, and only through this object (the
+        directory is locked while it is open), so what a reader cached from it is
+        still current while this number is what it was when the reader read.
+        """
+        return self._changes
+
+    def _changed(self) -> None:
+        with self._changes_lock:
+            self._changes += 1
 
     @property
     def closed(self) -> bool:
@@ -314,12 +331,14 @@ class OxigraphStore(Store):
             raise StoreError(f"invalid quad, nothing written: {exc}") from exc
         if not removed:
             self._call("write", lambda: store.extend(converted))
+            self._changed()
             return
         # One SPARQL update is one transaction: removals and additions together.
         deletions = " ".join(_nq(q) for q in removed)
         insertions = " ".join(_nq(q) for q in converted)
         update = f"DELETE DATA {{ {deletions} }} ;\nINSERT DATA {{ {insertions} }}"
         self._call("write", lambda: store.update(update))
+        self._changed()
 
     # -- reading ---------------------------------------------------------------
 
@@ -411,6 +430,7 @@ class OxigraphStore(Store):
     def clear(self, graph: IRI) -> None:
         store = self.raw
         self._call("clear", lambda: store.remove_graph(_named(graph)))
+        self._changed()
 
     def dump(
         self,
@@ -449,6 +469,8 @@ class OxigraphStore(Store):
             raise RDFSyntaxError(f"cannot parse {format}, nothing loaded: {exc}") from exc
         except OSError as exc:
             raise StoreError(f"load failed on {self!r}, nothing loaded: {exc}") from exc
+        finally:
+            self._changed()  # a failed load wrote nothing; counting it costs one re-read
 
     def compact(self) -> None:
         """Rewrite the store so that nothing removed from it survives in its files.
