@@ -230,10 +230,11 @@ def interleaved3(fns: list[Callable[[], object]], *, rounds: int, number: int) -
 
 def paired(
     fn: Callable[[], object], base: Callable[[], object], *, pairs: int
-) -> tuple[float, float, float]:
-    """Median seconds of ``fn`` and of ``base``, and the median of their ratio, over
-    ``pairs`` back-to-back pairs (which of the two runs first alternates): on a shared
-    machine each pair sees the same load, so the ratio holds where the times swing."""
+) -> tuple[float, float, float, tuple[float, float]]:
+    """Median seconds of ``fn`` and of ``base``, the median of their ratio and its
+    quartiles, over ``pairs`` back-to-back pairs (which of the two runs first
+    alternates): on a shared machine each pair sees the same load, so the ratio holds
+    where the times swing; the quartiles say how far it swings."""
     times: tuple[list[float], list[float]] = ([], [])
     ratios = []
     for i in range(pairs):
@@ -245,7 +246,13 @@ def paired(
         times[0].append(took[0])
         times[1].append(took[1])
         ratios.append(took[0] / took[1])
-    return statistics.median(times[0]), statistics.median(times[1]), statistics.median(ratios)
+    low, _, high = statistics.quantiles(ratios, n=4)
+    return (
+        statistics.median(times[0]),
+        statistics.median(times[1]),
+        statistics.median(ratios),
+        (low, high),
+    )
 
 
 def _raw_writer(store: ox.Store, session: str, principal: str) -> tuple[object, int]:
@@ -362,7 +369,7 @@ def main() -> None:
         for _ in range(10):
             react_run(react_recorder)
             raw_react()
-        t_react, t_react_raw, react_ratio = paired(
+        t_react, t_react_raw, react_ratio, (react_low, react_high) = paired(
             lambda: react_run(react_recorder), raw_react, pairs=90
         )
         react_store.close()
@@ -402,11 +409,12 @@ recorded by the default recorder (`Recorder.from_settings`: the session is seale
 the write that ends it, without reading the session back). The raw side makes the
 same {react_writes} writes ({react_quads} quads, fresh ids minted per run) with
 `pyoxigraph.Store.extend`, one call per event. 90 pairs of runs back to back (which
-side runs first alternates); medians of the times, and the median of the 90 ratios.
+side runs first alternates); medians of the times, and the median of the 90 ratios
+(in brackets, the middle half of them: the quartiles).
 
 | | ms per run | ratio |
 |---|---|---|
-| trails, 10-step ReAct, sealed | {t_react * 1e3:.2f} | **{react_ratio:.2f}** x raw (target <= 1.5: {"meets" if react_ratio <= 1.5 else "misses"}) |
+| trails, 10-step ReAct, sealed | {t_react * 1e3:.2f} | **{react_ratio:.2f}** x raw ({react_low:.2f}-{react_high:.2f}; target <= 1.5: {"meets" if react_ratio <= 1.5 else "misses"}) |
 | raw `Store.extend`, same writes (baseline) | {t_react_raw * 1e3:.2f} | |
 
 What trails adds to the bare writes is the run itself (the planner, the scripted model's
