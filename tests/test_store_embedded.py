@@ -76,6 +76,23 @@ def test_failed_write_leaves_nothing(store: Store) -> None:
     assert store.graphs() == []
 
 
+def test_changes_count_what_changed_the_store_not_what_read_it() -> None:
+    store = OxigraphStore(None)  # what a cache of the store compares (the sealer's pointer)
+    assert store.changes == 0
+    store.write([q("urn:a", 1)])
+    store.write([q("urn:b", 2)], remove=[q("urn:a", 1)])
+    assert store.changes == 2
+    store.query("SELECT ?s WHERE { GRAPH ?g { ?s ?p ?o } }")
+    store.dump(format="nquads")
+    assert store.changes == 2
+    with pytest.raises(StoreError):
+        store.write([Quad(IRI("urn:c"), P, Literal("x", "not a datatype iri"), G)])
+    assert store.changes == 2  # refused before the backend: nothing changed
+    store.load(b"<urn:c> <urn:p> <urn:o> <urn:g> .\n", format="nquads")
+    store.clear(G)
+    assert store.changes == 4
+
+
 def test_write_and_remove_in_one_transaction(store: Store) -> None:
     old, new = q("urn:a", "old"), q("urn:a", "new")
     store.write([old])
