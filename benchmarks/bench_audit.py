@@ -12,7 +12,7 @@ is). Then export throughput in quads/s, end to end as ``trails export --all
 checks, then graph by graph with graph names, redaction rules applied) against
 pyoxigraph's own ``dump`` of the dataset (target: >= 0.8 of it).
 
-Run: ``python benchmarks/bench_audit.py [--sessions 10000]``.
+Run: ``python benchmarks/bench_audit.py [--sessions 10000] [--reuse-any-digest]``.
 """
 
 from __future__ import annotations
@@ -74,9 +74,14 @@ def rounds_for(fn, budget: float = 0.25) -> tuple[int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=10_000)
+    parser.add_argument(
+        "--reuse-any-digest",
+        action="store_true",
+        help="measure a cached store built by earlier sources when this one's is missing",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-audit-") as tmp:
-        run(args.sessions, Path(tmp))
+        run(args.sessions, Path(tmp), reuse_any_digest=args.reuse_any_digest)
 
 
 def sample_of(store: OxigraphStore, session: str) -> dict[str, str]:
@@ -97,8 +102,8 @@ def sample_of(store: OxigraphStore, session: str) -> dict[str, str]:
     }
 
 
-def run(sessions: int, tmp: Path) -> None:
-    cached, manifest = _scale_store.cached_store(sessions)
+def run(sessions: int, tmp: Path, *, reuse_any_digest: bool = False) -> None:
+    cached, manifest = _scale_store.cached_store(sessions, reuse_any_digest=reuse_any_digest)
     shutil.copytree(cached, tmp / "store")
     store = open_store(tmp / "store")
     assert isinstance(store, OxigraphStore)

@@ -50,7 +50,7 @@ def test_session_is_a_lazy_export_and_import_trails_stays_light(tmp_path: Path) 
     out = _python(
         "import sys, trails\n"
         "print(sorted(m for m in sys.modules if m.startswith(('trails.agent', 'trails.llm', "
-        "'trails.memory'))))\n"
+        "'trails.memory', 'asyncio'))))\n"
         "from trails import capability, Session, invoke\n"
         "import trails.agent\n"
         "print(Session is trails.agent.Session, 'Session' in dir(trails))\n",

@@ -20,14 +20,16 @@ threads run in a copy of the caller's ``contextvars`` context.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextvars
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trails.errors import CapabilityTimeout
 from trails.kernel.registry import CapabilitySpec
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["caller_loop", "effective_timeout", "run_handler"]
 
@@ -80,6 +82,8 @@ def effective_timeout(own: float | None, cap: float | None) -> float | None:
 
 
 async def _bounded(spec: CapabilitySpec, awaitable: Awaitable[Any], limit: float | None) -> Any:
+    import asyncio  # imported when first used: `import trails` does not load asyncio
+
     try:
         return await asyncio.wait_for(awaitable, limit)
     except TimeoutError:
@@ -89,6 +93,8 @@ async def _bounded(spec: CapabilitySpec, awaitable: Awaitable[Any], limit: float
 def _run_async(
     spec: CapabilitySpec, call: Callable[[], Coroutine[Any, Any, Any]], limit: float | None
 ) -> Any:
+    import asyncio  # imported when first used: `import trails` does not load asyncio
+
     loop = caller_loop.get()
     try:
         running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()

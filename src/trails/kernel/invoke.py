@@ -20,7 +20,6 @@ path) runs in a worker thread, so the event loop stays free, and an
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -192,6 +191,8 @@ async def ainvoke(
     Raises:
         See ``invoke``; ``CapabilityTimeout`` when the call ran past ``timeout_s``.
     """
+    import asyncio  # imported when first used: `import trails` does not load asyncio
+
     loop = asyncio.get_running_loop()
     token = caller_loop.set(loop)
     try:

@@ -25,7 +25,6 @@ the ``trails.events`` logger.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextvars
 import functools
@@ -42,6 +41,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 from trails.errors import UserError
 
 if TYPE_CHECKING:
+    import asyncio
+
     from trails.kernel.context import Context
 
 __all__ = [
@@ -209,6 +210,8 @@ def _deliver(observer: Any, event: ObserverEvent) -> None:
     try:
         result = observer.on_event(event)
         if inspect.isawaitable(result):
+            import asyncio  # imported when first used: `import trails` does not load asyncio
+
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
@@ -257,6 +260,8 @@ async def off_loop(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     thread sees the caller's context, and async observers it notifies are
     scheduled on the caller's loop.
     """
+    import asyncio  # imported when first used: `import trails` does not load asyncio
+
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
     context.run(observe_on, loop)

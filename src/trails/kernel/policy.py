@@ -19,7 +19,6 @@ answered within ``approval_timeout_s``. ``invoke`` records the outcome as a
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import fnmatch
 import inspect
@@ -299,6 +298,8 @@ def review_call(
         try:
             result = approver(*call_args)
             if inspect.isawaitable(result):
+                import asyncio  # imported when first used: `import trails` does not load asyncio
+
                 result = asyncio.run(_awaited(result))
             answer.append(result)
         except BaseException as exc:  # reported as a refusal
