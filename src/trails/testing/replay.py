@@ -34,8 +34,10 @@ from trails.kernel.context import Context
 from trails.llm.cache import request_hash, request_params_of
 from trails.llm.catalogue import ModelSpec
 from trails.llm.client import LLMClient, Prompt
+from trails.llm.envelope import Call
 from trails.llm.retry import RetryPolicy
-from trails.llm.types import Chunk, Request, Response, ToolCall
+from trails.llm.structured import OutputFormat
+from trails.llm.types import Chunk, Request, Response, ToolCall, ToolSpec
 from trails.prov.content import erasure_of
 from trails.prov.iri import Minter
 from trails.prov.projection import find_projection
@@ -430,84 +432,23 @@ class ReplayLLM(LLMClient):
             ReplayAdapter(completions, model=model or _model_of(completions), session=session)
         )
 
-    def _at(self, ctx: Context | None) -> None:
+    def _begin(
+        self,
+        messages: Prompt,
+        max_tokens: int,
+        temperature: float,
+        ctx: Context | None,
+        model: str | ModelSpec | None,
+        stop: Sequence[str],
+        extra: dict[str, Any],
+        tools: tuple[ToolSpec, ...] = (),
+        output: OutputFormat | None = None,
+    ) -> Call:
+        """Every call starts here (``complete``, ``acomplete``, ``stream``, ``astream``,
+        each attempt of a structured one): note the caller's step, which a mismatch names."""
         self.adapter.step = None if ctx is None else ctx.step
-
-    def complete(
-        self,
-        messages: Prompt,
-        *,
-        max_tokens: int = 1024,
-        temperature: float = 0.0,
-        ctx: Context | None = None,
-        model: str | ModelSpec | None = None,
-        stop: Sequence[str] = (),
-        **extra: Any,
-    ) -> Response:
-        """See ``LLMClient.complete``; the reply comes from the recording.
-
-        Raises:
-            ReplayMismatch: the request was not recorded (a failed completion is recorded first).
-        """
-        self._at(ctx)
-        return super().complete(
-            messages,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            ctx=ctx,
-            model=model,
-            stop=stop,
-            **extra,
-        )
-
-    async def acomplete(
-        self,
-        messages: Prompt,
-        *,
-        max_tokens: int = 1024,
-        temperature: float = 0.0,
-        ctx: Context | None = None,
-        model: str | ModelSpec | None = None,
-        stop: Sequence[str] = (),
-        **extra: Any,
-    ) -> Response:
-        """See ``LLMClient.acomplete``; the reply comes from the recording.
-
-        Raises:
-            ReplayMismatch: the request was not recorded (a failed completion is recorded first).
-        """
-        self._at(ctx)
-        return await super().acomplete(
-            messages,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            ctx=ctx,
-            model=model,
-            stop=stop,
-            **extra,
-        )
-
-    def stream(
-        self,
-        messages: Prompt,
-        *,
-        max_tokens: int = 1024,
-        temperature: float = 0.0,
-        ctx: Context | None = None,
-        model: str | ModelSpec | None = None,
-        stop: Sequence[str] = (),
-        **extra: Any,
-    ) -> Iterator[Chunk | Response]:
-        """See ``LLMClient.stream``; the reply comes from the recording."""
-        self._at(ctx)
-        return super().stream(
-            messages,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            ctx=ctx,
-            model=model,
-            stop=stop,
-            **extra,
+        return super()._begin(
+            messages, max_tokens, temperature, ctx, model, stop, extra, tools, output
         )
 
 
