@@ -380,28 +380,24 @@ def _resume_point(store: object) -> tuple[int, datetime]:
     return len(starts), end
 
 
-def complete_stores(sessions: int, root: Path | None = None) -> list[Path]:
-    """Complete cached stores of ``sessions`` sessions of this mix, any version and digest, newest first."""
+def _builds(sessions: int, root: Path | None) -> list[Path]:
+    """The cache folders of ``sessions`` sessions of this mix, any version and digest."""
     base = root or cache_root()
     if not base.is_dir():
         return []
-    found = [
-        folder
-        for folder in base.glob(f"sessions-{sessions}-v*-mix{MIX_VERSION}-*")
-        if (folder / COMPLETE).is_file()
-    ]
+    return list(base.glob(f"sessions-{sessions}-v*-mix{MIX_VERSION}-*"))
+
+
+def complete_stores(sessions: int, root: Path | None = None) -> list[Path]:
+    """Complete cached stores of ``sessions`` sessions of this mix, any version and digest, newest first."""
+    found = [f for f in _builds(sessions, root) if (f / COMPLETE).is_file()]
     return sorted(found, key=lambda f: (f / COMPLETE).stat().st_mtime, reverse=True)
 
 
 def stopped_builds(sessions: int, root: Path | None = None) -> list[Path]:
     """Builds of ``sessions`` sessions of this mix that stopped before the end, newest first."""
-    base = root or cache_root()
-    if not base.is_dir():
-        return []
     found = [
-        folder
-        for folder in base.glob(f"sessions-{sessions}-v*-mix{MIX_VERSION}-*")
-        if not (folder / COMPLETE).exists() and (folder / "store").is_dir()
+        f for f in _builds(sessions, root) if not (f / COMPLETE).exists() and (f / "store").is_dir()
     ]
     return sorted(found, key=lambda f: (f / "store").stat().st_mtime, reverse=True)
 
