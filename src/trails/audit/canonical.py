@@ -220,17 +220,16 @@ def canonical_lines(
 
 
 def digest_lines(lines: Iterable[str]) -> tuple[str, int]:
-    """``(hash, count)`` of a set of canonical lines (sorted and de-duplicated here)."""
-    unique = sorted(set(lines))
+    """``(hash, count)`` of a set of canonical lines (sorted and de-duplicated here;
+    a ``set`` is taken as it is)."""
+    unique = sorted(lines if isinstance(lines, set | frozenset) else set(lines))
     return hash_lines(unique), len(unique)
 
 
 def hash_lines(lines: Iterable[str]) -> str:
-    """SHA-256 (lower-case hex) of canonical lines, in the order given."""
-    digest = hashlib.sha256()
-    for line in lines:
-        digest.update(line.encode("utf-8"))
-    return digest.hexdigest()
+    """SHA-256 (lower-case hex) of canonical lines, in the order given (hashed as one
+    buffer: the same digest as line by line, in one call)."""
+    return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
 
 
 def graph_digest(store: Store, graph: IRI, *, version: int = 2) -> tuple[str, int]:

@@ -46,7 +46,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trails.audit.canonical import canonical_lines, canonical_term
+from trails.audit.canonical import canonical_lines, canonical_term, digest_lines
 from trails.audit.catalogue import catalogue_iri, entry_quads, start_quads
 from trails.audit.ledger import (
     GENESIS,
@@ -284,10 +284,10 @@ class Sealer:
     ) -> tuple[list[Quad], list[Quad]]:
         kept = self._graphs.get(graph)
         priors: list[SealRecord] = []
+        mine = [(q[0], q[1], q[2]) for q in new if q.graph == graph]  # this write's, in graph
         if kept is not None and not gone:  # started here: what it holds is what this recorder wrote
             stored: list[tuple[Any, ...]] = list(kept)
             hints = self._pointer(recorder, ledger)
-            mine = [(q[0], q[1], q[2]) for q in new if q.graph == graph]
             unique = _lines(self._terms, [kept, mine], f"<{graph}> .\n")
         else:
             stored, hints, priors = _read(recorder, ledger, graph)
@@ -296,9 +296,8 @@ class Sealer:
             self._hints, self._hints_read = dict(hints), time.monotonic()
             self._hints_at = _changes(recorder.store)
             unique = set(canonical_lines(stored, graph, version=2))
-            unique.update(canonical_lines([q for q in new if q.graph == graph], graph, version=2))
-        # one buffer: the same digest as hashing the sorted lines one by one (hash_lines)
-        graph_hash, count = sha256_hex("".join(sorted(unique)).encode("utf-8")), len(unique)
+            unique.update(canonical_lines(mine, graph, version=2))
+        graph_hash, count = digest_lines(unique)
 
         n = pending.sequence + 1
         previous = pending.seal if pending.sequence else None
@@ -351,7 +350,7 @@ class Sealer:
         remove = [Quad(ledger, T.latestSeal, h, ledger) for h in hints]
         pending.sequence, pending.seal, pending.seal_hash = n, seal, seal_hash
         pending.graphs[graph] = seal
-        more, less = self.summary_quads(recorder, graph, stored, new)
+        more, less = self.summary_quads(recorder, graph, stored, mine)
         add.extend(more)
         remove.extend(less)
         return add, remove
@@ -376,14 +375,18 @@ class Sealer:
         return hints
 
     def summary_quads(
-        self, recorder: Recorder, graph: IRI, stored: list[tuple[Any, ...]], new: list[Quad]
+        self,
+        recorder: Recorder,
+        graph: IRI,
+        stored: list[tuple[Any, ...]],
+        mine: list[tuple[Any, ...]],
     ) -> tuple[list[Quad], list[Quad]]:
         """``(add, remove)`` to write with the seal, atomically with the session's end: the
         session's catalogue entry (``trails.audit.catalogue``), built from the graph as
-        read (``stored``: subject, predicate, object rows) and this write's quads
-        (``new``). When the graph had already ended (a late write, a recovery seal), the
-        stored entry is read and replaced; at a first end it only grows from its start."""
-        mine = [(q.subject, q.predicate, q.object) for q in new if q.graph == graph]
+        read (``stored``: subject, predicate, object rows) and what this write adds to it
+        (``mine``: the same rows). When the graph had already ended (a late write, a
+        recovery seal), the stored entry is read and replaced; at a first end it only
+        grows from its start."""
         ended = PROV.endedAtTime
         ended_before = any(s == graph for s, p, _ in stored if p == ended)
         try:
