@@ -18,7 +18,7 @@ the PROV-O rules live in one place:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from trails.prov.content import CONTENT_DIGESTS, canonical_json, content_graph, sha256_hex
@@ -31,7 +31,6 @@ __all__ = ["QuadBuilder"]
 
 _TYPE = RDF.type
 _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
-_XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 # Identifiers, digests and keys: never masked (a digest is not personal data, and a
 # masked seal field would break the ledger).
 _UNMASKED = frozenset(
@@ -94,15 +93,8 @@ class QuadBuilder:
         """Add a literal property unless ``value`` is None (text is masked first)."""
         if value is None:
             return
-        kind = type(value)
-        if kind is not str:
-            if kind is datetime:  # every event's times
-                if value.tzinfo is None:
-                    value = value.replace(tzinfo=UTC)
-                text = value.isoformat().replace("+00:00", "Z")
-                self.quads.append(Quad(s, p, Literal(text, _XSD_DATETIME), self.graph))
-            else:
-                self.quads.append(Quad(s, p, literal(value), self.graph))
+        if type(value) is not str:
+            self.quads.append(Quad(s, p, literal(value), self.graph))
             return
         if self.masking is not None:
             value = self.masked(s, p, value)

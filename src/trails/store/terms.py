@@ -144,6 +144,8 @@ def _format_datetime(value: datetime) -> str:
 
 def literal(value: Any) -> Literal:
     """Build a typed literal from a Python value (str, bool, int, float, Decimal, datetime, date)."""
+    if type(value) is datetime:  # every event's times: first, without the checks below
+        return Literal(_format_datetime(value), XSD + "dateTime")
     if isinstance(value, str):
         return Literal(value)
     if isinstance(value, bool):
