@@ -169,7 +169,6 @@ def _from_ox(term: Any) -> Term | None:
 
 _NODES: dict[Any, Any] = {}  # IRI text -> NamedNode, Literal -> pyoxigraph Literal
 _NODES_MAX = 1 << 16
-_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 
 
 def _convert_quads(quads: Iterable[Quad]) -> list[ox.Quad]:
@@ -177,14 +176,14 @@ def _convert_quads(quads: Iterable[Quad]) -> list[ox.Quad]:
 
     Named nodes and short literals are kept in a process-wide table (classes,
     predicates, the session's graph, the principal, labels and statuses repeat in
-    every event; cleared past ``_NODES_MAX`` entries), plain strings skip the
-    datatype, and a blank node never shares an entry with an IRI of the same text
-    (nor a literal, whose key is a tuple).
+    every event; cleared past ``_NODES_MAX`` entries; a term not in it is converted
+    by ``_to_ox``), and a blank node never shares an entry with an IRI of the same
+    text (nor a literal, whose key is a tuple).
     """
     nodes = _NODES
     if len(nodes) > _NODES_MAX:
         nodes.clear()
-    named, lit, quad = ox.NamedNode, ox.Literal, ox.Quad
+    named, quad = ox.NamedNode, ox.Quad
     out = []
     for s, p, o, g in quads:
         if type(s) is BNode:
@@ -201,21 +200,9 @@ def _convert_quads(quads: Iterable[Quad]) -> list[ox.Quad]:
         else:
             co = nodes.get(o)
             if co is None:
-                if isinstance(o, tuple):  # a Literal
-                    value, datatype, language = o
-                    if language:
-                        co = lit(value, language=language)
-                    elif datatype == _XSD_STRING:
-                        co = lit(value)
-                    else:
-                        cd = nodes.get(datatype)
-                        if cd is None:
-                            cd = nodes[datatype] = named(datatype)
-                        co = lit(value, datatype=cd)
-                    if len(value) <= 64:
-                        nodes[o] = co
-                else:
-                    co = nodes[o] = named(o)
+                co = _to_ox(o)
+                if not isinstance(o, Literal) or len(o.value) <= 64:
+                    nodes[o] = co
         cg = nodes.get(g)
         if cg is None:
             cg = nodes[g] = named(g)
