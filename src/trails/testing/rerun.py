@@ -493,8 +493,6 @@ def rerun(
     tops = [r for r in runs if r.parent == session_iri]
     llm = ReplayLLM.from_session(session_iri, store=source)
     completions = recorded_completions(source, session_iri)
-    params = {c.activity: c.params for c in completions}
-    prompts = {c.activity: (c.position, c.messages) for c in completions}
     by_activity = {c.activity: c for c in completions}
     first_prompt: dict[str, tuple[int, list[dict[str, Any]]]] = {}
     first_params: dict[str, dict[str, Any]] = {}
@@ -506,12 +504,14 @@ def rerun(
         root = owner.get(run, run)
         if _py(row, "plan") is not None:
             plans[run] += 1
-        if root not in first_params and c in params:
-            first_params[root] = params[c]
-        if c in by_activity:
-            _note_format(formats, root, by_activity[c])
-        if c in prompts and (root not in first_prompt or prompts[c][0] < first_prompt[root][0]):
-            first_prompt[root] = prompts[c]
+        completion = by_activity.get(c)
+        if completion is None:
+            continue
+        if root not in first_params:
+            first_params[root] = completion.params
+        _note_format(formats, root, completion)
+        if root not in first_prompt or completion.position < first_prompt[root][0]:
+            first_prompt[root] = (completion.position, completion.messages)
     bound = len(recorded) + 1
 
     scratch = open_store("memory:")
