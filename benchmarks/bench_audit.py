@@ -68,7 +68,8 @@ def rounds_for(fn, budget: float = 0.25) -> tuple[int, int]:
     fn()
     once = time.perf_counter() - start
     number = max(1, min(200, int(budget / max(once, 1e-6))))
-    return (3 if once > 2 else 5 if once > 0.5 else 7), number
+    # a sub-millisecond query is where noise decides the ratio: more rounds
+    return (3 if once > 2 else 5 if once > 0.5 else 7 if once > 1e-3 else 15), number
 
 
 def main() -> None:
@@ -193,7 +194,7 @@ def run(sessions: int, tmp: Path, *, reuse_any_digest: bool = False) -> None:
     store.close()
 
     worst = max(r[3] for r in rows)
-    overhead = statistics.median((t - r) * 1e6 for _, r, t, _, _ in rows)
+    overhead = statistics.median([(t - r) * 1e6 for _, r, t, _, _ in rows if r < 1e-3] or [0.0])
     big = [ratio for _, r, _, ratio, _ in rows if r >= 1e-3] or [0.0]
     small = [ratio for _, r, _, ratio, _ in rows if r < 1e-3] or [0.0]
     lines = [
@@ -203,8 +204,11 @@ def run(sessions: int, tmp: Path, *, reuse_any_digest: bool = False) -> None:
         f"benchmark's store), {quads:,} quads, on disk. Each pack query "
         "is timed through the trails path (pack lookup, typed binding, evaluation, SPARQL JSON or "
         "Turtle serialisation) and as the same query run directly on pyoxigraph, interleaved, "
-        "medians. Target: trails / raw <= 1.1. The last column compares trails with rdflib on a "
-        "100-session subset (lower is faster for trails).",
+        "medians. Parameters reach pyoxigraph as they do in a user's process: pre-bound "
+        "(`substitutions`) where that means what the rewritten text means, which covers the "
+        "per-session queries here, as rewritten text otherwise (docs/remote-store.md); the raw "
+        "side always pre-binds. Target: trails / raw <= 1.1. The last column compares trails "
+        "with rdflib on a 100-session subset (lower is faster for trails).",
         "",
         "| query | raw pyoxigraph (ms) | trails / raw | trails / rdflib (100 sessions) |",
         "| --- | ---: | ---: | ---: |",
@@ -218,8 +222,9 @@ def run(sessions: int, tmp: Path, *, reuse_any_digest: bool = False) -> None:
         "",
         f"Queries that take 1 ms or more on pyoxigraph: worst ratio **{max(big):.3f}**. Below 1 ms "
         f"the ratio is dominated by a fixed cost of about {overhead:.0f} µs per query (median of "
-        "trails minus raw over all queries: pack lookup, typed binding, term conversion), so "
-        f"those per-session queries miss the 1.1 target (worst {max(small):.3f}).",
+        "trails minus raw over those queries: the pack lookup, which checks the file is "
+        "unchanged, typed binding, checks of the text and terms), worst "
+        f"{max(small):.3f}: {'meets' if max(small) <= 1.1 else 'misses'} the 1.1 target.",
         "",
         "| export | quads/s | ratio |",
         "| --- | ---: | ---: |",

@@ -342,3 +342,35 @@ def test_typed_values_bind_as_typed_literals() -> None:
         q.bind({"n": 1, "d": 1, "b": "maybe", "day": "2025-03-01"})
     with pytest.raises(QueryParameterError, match="expects integer"):
         q.bind({"n": "three", "d": 1, "b": True, "day": "2025-03-01"})
+
+
+PREBOUND = [
+    "failed-invocations",
+    "llm-completions",
+    "policy-decisions",
+    "session-overview",
+    "session-timeline",
+    "side-effects",
+    "terminations",
+]
+
+
+@pytest.mark.parametrize("name", PREBOUND)
+def test_per_session_queries_are_prebound_with_the_rewritten_texts_answers(
+    fx: Fixture, name: str
+) -> None:
+    """The embedded store runs these with pyoxigraph's own pre-binding (the raw
+    query's plan); on every session it answers what the rewritten text answers."""
+    from trails.store._sparql_bind import bind_params, prebinds
+
+    q = get_query(name)
+    seen = 0
+    for session in fx.sessions.values():
+        params = q.bind({"session": str(session)})
+        assert prebinds(q.text, params)
+        prebound = fx.store.query(q.text, params)
+        rewritten = fx.store.query(bind_params(q.text, params, close_groups=True))
+        assert isinstance(prebound, Solutions) and isinstance(rewritten, Solutions)
+        assert list(prebound) == list(rewritten), (name, session)
+        seen += len(list(prebound))
+    assert seen > 0, f"{name} answers nothing on the fixture: nothing compared"

@@ -13,9 +13,10 @@ the SPARQL grammar allows) only ever sees an escaped character, never a
 closing quote.
 
 Parameters are the query's own variable pre-bound to a term, with SPARQL's
-scoping. Both stores send the same rewritten text (the embedded one too, so
-the backends cannot differ; docs/remote-store.md says why pyoxigraph's own
-``substitutions`` are not used). The query is read into scopes (the query and
+scoping. Both stores run the same rewritten text (docs/remote-store.md says
+why pyoxigraph's own ``substitutions`` are not used in general); the embedded
+one pre-binds itself only where ``prebinds`` finds the query outside every case
+where the two differ. The query is read into scopes (the query and
 each sub-SELECT) and brace blocks (groups, VALUES data, templates), outside
 strings, IRIs and comments; then, per parameter ``?x`` bound to ``t``:
 
@@ -51,7 +52,7 @@ from functools import lru_cache
 from trails.errors import QueryParameterError
 from trails.store.terms import BNode, Literal, Quad, Term
 
-__all__ = ["bind_params", "quad_ntriples", "query_form", "term_n3"]
+__all__ = ["bind_params", "prebinds", "quad_ntriples", "query_form", "term_n3"]
 
 _IRI_OK = re.compile(r'[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>"{}|^`\\]*')
 _BNODE_OK = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.\-]*[A-Za-z0-9_\-])?")
@@ -177,6 +178,58 @@ def bind_params(
     return "".join(values[p] if i % 2 else p for i, p in enumerate(rewrite))
 
 
+#: words that put a query outside the class where pre-binding is the rewrite's answer
+_NOT_PREBOUND = frozenset(
+    {
+        "MINUS", "EXISTS", "BOUND", "VALUES", "SERVICE", "UNION", "GROUP", "HAVING",
+        "COUNT", "SUM", "AVG", "MIN", "MAX", "SAMPLE", "GROUP_CONCAT",
+    }
+)  # fmt: skip
+
+
+def prebinds(sparql: str, params: Mapping[str, Term]) -> bool:
+    """Whether pyoxigraph's own pre-binding (``substitutions``) answers ``sparql`` with
+    ``params`` exactly as the rewritten text does, so the embedded store may use it.
+
+    It does for a SELECT that projects each parameter and binds it in a triple pattern
+    outside OPTIONAL, with no MINUS, EXISTS, BOUND, VALUES, SERVICE, UNION, sub-SELECT,
+    GROUP BY or aggregate: the constructs where the two differ (docs/remote-store.md)
+    or where the rewrite places the value itself. The per-session queries of the pack
+    are of this kind; pre-bound, Oxigraph plans them as it plans the raw query.
+
+    Raises:
+        QueryParameterError: as ``bind_params`` (a parameter the query assigns itself,
+            unbalanced braces).
+    """
+    if not params:
+        return False
+    parsed = _parsed(sparql, frozenset(params))
+    if parsed.prebound is None:
+        parsed.prebound = _prebound(parsed)
+    return parsed.prebound
+
+
+def _prebound(parsed: _Parser) -> bool:
+    top = parsed.top
+    if top.form != "SELECT" or top.where is None or any(b.subselect for b in parsed.blocks):
+        return False
+    if any(k == "word" and t.upper() in _NOT_PREBOUND for k, t in parsed.tokens):
+        return False
+    names = parsed.names
+    if not top.star and not names <= top.projected:
+        return False
+    return names <= _required(top.where)
+
+
+def _required(block: _Block) -> set[str]:
+    """Parameters a triple pattern binds on every row of ``block`` (not in OPTIONAL)."""
+    found = set(block.pattern)
+    for child in block.children:
+        if child.scope is block.scope and not child.in_expr and child.opener != "OPTIONAL":
+            found |= _required(child)
+    return found
+
+
 #: marks where a value goes in a cached rewrite (no query text can hold it: NUL + a nonce)
 _SLOT = f"\x00{uuid.uuid4().hex}\x00"
 
@@ -234,6 +287,7 @@ class _Parser:
         self.template = False
         #: the rewritten text, split at the parameters' values (see ``bind_params``)
         self.rewrites: dict[bool, list[str]] = {}
+        self.prebound: bool | None = None  # see ``prebinds``
 
     def parse(self) -> None:
         scopes = [self.top]

@@ -36,7 +36,7 @@ from trails.errors import (
     StoreError,
     StoreLockedError,
 )
-from trails.store._sparql_bind import bind_params
+from trails.store._sparql_bind import bind_params, prebinds
 from trails.store.base import (
     DATASET_FORMATS,
     DEFAULT_BASE_IRI,
@@ -351,12 +351,14 @@ class OxigraphStore(Store):
         for name, term in (params or {}).items():
             check_term(term, f"query parameter {name!r}", QueryParameterError)
         try:
-            if params and not any(isinstance(v, BNode) for v in params.values()):
-                # the remote store's rewritten text (docs/remote-store.md), each BIND
-                # placed where Oxigraph starts from the constant
-                sparql = bind_params(sparql, params, close_groups=True)
-            elif params:  # a blank node can only be pre-bound by pyoxigraph itself
-                kw["substitutions"] = {ox.Variable(k): _to_ox(v) for k, v in params.items()}
+            if params:
+                if any(isinstance(v, BNode) for v in params.values()) or prebinds(sparql, params):
+                    # pyoxigraph's own pre-binding where it means what the rewrite means
+                    # (and for a blank node, which text cannot name): the raw plan
+                    kw["substitutions"] = {ox.Variable(k): _to_ox(v) for k, v in params.items()}
+                else:  # the remote store's rewritten text (docs/remote-store.md), each
+                    # BIND placed where Oxigraph starts from the constant
+                    sparql = bind_params(sparql, params, close_groups=True)
             return store.query(sparql, **kw)
         except SyntaxError as exc:
             raise _syntax_error(exc, "query") from exc
@@ -403,6 +405,8 @@ class OxigraphStore(Store):
             fmt: Any = rdf_format(format if format not in RESULT_FORMATS else "turtle")
         else:
             fmt = results_format(format)
+        if max_bytes is None:
+            return self._call("serialise", lambda: result.serialize(format=fmt))  # type: ignore[no-any-return]
         # pyoxigraph serialises lazily, chunk by chunk, as evaluation yields results;
         # the buffer stops both at max_bytes
         buffer = ResultBuffer(max_bytes)
