@@ -219,21 +219,15 @@ def summarise(
             else:
                 values.append(o)
     me = by_subject.get(str(session), {})
-    kinds: dict[Any, set[str]] = {}
-
-    def types_of(subject: Any) -> set[str]:
-        found = kinds.get(subject)
-        if found is None:
-            values = by_subject.get(subject, {}).get(RDF.type, ())
-            found = kinds[subject] = {str(o) for o in values}
-        return found
-
-    if str(T.Session) not in types_of(str(session)) or not me.get(PROV.startedAtTime):
-        return []
-    entry = entry_iri(session)
+    nothing: dict[Any, list[Any]] = {}
 
     def typed(subject: Any, cls: IRI) -> bool:
-        return cls in types_of(subject)
+        # an IRI equals its text; a literal (a tuple) never equals a class
+        return cls in by_subject.get(subject, nothing).get(RDF.type, ())
+
+    if not typed(str(session), T.Session) or not me.get(PROV.startedAtTime):
+        return []
+    entry = entry_iri(session)
 
     def first(subject: Any, predicate: IRI) -> Any:
         values = by_subject.get(subject, {}).get(predicate, [])
