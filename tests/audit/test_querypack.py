@@ -12,6 +12,7 @@ from tests.audit.conftest import ALICE, BOB, Fixture
 from trails.audit.querypack import check_syntax, get_query, load_pack, parse_query, resolve
 from trails.errors import QueryParameterError, QuerySyntaxError, UnknownQuery
 from trails.store import IRI, Literal, Solutions, Store, to_python
+from trails.store._sparql_bind import bind_params, prebinds
 
 PACK = load_pack()
 T = "https://w3id.org/trails/ns#"
@@ -361,8 +362,6 @@ def test_per_session_queries_are_prebound_with_the_rewritten_texts_answers(
 ) -> None:
     """The embedded store runs these with pyoxigraph's own pre-binding (the raw
     query's plan); on every session it answers what the rewritten text answers."""
-    from trails.store._sparql_bind import bind_params, prebinds
-
     q = get_query(name)
     seen = 0
     for session in fx.sessions.values():

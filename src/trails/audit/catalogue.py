@@ -230,7 +230,7 @@ def summarise(
     entry = entry_iri(session)
 
     def first(subject: Any, predicate: IRI) -> Any:
-        values = by_subject.get(subject, {}).get(predicate, [])
+        values = by_subject.get(subject, nothing).get(predicate, ())
         return min(values, key=str) if values else None
 
     principal = next(
