@@ -18,6 +18,14 @@ without the recorder knowing who they are (the settings install them, see
 While pre-write hooks are installed, hook and write run under the
 recorder's lock, so what a hook read is still what the store holds when its
 quads are written (for writes through this recorder).
+
+An event's quads describe the things it involves: the capability, the principal,
+the model, the policy. Those descriptions are the same in every event of a
+session, so the recorder writes each of them once per graph: it remembers the
+quads it wrote about anything that is not an activity or entity minted for one
+event (a few dozen per graph, for the graphs it wrote to last), forgets a graph
+when its session ends, and forgets a quad when a write through it removes that
+quad. A quad is remembered only once the write that carried it succeeded.
 """
 
 from __future__ import annotations
@@ -28,11 +36,12 @@ from collections.abc import Callable, Iterable, Sequence
 
 from trails.config import Settings, load_settings
 from trails.prov.builder import QuadBuilder
-from trails.prov.events import Event
+from trails.prov.content import content_graph
+from trails.prov.events import Event, SessionEnded
 from trails.prov.iri import Minter
 from trails.prov.masking import Masking
 from trails.store import Store, default_store
-from trails.store.terms import Quad
+from trails.store.terms import IRI, Quad
 
 __all__ = [
     "Listener",
@@ -53,6 +62,12 @@ PreWriteHook = Callable[["Recorder", Event, list[Quad]], tuple[Sequence[Quad], S
 
 WriteObserver = Callable[["Recorder", Sequence[Quad], Sequence[Quad]], None]
 """Called after each successful write with the quads it added and removed."""
+
+_WRITTEN_GRAPHS = 256
+"""Graphs whose repeated descriptions a recorder remembers (the most recently first written)."""
+_WRITTEN_PER_GRAPH = 4096
+"""Quads remembered per graph (past that, a repeat is written again, which is harmless)."""
+_NONE: frozenset[Quad] = frozenset()
 
 
 class Recorder:
@@ -87,6 +102,9 @@ class Recorder:
         self._lock = threading.RLock()
         self.removing: Sequence[Quad] = ()
         """What the write in progress removes (for pre-write hooks to see)."""
+        # per graph, the quads about shared things (not minted for one event) written here
+        self._written: dict[IRI, set[Quad]] = {}
+        self._minted = (f"{self.minter.base}activity:", f"{self.minter.base}entity:")
 
     @classmethod
     def from_settings(
@@ -156,11 +174,14 @@ class Recorder:
             quads = self.quads(events[0])
         else:  # one write holds each quad once, whichever events share it
             quads = list(dict.fromkeys(q for e in events for q in self.quads(e)))
+        if self._written:
+            quads = self._unwritten(quads)
         main = hooked if hooked is not None else events[-1]
         if not self._prewrite:
-            removed = list(remove) if self._observers else remove
+            removed = list(remove)
             self.store.write(quads, remove=removed)
-            self._observe(quads, removed)  # type: ignore[arg-type]
+            self._remember(events, quads, removed)
+            self._observe(quads, removed)
         else:
             with self._lock:
                 removed = list(remove)
@@ -171,6 +192,7 @@ class Recorder:
                     self.removing = ()
                 written, removed = quads + add, [*removed, *extra]
                 self.store.write(written, remove=removed)
+                self._remember(events, quads, removed)
                 for done in self._on_written:
                     done(self, main)
                 self._observe(written, removed)
@@ -193,7 +215,37 @@ class Recorder:
         added, removed = list(quads), list(remove)
         with self._lock:
             self.store.write(added, remove=removed)
+            self._remember((), [], removed)
             self._observe(added, removed)
+
+    def _unwritten(self, quads: list[Quad]) -> list[Quad]:
+        """``quads`` less the descriptions this recorder already wrote to the same graph."""
+        known = self._written.get
+        return [q for q in quads if q not in known(q[3], _NONE)]
+
+    def _remember(self, events: Sequence[Event], quads: list[Quad], removed: list[Quad]) -> None:
+        """Note what a successful write added about shared things, and what it removed."""
+        minted = self._minted
+        with self._lock:
+            written = self._written
+            for q in removed:
+                known = written.get(q[3])
+                if known is not None:
+                    known.discard(q)
+            for q in quads:
+                if q[0].startswith(minted):
+                    continue
+                known = written.get(q[3])
+                if known is None:
+                    if len(written) >= _WRITTEN_GRAPHS:
+                        del written[next(iter(written))]
+                    known = written[q[3]] = set()
+                if len(known) < _WRITTEN_PER_GRAPH:
+                    known.add(q)
+            for event in events:
+                if isinstance(event, SessionEnded):
+                    written.pop(event.graph, None)
+                    written.pop(content_graph(event.graph), None)
 
     def add_write_observer(self, observer: WriteObserver) -> None:
         """Call ``observer(recorder, added, removed)`` after each successful write."""

@@ -1,0 +1,184 @@
+"""The recorder writes what an event says about shared things (its capability, principal,
+model, policy) once per graph, and the store ends up holding exactly what every event says."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+import trails
+from trails.errors import StoreError
+from trails.kernel import Context
+from trails.prov import Minter, Recorder
+from trails.prov.events import CapabilityInvoked, Event, SessionEnded, SessionStarted
+from trails.prov.recorder import _WRITTEN_GRAPHS
+from trails.store import IRI, Quad, Solutions
+from trails.store.oxigraph import OxigraphStore
+
+AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+PRINCIPAL = "did:local:repeats"
+
+
+@trails.capability(id="repeats.echo", description="Echoes.")
+def echo(x: int) -> int:
+    return x
+
+
+class Writes(OxigraphStore):
+    """An in-memory store that keeps each write's quads, and can be told to fail."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.writes: list[list[Quad]] = []
+        self.fail = False
+
+    def write(self, quads: Iterable[Quad], *, remove: Iterable[Quad] = ()) -> None:
+        if self.fail:
+            raise StoreError("the disk is full")
+        batch = list(quads)
+        self.writes.append(batch)
+        super().write(batch, remove=remove)
+
+
+def invoked(session: IRI, **over: Any) -> CapabilityInvoked:
+    fields: dict[str, Any] = {
+        "session": session,
+        "activity": str(Minter().activity()),
+        "parent": None,
+        "status": "ok",
+        "capability_id": "repeats.echo",
+        "description": "Echoes.",
+        "principal": PRINCIPAL,
+        "inputs": {"x": 1},
+        "output": 1,
+        "started": AT,
+        "ended": AT,
+    }
+    fields.update(over)
+    return CapabilityInvoked(**fields)
+
+
+def store_quads(store: OxigraphStore) -> set[Quad]:
+    rows = store.query("SELECT ?s ?p ?o ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+    assert isinstance(rows, Solutions)
+    return {Quad(*row) for row in rows.rows}  # type: ignore[arg-type]
+
+
+def said(recorder: Recorder, events: Iterable[Event]) -> set[Quad]:
+    """Every quad of every event, as a store gives it back (the store writes a
+    ``xsd:dateTime`` in its canonical form)."""
+    alone = OxigraphStore(None)
+    alone.write([q for e in events for q in recorder.quads(e)])
+    return store_quads(alone)
+
+
+CAPABILITY = IRI("urn:trails:capability:repeats.echo")
+
+
+def about(quads: Iterable[Quad], subject: str) -> list[Quad]:
+    return [q for q in quads if q.subject == subject]
+
+
+def test_a_session_describes_its_capability_and_principal_once() -> None:
+    store = Writes()
+    recorder = Recorder(store)
+    session = Minter().session()
+    events = [SessionStarted(session=session, principal=PRINCIPAL, started=AT)]
+    events += [invoked(session) for _ in range(3)]
+    for event in events:
+        recorder.record(event)
+    first, second, third = store.writes[1:]
+    assert about(first, CAPABILITY) and about(first, PRINCIPAL) == []  # described at start
+    assert about(second, CAPABILITY) == about(third, CAPABILITY) == []
+    assert len(second) == len(third) == len(first) - len(about(first, CAPABILITY))
+    # nothing any event says is missing from the store, and nothing else is there
+    assert store_quads(store) == said(recorder, events)
+
+
+def test_another_graph_gets_its_own_description() -> None:
+    store = Writes()
+    recorder = Recorder(store)
+    one, two = Minter().session(), Minter().session()
+    recorder.record(invoked(one))
+    recorder.record(invoked(two))
+    assert about(store.writes[1], CAPABILITY)
+    assert {q.graph for q in about(store_quads(store), CAPABILITY)} == {one, two}
+
+
+def test_a_failed_write_is_not_remembered() -> None:
+    store = Writes()
+    recorder = Recorder(store)
+    session = Minter().session()
+    store.fail = True
+    with pytest.raises(StoreError):
+        recorder.record(invoked(session))
+    store.fail = False
+    event = invoked(session)
+    recorder.record(event)
+    assert about(store.writes[-1], CAPABILITY)
+    assert store_quads(store) == said(recorder, [event])
+
+
+def test_a_removal_through_the_recorder_is_written_again() -> None:
+    store = Writes()
+    recorder = Recorder(store)
+    session = Minter().session()
+    recorder.record(invoked(session))
+    label = next(q for q in about(store_quads(store), CAPABILITY) if "label" in q.predicate)
+    recorder.write_quads([], remove=[label])
+    recorder.record(invoked(session))
+    assert about(store.writes[-1], CAPABILITY) == [label]
+    assert label in store_quads(store)
+
+
+def test_the_end_of_a_session_forgets_its_graph() -> None:
+    store = Writes()
+    recorder = Recorder(store)
+    session = Minter().session()
+    recorder.record(invoked(session))
+    recorder.record(SessionEnded(session=session, ended=AT))
+    recorder.record(invoked(session))
+    assert about(store.writes[-1], CAPABILITY)
+
+
+def test_what_is_minted_per_event_is_not_kept() -> None:
+    recorder = Recorder(Writes())
+    session = Minter().session()
+    recorder.record(invoked(session))
+    kept = sum(len(v) for v in recorder._written.values())
+    for _ in range(20):
+        recorder.record(invoked(session))
+    assert sum(len(v) for v in recorder._written.values()) == kept
+    assert all(not q.subject.startswith("urn:trails:activity:") for q in recorder._written[session])
+
+
+def test_only_the_most_recent_graphs_are_kept() -> None:
+    recorder = Recorder(Writes())
+    sessions = [Minter().session() for _ in range(_WRITTEN_GRAPHS + 5)]
+    for session in sessions:
+        recorder.record(invoked(session))
+    assert len(recorder._written) == _WRITTEN_GRAPHS
+    assert sessions[0] not in recorder._written and sessions[-1] in recorder._written
+
+
+def test_a_sealed_run_holds_what_every_event_said(tmp_path: Any) -> None:
+    """Through the default recorder (sealer and catalogue on), a session of invocations:
+    the session's graph is what its events say, each description there once, and it
+    verifies."""
+    from trails.audit import verify
+
+    store = OxigraphStore(tmp_path / "store")
+    recorder = Recorder.from_settings(store=store)
+    events: list[Event] = []
+    recorder.subscribe(lambda _r, e: events.append(e))
+    with Context.open(PRINCIPAL, recorder=recorder) as ctx:
+        for i in range(4):
+            trails.invoke("repeats.echo", {"x": i}, ctx=ctx)
+        session = ctx.session
+    in_graphs = {session, IRI(f"{session}:content")}
+    stored = {q for q in store_quads(store) if q.graph in in_graphs}
+    assert stored == {q for q in said(recorder, events) if q.graph in in_graphs}
+    assert verify(store, session=session).ok
