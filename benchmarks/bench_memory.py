@@ -298,7 +298,9 @@ def _raw_rate(store: OxigraphStore, texts: list[str]) -> float:
 def _recall_writes(
     store: OxigraphStore, ctx: Context, query: str, count: int
 ) -> list[list[ox.Quad]]:
-    """``count`` copies of what one recorded recall writes, each under fresh activity IRIs."""
+    """``count`` copies of what one recorded recall writes, each under fresh activity IRIs
+    (a recall after the session's first: the capability and principal already described)."""
+    api.recall(query, scope="shared", k=5, ctx=ctx)
     made: list[list[Quad]] = []
     real_write = store.write
 
