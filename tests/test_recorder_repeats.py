@@ -182,3 +182,27 @@ def test_a_sealed_run_holds_what_every_event_said(tmp_path: Any) -> None:
     stored = {q for q in store_quads(store) if q.graph in in_graphs}
     assert stored == {q for q in said(recorder, events) if q.graph in in_graphs}
     assert verify(store, session=session).ok
+
+
+def test_threads_recording_in_one_session_leave_every_description(tmp_path: Any) -> None:
+    """Invocations from several threads of one session, through the default recorder:
+    whichever write comes first describes the capability, none is lost, the graph is what
+    the events say, and it verifies."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from trails.audit import verify
+
+    store = OxigraphStore(tmp_path / "store")
+    recorder = Recorder.from_settings(store=store)
+    events: list[Event] = []
+    recorder.subscribe(lambda _r, e: events.append(e))
+    with Context.open(PRINCIPAL, recorder=recorder) as ctx:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(lambda i: trails.invoke("repeats.echo", {"x": i}, ctx=ctx), range(64)))
+        session = ctx.session
+    in_graphs = {session, IRI(f"{session}:content")}
+    stored = {q for q in store_quads(store) if q.graph in in_graphs}
+    assert stored == {q for q in said(recorder, events) if q.graph in in_graphs}
+    assert len([e for e in events if isinstance(e, CapabilityInvoked)]) == 64
+    assert about(stored, CAPABILITY)
+    assert verify(store, session=session).ok
