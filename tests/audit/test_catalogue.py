@@ -186,3 +186,35 @@ def test_recovery_and_late_writes_keep_the_entry_current(fx: Fixture) -> None:
     b = _entry(fx.store, fx.sessions["B"])
     assert b["completionCount"] == [3] and b["totalCostUSD"] == [0.75]
     _same(_rows(fx.store, "cost-by-model"), _full(fx.store, "cost-by-model"))
+
+
+def test_the_end_adds_to_the_entry_its_start_wrote_without_repeating_it() -> None:
+    """A session started here: the write that ends it holds none of the catalogue quads
+    its start wrote, and the entry it leaves is the one a rebuild makes."""
+    from trails.kernel import Context, capability, invoke
+    from trails.prov import Recorder
+    from trails.store.oxigraph import OxigraphStore
+    from trails.store.terms import Quad
+
+    @capability(id="catalogue.echo")
+    def echo(x: int) -> int:
+        return x
+
+    writes: list[list[Quad]] = []
+
+    class Writes(OxigraphStore):
+        def write(self, quads: Any, *, remove: Any = ()) -> None:
+            writes.append(list(quads))
+            super().write(writes[-1], remove=remove)
+
+    store = Writes(None)
+    catalogue = catalogue_iri(Minter())
+    with Context.open(ALICE, recorder=Recorder.from_settings(store=store)) as ctx:
+        invoke("catalogue.echo", {"x": 1}, ctx=ctx)
+        session = ctx.session
+    start = {q for q in writes[0] if q.graph == catalogue}
+    end = {q for q in writes[-1] if q.graph == catalogue}
+    assert start and end and not start & end
+    entry = _entry(store, session)
+    assert entry["sessionStarted"] and entry["sessionEnded"] and entry["sealed"] == [True]
+    assert rebuild(store) == [session] and _entry(store, session) == entry

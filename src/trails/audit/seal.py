@@ -158,6 +158,8 @@ class Sealer:
         self._lock = threading.RLock()
         # the graphs of sessions started here: (subject, predicate, object) of each quad
         self._graphs: dict[IRI, set[tuple[Any, Any, Any]]] = {}
+        # the catalogue entries written with those sessions' starts (not written again)
+        self._starts: dict[IRI, frozenset[Quad]] = {}
         self._terms: dict[Term, str] = {}  # canonical text of the terms that repeat
         self.tracking = False
         """Keeping the graphs of sessions started here (``attach`` wires the observer)."""
@@ -179,9 +181,11 @@ class Sealer:
                 return [], []
             if isinstance(event, SessionStarted):
                 self._unsealed.add(event.graph)  # a new graph: nothing to revise
+                start = self.start_summary_quads(recorder, event)
                 if self.tracking:
                     self._graphs.setdefault(event.graph, set())  # filled by observe()
-                return self.start_summary_quads(recorder, event), []
+                    self._starts[event.graph] = frozenset(start)
+                return start, []
             if isinstance(event, SessionEnded):
                 targets = [event.graph]
             else:
@@ -229,6 +233,7 @@ class Sealer:
             self._unsealed.difference_update(pending.graphs)
             for graph in pending.graphs:
                 self._graphs.pop(graph, None)
+                self._starts.pop(graph, None)
             self._hints = {pending.seal: pending.seal_hash}
             self._hints_at = _changes(recorder.store)
 
@@ -386,11 +391,11 @@ class Sealer:
         read (``stored``: subject, predicate, object rows) and what this write adds to it
         (``mine``: the same rows). When the graph had already ended (a late write, a
         recovery seal), the stored entry is read and replaced; at a first end it only
-        grows from its start."""
+        grows from its start (what this sealer wrote with the start is not written again)."""
         ended = PROV.endedAtTime
         ended_before = any(s == graph for s, p, _ in stored if p == ended)
         try:
-            return entry_quads(
+            add, remove = entry_quads(
                 recorder.store,
                 graph,
                 [*stored, *mine],
@@ -401,6 +406,10 @@ class Sealer:
         except Exception:  # the catalogue must never cost the seal (rebuild repairs it)
             log.exception("the catalogue entry of %s was not written", graph)
             return [], []
+        started = None if ended_before else self._starts.get(graph)
+        if started:  # a first end of a session started here: its start wrote these
+            add = [q for q in add if q not in started]
+        return add, remove
 
     def start_summary_quads(self, recorder: Recorder, event: SessionStarted) -> list[Quad]:
         """The catalogue entry of a session that starts, written with its start."""
