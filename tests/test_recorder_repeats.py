@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from tests.audit.test_ledger import Spy
 
 import trails
 from trails.errors import StoreError
@@ -15,7 +16,7 @@ from trails.kernel import Context
 from trails.prov import Minter, Recorder
 from trails.prov.events import CapabilityInvoked, Event, SessionEnded, SessionStarted
 from trails.prov.recorder import _WRITTEN_GRAPHS
-from trails.store import IRI, Quad, Solutions
+from trails.store import IRI, Quad, Solutions, Store
 from trails.store.oxigraph import OxigraphStore
 
 AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -27,20 +28,9 @@ def echo(x: int) -> int:
     return x
 
 
-class Writes(OxigraphStore):
-    """An in-memory store that keeps each write's quads, and can be told to fail."""
-
-    def __init__(self) -> None:
-        super().__init__(None)
-        self.writes: list[list[Quad]] = []
-        self.fail = False
-
-    def write(self, quads: Iterable[Quad], *, remove: Iterable[Quad] = ()) -> None:
-        if self.fail:
-            raise StoreError("the disk is full")
-        batch = list(quads)
-        self.writes.append(batch)
-        super().write(batch, remove=remove)
+def spied() -> Spy:
+    """An in-memory store that keeps each write's quads (and can be told to fail)."""
+    return Spy(OxigraphStore(None))
 
 
 def invoked(session: IRI, **over: Any) -> CapabilityInvoked:
@@ -61,7 +51,7 @@ def invoked(session: IRI, **over: Any) -> CapabilityInvoked:
     return CapabilityInvoked(**fields)
 
 
-def store_quads(store: OxigraphStore) -> set[Quad]:
+def store_quads(store: Store | Spy) -> set[Quad]:
     rows = store.query("SELECT ?s ?p ?o ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
     assert isinstance(rows, Solutions)
     return {Quad(*row) for row in rows.rows}  # type: ignore[arg-type]
@@ -83,8 +73,8 @@ def about(quads: Iterable[Quad], subject: str) -> list[Quad]:
 
 
 def test_a_session_describes_its_capability_and_principal_once() -> None:
-    store = Writes()
-    recorder = Recorder(store)
+    store = spied()
+    recorder = Recorder(store)  # type: ignore[arg-type]
     session = Minter().session()
     events = [SessionStarted(session=session, principal=PRINCIPAL, started=AT)]
     events += [invoked(session) for _ in range(3)]
@@ -99,8 +89,8 @@ def test_a_session_describes_its_capability_and_principal_once() -> None:
 
 
 def test_another_graph_gets_its_own_description() -> None:
-    store = Writes()
-    recorder = Recorder(store)
+    store = spied()
+    recorder = Recorder(store)  # type: ignore[arg-type]
     one, two = Minter().session(), Minter().session()
     recorder.record(invoked(one))
     recorder.record(invoked(two))
@@ -109,13 +99,13 @@ def test_another_graph_gets_its_own_description() -> None:
 
 
 def test_a_failed_write_is_not_remembered() -> None:
-    store = Writes()
-    recorder = Recorder(store)
+    store = spied()
+    recorder = Recorder(store)  # type: ignore[arg-type]
     session = Minter().session()
-    store.fail = True
+    store.fail_writes = True
     with pytest.raises(StoreError):
         recorder.record(invoked(session))
-    store.fail = False
+    store.fail_writes = False
     event = invoked(session)
     recorder.record(event)
     assert about(store.writes[-1], CAPABILITY)
@@ -123,8 +113,8 @@ def test_a_failed_write_is_not_remembered() -> None:
 
 
 def test_a_removal_through_the_recorder_is_written_again() -> None:
-    store = Writes()
-    recorder = Recorder(store)
+    store = spied()
+    recorder = Recorder(store)  # type: ignore[arg-type]
     session = Minter().session()
     recorder.record(invoked(session))
     label = next(q for q in about(store_quads(store), CAPABILITY) if "label" in q.predicate)
@@ -135,8 +125,8 @@ def test_a_removal_through_the_recorder_is_written_again() -> None:
 
 
 def test_the_end_of_a_session_forgets_its_graph() -> None:
-    store = Writes()
-    recorder = Recorder(store)
+    store = spied()
+    recorder = Recorder(store)  # type: ignore[arg-type]
     session = Minter().session()
     recorder.record(invoked(session))
     recorder.record(SessionEnded(session=session, ended=AT))
@@ -145,7 +135,7 @@ def test_the_end_of_a_session_forgets_its_graph() -> None:
 
 
 def test_what_is_minted_per_event_is_not_kept() -> None:
-    recorder = Recorder(Writes())
+    recorder = Recorder(spied())  # type: ignore[arg-type]
     session = Minter().session()
     recorder.record(invoked(session))
     kept = sum(len(v) for v in recorder._written.values())
@@ -156,7 +146,7 @@ def test_what_is_minted_per_event_is_not_kept() -> None:
 
 
 def test_only_the_most_recent_graphs_are_kept() -> None:
-    recorder = Recorder(Writes())
+    recorder = Recorder(spied())  # type: ignore[arg-type]
     sessions = [Minter().session() for _ in range(_WRITTEN_GRAPHS + 5)]
     for session in sessions:
         recorder.record(invoked(session))

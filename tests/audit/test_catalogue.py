@@ -194,26 +194,20 @@ def test_the_end_adds_to_the_entry_its_start_wrote_without_repeating_it() -> Non
     from trails.kernel import Context, capability, invoke
     from trails.prov import Recorder
     from trails.store.oxigraph import OxigraphStore
-    from trails.store.terms import Quad
+
+    from .test_ledger import Spy
 
     @capability(id="catalogue.echo")
     def echo(x: int) -> int:
         return x
 
-    writes: list[list[Quad]] = []
-
-    class Writes(OxigraphStore):
-        def write(self, quads: Any, *, remove: Any = ()) -> None:
-            writes.append(list(quads))
-            super().write(writes[-1], remove=remove)
-
-    store = Writes(None)
+    store = Spy(OxigraphStore(None))
     catalogue = catalogue_iri(Minter())
     with Context.open(ALICE, recorder=Recorder.from_settings(store=store)) as ctx:
         invoke("catalogue.echo", {"x": 1}, ctx=ctx)
         session = ctx.session
-    start = {q for q in writes[0] if q.graph == catalogue}
-    end = {q for q in writes[-1] if q.graph == catalogue}
+    start = {q for q in store.writes[0] if q.graph == catalogue}
+    end = {q for q in store.writes[-1] if q.graph == catalogue}
     assert start and end and not start & end
     entry = _entry(store, session)
     assert entry["sessionStarted"] and entry["sessionEnded"] and entry["sealed"] == [True]
