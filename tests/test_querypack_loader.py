@@ -112,3 +112,49 @@ def test_get_query_serves_from_memory_until_the_file_changes(tmp_path: Path) -> 
     path.unlink()
     with pytest.raises(UnknownQuery):
         get_query("q", tmp_path)
+
+
+def test_a_query_asked_again_binds_the_same_and_each_answer_is_its_own() -> None:
+    q = parse_query("# param: n integer\nSELECT $n WHERE { ?s ?p $n }", name="again")
+    for _ in range(3):  # each answer is the caller's: changing it changes no later one
+        answer = q.bind({"n": "42"})
+        assert answer == {"n": literal(42)}
+        answer["n"] = literal(7)
+    assert q.bind({"n": "43"}) == {"n": literal(43)}
+    for _ in range(2):  # a bad value is refused every time it is given
+        with pytest.raises(QueryParameterError, match="expects integer"):
+            q.bind({"n": "forty"})
+
+
+def test_values_that_compare_equal_but_are_not_text_are_bound_each_time() -> None:
+    q = parse_query("# param: n integer\nSELECT $n WHERE { ?s ?p $n }", name="typed-again")
+    assert q.bind({"n": 1}) == {"n": literal(1)}
+    with pytest.raises(QueryParameterError, match="boolean is not an integer"):
+        q.bind({"n": True})  # True == 1, but it is not an integer
+
+
+def test_a_shipped_pack_query_is_rechecked_once_a_while(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from trails.audit import querypack
+
+    clock = [1000.0]
+    monkeypatch.setattr(querypack, "find_pack_dir", lambda: tmp_path)
+    monkeypatch.setattr(querypack, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(querypack, "_by_name", {})
+    monkeypatch.setattr(querypack, "_shipped_fresh", {})
+    path = tmp_path / "shipped.rq"
+    path.write_text("# title: One\nSELECT ?s WHERE { ?s ?p ?o }\n")
+    assert get_query("shipped").title == "One"
+    assert get_query("shipped").title == "One"  # checked unchanged: fresh for a while
+    path.write_text("# title: Two, longer\nSELECT ?s WHERE { ?s ?p ?o }\n")
+    clock[0] += querypack.SHIPPED_RECHECK_S / 2
+    assert get_query("shipped").title == "One"
+    clock[0] += querypack.SHIPPED_RECHECK_S
+    assert get_query("shipped").title == "Two, longer"
+    path.unlink()
+    clock[0] += querypack.SHIPPED_RECHECK_S * 2
+    with pytest.raises(UnknownQuery):
+        get_query("shipped")

@@ -191,6 +191,28 @@ def test_typed_and_language_parameters_match_exactly(
         "} }", "} FILTER(?o >= $since) }"), {"since": when}) == {(when, when)}  # fmt: skip
 
 
+def test_a_query_asked_again_is_answered_from_the_store_with_its_own_values(
+    any_store: Store,
+) -> None:
+    any_store.write([Quad(S, P, Literal("x"), G1)])
+    query = "SELECT ?s ?o WHERE { GRAPH ?g { ?s ?p ?o } }"  # pre-bound on the embedded store
+    grouped = "SELECT ?v (COUNT(?o) AS ?n) WHERE { GRAPH ?g { ?s ?p ?o } } GROUP BY ?v"  # rewritten
+    assert rows(any_store, query, {"o": Literal("x")}) == {(S, Literal("x"))}
+    assert rows(any_store, grouped, {"v": Literal("k")}) == {(Literal("k"), literal(1))}
+    any_store.write([Quad(IRI("urn:test:s2"), P, Literal("x"), G2), Quad(S, Q, Literal("y"), G2)])
+    assert rows(any_store, query, {"o": Literal("x")}) == {
+        (S, Literal("x")), (IRI("urn:test:s2"), Literal("x")),
+    }  # fmt: skip
+    assert rows(any_store, query, {"o": Literal("y")}) == {(S, Literal("y"))}
+    assert rows(any_store, grouped, {"v": Literal("k")}) == {(Literal("k"), literal(3))}
+    assert rows(any_store, grouped, {"v": Literal("j")}) == {(Literal("j"), literal(3))}
+    for _ in range(2):  # a value refused is refused every time, after values that were not
+        with pytest.raises(QueryParameterError):
+            any_store.query(query, {"s": IRI.trusted("urn:a b")})
+        with pytest.raises(QueryParameterError):
+            any_store.query("SELECT ?o WHERE { GRAPH ?g { ?s ?p ?o } }", {"s": S})
+
+
 @pytest.mark.parametrize(
     ("sparql", "params"),
     [

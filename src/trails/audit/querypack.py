@@ -31,6 +31,7 @@ import functools
 import os
 import re
 import threading
+import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -91,6 +92,10 @@ class Query:
     title: str = ""
     description: str = ""
     params: Mapping[str, Param] = field(default_factory=dict)
+    # values given as text -> their terms, for a query asked again with the same values
+    _bound: dict[tuple[tuple[str, str], ...], dict[str, Term]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def form(self) -> str:
@@ -106,6 +111,20 @@ class Query:
             QueryParameterError: unknown parameter, missing required one, or a value
                 that is not of the declared type.
         """
+        texts = all(type(v) is str for v in values.values())
+        if texts:  # from a CLI or a request: the same text always binds the same way
+            key = tuple(values.items())
+            hit = self._bound.get(key)
+            if hit is not None:
+                return dict(hit)
+        bound = self._bind(values)
+        if texts:
+            if len(self._bound) >= 64:
+                self._bound.clear()
+            self._bound[key] = dict(bound)
+        return bound
+
+    def _bind(self, values: Mapping[str, Any]) -> dict[str, Term]:
         unknown = sorted(set(values) - set(self.params))
         if unknown:
             known = ", ".join(self.params) or "none"
@@ -421,6 +440,11 @@ def load_pack(folder: str | Path | None = None) -> dict[str, Query]:
 def get_query(name: str, folder: str | Path | None = None) -> Query:
     """The pack query ``name``.
 
+    A query is parsed once and served from memory while its file is unchanged: a
+    file of ``folder`` is checked at every call, a file of the shipped pack (which
+    changes only when trails is upgraded, or edited in a source checkout) at most
+    once every ``SHIPPED_RECHECK_S`` seconds.
+
     Args:
         name: the query name (file stem).
         folder: the pack folder (default: the shipped pack).
@@ -435,11 +459,15 @@ def get_query(name: str, folder: str | Path | None = None) -> Query:
     hit = _by_name.get(key)
     if hit is not None:
         path_text, query, mtime, size = hit
+        if folder is None and time.monotonic() < _shipped_fresh.get(name, 0.0):
+            return query
         try:
             stat = os.stat(path_text)
         except OSError:
             stat = None
         if stat is not None and stat.st_mtime_ns == mtime and stat.st_size == size:
+            if folder is None:
+                _shipped_fresh[name] = time.monotonic() + SHIPPED_RECHECK_S
             return query  # served from memory: one stat, no path parsing
     base = Path(folder) if folder is not None else find_pack_dir()
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or name.startswith("."):
@@ -457,6 +485,9 @@ def get_query(name: str, folder: str | Path | None = None) -> Query:
 
 
 # name (and folder) -> (file, parsed query, mtime, size): the fast path of get_query
+# shipped pack query name -> when its file is next checked for a change
+_shipped_fresh: dict[str, float] = {}
+SHIPPED_RECHECK_S = 1.0
 _by_name: dict[tuple[str, str | None], tuple[str, Query, int, int]] = {}
 
 

@@ -167,6 +167,42 @@ def _from_ox(term: Any) -> Term | None:
     raise StoreError(f"unsupported term in result: {term!r}")
 
 
+def _prepared(sparql: str, params: Mapping[str, Term]) -> tuple[str, dict[Any, Any] | None]:
+    """``(text, substitutions)`` to run ``sparql`` with ``params``: the text as given with
+    pyoxigraph's own pre-binding where it means what the rewrite means (and for a blank
+    node, which text cannot name), else the remote store's rewritten text
+    (docs/remote-store.md) and None.
+
+    Both depend on the text and the terms alone, so the answer, with the checks of
+    both, is kept per text and terms (the 256 most recent): a query asked again with
+    the same values (a pack query, a dashboard's refresh) runs without them.
+
+    Raises:
+        QueryError: the text is not valid Unicode.
+        QueryParameterError: a term is not, or the rewrite refuses the parameters.
+    """
+    key = (sparql, *((name, type(term), term) for name, term in params.items()))
+    found = _PREPARED.get(key)
+    if found is not None:
+        return found
+    check_text(sparql, "the query text", QueryError)
+    for name, term in params.items():
+        check_term(term, f"query parameter {name!r}", QueryParameterError)
+    if any(isinstance(v, BNode) for v in params.values()) or prebinds(sparql, params):
+        found = sparql, {ox.Variable(k): _to_ox(v) for k, v in params.items()}
+    else:  # each BIND placed where Oxigraph starts from the constant
+        found = bind_params(sparql, params, close_groups=True), None
+    if len(_PREPARED) >= 256:
+        _PREPARED.clear()
+    _PREPARED[key] = found
+    return found
+
+
+# (text, (name, type, term)...) -> what _prepared answers; the type keeps an IRI and
+# a blank node of the same text apart
+_PREPARED: dict[tuple[Any, ...], tuple[str, dict[Any, Any] | None]] = {}
+
+
 _NODES: dict[Any, Any] = {}  # IRI text -> NamedNode, Literal -> pyoxigraph Literal
 _NODES_MAX = 1 << 16
 
@@ -347,18 +383,13 @@ class OxigraphStore(Store):
             kw["default_graph"] = [_named(g) for g in default_graph]
         if named_graphs is not None:
             kw["named_graphs"] = [_named(g) for g in named_graphs]
-        check_text(sparql, "the query text", QueryError)
-        for name, term in (params or {}).items():
-            check_term(term, f"query parameter {name!r}", QueryParameterError)
         try:
             if params:
-                if any(isinstance(v, BNode) for v in params.values()) or prebinds(sparql, params):
-                    # pyoxigraph's own pre-binding where it means what the rewrite means
-                    # (and for a blank node, which text cannot name): the raw plan
-                    kw["substitutions"] = {ox.Variable(k): _to_ox(v) for k, v in params.items()}
-                else:  # the remote store's rewritten text (docs/remote-store.md), each
-                    # BIND placed where Oxigraph starts from the constant
-                    sparql = bind_params(sparql, params, close_groups=True)
+                sparql, substitutions = _prepared(sparql, params)
+                if substitutions is not None:
+                    kw["substitutions"] = substitutions
+            else:
+                check_text(sparql, "the query text", QueryError)
             return store.query(sparql, **kw)
         except SyntaxError as exc:
             raise _syntax_error(exc, "query") from exc
