@@ -41,11 +41,13 @@ def best_of(fn: Callable[[], object], *, repeat: int = 5, number: int = 100) -> 
 def interleaved(
     a: Callable[[], object], b: Callable[[], object], *, rounds: int = 7, number: int = 200
 ) -> tuple[float, float]:
-    """Median seconds per call of ``a`` and ``b``, alternating rounds so both see the same noise."""
+    """Median seconds per call of ``a`` and ``b``, alternating rounds so both see the same
+    noise, and which of the two goes first, so neither always runs on what the other left
+    in the caches."""
     ta: list[float] = []
     tb: list[float] = []
-    for _ in range(rounds):
-        for fn, out in ((a, ta), (b, tb)):
+    for i in range(rounds):
+        for fn, out in ((a, ta), (b, tb)) if i % 2 == 0 else ((b, tb), (a, ta)):
             start = time.perf_counter()
             for _ in range(number):
                 fn()

@@ -437,7 +437,10 @@ class OxigraphStore(Store):
         else:
             fmt = results_format(format)
         if max_bytes is None:
-            return self._call("serialise", lambda: result.serialize(format=fmt))  # type: ignore[no-any-return]
+            try:
+                return result.serialize(format=fmt)  # type: ignore[no-any-return]
+            except OSError as exc:
+                raise StoreError(f"serialise failed on {self!r}: {exc}") from exc
         # pyoxigraph serialises lazily, chunk by chunk, as evaluation yields results;
         # the buffer stops both at max_bytes
         buffer = ResultBuffer(max_bytes)
