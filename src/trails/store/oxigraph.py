@@ -437,10 +437,7 @@ class OxigraphStore(Store):
         else:
             fmt = results_format(format)
         if max_bytes is None:
-            try:
-                return result.serialize(format=fmt)  # type: ignore[no-any-return]
-            except OSError as exc:
-                raise StoreError(f"serialise failed on {self!r}: {exc}") from exc
+            return self._call("serialise", lambda: result.serialize(format=fmt))  # type: ignore[no-any-return]
         # pyoxigraph serialises lazily, chunk by chunk, as evaluation yields results;
         # the buffer stops both at max_bytes
         buffer = ResultBuffer(max_bytes)
