@@ -262,26 +262,45 @@ def test_export_into_a_directory_or_a_clear_refusal(tmp_path: Path) -> None:
     assert not (tmp_path / "nope").exists()
 
 
+# The real CLI in a child process, with the PROV library's reading of the export held
+# until the test's Ctrl-C arrives: the interrupt lands mid-export every time, not only
+# when the machine is slow enough for a timed signal to beat the export.
+_HELD_EXPORT = """
+import sys, time
+from prov.model import ProvDocument
+
+def held(*args, **kwargs):
+    print("EXPORTING", file=sys.stderr, flush=True)
+    time.sleep(120)  # Ctrl-C (SIGINT) lands here, inside the export
+    raise AssertionError("the export was never interrupted")
+
+ProvDocument.deserialize = staticmethod(held)
+from trails.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_ctrl_c_during_an_export_writes_nothing(tmp_path: Path) -> None:
     import signal
-    import time
 
     store = tmp_path / "store"
-    _demo_store(store, 8)  # PROV-JSON of 8 sessions takes seconds: time to interrupt it
+    _demo_store(store, 2)
     out = tmp_path / "out"
     out.mkdir()
     environment = {k: v for k, v in os.environ.items() if not k.startswith("TRAILS_")}
+    command = ["--store", str(store), "export", "--all", "-f", "provjson", "-o", str(out)]
     process = subprocess.Popen(
-        [TRAILS, "--store", str(store), "export", "--all", "-f", "provjson", "-o", str(out)],
+        [sys.executable, "-c", _HELD_EXPORT, *command],
         cwd=tmp_path,
         env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    while not list(out.iterdir()) and process.poll() is None:
-        time.sleep(0.01)  # the export has begun once its partial file exists
-    assert process.poll() is None, "the export ended before it could be interrupted"
+    assert process.stderr is not None
+    said = process.stderr.readline()
+    assert said == "EXPORTING\n", said + process.stderr.read()
+    assert process.poll() is None and list(out.iterdir()), "the export had begun its file"
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
     assert "Traceback" not in stderr, stderr
