@@ -38,11 +38,11 @@ def best_of(fn: Callable[[], object], *, repeat: int = 5, number: int = 100) -> 
     return statistics.median(rounds)
 
 
-def interleaved(
-    a: Callable[[], object], b: Callable[[], object], *, rounds: int = 7, number: int = 200
-) -> tuple[float, float]:
-    """Median seconds per call of ``a`` and ``b``, alternating rounds so both see the same
-    noise, and which of the two goes first, so neither always runs on what the other left
+def _rounds(
+    a: Callable[[], object], b: Callable[[], object], rounds: int, number: int
+) -> tuple[list[float], list[float]]:
+    """Seconds per call of ``a`` and ``b`` in each round, the two timed back to back and
+    which of them goes first alternating, so neither always runs on what the other left
     in the caches."""
     ta: list[float] = []
     tb: list[float] = []
@@ -52,7 +52,30 @@ def interleaved(
             for _ in range(number):
                 fn()
             out.append((time.perf_counter() - start) / number)
+    return ta, tb
+
+
+def interleaved(
+    a: Callable[[], object], b: Callable[[], object], *, rounds: int = 7, number: int = 200
+) -> tuple[float, float]:
+    """Median seconds per call of ``a`` and ``b``, alternating rounds so both see the same
+    noise."""
+    ta, tb = _rounds(a, b, rounds, number)
     return statistics.median(ta), statistics.median(tb)
+
+
+def paired(
+    a: Callable[[], object], b: Callable[[], object], *, rounds: int = 7, number: int = 200
+) -> tuple[float, float, float, tuple[float, float]]:
+    """``interleaved`` with the ratio taken round by round: median seconds per call of
+    ``a`` and ``b``, the median of the rounds' ``a / b``, and the lowest and highest of
+    those. A round times ``a`` and ``b`` back to back, so its ratio sees one load; the
+    ratio of two medians can set a quiet round of one against a busy round of the
+    other, which for a query that runs for seconds is most of what it shows."""
+    ta, tb = _rounds(a, b, rounds, number)
+    ratios = sorted(x / y for x, y in zip(ta, tb, strict=True))
+    middle = statistics.median(ratios)
+    return statistics.median(ta), statistics.median(tb), middle, (ratios[0], ratios[-1])
 
 
 def machine() -> str:

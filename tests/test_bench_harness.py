@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+import _report
 import _scale_store as scale
 import bench_scale
 import run_all
@@ -262,6 +264,33 @@ def test_run_all_skips_the_endpoint_benchmark_without_an_oxigraph_binary(
     out = capsys.readouterr().out
     assert "bench_endpoint.py skipped: no `oxigraph` binary" in out
     assert [Path(a[1]).name for a in ran] == ["bench_import.py"]
+
+
+def test_paired_takes_the_ratio_round_by_round_and_alternates_which_goes_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A clock that only the timed calls move: a costs 1.1 units and b 1.0, times the load
+    # of its call. The machine drifts (each round slower than the last), a meets a spike
+    # in round 1 and b in round 3: round by round the ratio is 1.1 but in those two, while
+    # the ratio of the two medians (4.4 / 3) would say 1.47.
+    loads = iter([1, 1, 2, 20, 3, 3, 40, 4, 5, 5])  # calls in the order they are made
+    clock = [0.0]
+    order: list[str] = []
+
+    def timed(name: str, cost: float) -> Callable[[], None]:
+        def call() -> None:
+            order.append(name)
+            clock[0] += cost * next(loads)
+
+        return call
+
+    monkeypatch.setattr(_report.time, "perf_counter", lambda: clock[0])
+    t_a, t_b, ratio, (low, high) = _report.paired(
+        timed("a", 1.1), timed("b", 1.0), rounds=5, number=1
+    )
+    assert order == ["a", "b", "b", "a", "a", "b", "b", "a", "a", "b"]
+    assert (ratio, low, high) == (pytest.approx(1.1), pytest.approx(0.11), pytest.approx(11))
+    assert (t_a, t_b) == (pytest.approx(4.4), pytest.approx(3.0))
 
 
 def test_the_scale_table_gives_ratios_to_the_smallest_store_and_verdicts() -> None:
