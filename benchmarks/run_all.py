@@ -7,8 +7,9 @@ Each script writes its own section of docs/benchmarks.md. Usage:
 
 The benchmarks that start a real ``oxigraph serve`` find the binary on
 ``PATH`` or, failing that, next to this interpreter (``.venv/bin/oxigraph``,
-installed with the ``test`` extra); when neither has one, those benchmarks
-are skipped with a message saying so, and the others still run.
+installed with the ``test`` extra); the one that counts instructions needs
+``valgrind``. When a benchmark's program is missing, it is skipped with a
+message saying so, and the others still run.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-#: benchmarks that start the ``oxigraph`` server binary
-NEEDS_OXIGRAPH = frozenset({"endpoint"})
+#: benchmarks that run a program of their own: the program, and how to get it
+NEEDS = {
+    "endpoint": ("oxigraph", "pip install oxigraph-server, or the test extra"),
+    "react_cpu": ("valgrind", "apt-get install valgrind"),
+}
 
 
 def child_path(path: str | None = None, interpreter: str = sys.executable) -> str:
@@ -51,14 +55,14 @@ def main(argv: list[str]) -> int:
             return 2
         scripts = [s for s in scripts if s.stem.removeprefix("bench_") in names]
     env = dict(os.environ, PATH=child_path())
-    has_oxigraph = shutil.which("oxigraph", path=env["PATH"]) is not None
     failed, skipped = [], []
     for script in scripts:
         name = script.stem.removeprefix("bench_")
-        if name in NEEDS_OXIGRAPH and not has_oxigraph:
+        program, hint = NEEDS.get(name, (None, ""))
+        if program is not None and shutil.which(program, path=env["PATH"]) is None:
             print(
-                f"== {script.name} skipped: no `oxigraph` binary on PATH or next to "
-                f"{sys.executable} (pip install oxigraph-server, or the test extra)",
+                f"== {script.name} skipped: no `{program}` binary on PATH or next to "
+                f"{sys.executable} ({hint})",
                 flush=True,
             )
             skipped.append(script.name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -23,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import _report
 import _scale_store as scale
+import bench_react_cpu
 import bench_scale
 import run_all
 
@@ -260,9 +262,10 @@ def test_run_all_skips_the_endpoint_benchmark_without_an_oxigraph_binary(
 
     monkeypatch.setattr(run_all.shutil, "which", lambda *a, **k: None)
     monkeypatch.setattr(run_all.subprocess, "run", lambda argv, **k: ran.append(argv) or Done())
-    assert run_all.main(["endpoint", "import"]) == 0
+    assert run_all.main(["endpoint", "import", "react_cpu"]) == 0
     out = capsys.readouterr().out
     assert "bench_endpoint.py skipped: no `oxigraph` binary" in out
+    assert "bench_react_cpu.py skipped: no `valgrind` binary" in out
     assert [Path(a[1]).name for a in ran] == ["bench_import.py"]
 
 
@@ -291,6 +294,33 @@ def test_paired_takes_the_ratio_round_by_round_and_alternates_which_goes_first(
     assert order == ["a", "b", "b", "a", "a", "b", "b", "a", "a", "b"]
     assert (ratio, low, high) == (pytest.approx(1.1), pytest.approx(0.11), pytest.approx(11))
     assert (t_a, t_b) == (pytest.approx(4.4), pytest.approx(3.0))
+
+
+def test_the_instruction_count_of_a_run_is_the_difference_past_the_warm_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a process costs 1,000 to start, 5 warm-up runs and each counted run 300
+    monkeypatch.setattr(bench_react_cpu, "instructions", lambda mode, runs: 1000 + 300 * runs)
+    assert bench_react_cpu.per_run("sealed", 20) == 300
+    counts = {"sealed": 50e6, "unsealed": 34e6, "unrecorded": 13e6, "raw": 6e6}
+    md = bench_react_cpu.render(counts, 20)
+    assert "| the run itself (planner, LLM client, capability calls) | 13.00 | 26% |" in md
+    assert "| recording: events' quads, conversion for pyoxigraph | 21.00 | 42% |" in md
+    assert "| the sealer: session hash, catalogue entry, bookkeeping | 16.00 | 32% |" in md
+    assert "| **a sealed run, all of it** | **50.00** | 100% |" in md
+    assert "| raw: the same writes built as pyoxigraph quads | 6.00 | 12% |" in md
+
+
+@pytest.mark.parametrize("mode", bench_react_cpu.MODES)
+def test_each_counted_configuration_runs(mode: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, bench_react_cpu.__file__, "--child", mode, "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing recorded to disk
 
 
 def test_the_scale_table_gives_ratios_to_the_smallest_store_and_verdicts() -> None:

@@ -1,0 +1,163 @@
+"""Where the Python of a sealed 10-step ReAct run goes, counted in instructions.
+
+The ReAct benchmark (``bench_invoke.py``) times a run against the raw writes of its
+quads; on these shared machines a run's Python swings by a third from round to round,
+which hides the 5-10 % a change to the recording path is worth. Instructions do not
+swing: under valgrind's callgrind, with a fixed hash seed, the same runs execute the
+same instructions to within about 0.1 %. This script counts them for the ReAct run of
+``bench_invoke.py`` with the store's write replaced by the conversion of its quads for
+pyoxigraph (the write itself is Rust and RocksDB, the same for trails and raw), in
+four configurations:
+
+- **recorded and sealed**: the default recorder (``Recorder.from_settings``);
+- **recorded, no sealer**: a recorder without plugins;
+- **not recorded**: the planner, the scripted model through the LLM client and the
+  capability calls, with every write dropped;
+- **raw**: the raw side of ``bench_invoke.py`` building the same writes as pyoxigraph
+  quads, without ``extend``.
+
+The differences give the Python of the run itself, of recording (building the events'
+quads and converting them), and of the sealer (the canonical lines and hash of the
+session at its end, its catalogue entry, the per-write bookkeeping). Each figure is
+``(I(warm + runs) - I(warm)) / runs``: the process start-up and the warm-up cancel.
+
+Run: ``python benchmarks/bench_react_cpu.py [--runs 20]`` (needs ``valgrind``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _report import write_section
+
+MODES = ("sealed", "unsealed", "unrecorded", "raw")
+WARM = 5
+_COLLECTED = re.compile(r"Collected : (\d+)")
+
+
+def child(mode: str, runs: int) -> None:
+    """Make ``runs`` ReAct runs (or raw builds of their writes) in this process."""
+    import bench_invoke
+
+    from trails.prov import Recorder
+    from trails.store import oxigraph
+    from trails.store.oxigraph import OxigraphStore
+
+    class Converting(OxigraphStore):
+        """A store whose write converts the quads as the real one does, and keeps nothing."""
+
+        def write(self, quads: Any, *, remove: Any = ()) -> None:
+            converted = oxigraph._convert_quads(quads)
+            removed = oxigraph._convert_quads(remove)
+            if removed:  # the real write makes these an update's text
+                " ".join(oxigraph._nq(q) for q in removed)
+                " ".join(oxigraph._nq(q) for q in converted)
+            self._changed()
+
+    class Unrecorded(Recorder):
+        def record_all(self, events: Any, *, remove: Any = (), hooked: Any = None) -> None:
+            return None
+
+    if mode == "raw":
+
+        class Dropped:
+            def extend(self, quads: Any) -> None:
+                return None
+
+        build, _, _ = bench_invoke._raw_react(Dropped())  # type: ignore[arg-type]
+        for _ in range(runs):
+            build()
+        return
+    recorder = {
+        "sealed": lambda: Recorder.from_settings(store=Converting(None)),
+        "unsealed": lambda: Recorder(Converting(None)),
+        "unrecorded": lambda: Unrecorded(Converting(None)),
+    }[mode]()
+    for _ in range(runs):
+        bench_invoke.react_run(recorder)
+
+
+def instructions(mode: str, runs: int) -> int:
+    """Instructions callgrind counts for a process that makes ``runs`` runs in ``mode``."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("bench_react_cpu needs valgrind (apt-get install valgrind)")
+    counted = [sys.executable, __file__, "--child", mode, str(runs)]
+    done = subprocess.run(
+        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *counted],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+        check=True,
+    )
+    found = _COLLECTED.search(done.stderr)
+    if found is None:
+        raise SystemExit(f"callgrind printed no count for {mode}:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def per_run(mode: str, runs: int) -> float:
+    """Instructions of one run in ``mode``: start-up and warm-up cancel in the difference."""
+    return (instructions(mode, WARM + runs) - instructions(mode, WARM)) / runs
+
+
+def render(counts: dict[str, float], runs: int) -> str:
+    """The markdown section of the counts (millions of instructions per run)."""
+    m = {k: v / 1e6 for k, v in counts.items()}
+    sealed, unsealed, unrecorded, raw = (m[k] for k in MODES)
+    rows = [
+        ("the run itself (planner, LLM client, capability calls)", unrecorded),
+        ("recording: events' quads, conversion for pyoxigraph", unsealed - unrecorded),
+        ("the sealer: session hash, catalogue entry, bookkeeping", sealed - unsealed),
+        ("**a sealed run, all of it**", sealed),
+        ("raw: the same writes built as pyoxigraph quads", raw),
+    ]
+    table = "\n".join(
+        f"| {name} | {value:.2f} | {value / sealed:.0%} |" for name, value in rows[:3]
+    )
+    return f"""## Where a ReAct run's Python goes (`benchmarks/bench_react_cpu.py`)
+
+`python benchmarks/bench_react_cpu.py --runs {runs}`: the 10-step ReAct run of `bench_invoke.py`,
+its store write replaced by the conversion of its quads for pyoxigraph, counted in
+instructions by valgrind's callgrind (fixed hash seed; the count repeats to about 0.1 %,
+where a timing of the same Python swings by a third here). Millions of instructions per
+run, and each part's share of a sealed run.
+
+| part | M instructions | share |
+|---|---:|---:|
+{table}
+| {rows[3][0]} | **{sealed:.2f}** | 100% |
+| {rows[4][0]} | {raw:.2f} | {raw / sealed:.0%} |
+
+What the ReAct ratio divides by is the store's write (the same for both sides) plus the
+raw side's building of its quads; everything above that line is what trails adds. The
+sealer's share is the work that makes a session verifiable: the canonical N-Quads lines
+of the whole session, sorted and hashed, and its catalogue entry, at the session's end.
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=20, help="counted runs per configuration")
+    parser.add_argument("--child", nargs=2, metavar=("MODE", "RUNS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], int(args.child[1]))
+        return
+    counts = {mode: per_run(mode, args.runs) for mode in MODES}
+    md = render(counts, args.runs)
+    write_section("react-cpu", md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
