@@ -137,11 +137,13 @@ run, and each part's share of a sealed run.
 {table}
 | {rows[3][0]} | **{sealed:.2f}** | 100% |
 | {rows[4][0]} | {raw:.2f} | {raw / sealed:.0%} |
+| what trails runs beyond raw (sealed run less raw) | {sealed - raw:.2f} | {(sealed - raw) / sealed:.0%} |
 
-What the ReAct ratio divides by is the store's write (the same for both sides) plus the
-raw side's building of its quads; everything above that line is what trails adds. The
-sealer's share is the work that makes a session verifiable: the canonical N-Quads lines
-of the whole session, sorted and hashed, and its catalogue entry, at the session's end.
+The ReAct ratio of `bench_invoke.py` divides a run's time (the store's writes plus this
+Python) by the raw side's (the same writes plus raw's building of its quads), so what it
+shows of trails is the last row. The sealer's part is the work that makes a session
+verifiable, which the raw side does not do: the canonical N-Quads lines of the whole
+session, sorted and hashed, and its catalogue entry, at the session's end.
 """
 
 
