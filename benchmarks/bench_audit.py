@@ -227,6 +227,9 @@ def run(sessions: int, tmp: Path, *, reuse_any_digest: bool = False) -> None:
         "",
         f"Worst trails / raw ratio: **{worst:.3f}** (target <= 1.1).",
         "",
+        "A query without parameters runs the same text on both sides, so its ratio and its "
+        "rounds' spread are the machine's noise at that query's length.",
+        "",
         f"Queries that take 1 ms or more on pyoxigraph: worst ratio **{max(big):.3f}**. Below 1 ms "
         f"the ratio is dominated by a fixed cost of about {overhead:.0f} µs per query (median of "
         "trails minus raw over those queries: the pack lookup, typed binding, the call into "
