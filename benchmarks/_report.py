@@ -66,16 +66,15 @@ def interleaved(
 
 def paired(
     a: Callable[[], object], b: Callable[[], object], *, rounds: int = 7, number: int = 200
-) -> tuple[float, float, float, tuple[float, float]]:
+) -> tuple[float, float, float, list[float]]:
     """``interleaved`` with the ratio taken round by round: median seconds per call of
-    ``a`` and ``b``, the median of the rounds' ``a / b``, and the lowest and highest of
-    those. A round times ``a`` and ``b`` back to back, so its ratio sees one load; the
-    ratio of two medians can set a quiet round of one against a busy round of the
-    other, which for a query that runs for seconds is most of what it shows."""
+    ``a`` and ``b``, the median of the rounds' ``a / b``, and those ratios sorted (for
+    their spread). A round times ``a`` and ``b`` back to back, so its ratio sees one
+    load; the ratio of two medians can set a quiet round of one against a busy round of
+    the other, which for a query that runs for seconds is most of what it shows."""
     ta, tb = _rounds(a, b, rounds, number)
     ratios = sorted(x / y for x, y in zip(ta, tb, strict=True))
-    middle = statistics.median(ratios)
-    return statistics.median(ta), statistics.median(tb), middle, (ratios[0], ratios[-1])
+    return statistics.median(ta), statistics.median(tb), statistics.median(ratios), ratios
 
 
 def machine() -> str:

@@ -55,7 +55,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from _report import write_section
+from _report import paired, write_section
 
 import trails
 from trails.agent import Session
@@ -228,33 +228,6 @@ def interleaved3(fns: list[Callable[[], object]], *, rounds: int, number: int) -
     return [statistics.median(t) for t in times]
 
 
-def paired(
-    fn: Callable[[], object], base: Callable[[], object], *, pairs: int
-) -> tuple[float, float, float, tuple[float, float]]:
-    """Median seconds of ``fn`` and of ``base``, the median of their ratio and its
-    quartiles, over ``pairs`` back-to-back pairs (which of the two runs first
-    alternates): on a shared machine each pair sees the same load, so the ratio holds
-    where the times swing; the quartiles say how far it swings."""
-    times: tuple[list[float], list[float]] = ([], [])
-    ratios = []
-    for i in range(pairs):
-        took = [0.0, 0.0]
-        for which in (0, 1) if i % 2 == 0 else (1, 0):
-            start = time.perf_counter()
-            (fn, base)[which]()
-            took[which] = time.perf_counter() - start
-        times[0].append(took[0])
-        times[1].append(took[1])
-        ratios.append(took[0] / took[1])
-    low, _, high = statistics.quantiles(ratios, n=4)
-    return (
-        statistics.median(times[0]),
-        statistics.median(times[1]),
-        statistics.median(ratios),
-        (low, high),
-    )
-
-
 def _raw_writer(store: ox.Store, session: str, principal: str) -> tuple[object, int]:
     """A hand-written recorder producing exactly the quads trails writes for one invocation."""
     # What one invocation writes on the trails side after the session's first call
@@ -375,9 +348,10 @@ def main() -> None:
         for _ in range(10):
             react_run(react_recorder)
             raw_react()
-        t_react, t_react_raw, react_ratio, (react_low, react_high) = paired(
-            lambda: react_run(react_recorder), raw_react, pairs=90
+        t_react, t_react_raw, react_ratio, ratios = paired(
+            lambda: react_run(react_recorder), raw_react, rounds=90, number=1
         )
+        react_low, _, react_high = statistics.quantiles(ratios, n=4)
         react_store.close()
         t_first_small, t_second_small = first_session(Path(tmp) / "first-100", 100)
         t_first_big, t_second_big = first_session(Path(tmp) / "first-1000", 1000)
