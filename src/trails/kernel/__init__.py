@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from trails.kernel.context import (
     Context,
-    Decision,
     InvocationRecord,
-    ToolPolicy,
     current_context,
     default_context,
     now,
     reset_default_context,
 )
 from trails.kernel.cost import Budget, CostTracker, Envelope, default_tracker
+from trails.kernel.decision import Decision, ToolPolicy
 from trails.kernel.invoke import ainvoke, invoke
 from trails.kernel.observe import (
     EVENT_KINDS,

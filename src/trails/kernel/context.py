@@ -16,6 +16,10 @@ that calls ``invoke`` or ``LLMClient.complete`` with no context gets
 ``ctx.llm.complete(...)``); elsewhere, the process default context, a session
 opened on first use for the configured principal. Nothing is ever recorded
 outside a session graph.
+
+The policy a context holds is typed by ``trails.kernel.decision`` (``ToolPolicy``,
+``Decision``, re-exported here); the one read from trails.toml is a
+``trails.kernel.policy.RulePolicy``. Neither of those modules imports this one.
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from trails.config import load_settings
 from trails.errors import TrailsError
 from trails.kernel.cost import CostTracker, default_tracker
+from trails.kernel.decision import Decision, ToolPolicy
 from trails.kernel.lifecycle import Lifecycle, SessionEnd, drain_pending, on_exit
+from trails.kernel.policy import RulePolicy, settings_timeout
 from trails.kernel.riders import Riders
 from trails.prov.events import SessionStarted
 from trails.prov.recorder import Recorder, default_recorder
@@ -41,7 +47,6 @@ from trails.store.terms import IRI
 from trails.text import check_text
 
 if TYPE_CHECKING:
-    from trails.kernel.registry import CapabilitySpec
     from trails.store.base import Store
 
 __all__ = [
@@ -61,25 +66,6 @@ log = logging.getLogger(__name__)
 def now() -> datetime:
     """The current time, timezone-aware UTC (every recorded timestamp)."""
     return datetime.now(UTC)
-
-
-@dataclass(frozen=True)
-class Decision:
-    """A tool policy's verdict on one call."""
-
-    decision: Literal["allow", "deny", "review"]
-    reason: str = ""
-    rule: str | None = None
-    """The rule that matched (``"deny:delete_*"``), recorded with the decision."""
-
-
-@runtime_checkable
-class ToolPolicy(Protocol):
-    """Decides whether a capability call may run. Every decision is recorded."""
-
-    name: str
-
-    def decide(self, spec: CapabilitySpec, args: dict[str, Any], ctx: Context) -> Decision: ...
 
 
 @dataclass(frozen=True)
@@ -247,8 +233,6 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(Context))
 
 def _policy_from_settings(fields: dict[str, Any]) -> None:
     """Fill ``policy`` (and the approval timeout) from ``[policy]`` of trails.toml, if any."""
-    from trails.kernel.policy import RulePolicy, settings_timeout
-
     settings = load_settings()
     policy = RulePolicy.from_settings(settings)
     if policy is not None:

@@ -76,19 +76,39 @@ def invoke(
     if problem is not None:
         error = ValidationError(spec.id, f"arguments contain {problem}")
         recorded = canonical_json(problem)  # the escaped description is what gets recorded
-        _finish(ctx, spec, activity, started, "invalid", problem, None, str(error), recorded)
+        _finish(
+            ctx,
+            spec,
+            activity,
+            started,
+            status="invalid",
+            args=problem,
+            result=None,
+            error=str(error),
+            args_text=recorded,
+        )
         raise error
     try:
         kwargs = spec.validate(args)
     except ValidationError as exc:
-        _finish(ctx, spec, activity, started, "invalid", raw_args, None, str(exc), args_text)
+        _finish(
+            ctx,
+            spec,
+            activity,
+            started,
+            status="invalid",
+            args=raw_args,
+            result=None,
+            error=str(exc),
+            args_text=args_text,
+        )
         raise
     decided: list[Event] = []  # an allowing decision is written with the call it let run
     if ctx.policy is not None:
         decided.append(_ask_policy(ctx, spec, kwargs, raw_args, activity))
     ahead = spec.side_effects
     if ahead:
-        _write_ahead(ctx, spec, activity, started, raw_args, decided)
+        _write_ahead(ctx, spec, activity, started, raw_args, decided=decided)
         decided = []
     notify(ctx, "tool_start", call_id=str(activity), capability=spec.id, args=raw_args)
     riders = Riders(activity)  # events the handler records with this invocation's write
@@ -103,11 +123,11 @@ def invoke(
             spec,
             activity,
             started,
-            "error",
-            raw_args,
-            None,
-            message,
-            args_text,
+            status="error",
+            args=raw_args,
+            result=None,
+            error=message,
+            args_text=args_text,
             ahead=ahead,
             decided=decided,
             riders=riders,
@@ -135,12 +155,12 @@ def invoke(
         spec,
         activity,
         started,
-        "ok",
-        raw_args,
-        result,
-        None,
-        args_text,
-        result_text,
+        status="ok",
+        args=raw_args,
+        result=result,
+        error=None,
+        args_text=args_text,
+        result_text=result_text,
         ahead=ahead,
         decided=decided,
         riders=riders,
@@ -154,6 +174,7 @@ def _write_ahead(
     activity: IRI,
     started: datetime,
     args: Any,
+    *,
     decided: Sequence[Event] = (),
 ) -> None:
     """Record that a side-effecting call starts (with the policy decision that let it,
@@ -209,17 +230,26 @@ def _finish(
     spec: CapabilitySpec,
     activity: IRI,
     started: datetime,
+    *,
     status: str,
     args: Any,
     result: Any,
     error: str | None,
     args_text: str,
     result_text: str | None = None,
-    *,
     ahead: bool = False,
     decided: Sequence[Event] = (),
     riders: Riders | None = None,
 ) -> None:
+    """Record one finished call (any outcome), tell the observers, keep its envelope.
+
+    ``ctx``, ``spec``, ``activity`` and ``started`` say which call; the rest, by
+    keyword, how it ended: ``args`` / ``args_text`` the recorded arguments and
+    their canonical JSON, ``result`` / ``result_text`` likewise (``ok`` only),
+    ``error`` the message; ``ahead`` when its start was written ahead, ``decided``
+    the allowing policy decision and ``riders`` the handler's events, written
+    in the same write.
+    """
     ended = now()
     invoked = CapabilityInvoked(
         session=ctx.session,

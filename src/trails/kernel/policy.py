@@ -1,6 +1,6 @@
 """Tool policies you configure rather than code, and the human review they can ask for.
 
-``ToolPolicy`` (in ``trails.kernel.context``) is the protocol: anything with a
+``ToolPolicy`` (in ``trails.kernel.decision``) is the protocol: anything with a
 ``name`` and ``decide(spec, args, ctx) -> Decision``. This module adds the
 built-in one, ``RulePolicy``: glob lists of capability ids to ``allow``,
 send to ``review`` and ``deny``, plus ``deny_when`` conditions on arguments.
@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from trails.errors import ConfigError, UserError
-from trails.kernel.context import Decision
+from trails.kernel.decision import Decision
 
 if TYPE_CHECKING:
     from trails.config import Settings
-    from trails.kernel.context import Context
     from trails.kernel.registry import CapabilitySpec
 
 __all__ = [
@@ -186,8 +185,13 @@ class RulePolicy:
         object.__setattr__(self, "unknown", unknown)
         object.__setattr__(self, "name", name)
 
-    def decide(self, spec: CapabilitySpec, args: dict[str, Any], ctx: Context) -> Decision:
-        """The verdict on one call, with the rule that matched."""
+    def decide(self, spec: CapabilitySpec, args: dict[str, Any], ctx: Any) -> Decision:
+        """The verdict on one call, with the rule that matched.
+
+        ``ctx`` (the calling ``Context``) plays no part: the rules read only the
+        capability id and the arguments. It is typed ``Any`` as in ``ToolPolicy``,
+        since ``trails.kernel.context`` imports this module.
+        """
         cid = spec.id
         for glob in self.deny:
             if fnmatch.fnmatchcase(cid, glob):

@@ -95,6 +95,7 @@ def release_slot() -> None:
 def run_batch(
     complete: Callable[..., R],
     prompts: Sequence[Any],
+    *,
     max_concurrency: int,
     on_progress: Progress | None,
     ctx: Context | None,
@@ -127,6 +128,7 @@ def run_batch(
 async def arun_batch(
     acomplete: Callable[..., Awaitable[R]],
     prompts: Sequence[Any],
+    *,
     max_concurrency: int,
     on_progress: Progress | None,
     ctx: Context | None,

@@ -42,6 +42,7 @@ from trails.llm.envelope import Call, Envelope, Prompt, to_messages
 from trails.llm.errors import StructuredOutputError
 from trails.llm.mock import MockAdapter, MockScript
 from trails.llm.retry import RetryPolicy
+from trails.llm.serving import serving_client
 from trails.llm.structured import ResponseFormat, output_format
 from trails.llm.tools import ToolLike, tool_specs
 from trails.llm.types import Adapter, Chunk, Request, Response
@@ -425,8 +426,9 @@ class LLMClient(Envelope):
                 **extra,
             )
         attempts = self._attempts(
-            messages, max_tokens, temperature, ctx, model, stop, extra,
-            tools, response_format, max_retries,
+            messages, max_tokens=max_tokens, temperature=temperature, ctx=ctx, model=model,
+            stop=stop, extra=extra, tools=tools, response_format=response_format,
+            max_retries=max_retries,
         )  # fmt: skip
         call = next(attempts)
         try:
@@ -478,8 +480,9 @@ class LLMClient(Envelope):
                 **extra,
             )
         attempts = self._attempts(
-            messages, max_tokens, temperature, ctx, model, stop, extra,
-            tools, response_format, max_retries,
+            messages, max_tokens=max_tokens, temperature=temperature, ctx=ctx, model=model,
+            stop=stop, extra=extra, tools=tools, response_format=response_format,
+            max_retries=max_retries,
         )  # fmt: skip
         call = next(attempts)
         try:
@@ -494,6 +497,7 @@ class LLMClient(Envelope):
     def _attempts(
         self,
         messages: Prompt,
+        *,
         max_tokens: int,
         temperature: float,
         ctx: Context | None,
@@ -658,7 +662,14 @@ class LLMClient(Envelope):
         Raises:
             UserError: ``max_concurrency`` < 1.
         """
-        return run_batch(self.complete, prompts, max_concurrency, on_progress, ctx, options)
+        return run_batch(
+            self.complete,
+            prompts,
+            max_concurrency=max_concurrency,
+            on_progress=on_progress,
+            ctx=ctx,
+            options=options,
+        )
 
     async def abatch(
         self,
@@ -674,20 +685,30 @@ class LLMClient(Envelope):
         Raises:
             UserError: ``max_concurrency`` < 1.
         """
-        return await arun_batch(self.acomplete, prompts, max_concurrency, on_progress, ctx, options)
+        return await arun_batch(
+            self.acomplete,
+            prompts,
+            max_concurrency=max_concurrency,
+            on_progress=on_progress,
+            ctx=ctx,
+            options=options,
+        )
 
     def _route(self, model: str | ModelSpec | None) -> LLMClient | None:
         """The client serving a ``ModelSpec`` of another provider (None: this one serves it).
+
+        The one ``trails.llm.configured.provider_client`` returns (``trails.llm.serving``).
 
         Raises:
             ConfigError: nobody is configured to serve that provider.
         """
         if not isinstance(model, ModelSpec) or _same_provider(model.provider, self.provider):
             return None
-        from trails.llm.configured import provider_client
-
-        return provider_client(
-            model.provider, model.model, asked_by=f"{self.provider}:{self.model}"
+        return serving_client(
+            LLMClient.from_spec,
+            model.provider,
+            model.model,
+            asked_by=f"{self.provider}:{self.model}",
         )
 
 

@@ -48,6 +48,7 @@ CAPABILITIES = (
 
 def _learn(
     ctx: Context,
+    *,
     content: str,
     confidence: float = 1.0,
     topic: str | None = None,
@@ -78,6 +79,7 @@ def _learn(
 
 def _learn_many(
     ctx: Context,
+    *,
     memories: list[str | dict[str, Any]],
     scope: str = "private",
     agent_did: str | None = None,
@@ -90,6 +92,7 @@ def _learn_many(
 
 def _recall(
     ctx: Context,
+    *,
     context: str,
     scope: str,
     topic: str | None = None,
@@ -116,7 +119,7 @@ def _recall(
 
 
 def _forget(
-    ctx: Context, memory_id: str, reason: str | None = None, agent_did: str | None = None
+    ctx: Context, *, memory_id: str, reason: str | None = None, agent_did: str | None = None
 ) -> Memory:
     """Forget a memory: it is retired (invalidated) but its record is kept."""
     return service.forget(ctx, memory_id, reason=reason, agent_did=agent_did)
@@ -124,6 +127,7 @@ def _forget(
 
 def _list(
     ctx: Context,
+    *,
     scope: str = "all",
     agent_did: str | None = None,
     topic: str | None = None,
@@ -146,7 +150,10 @@ def _list(
 
 
 def register() -> None:
-    """Register the ``memory.*`` capabilities (again)."""
+    """Register the ``memory.*`` capabilities (again).
+
+    Their handlers above take everything but ``ctx`` by keyword, as ``invoke`` calls them.
+    """
     capability(id="memory.learn", side_effects=True)(_learn)
     capability(id="memory.learn_many", side_effects=True)(_learn_many)
     capability(id="memory.recall")(_recall)

@@ -264,19 +264,14 @@ class MemoryIndex:
                 tokens = self._seen
             if tokens == self._saved:
                 return False
-            ids = [""] * len(self._docs)
-            for mid, doc in self._by_id.items():
-                ids[doc] = mid
-            snapshot.save(
-                self.snapshot_path,
-                self.minter.base,
-                tokens,
-                ids,
-                self._docs,
-                self.lexical,
-                self._successors,
-                self._watermark,
+            state = snapshot.Snapshot(
+                by_id=self._by_id,
+                rows=self._docs,
+                lexical=self.lexical,
+                successors=self._successors,
+                watermark=self._watermark,
             )
+            snapshot.save(self.snapshot_path, self.minter.base, tokens, state)
             self._saved = tokens
             return True
 

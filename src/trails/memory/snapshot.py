@@ -181,19 +181,21 @@ class Snapshot:
     watermark: datetime | None
 
 
-def save(
-    path: Path,
-    base: str,
-    tokens: frozenset[str],
-    ids: list[str],
-    rows: Rows,
-    lexical: Bm25Index,
-    successors: dict[str, list[str]],
-    watermark: datetime | None,
-) -> None:
-    """Write the snapshot atomically (a temporary file renamed over the old one)."""
-    terms, counts, flat, lengths = lexical.export()
-    lines = rows.encoded()
+def save(path: Path, base: str, tokens: frozenset[str], state: Snapshot) -> None:
+    """Write the snapshot atomically (a temporary file renamed over the old one).
+
+    Args:
+        path: the snapshot file (``path_for``).
+        base: the store's base IRI.
+        tokens: the memory revision the index was at.
+        state: what ``load`` will restore (the index's rows, ids, terms, successors
+            and watermark).
+    """
+    ids = [""] * len(state.rows)
+    for mid, doc in state.by_id.items():
+        ids[doc] = mid
+    terms, counts, flat, lengths = state.lexical.export()
+    lines = state.rows.encoded()
     offsets = array(INT, [0])
     offsets.extend(accumulate(len(line) for line in lines))
     head = {
@@ -209,8 +211,8 @@ def save(
         "flat_bytes": len(flat) * flat.itemsize,
         "lengths_bytes": len(lengths) * lengths.itemsize,
         "offsets_bytes": len(offsets) * offsets.itemsize,
-        "successors": successors,
-        "watermark": watermark.isoformat() if watermark else None,
+        "successors": state.successors,
+        "watermark": state.watermark.isoformat() if state.watermark else None,
     }
     parts = [
         json.dumps(head, ensure_ascii=False, separators=(",", ":")).encode("utf-8"),

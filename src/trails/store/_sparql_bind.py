@@ -319,7 +319,16 @@ class _Parser:
                 elif upper == "VALUES":
                     values_head = True
             elif kind == "var":
-                self._var(text[1:], index, previous, block, scopes[-1], heads, paren, values_head)
+                self._var(
+                    text[1:],
+                    index,
+                    block,
+                    scope=scopes[-1],
+                    heads=heads,
+                    paren=paren,
+                    previous=previous,
+                    values_head=values_head,
+                )
             elif text == "*" and heads and paren == heads[-1][1]:
                 heads[-1][0].star = True
             elif text == "(":
@@ -329,7 +338,15 @@ class _Parser:
             elif text == "{":
                 if block is not None:
                     block.seen = True
-                new = self._open(index, block, scopes[-1], heads, paren, previous, values_head)
+                new = self._open(
+                    index,
+                    block,
+                    scope=scopes[-1],
+                    heads=heads,
+                    paren=paren,
+                    previous=previous,
+                    values_head=values_head,
+                )
                 values_head = False
                 stack.append(new)
                 previous = "{"
@@ -351,12 +368,19 @@ class _Parser:
         self,
         index: int,
         block: _Block | None,
+        *,
         scope: _Scope,
         heads: list[tuple[_Scope, int]],
         paren: int,
         previous: str,
         values_head: bool,
     ) -> _Block:
+        """The block a ``{`` at token ``index`` opens inside ``block`` (None: at the top).
+
+        The keywords are ``parse``'s state at that token: the innermost scope, the
+        SELECT clauses being read, the parenthesis depth, the significant token
+        before it, and whether it follows ``VALUES``.
+        """
         opener_at = self._previous_index(index)
         if values_head:
             new = _Block("values", scope, index, paren)
@@ -390,13 +414,18 @@ class _Parser:
         self,
         name: str,
         index: int,
-        previous: str,
         block: _Block | None,
+        *,
         scope: _Scope,
         heads: list[tuple[_Scope, int]],
         paren: int,
+        previous: str,
         values_head: bool,
     ) -> None:
+        """Note where ``?name`` (token ``index``, inside ``block``) is used, if a parameter.
+
+        The keywords are ``parse``'s state at that token, as for ``_open``.
+        """
         if name not in self.names:
             return
         if previous == "AS":

@@ -447,6 +447,7 @@ class SparqlStore(Store):
         sparql: str,
         params: Mapping[str, Term] | None,
         accept: str,
+        *,
         default_graph: Sequence[IRI] | None,
         named_graphs: Sequence[IRI] | None,
         union_default_graph: bool = False,
@@ -517,12 +518,17 @@ class SparqlStore(Store):
         union_default_graph: bool = False,
     ) -> QueryResult:
         form = query_form(sparql)
-        dataset = (default_graph, named_graphs, union_default_graph)
-        if form in ("CONSTRUCT", "DESCRIBE"):
-            accept = RDF_MEDIA_TYPES["ntriples"]
-            response = self._query(sparql, params, accept, *dataset)
+        triples = form in ("CONSTRUCT", "DESCRIBE")
+        response = self._query(
+            sparql,
+            params,
+            RDF_MEDIA_TYPES["ntriples"] if triples else RESULT_MEDIA_TYPES["json"],
+            default_graph=default_graph,
+            named_graphs=named_graphs,
+            union_default_graph=union_default_graph,
+        )
+        if triples:
             return self._triples(response)
-        response = self._query(sparql, params, RESULT_MEDIA_TYPES["json"], *dataset)
         try:
             data = response.json()
             if "boolean" in data:
@@ -572,12 +578,19 @@ class SparqlStore(Store):
             raise StoreError(
                 f"unknown results format {format!r}; use one of {', '.join(sorted(RESULT_FORMATS))}"
             )
-        dataset = (default_graph, named_graphs, union_default_graph)
+        # with a limit, read the answer as the server streams it; closing the connection
+        # at the limit stops the download (and a streaming server's evaluation)
+        response = self._query(
+            sparql,
+            params,
+            accept,
+            default_graph=default_graph,
+            named_graphs=named_graphs,
+            union_default_graph=union_default_graph,
+            stream=max_bytes is not None,
+        )
         if max_bytes is None:
-            return self._query(sparql, params, accept, *dataset).content
-        # read the answer as the server streams it; closing the connection at the
-        # limit stops the download (and a streaming server's evaluation)
-        response = self._query(sparql, params, accept, *dataset, stream=True)
+            return response.content
         buffer = ResultBuffer(max_bytes)
         try:
             for chunk in response.iter_bytes():
