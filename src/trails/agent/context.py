@@ -1,4 +1,4 @@
-"""``Session`` and ``TokenWindow``: the conversation state a planner writes into.
+"""``Session``: the conversation state a planner writes into.
 
 A ``Session`` is the ledger of one conversation with an agent: its token-windowed
 history (system prompt, goals, assistant turns, observations), the envelopes of
@@ -15,26 +15,37 @@ contexts are garbage, and at the latest at interpreter exit
 (``trails.kernel.lifecycle``). Everything a session holds is
 plain data (strings, numbers, dicts, ``InvocationRecord`` envelopes), so it can
 be written to RDF and rebuilt from it.
+
+This module imports no planner, statically or otherwise: ``run`` finds the
+planner its strategy names in the registry of ``trails.agent.strategies``, and
+``PlanResult`` comes from ``trails.agent.result``. The history window
+(``TokenWindow``, ``HistoryEntry``, ``estimate_tokens``) lives in
+``trails.agent.history`` and the data side of persistence in
+``trails.agent.projection``; both are re-exported or used from here, and
+neither imports this module.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from trails.agent.history import HistoryEntry, TokenWindow, estimate_tokens
+from trails.agent.strategies import STRATEGIES
 from trails.config import load_settings
 from trails.errors import ConfigError, SessionError, UserError
 from trails.kernel.context import Context, InvocationRecord
-from trails.llm.types import Message, Role
 from trails.prov.recorder import Recorder, default_recorder
 from trails.text import check_text
 
 if TYPE_CHECKING:
-    from trails.agent.persistence import ReplayOrigin
-    from trails.agent.planners.base import PlanResult
+    from trails.agent.projection import ReplayOrigin
+    from trails.agent.result import PlanResult
+    from trails.prov.projection import Projection
     from trails.store.base import Store
     from trails.store.terms import IRI
 
@@ -49,180 +60,12 @@ __all__ = [
 
 log = logging.getLogger("trails.agent")
 
-_ROLES = ("system", "user", "assistant")
-
 #: ``Session.new(budget=...)`` keys and the planner keyword each one sets.
 BUDGET_KEYS: dict[str, str] = {
     "usd": "max_cost_usd",
     "tokens": "max_tokens",
     "wall_time_s": "max_wall_time_s",
 }
-
-
-def estimate_tokens(text: str) -> int:
-    """A provider-neutral token estimate: about four characters a token, at least one.
-
-    Args:
-        text: the message content.
-
-    Returns:
-        The estimated token count.
-    """
-    return max(1, (len(text) + 3) // 4)
-
-
-@dataclass(frozen=True)
-class HistoryEntry:
-    """One message of a ``TokenWindow``: role, content, token count, pinned or not."""
-
-    role: Role
-    content: str
-    tokens: int
-    pinned: bool = False
-
-    def message(self) -> Message:
-        """This entry as an LLM ``Message`` (a pinned system prompt is a cache breakpoint)."""
-        return Message(self.role, self.content, cache=self.pinned and self.role == "system")
-
-
-class TokenWindow:
-    """A FIFO message window with a pinned head and running-total eviction.
-
-    The first ``pin_head`` entries are never evicted. When the running token
-    total passes ``max_tokens``, the oldest unpinned entries are dropped until
-    it fits again; the newest entry is always kept, however large.
-
-    Args:
-        max_tokens: the token budget of the window.
-        pin_head: how many leading entries are pinned (usually the system prompt).
-        count_tokens: how to count the tokens of a text (default: ``estimate_tokens``).
-
-    Raises:
-        UserError: ``max_tokens`` is not a positive int or ``pin_head`` is negative.
-    """
-
-    def __init__(
-        self,
-        *,
-        max_tokens: int = 32_000,
-        pin_head: int = 1,
-        count_tokens: Callable[[str], int] | None = None,
-    ) -> None:
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise UserError(f"TokenWindow max_tokens must be a positive int, not {max_tokens!r}")
-        if isinstance(pin_head, bool) or not isinstance(pin_head, int) or pin_head < 0:
-            raise UserError(f"TokenWindow pin_head must be an int >= 0, not {pin_head!r}")
-        self.max_tokens = max_tokens
-        self.pin_head = pin_head
-        self.count_tokens = count_tokens or estimate_tokens
-        self._entries: list[HistoryEntry] = []
-        self._total = 0
-        self.evicted = 0
-
-    @property
-    def total_tokens(self) -> int:
-        """The running token total of the entries in the window."""
-        return self._total
-
-    @property
-    def entries(self) -> list[HistoryEntry]:
-        """A copy of the entries, oldest first."""
-        return list(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __iter__(self) -> Iterator[HistoryEntry]:
-        return iter(list(self._entries))
-
-    def __getitem__(self, index: int) -> HistoryEntry:
-        return self._entries[index]
-
-    def _entry(self, role: str, content: str, tokens: int | None) -> HistoryEntry:
-        if role not in _ROLES:
-            raise UserError(f"history role must be one of {', '.join(_ROLES)}, not {role!r}")
-        if not isinstance(content, str):
-            raise UserError(f"history content must be a str, not {type(content).__name__}")
-        check_text(content, "history content")
-        count = self.count_tokens(content) if tokens is None else tokens
-        return HistoryEntry(role, content, count)  # type: ignore[arg-type]
-
-    def _repin(self) -> None:
-        self._entries = [
-            e if e.pinned == (i < self.pin_head) else replace(e, pinned=i < self.pin_head)
-            for i, e in enumerate(self._entries)
-        ]
-
-    def append(self, role: str, content: str, *, tokens: int | None = None) -> HistoryEntry:
-        """Add a message at the tail, then evict from the unpinned head until it fits.
-
-        Args:
-            role: ``"system"``, ``"user"`` or ``"assistant"``.
-            content: the message text.
-            tokens: its token count when known (default: ``count_tokens(content)``).
-
-        Returns:
-            The stored entry.
-
-        Raises:
-            UserError: an unknown role or non-text content.
-        """
-        entry = self._entry(role, content, tokens)
-        entry = replace(entry, pinned=len(self._entries) < self.pin_head)
-        self._entries.append(entry)
-        self._total += entry.tokens
-        self._evict()
-        return entry
-
-    def set_system(self, content: str) -> HistoryEntry:
-        """Put ``content`` as the system prompt at the head: replace it, or insert it first.
-
-        Args:
-            content: the system prompt.
-
-        Returns:
-            The stored entry.
-        """
-        entry = self._entry("system", content, None)
-        if self._entries and self._entries[0].role == "system":
-            self._total -= self._entries[0].tokens
-            self._entries[0] = entry
-        else:
-            self._entries.insert(0, entry)
-        self._total += entry.tokens
-        self._repin()
-        self._evict()
-        return self._entries[0]
-
-    def _evict(self) -> None:
-        while self._total > self.max_tokens:
-            index = next(
-                (i for i, e in enumerate(self._entries[:-1]) if not e.pinned),
-                None,
-            )
-            if index is None:
-                return
-            dropped = self._entries.pop(index)
-            self._total -= dropped.tokens
-            self.evicted += 1
-
-    def messages(self) -> list[Message]:
-        """The window as LLM messages, oldest first."""
-        return [e.message() for e in self._entries]
-
-    def clear(self) -> None:
-        """Drop every entry, pinned ones included."""
-        self._entries.clear()
-        self._total = 0
-
-    def load(self, entries: list[HistoryEntry]) -> None:
-        """Replace the contents with ``entries`` as given (rebuilding a stored session).
-
-        Args:
-            entries: the entries, oldest first; their pinned flags are kept.
-        """
-        self._entries = list(entries)
-        self._total = sum(e.tokens for e in self._entries)
 
 
 @dataclass(frozen=True)
@@ -284,8 +127,6 @@ def _governance(
 
 
 def _normalise_strategy(name: str, *, source: str) -> str:
-    from trails.agent.planners import STRATEGIES
-
     key = name.strip().lower().replace("-", "_")
     if key not in STRATEGIES:
         message = f"unknown strategy {name!r} ({source}); choose one of {', '.join(STRATEGIES)}"
@@ -460,7 +301,7 @@ class Session:
             return str(self._origin.session)
         return None if self._context is None else str(self._context.session)
 
-    # -- persistence (see trails.agent.persistence) ------------------------------
+    # -- persistence (see trails.agent.projection) -------------------------------
 
     @property
     def read_only(self) -> bool:
@@ -492,7 +333,7 @@ class Session:
             SessionError: a read-only replay, or ``graph`` is not an absolute IRI.
             StoreError: the write failed; nothing was written.
         """
-        from trails.agent.persistence import persist
+        from trails.agent.projection import persist
 
         return persist(self, graph=graph)
 
@@ -510,9 +351,12 @@ class Session:
         Raises:
             SessionError: no such session, no projection, or an incompatible one.
         """
-        from trails.agent.persistence import replay
+        from trails.agent.projection import load_projection
 
-        return replay(iri, store=store)
+        projection, origin = load_projection(iri, store=store)
+        session = _build(projection, session_id=projection.session_id, store=origin.store)
+        session._origin = origin
+        return session
 
     def fork(self, *, llm: Any = None) -> Session:
         """Continue a replayed session as a new live session derived from it.
@@ -525,10 +369,25 @@ class Session:
 
         Raises:
             SessionError: this session was not replayed.
+            StoreError: the fork could not be recorded.
         """
-        from trails.agent.persistence import fork
+        from trails.agent.projection import fork_projection, record_fork
 
-        return fork(self, llm=llm)
+        origin = self._origin
+        if origin is None:
+            raise SessionError(
+                f"session {self.id} is live, not replayed: keep running it, or persist() "
+                "it, replay it and fork the replay"
+            )
+        new = _build(
+            fork_projection(self, origin),
+            session_id=None,
+            store=origin.store,
+            llm=llm if llm is not None else self.llm,
+        )
+        new.invocations.extend(self.invocations)
+        record_fork(new.context, origin)
+        return new
 
     def resolve_strategy(self) -> str:
         """The strategy ``run`` will use: the session's, else the configured one.
@@ -560,8 +419,6 @@ class Session:
             ConfigError: no client given and none configured (``TRAILS_LLM``).
             SessionError: the session was closed.
         """
-        from trails.agent.planners import STRATEGIES
-
         client, strategy, options = self._prepare(goal, llm, kwargs)
         result: PlanResult = STRATEGIES[strategy].run(goal, llm=client, session=self, **options)
         if result.stopped != "error" or self.fallback in (None, strategy) or "ctx" in options:
@@ -579,8 +436,6 @@ class Session:
         Raises:
             See ``run``.
         """
-        from trails.agent.planners import STRATEGIES
-
         client, strategy, options = self._prepare(goal, llm, kwargs)
         module: Any = STRATEGIES[strategy]
         result: PlanResult = await module.arun(goal, llm=client, session=self, **options)
@@ -613,7 +468,6 @@ class Session:
         """The fallback planner, its context (informed by the failed run) and its keywords."""
         import inspect
 
-        from trails.agent.planners import STRATEGIES
         from trails.kernel.observe import notify
         from trails.store.terms import IRI as _IRI
 
@@ -649,3 +503,26 @@ class Session:
             f"Session(id={self.id!r}, principal={self.principal!r}, "
             f"history={len(self.history)} entries, invocations={len(self.invocations)})"
         )
+
+
+def _build(
+    projection: Projection, *, session_id: str | None, store: Store, **extra: Any
+) -> Session:
+    """A ``Session`` holding a projection's state (``Session.replay``, ``Session.fork``)."""
+    from trails.agent.projection import history_entries, invocation_records
+
+    session = Session(
+        principal=projection.principal,
+        max_tokens=projection.window_tokens,
+        pin_head=projection.pin_head,
+        card=copy.deepcopy(projection.card),
+        store=store,
+        strategy=projection.strategy,
+        budget=projection.budget,
+        session_id=session_id,
+        **extra,
+    )
+    session.history.load(history_entries(projection))
+    session.invocations.extend(invocation_records(projection))
+    session.metadata.update(copy.deepcopy(projection.metadata))
+    return session

@@ -3,7 +3,9 @@
 Each planner is a module whose ``run(goal, *, llm, session, ctx=None, ...)``
 returns a ``PlanResult``, so swapping one strategy for another is a one-line
 import change. ``STRATEGIES`` maps the names used by ``Session(strategy=...)``
-and ``[agent] strategy`` in trails.toml to the modules.
+and ``[agent] strategy`` in trails.toml to the modules: it is the registry of
+``trails.agent.strategies`` (the same object), which each planner module
+registers itself in, at its bottom, under its ``NAME``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from trails.agent.planners.base import (
     PlanStep,
     StopReason,
 )
+from trails.agent.strategies import STRATEGIES
 
 __all__ = [
     "BUDGET_STOPS",
@@ -38,12 +41,3 @@ __all__ = [
     "react",
     "reflexion",
 ]
-
-#: Strategy name -> planner module.
-STRATEGIES: dict[str, PlanningStrategy] = {
-    react.NAME: react,
-    plan_and_execute.NAME: plan_and_execute,
-    reflexion.NAME: reflexion,
-    plan_execute_reflect.NAME: plan_execute_reflect,
-    behaviour_tree.NAME: behaviour_tree,
-}

@@ -70,7 +70,7 @@ from trails.llm.types import Chunk, Message, Response, ToolCall
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
-    from trails.agent.planners._loop import PlanRun
+    from trails.agent.planners._turns import Turns
     from trails.agent.planners.base import PlanResult
     from trails.llm.catalogue import ModelSpec
 
@@ -107,7 +107,7 @@ _POOL = ThreadPoolExecutor(max_workers=64, thread_name_prefix="trails-arun")
 class Complete:
     """A reasoning turn the loop asks for (see ``PlanRun.complete`` for the fields)."""
 
-    plan: PlanRun
+    plan: Turns
     messages: list[Message]
     step: int
     max_tokens: int
@@ -143,7 +143,7 @@ class Complete:
 class Dispatch:
     """An action the loop asks to dispatch (see ``PlanRun.dispatch``)."""
 
-    plan: PlanRun
+    plan: Turns
     action: str
     action_input: dict[str, Any]
     informed_by: str | None
@@ -179,7 +179,7 @@ class DispatchMany:
     capability runs alone; the answers come back in the calls' order.
     """
 
-    plan: PlanRun
+    plan: Turns
     calls: Sequence[ToolCall]
     informed_by: str | None
     step: int

@@ -18,6 +18,9 @@ capability's own ``dry_run`` function returns (``handler.dry_run = fn``, called
 with the same arguments). The tool policy is still asked, so a dry run shows
 what it would deny (recorded as a denial) and what would need review (said in
 the observation); no approver is asked.
+
+The guard functions take the run as ``GuardedRun``, the part of a ``PlanRun``
+they read, so this module does not import ``_loop`` (which imports it).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trails.agent.planners._parse import json_candidates
 from trails.errors import TrailsError, UserError, ValidationError
@@ -36,9 +39,10 @@ from trails.llm.types import Message
 from trails.prov.events import CapabilityInvoked, PolicyDecided
 
 if TYPE_CHECKING:
-    from trails.agent.planners._loop import PlanRun
+    from trails.kernel.context import Context
+    from trails.store.terms import IRI
 
-__all__ = ["REFLECT_PROMPT", "ActionValidator", "Guards", "check_guards"]
+__all__ = ["REFLECT_PROMPT", "ActionValidator", "GuardedRun", "Guards", "check_guards"]
 
 ActionValidator = Callable[[str, dict[str, Any]], "str | None"]
 """``validate_action(capability_id, action_input)``: None to allow, a reason to refuse."""
@@ -65,6 +69,30 @@ class Guards:
     @property
     def active(self) -> bool:
         return bool(self.validators or self.budgets or self.reflect or self.dry_run)
+
+
+class GuardedRun(Protocol):
+    """What the guards read of a run (``PlanRun`` satisfies it)."""
+
+    @property
+    def guards(self) -> Guards:
+        """The run's guards."""
+
+    @property
+    def goal(self) -> str:
+        """The run's goal."""
+
+    @property
+    def llm(self) -> Any:
+        """The run's LLM client (the reflector's, with ``reflect_before_action=True``)."""
+
+    @property
+    def ctx(self) -> Context:
+        """The run's context."""
+
+    @property
+    def activity(self) -> IRI:
+        """The run's plan-run activity."""
 
 
 def check_guards(
@@ -114,7 +142,7 @@ def _name(fn: Any) -> str:
 
 
 def refusal(
-    plan: PlanRun, action: str, action_input: dict[str, Any], informed_by: str | None, step: int
+    plan: GuardedRun, action: str, action_input: dict[str, Any], informed_by: str | None, step: int
 ) -> str | None:
     """The observation of a refused action (its refusal recorded as a decision), or None.
 
@@ -148,7 +176,7 @@ def refusal(
 
 
 def _record_refusal(
-    plan: PlanRun,
+    plan: GuardedRun,
     guard: str,
     rule: str,
     action: str,
@@ -196,7 +224,7 @@ def _side_effects(action: str) -> bool | None:
 
 
 def _reflect(
-    plan: PlanRun, action: str, action_input: dict[str, Any], informed_by: str | None, step: int
+    plan: GuardedRun, action: str, action_input: dict[str, Any], informed_by: str | None, step: int
 ) -> str | None:
     from trails.prov.content import canonical_json
 
@@ -223,7 +251,7 @@ def _reflect(
 
 
 def dry_dispatch(
-    plan: PlanRun,
+    plan: GuardedRun,
     action: str,
     action_input: dict[str, Any],
     informed_by: str | None,

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import threading
 import time
@@ -35,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from trails.agent.planners._drive import Complete, Dispatch, DispatchMany
 from trails.agent.planners._guards import Guards, dry_dispatch, refusal
-from trails.agent.planners._outcome import Output, answer_text
+from trails.agent.planners._outcome import Output, answer_text, stringify
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
 from trails.errors import (
     BudgetExceeded,
@@ -84,18 +83,6 @@ _TERMINATION_KIND = {
     "max_steps": "step_limit",
     "error": "error",
 }
-
-
-def stringify(value: Any) -> str:
-    """An observation as text: itself when a str, else ``json.dumps(value, default=str)``.
-
-    Args:
-        value: the observation.
-
-    Returns:
-        The text.
-    """
-    return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
 def activity_of(response: Response) -> str | None:

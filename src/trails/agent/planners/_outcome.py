@@ -15,13 +15,17 @@ fails validation is recorded as a completion with status ``invalid``; when no
 attempt validates, the run ends with ``stopped="error"`` naming the schema and
 the last problem (recorded as the run's termination), its answer the text
 answer the run had reached.
+
+``guarded`` takes the run as ``AnsweringRun``, the part of a ``PlanRun`` it
+uses, so this module does not import ``_loop`` (which imports it); ``stringify``
+lives here for the same reason (``_loop`` re-exports it).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from trails.errors import BudgetExceeded, ModelAPIError, UserError
 from trails.llm.errors import StructuredOutputError
@@ -29,11 +33,19 @@ from trails.llm.structured import output_format
 from trails.llm.types import Message
 
 if TYPE_CHECKING:
-    from trails.agent.planners._drive import Loop
-    from trails.agent.planners._loop import PlanRun
-    from trails.agent.planners.base import PlanResult
+    from trails.agent.planners._drive import Complete, Loop
+    from trails.agent.result import PlanResult, PlanStep, StopReason
+    from trails.llm.catalogue import ModelSpec
 
-__all__ = ["ANSWER_PROMPT", "Output", "answer_text", "check_output", "guarded"]
+__all__ = [
+    "ANSWER_PROMPT",
+    "AnsweringRun",
+    "Output",
+    "answer_text",
+    "check_output",
+    "guarded",
+    "stringify",
+]
 
 ANSWER_PROMPT = """\
 You give the final answer of an agent run, as JSON that matches the required schema. \
@@ -51,6 +63,73 @@ class Output:
     name: str
     max_retries: int
     max_tokens: int
+
+
+class AnsweringRun(Protocol):
+    """What ``guarded`` and the answer turn use of a run (``PlanRun`` satisfies it)."""
+
+    pending: PlanResult | None
+    answered: bool
+
+    @property
+    def goal(self) -> str:
+        """The run's goal."""
+
+    @property
+    def output(self) -> Output | None:
+        """The run's ``output_type=``, or None."""
+
+    @property
+    def steps(self) -> list[PlanStep]:
+        """The run's trajectory."""
+
+    def start(self) -> None:
+        """Record the plan-run root activity."""
+
+    def ask(
+        self,
+        messages: list[Message],
+        *,
+        step: int,
+        max_tokens: int,
+        temperature: float,
+        parent: str | None = None,
+        model: str | ModelSpec | None = None,
+        **options: Any,
+    ) -> Complete:
+        """The request for one reasoning turn."""
+
+    def finish(
+        self,
+        stopped: StopReason,
+        *,
+        answer: str | None = None,
+        error: str | None = None,
+        steps: list[PlanStep] | None = None,
+        terminated_by: str | None = None,
+    ) -> PlanResult:
+        """End the run."""
+
+    def provider_failed(self, exc: ModelAPIError) -> PlanResult:
+        """End the run because the provider failed."""
+
+    def budget_stop(self, exc: BudgetExceeded) -> PlanResult:
+        """End the run because a principal budget refused a spend."""
+
+    def abort(self, exc: BaseException) -> None:
+        """End a run an unexpected exception is leaving."""
+
+
+def stringify(value: Any) -> str:
+    """An observation as text: itself when a str, else ``json.dumps(value, default=str)``.
+
+    Args:
+        value: the observation.
+
+    Returns:
+        The text.
+    """
+    return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
 def check_output(output_type: Any, output_retries: Any, max_tokens: int) -> Output | None:
@@ -86,7 +165,7 @@ def answer_text(answer: Any) -> str | None:
     return json.dumps(data, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def guarded(plan: PlanRun, body: Loop) -> Loop:
+def guarded(plan: AnsweringRun, body: Loop) -> Loop:
     """Record the run's start, run ``body``, and end the run on every path.
 
     Returns:
@@ -96,8 +175,6 @@ def guarded(plan: PlanRun, body: Loop) -> Loop:
         BaseException: whatever ``body`` raised other than a budget refusal,
             after the run was recorded as ended with an error.
     """
-    from trails.agent.planners._loop import stringify
-
     plan.start()
     try:
         result = yield from body
@@ -105,7 +182,7 @@ def guarded(plan: PlanRun, body: Loop) -> Loop:
         if pending is None:
             return result
         plan.pending, plan.answered = None, True
-        return (yield from _answer_turn(plan, pending, stringify))
+        return (yield from _answer_turn(plan, pending))
     except BudgetExceeded as exc:
         return plan.budget_stop(exc)
     except BaseException as exc:
@@ -113,7 +190,7 @@ def guarded(plan: PlanRun, body: Loop) -> Loop:
         raise
 
 
-def _answer_messages(plan: PlanRun, reached: PlanResult, stringify: Any) -> list[Message]:
+def _answer_messages(plan: AnsweringRun, reached: PlanResult) -> list[Message]:
     seen = [s for s in reached.steps if s.observation is not None][-_SHOWN:]
     lines = [f"Goal: {plan.goal}", "", f"The run's answer: {answer_text(reached.answer)}"]
     if seen:
@@ -122,12 +199,12 @@ def _answer_messages(plan: PlanRun, reached: PlanResult, stringify: Any) -> list
     return [Message("system", ANSWER_PROMPT), Message("user", "\n".join(lines))]
 
 
-def _answer_turn(plan: PlanRun, reached: PlanResult, stringify: Any) -> Loop:
+def _answer_turn(plan: AnsweringRun, reached: PlanResult) -> Loop:
     output = plan.output
     assert output is not None
     try:
         response = yield plan.ask(
-            _answer_messages(plan, reached, stringify),
+            _answer_messages(plan, reached),
             step=len(plan.steps),
             max_tokens=output.max_tokens,
             temperature=0.0,

@@ -19,6 +19,10 @@ store transaction), so concurrent invocations never interleave or lose quads.
 ``run_concurrently`` is the same machinery for any list of thunks (under
 ``drive``, the loops of a ``Gather`` request: a behaviour tree's ``parallel``
 node).
+
+The calls and the run are named by protocols (``OneCall``, ``ToolCallRun``),
+which ``Dispatch``, ``DispatchMany`` and ``PlanRun`` satisfy, so this module
+imports neither ``_drive`` nor ``_loop`` (which import it).
 """
 
 from __future__ import annotations
@@ -27,18 +31,17 @@ import asyncio
 import contextvars
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from trails.errors import UnknownCapability
 from trails.kernel.registry import get_capability
 from trails.llm.types import ToolCall
 
-if TYPE_CHECKING:
-    from trails.agent.planners._drive import Dispatch
-    from trails.agent.planners._loop import PlanRun
-
 __all__ = [
+    "CallBatch",
+    "OneCall",
     "Outcome",
+    "ToolCallRun",
     "adispatch_many",
     "arun_groups",
     "dispatch_many",
@@ -51,6 +54,40 @@ T = TypeVar("T")
 
 Outcome = tuple[Any, "str | None", bool]
 """What ``PlanRun.dispatch`` returns: the observation, the invocation IRI, whether it failed."""
+
+
+class OneCall(Protocol):
+    """One call to dispatch, sync or async (a ``Dispatch`` request satisfies it)."""
+
+    def run(self) -> Outcome:
+        """Dispatch it in this thread."""
+
+    async def arun(self) -> Outcome:
+        """Dispatch it for asyncio."""
+
+
+class CallBatch(Protocol):
+    """One turn's calls to dispatch together (a ``DispatchMany`` request satisfies it)."""
+
+    def run(self) -> list[Outcome]:
+        """Dispatch them in worker threads."""
+
+    async def arun(self) -> list[Outcome]:
+        """Dispatch them as asyncio tasks."""
+
+
+class ToolCallRun(Protocol):
+    """A run that turns one turn's tool calls into a ``CallBatch`` (``PlanRun`` satisfies it)."""
+
+    def act_many(
+        self,
+        calls: Sequence[ToolCall],
+        *,
+        informed_by: str | None,
+        step: int,
+        max_parallel: int,
+    ) -> CallBatch:
+        """The request to dispatch ``calls`` concurrently."""
 
 
 def _parallel_safe(name: str) -> bool:
@@ -103,7 +140,7 @@ def run_concurrently(thunks: Sequence[Callable[[], T]], *, max_parallel: int) ->
 
 
 def run_groups(
-    calls: Sequence[ToolCall], dispatches: Sequence[Dispatch], *, max_parallel: int
+    calls: Sequence[ToolCall], dispatches: Sequence[OneCall], *, max_parallel: int
 ) -> list[Outcome]:
     """Run one ``Dispatch`` per call, group by group (``groups``), threads within a group.
 
@@ -120,12 +157,12 @@ def run_groups(
 
 
 async def arun_groups(
-    calls: Sequence[ToolCall], dispatches: Sequence[Dispatch], *, max_parallel: int
+    calls: Sequence[ToolCall], dispatches: Sequence[OneCall], *, max_parallel: int
 ) -> list[Outcome]:
     """``run_groups`` for asyncio: one task per call (``Dispatch.arun``), gathered per group."""
     gate = asyncio.Semaphore(max(1, max_parallel))
 
-    async def one(dispatch: Dispatch) -> Outcome:
+    async def one(dispatch: OneCall) -> Outcome:
         async with gate:
             return await dispatch.arun()
 
@@ -140,7 +177,7 @@ async def arun_groups(
 
 
 def dispatch_many(
-    plan: PlanRun,
+    plan: ToolCallRun,
     calls: Sequence[ToolCall],
     *,
     informed_by: str | None,
@@ -168,7 +205,7 @@ def dispatch_many(
 
 
 async def adispatch_many(
-    plan: PlanRun,
+    plan: ToolCallRun,
     calls: Sequence[ToolCall],
     *,
     informed_by: str | None,

@@ -4,17 +4,23 @@ Planners differ in loop shape, not in what they return: a result with the
 answer, the trajectory of think-act-observe steps, why the loop stopped, and
 the plan-run activity that recorded it. Keeping these in one module makes
 swapping one strategy for another a one-line import change.
+
+``PlanResult``, ``PlanStep``, ``StopReason``, ``STOP_REASONS`` and
+``BUDGET_STOPS`` are defined in ``trails.agent.result`` (so ``Session`` can name
+them without importing a planner) and re-exported here, the same objects;
+``PlanningStrategy`` is ``trails.agent.strategies.Strategy`` for a ``Session``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from trails.agent.context import Session
+from trails.agent.result import BUDGET_STOPS, STOP_REASONS, PlanResult, PlanStep, StopReason
+from trails.agent.strategies import Strategy
 from trails.llm.types import Message, Response
 
 if TYPE_CHECKING:
-    from trails.agent.context import Session
     from trails.kernel.context import Context
 
 __all__ = [
@@ -26,70 +32,6 @@ __all__ = [
     "PlanningStrategy",
     "StopReason",
 ]
-
-StopReason = Literal[
-    "goal_achieved", "max_steps", "max_cost", "max_tokens", "max_wall_time", "error"
-]
-"""Why a planner run stopped."""
-
-STOP_REASONS: tuple[str, ...] = (
-    "goal_achieved",
-    "max_steps",
-    "max_cost",
-    "max_tokens",
-    "max_wall_time",
-    "error",
-)
-
-#: The stop reasons of a cumulative-budget breach (a clean stop, not an error).
-BUDGET_STOPS: frozenset[str] = frozenset({"max_cost", "max_tokens", "max_wall_time"})
-
-
-@dataclass
-class PlanStep:
-    """One think-act-observe turn.
-
-    Attributes:
-        thought: the model's reasoning for the turn (a plan step's rationale).
-        action: the capability id dispatched, or ``"finish"``.
-        action_input: the arguments given to the capability.
-        observation: what the capability returned, or ``"error: <message>"``.
-        activity_iri: the step's activity: the capability invocation, or the
-            LLM completion when nothing was invoked (``finish``, unknown id, denial).
-    """
-
-    thought: str
-    action: str
-    action_input: dict[str, Any] = field(default_factory=dict)
-    observation: Any = None
-    activity_iri: str | None = None
-
-
-@dataclass
-class PlanResult:
-    """The terminal output of a planner run.
-
-    Attributes:
-        answer: the final answer on ``goal_achieved``; otherwise the best-effort
-            answer (the last observation, JSON-encoded when not a str), or None.
-            With ``output_type=`` a ``goal_achieved`` answer is the validated
-            object (a model instance, or the JSON value for a schema).
-        steps: the trajectory, in order.
-        stopped: why the run stopped.
-        error: the error message when ``stopped == "error"``.
-        strategy: the planner that produced the result.
-        activity_iri: the run's plan-run activity in the provenance graph.
-        terminated_by: the ``terminal=True`` capability whose call ended the run
-            (its result is the answer; the model was not asked again), or None.
-    """
-
-    answer: Any
-    steps: list[PlanStep]
-    stopped: StopReason
-    error: str | None = None
-    strategy: str = "react"
-    activity_iri: str | None = None
-    terminated_by: str | None = None
 
 
 class CompletionClient(Protocol):
@@ -106,35 +48,8 @@ class CompletionClient(Protocol):
 
 
 @runtime_checkable
-class PlanningStrategy(Protocol):
-    """What every planner satisfies (the planner modules themselves do): ``run`` and ``arun``."""
+class PlanningStrategy(Strategy[Session], Protocol):
+    """What every planner satisfies (the planner modules themselves do): ``run`` and ``arun``.
 
-    def run(
-        self,
-        goal: str,
-        *,
-        llm: Any,
-        session: Session,
-        ctx: Context | None = None,
-        max_steps: int = 10,
-        tools: Any = None,
-        tool_filter: Any = None,
-        max_cost_usd: float | None = None,
-        max_tokens: int | None = None,
-        max_wall_time_s: float | None = None,
-    ) -> PlanResult: ...
-
-    async def arun(
-        self,
-        goal: str,
-        *,
-        llm: Any,
-        session: Session,
-        ctx: Context | None = None,
-        max_steps: int = 10,
-        tools: Any = None,
-        tool_filter: Any = None,
-        max_cost_usd: float | None = None,
-        max_tokens: int | None = None,
-        max_wall_time_s: float | None = None,
-    ) -> PlanResult: ...
+    The signatures are ``trails.agent.strategies.Strategy``'s, with ``session`` a ``Session``.
+    """

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import sys
 import threading
 from collections.abc import Callable, Generator, Mapping
 from collections.abc import Sequence as Seq
@@ -94,6 +95,7 @@ from trails.agent.planners._tools import (
     render_catalogue,
 )
 from trails.agent.planners.base import PlanStep, StopReason
+from trails.agent.strategies import register_strategy
 from trails.errors import ModelAPIError, ReplyParseError, UserError
 from trails.llm.catalogue import ModelSpec
 from trails.llm.types import Message, Response
@@ -657,3 +659,6 @@ class _TreeRun:
             tried.append(f"{action} {json.dumps(action_input, sort_keys=True, default=str)}")
             messages.append(Message("user", f"Observation: {last}"))
         return _Outcome(False, last or f"sub-goal not reached in {turns} turns", node_id)
+
+
+register_strategy(NAME, sys.modules[__name__])

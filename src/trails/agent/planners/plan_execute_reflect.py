@@ -32,6 +32,7 @@ chose its step. Parsed plans are appended to ``session.metadata["plans"]``.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +72,7 @@ from trails.agent.planners._tools import (
     render_catalogue,
 )
 from trails.agent.planners.base import BUDGET_STOPS, PlanStep
+from trails.agent.strategies import register_strategy
 from trails.errors import ModelAPIError, ReplyParseError
 from trails.llm.types import Message
 from trails.store.terms import IRI
@@ -434,3 +436,6 @@ def _loop(
         messages = build_planner_messages(
             plan.goal, tool_specs, completed, prompts=prompts, steps=reply["steps"]
         )
+
+
+register_strategy(NAME, sys.modules[__name__])

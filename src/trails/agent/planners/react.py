@@ -17,6 +17,7 @@ invocation informed by the completion that chose it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +59,7 @@ from trails.agent.planners._tools import (
     render_catalogue,
 )
 from trails.agent.planners.base import PlanStep
+from trails.agent.strategies import register_strategy
 from trails.errors import ModelAPIError, ReplyParseError
 
 if TYPE_CHECKING:
@@ -341,3 +343,6 @@ def _loop(
         if ended is not None:
             return ended
     return plan.finish("max_steps", breach=Breach("max_steps", max_steps, max_steps))
+
+
+register_strategy(NAME, sys.modules[__name__])

@@ -1,0 +1,187 @@
+"""The conversation history of a session: ``HistoryEntry``, ``TokenWindow``, token estimates.
+
+These are plain data, shared by ``Session`` (``trails.agent.context``), which
+holds a ``TokenWindow``, and by the persistence of a session
+(``trails.agent.projection``), which writes the entries out and reads them back.
+Keeping them here lets persistence work on a session's data without importing
+``Session``'s module. ``trails.agent.context`` re-exports every name (the same objects).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+
+from trails.errors import UserError
+from trails.llm.types import Message, Role
+from trails.text import check_text
+
+__all__ = ["HistoryEntry", "TokenWindow", "estimate_tokens"]
+
+_ROLES = ("system", "user", "assistant")
+
+
+def estimate_tokens(text: str) -> int:
+    """A provider-neutral token estimate: about four characters a token, at least one.
+
+    Args:
+        text: the message content.
+
+    Returns:
+        The estimated token count.
+    """
+    return max(1, (len(text) + 3) // 4)
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One message of a ``TokenWindow``: role, content, token count, pinned or not."""
+
+    role: Role
+    content: str
+    tokens: int
+    pinned: bool = False
+
+    def message(self) -> Message:
+        """This entry as an LLM ``Message`` (a pinned system prompt is a cache breakpoint)."""
+        return Message(self.role, self.content, cache=self.pinned and self.role == "system")
+
+
+class TokenWindow:
+    """A FIFO message window with a pinned head and running-total eviction.
+
+    The first ``pin_head`` entries are never evicted. When the running token
+    total passes ``max_tokens``, the oldest unpinned entries are dropped until
+    it fits again; the newest entry is always kept, however large.
+
+    Args:
+        max_tokens: the token budget of the window.
+        pin_head: how many leading entries are pinned (usually the system prompt).
+        count_tokens: how to count the tokens of a text (default: ``estimate_tokens``).
+
+    Raises:
+        UserError: ``max_tokens`` is not a positive int or ``pin_head`` is negative.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int = 32_000,
+        pin_head: int = 1,
+        count_tokens: Callable[[str], int] | None = None,
+    ) -> None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise UserError(f"TokenWindow max_tokens must be a positive int, not {max_tokens!r}")
+        if isinstance(pin_head, bool) or not isinstance(pin_head, int) or pin_head < 0:
+            raise UserError(f"TokenWindow pin_head must be an int >= 0, not {pin_head!r}")
+        self.max_tokens = max_tokens
+        self.pin_head = pin_head
+        self.count_tokens = count_tokens or estimate_tokens
+        self._entries: list[HistoryEntry] = []
+        self._total = 0
+        self.evicted = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """The running token total of the entries in the window."""
+        return self._total
+
+    @property
+    def entries(self) -> list[HistoryEntry]:
+        """A copy of the entries, oldest first."""
+        return list(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[HistoryEntry]:
+        return iter(list(self._entries))
+
+    def __getitem__(self, index: int) -> HistoryEntry:
+        return self._entries[index]
+
+    def _entry(self, role: str, content: str, tokens: int | None) -> HistoryEntry:
+        if role not in _ROLES:
+            raise UserError(f"history role must be one of {', '.join(_ROLES)}, not {role!r}")
+        if not isinstance(content, str):
+            raise UserError(f"history content must be a str, not {type(content).__name__}")
+        check_text(content, "history content")
+        count = self.count_tokens(content) if tokens is None else tokens
+        return HistoryEntry(role, content, count)  # type: ignore[arg-type]
+
+    def _repin(self) -> None:
+        self._entries = [
+            e if e.pinned == (i < self.pin_head) else replace(e, pinned=i < self.pin_head)
+            for i, e in enumerate(self._entries)
+        ]
+
+    def append(self, role: str, content: str, *, tokens: int | None = None) -> HistoryEntry:
+        """Add a message at the tail, then evict from the unpinned head until it fits.
+
+        Args:
+            role: ``"system"``, ``"user"`` or ``"assistant"``.
+            content: the message text.
+            tokens: its token count when known (default: ``count_tokens(content)``).
+
+        Returns:
+            The stored entry.
+
+        Raises:
+            UserError: an unknown role or non-text content.
+        """
+        entry = self._entry(role, content, tokens)
+        entry = replace(entry, pinned=len(self._entries) < self.pin_head)
+        self._entries.append(entry)
+        self._total += entry.tokens
+        self._evict()
+        return entry
+
+    def set_system(self, content: str) -> HistoryEntry:
+        """Put ``content`` as the system prompt at the head: replace it, or insert it first.
+
+        Args:
+            content: the system prompt.
+
+        Returns:
+            The stored entry.
+        """
+        entry = self._entry("system", content, None)
+        if self._entries and self._entries[0].role == "system":
+            self._total -= self._entries[0].tokens
+            self._entries[0] = entry
+        else:
+            self._entries.insert(0, entry)
+        self._total += entry.tokens
+        self._repin()
+        self._evict()
+        return self._entries[0]
+
+    def _evict(self) -> None:
+        while self._total > self.max_tokens:
+            index = next(
+                (i for i, e in enumerate(self._entries[:-1]) if not e.pinned),
+                None,
+            )
+            if index is None:
+                return
+            dropped = self._entries.pop(index)
+            self._total -= dropped.tokens
+            self.evicted += 1
+
+    def messages(self) -> list[Message]:
+        """The window as LLM messages, oldest first."""
+        return [e.message() for e in self._entries]
+
+    def clear(self) -> None:
+        """Drop every entry, pinned ones included."""
+        self._entries.clear()
+        self._total = 0
+
+    def load(self, entries: list[HistoryEntry]) -> None:
+        """Replace the contents with ``entries`` as given (rebuilding a stored session).
+
+        Args:
+            entries: the entries, oldest first; their pinned flags are kept.
+        """
+        self._entries = list(entries)
+        self._total = sum(e.tokens for e in self._entries)

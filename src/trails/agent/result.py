@@ -1,0 +1,88 @@
+"""What a planner run returns: ``PlanResult``, its ``PlanStep`` trajectory, the stop reasons.
+
+These shapes live apart from the planners so that ``Session`` (``trails.agent.context``),
+which returns a ``PlanResult`` from ``run``, can name them without importing a planner
+module. The module imports nothing from the rest of ``trails.agent``; the planners and
+``trails.agent.planners.base`` re-export these names (the same objects).
+
+Planners differ in loop shape, not in what they return: a result with the
+answer, the trajectory of think-act-observe steps, why the loop stopped, and
+the plan-run activity that recorded it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "BUDGET_STOPS",
+    "STOP_REASONS",
+    "PlanResult",
+    "PlanStep",
+    "StopReason",
+]
+
+StopReason = Literal[
+    "goal_achieved", "max_steps", "max_cost", "max_tokens", "max_wall_time", "error"
+]
+"""Why a planner run stopped."""
+
+STOP_REASONS: tuple[str, ...] = (
+    "goal_achieved",
+    "max_steps",
+    "max_cost",
+    "max_tokens",
+    "max_wall_time",
+    "error",
+)
+
+#: The stop reasons of a cumulative-budget breach (a clean stop, not an error).
+BUDGET_STOPS: frozenset[str] = frozenset({"max_cost", "max_tokens", "max_wall_time"})
+
+
+@dataclass
+class PlanStep:
+    """One think-act-observe turn.
+
+    Attributes:
+        thought: the model's reasoning for the turn (a plan step's rationale).
+        action: the capability id dispatched, or ``"finish"``.
+        action_input: the arguments given to the capability.
+        observation: what the capability returned, or ``"error: <message>"``.
+        activity_iri: the step's activity: the capability invocation, or the
+            LLM completion when nothing was invoked (``finish``, unknown id, denial).
+    """
+
+    thought: str
+    action: str
+    action_input: dict[str, Any] = field(default_factory=dict)
+    observation: Any = None
+    activity_iri: str | None = None
+
+
+@dataclass
+class PlanResult:
+    """The terminal output of a planner run.
+
+    Attributes:
+        answer: the final answer on ``goal_achieved``; otherwise the best-effort
+            answer (the last observation, JSON-encoded when not a str), or None.
+            With ``output_type=`` a ``goal_achieved`` answer is the validated
+            object (a model instance, or the JSON value for a schema).
+        steps: the trajectory, in order.
+        stopped: why the run stopped.
+        error: the error message when ``stopped == "error"``.
+        strategy: the planner that produced the result.
+        activity_iri: the run's plan-run activity in the provenance graph.
+        terminated_by: the ``terminal=True`` capability whose call ended the run
+            (its result is the answer; the model was not asked again), or None.
+    """
+
+    answer: Any
+    steps: list[PlanStep]
+    stopped: StopReason
+    error: str | None = None
+    strategy: str = "react"
+    activity_iri: str | None = None
+    terminated_by: str | None = None
