@@ -24,7 +24,7 @@ need a SPARQL server: not the store measured). A built store is kept under
 ``cache_root()`` (``TRAILS_BENCH_CACHE``, else ``~/.cache/trails-bench``), in a
 folder named by ``cache_key``: the size, trails' version and a digest of what
 decides the shape of the recorded graphs (the ontology, the shapes, the
-sources of ``prov/``, ``audit/seal.py``, the planner...) and ``MIX_VERSION``,
+sources of ``prov/``, ``evidence/seal.py``, the planner...) and ``MIX_VERSION``,
 the version of the session mix this file records. A change to any of them
 builds a new store; the old one is left for ``--prune``. ``reuse_any_digest``
 takes the newest complete store of the size and mix whatever the digest and
@@ -53,11 +53,12 @@ SHAPE_SOURCES: tuple[Path, ...] = (
     ROOT / "ontologies" / "trails.ttl",
     ROOT / "ontologies" / "shapes.ttl",
     SRC / "prov",
-    SRC / "audit" / "seal.py",
-    SRC / "audit" / "ledger.py",
-    SRC / "audit" / "catalogue.py",
+    SRC / "evidence" / "seal.py",
+    SRC / "evidence" / "ledger.py",
+    SRC / "catalogue" / "entries.py",
     SRC / "agent" / "planners" / "react.py",
     SRC / "agent" / "persistence.py",
+    SRC / "agent" / "projection.py",
     SRC / "llm" / "client.py",
     SRC / "memory",
 )

@@ -44,9 +44,9 @@ from _report import machine, write_section
 ROOT = Path(__file__).resolve().parent.parent
 SHAPE = (
     ROOT / "src" / "trails" / "prov",
-    ROOT / "src" / "trails" / "audit" / "seal.py",
-    ROOT / "src" / "trails" / "audit" / "catalogue.py",
-    ROOT / "src" / "trails" / "audit" / "ledger.py",
+    ROOT / "src" / "trails" / "evidence" / "seal.py",
+    ROOT / "src" / "trails" / "catalogue" / "entries.py",
+    ROOT / "src" / "trails" / "evidence" / "ledger.py",
     ROOT / "src" / "trails" / "agent",
     ROOT / "ontologies" / "trails.ttl",
 )
@@ -192,7 +192,7 @@ def _record_events(recorder: Any, index: int) -> str:
 
 def build(size: int) -> Path:
     """The cached store of ``size`` sessions (recorded now when missing)."""
-    from trails.audit.seal import install_sealer
+    from trails.evidence.seal import install_sealer
     from trails.prov.recorder import Recorder
     from trails.store import open_store
 
@@ -234,7 +234,7 @@ def measure(path: Path, rounds: int) -> dict[str, float]:
     from trails.audit.export import check_assurance, export, select_graphs
     from trails.audit.querypack import get_query
     from trails.audit.report import render_report
-    from trails.audit.totals import rollup
+    from trails.catalogue.totals import rollup
     from trails.cli.sessions import paged
     from trails.store import open_store
 

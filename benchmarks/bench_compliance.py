@@ -42,14 +42,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import interleaved, write_section
 
 import trails
-from trails.audit import verify
 from trails.audit.bundle import verify_bundle, write_bundle
-from trails.audit.erasure import erase
 from trails.audit.export import export as export_graphs
 from trails.audit.export import export_to_path
-from trails.audit.retention import RetentionPolicy
-from trails.audit.retention import apply as apply_retention
-from trails.audit.seal import install_sealer
+from trails.compliance.erasure import erase
+from trails.compliance.retention import RetentionPolicy
+from trails.compliance.retention import apply as apply_retention
+from trails.evidence import verify
+from trails.evidence.seal import install_sealer
 from trails.kernel import Context
 from trails.prov import CapabilityInvoked, LLMCompleted, Recorder, SessionEnded, SessionStarted
 from trails.prov.content import content_graph

@@ -47,8 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _report import interleaved, write_section
 
-from trails.audit.endpoint.auth import token_entry
 from trails.prov import PROV, Recorder, SessionEnded, SessionStarted, T
+from trails.server.auth import token_entry
 from trails.store import open_store
 
 SIZES = (300, 3000)

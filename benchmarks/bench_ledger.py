@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import interleaved, write_section
 
 import trails
-from trails.audit.canonical import graph_digest
-from trails.audit.checkpoint import record_checkpoint
-from trails.audit.ledger import ledger_iri, read_ledger
-from trails.audit.verify import verify
+from trails.evidence.canonical import graph_digest
+from trails.evidence.checkpoint import record_checkpoint
+from trails.evidence.ledger import ledger_iri, read_ledger
+from trails.evidence.verify import verify
 from trails.kernel import Context
 from trails.prov import Minter, Recorder
 from trails.store import IRI, Store, open_store

@@ -42,8 +42,8 @@ from opentelemetry.trace import SpanContext, SpanKind, TraceFlags
 
 from trails.otel.ingest import Ingestor
 from trails.otel.otlp import decode_protobuf
-from trails.otel.receiver import receiver_app
 from trails.prov import Recorder
+from trails.server.traces import receiver_app
 from trails.store import Quad, Store, open_store
 
 BATCH = 512

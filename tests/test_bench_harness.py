@@ -29,8 +29,8 @@ import bench_scale
 import run_all
 
 from trails.agent import Session
-from trails.audit.recovery import interrupted_sessions
-from trails.audit.verify import verify
+from trails.evidence.recovery import interrupted_sessions
+from trails.evidence.verify import verify
 from trails.store import Solutions, open_store
 from trails.testing import assert_conforms
 
@@ -116,7 +116,7 @@ def test_cached_store_builds_once_and_resumes_a_stopped_build(
 def test_a_stopped_build_goes_on_from_the_next_session(tmp_path: Path) -> None:
     """A build stopped after six sessions is resumed to eight: the six are kept, two more are
     recorded after them in time, and the store verifies."""
-    from trails.audit.verify import verify
+    from trails.evidence.verify import verify
     from trails.store import open_store
 
     path = tmp_path / "store"

@@ -26,9 +26,9 @@ from typing import IO
 
 import pytest
 
-from trails.audit.recovery import interrupted_sessions
-from trails.audit.verify import verify
 from trails.cli import main
+from trails.evidence.recovery import interrupted_sessions
+from trails.evidence.verify import verify
 from trails.prov import Recorder
 from trails.prov.vocab import NAMESPACES
 from trails.store import IRI, Solutions, Store, to_python

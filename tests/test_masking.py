@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import trails.memory as memory
-from trails.audit import install_sealer, verify
 from trails.config import load_settings
 from trails.errors import ConfigError
+from trails.evidence import install_sealer, verify
 from trails.kernel import Context, capability, invoke
 from trails.prov import LLMCompleted, PlanRunStarted, Recorder
 from trails.prov.masking import NAMED_RULES, Masking, MaskRule

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from tests.audit.test_ledger import Spy
+from tests.evidence.test_ledger import Spy
 
 import trails
 from trails.errors import StoreError
@@ -158,7 +158,7 @@ def test_a_sealed_run_holds_what_every_event_said(tmp_path: Any) -> None:
     """Through the default recorder (sealer and catalogue on), a session of invocations:
     the session's graph is what its events say, each description there once, and it
     verifies."""
-    from trails.audit import verify
+    from trails.evidence import verify
 
     store = OxigraphStore(tmp_path / "store")
     recorder = Recorder.from_settings(store=store)
@@ -180,7 +180,7 @@ def test_threads_recording_in_one_session_leave_every_description(tmp_path: Any)
     the events say, and it verifies."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from trails.audit import verify
+    from trails.evidence import verify
 
     store = OxigraphStore(tmp_path / "store")
     recorder = Recorder.from_settings(store=store)

@@ -2,7 +2,8 @@
 
 The kernel surface lives here: ``@capability``, ``invoke``, ``Context`` and
 the error tree. Planners (``trails.agent``), the LLM client (``trails.llm``),
-memory (``trails.memory``) and the audit tools (``trails.audit``) are imported
+memory (``trails.memory``), the evidence machinery (``trails.evidence``) and
+the audit tools (``trails.audit``) are imported
 on use, so ``import trails`` stays light. ``trails.Session`` (as in
 ``from trails import capability, Session``) is such a lazy export: the agent
 package is imported the first time the name is looked up. Likewise the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from trails import _moved
 from trails.errors import (
     BudgetExceeded,
     CapabilityError,
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
     from trails.agent.context import Session
 
 __version__ = "0.1.0"
+
+_moved.install()  # old import paths of moved modules keep working for one release
 
 #: Names exported lazily: name -> (module, attribute), imported on first lookup.
 _LAZY: dict[str, tuple[str, str]] = {"Session": ("trails.agent.context", "Session")}

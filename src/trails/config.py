@@ -29,13 +29,13 @@ a key adds it there).
 Wiring between rooms is configuration too: ``[prov] recorder_plugins`` lists
 ``"module:function"`` paths that ``Recorder.from_settings`` calls with the new
 recorder and the settings (``settings.plugin(path)`` imports them). By default
-the list holds the audit room's sealer (``SEALER``) unless ``[audit] seal =
+the list holds the evidence room's sealer (``SEALER``) unless ``[audit] seal =
 false``, then its recovery of sessions a stopped process left open
 (``RECOVERY``, which ``[audit] recover = false`` turns off), and, when
 ``[otel] endpoint`` is set (or ``[otel] export = true``, the endpoint then
 coming from the standard ``OTEL_EXPORTER_OTLP_*`` variables), the span
-exporter (``OTEL_EXPORTER``), so the recorder never imports the audit room: data flows one way,
-events -> quads -> store -> audit, and the top level connects them.
+exporter (``OTEL_EXPORTER``), so the recorder never imports the evidence room: data flows one way,
+events -> quads -> store -> evidence -> audit, and the top level connects them.
 """
 
 from __future__ import annotations
@@ -63,13 +63,13 @@ __all__ = [
 
 DEFAULT_STORE = "./.trails/store"
 
-SEALER = "trails.audit.seal:install_sealer"
+SEALER = "trails.evidence.seal:install_sealer"
 """The recorder plugin that seals each session in the same write as its end."""
 
 OTEL_EXPORTER = "trails.otel.exporter:install"
 """The recorder plugin that sends trails' runs as OTel spans (``[otel] endpoint`` or ``export``)."""
 
-RECOVERY = "trails.audit.recovery:recover_on_open"
+RECOVERY = "trails.evidence.recovery:recover_on_open"
 """The recorder plugin that ends, as interrupted, sessions a stopped process left open."""
 
 # setting name -> (environment variable, toml section, toml key, default)

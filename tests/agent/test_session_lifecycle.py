@@ -22,8 +22,8 @@ import pytest
 
 from trails.agent import Session
 from trails.agent.planners import plan_and_execute, react
-from trails.audit.verify import verify
 from trails.errors import SessionError
+from trails.evidence.verify import verify
 from trails.kernel import Context, default_context, reset_default_context
 from trails.kernel.lifecycle import drain_pending, open_sessions
 from trails.llm import LLMClient

@@ -20,11 +20,11 @@ from cryptography.hazmat.primitives.serialization import (
     PrivateFormat,
     PublicFormat,
 )
-from tests.audit.conftest import ALICE, Fixture
+from tests.known_store import ALICE, Fixture
 
 from trails.audit.bundle import verify_bundle, write_bundle
-from trails.audit.seal import install_sealer
 from trails.cli import main
+from trails.evidence.seal import install_sealer
 from trails.kernel import Context
 from trails.prov import Recorder
 from trails.store import IRI, Store

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import rdflib
-from tests.audit.conftest import ALICE, Fixture, build
+from tests.known_store import ALICE, Fixture, build
 
 from trails.cli import main
 from trails.store import open_store, set_default_store

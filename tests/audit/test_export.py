@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import rdflib
 from prov.model import ProvDocument
-from tests.audit.conftest import Fixture
+from tests.known_store import Fixture
 
 from trails.audit.export import (
     Redaction,
@@ -20,9 +20,9 @@ from trails.audit.export import (
     import_file,
     select_graphs,
 )
-from trails.audit.verify import verify
 from trails.config import load_settings
 from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
+from trails.evidence.verify import verify
 from trails.prov import T
 from trails.prov.content import content_graph, is_content_graph
 from trails.store import IRI, Solutions, Store, open_store

@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prov.model import ProvDocument
 from pyld import jsonld
-from tests.audit.conftest import Fixture
+from tests.known_store import Fixture
 
 from trails.audit.export import export
 from trails.errors import ExportError

@@ -9,7 +9,8 @@ import pytest
 
 from trails.agent.context import Session
 from trails.agent.planners import plan_and_execute, react, reflexion
-from trails.audit import get_query, install_sealer, render_report, verify
+from trails.audit import get_query, render_report
+from trails.evidence import install_sealer, verify
 from trails.kernel import capability
 from trails.llm import LLMClient
 from trails.prov import Recorder

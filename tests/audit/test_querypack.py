@@ -7,7 +7,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from tests.audit.conftest import ALICE, BOB, Fixture
+from tests.known_store import ALICE, BOB, Fixture
 
 from trails.audit.querypack import check_syntax, get_query, load_pack, parse_query, resolve
 from trails.errors import QueryParameterError, QuerySyntaxError, UnknownQuery

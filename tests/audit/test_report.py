@@ -6,7 +6,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from tests.audit.conftest import Fixture
+from tests.known_store import Fixture
 
 from trails.audit.report import render_report, report_data
 from trails.errors import SessionError

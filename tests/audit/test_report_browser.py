@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.audit.conftest import Fixture
+from tests.known_store import Fixture
 
 from trails.audit.export import Redaction, RedactionRule
 from trails.audit.report import write_report

@@ -10,12 +10,12 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
-from tests.endpoint.conftest import serving
+from tests.server.conftest import serving
 
-from trails.otel.auth import WriteTokens
 from trails.otel.ingest import Ingestor
-from trails.otel.receiver import receiver_app
 from trails.prov import Recorder
+from trails.server.traces import receiver_app
+from trails.server.write_tokens import WriteTokens
 from trails.store import Store
 
 

@@ -17,9 +17,9 @@ from tests.otel.conftest import Receiver
 from trails import capability
 from trails.agent import Session
 from trails.agent.planners import react
-from trails.audit.verify import verify
 from trails.cli import main
 from trails.config import load_settings
+from trails.evidence.verify import verify
 from trails.llm import LLMClient
 from trails.otel.exporter import SpanEmitter, install
 from trails.prov import default_recorder

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from trails.audit.verify import verify
+from trails.evidence.verify import verify
 from trails.otel.conventions import read_span
 from trails.otel.ingest import Ingestor
 from trails.otel.otlp import Span, SpanEvent

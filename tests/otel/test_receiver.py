@@ -21,13 +21,13 @@ from tests.llm.llm_fakes import FakeServer, Reply, openai_chat
 from tests.otel.conftest import Receiver, tracer_provider
 
 from trails.agent import Session
-from trails.audit.endpoint.auth import hash_token
 from trails.audit.querypack import load_pack
-from trails.audit.verify import verify
 from trails.errors import StoreError
+from trails.evidence.verify import verify
 from trails.llm import Message
-from trails.otel.auth import load_write_tokens
 from trails.prov.vocab import T, sparql_prefixes
+from trails.server.auth import hash_token
+from trails.server.write_tokens import load_write_tokens
 from trails.store import Store, open_store, select
 from trails.store.terms import IRI, to_python
 from trails.testing.replay import ReplayLLM
@@ -444,12 +444,12 @@ def test_the_cli_refuses_a_public_address_without_tokens(
 
 
 def test_trails_serve_mounts_the_route_for_write_tokens(store: Store, tmp_path: Path) -> None:
-    from tests.endpoint.conftest import serving
+    from tests.server.conftest import serving
 
-    from trails.audit.endpoint import create_app
-    from trails.audit.endpoint.auth import load_tokens
     from trails.config import load_settings
-    from trails.otel.receiver import mount_traces
+    from trails.server import create_app
+    from trails.server.auth import load_tokens
+    from trails.server.traces import mount_traces
 
     path = tmp_path / "tokens.toml"
     path.write_text(

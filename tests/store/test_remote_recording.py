@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from tests.known_store import Fixture, build
 
-from audit.conftest import Fixture, build
 from trails.audit.querypack import Query, load_pack
 from trails.store import Literal, Solutions, Store, open_store, to_python
 from trails.store.sparql import SparqlStore

@@ -14,8 +14,8 @@ from typing import ClassVar
 import httpx
 import pytest
 
-from trails.audit.ledger import ledger_iri, read_seals
-from trails.audit.verify import verify
+from trails.evidence.ledger import ledger_iri, read_seals
+from trails.evidence.verify import verify
 from trails.kernel import Context, capability, invoke
 from trails.prov import Minter, Recorder
 from trails.store import Store, open_store

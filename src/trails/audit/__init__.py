@@ -1,16 +1,27 @@
-"""What auditors use: the query pack, exports, seals and verification, the HTML report.
+"""What auditors read: the query pack, exports and evidence bundles, the HTML report.
 
 Everything here reads the provenance the rest of trails recorded, with SPARQL
-over the store; the one writer is the ``Sealer``, which appends seals to the
-ledger graph in the write that ends each session. The SPARQL endpoint lives here too
-(``trails.audit.endpoint``) and serves the pack by name.
+over the store, and writes nothing into it but what an auditor asks for
+(an import of an export). The machinery that makes the record trustworthy
+(seals, the ledger, verification) is the evidence room below (``trails.evidence``),
+compliance operations are ``trails.compliance``, the session catalogue and its
+totals ``trails.catalogue``, and the SPARQL endpoint that serves this pack over
+HTTP is ``trails.server``.
+
+- ``querypack``: the canned SPARQL queries, loaded and bound by name.
+- ``export``: session graphs out in standard formats and back in without loss.
+- ``bundle``: an evidence bundle a regulator checks without the store (export,
+  pack answers, seals and their verification in one zip).
+- ``report`` (with ``render`` and ``templates/``): the HTML report of a session.
+- ``access``: how commands open the store they read.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from trails.audit.canonical import canonical_term, graph_digest
+from trails._moved import MOVED_NAMES, warn_moved
 from trails.audit.export import (
     EXPORT_FORMATS,
     IMPORT_FORMATS,
@@ -22,7 +33,6 @@ from trails.audit.export import (
     import_file,
     select_graphs,
 )
-from trails.audit.ledger import Sealed, ledger_iri, read_seals
 from trails.audit.querypack import (
     Param,
     Query,
@@ -33,19 +43,25 @@ from trails.audit.querypack import (
     parse_query,
     resolve,
 )
-from trails.audit.seal import Sealer, install_sealer, rotate_signing_key, seal_ended_unsealed
-from trails.audit.verify import Finding, VerifyReport, verify
 
 if TYPE_CHECKING:
     from trails.audit.report import render_report, write_report
 
 
 def __getattr__(name: str) -> Any:
-    """The HTML report (and jinja2 with it) loads on first use, not with every recorder."""
+    """The HTML report (and jinja2 with it) loads on first use, not with every import.
+
+    Names this package exported before the evidence room moved out (``verify``,
+    ``install_sealer``, ...) still resolve, with a ``DeprecationWarning``.
+    """
     if name in ("render_report", "write_report"):
         from trails.audit import report
 
         return getattr(report, name)
+    moved = MOVED_NAMES[__name__].get(name)
+    if moved is not None:
+        warn_moved(f"{__name__}.{name}", f"{moved}.{name}")
+        return getattr(importlib.import_module(moved), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -53,32 +69,20 @@ __all__ = [
     "EXPORT_FORMATS",
     "IMPORT_FORMATS",
     "ExportStats",
-    "Finding",
     "Param",
     "Query",
     "Redaction",
     "RedactionRule",
-    "Sealed",
-    "Sealer",
-    "VerifyReport",
-    "canonical_term",
     "check_assurance",
     "check_syntax",
     "export",
     "get_query",
-    "graph_digest",
     "import_file",
-    "install_sealer",
-    "ledger_iri",
     "load_pack",
     "load_query",
     "parse_query",
-    "read_seals",
     "render_report",
     "resolve",
-    "rotate_signing_key",
-    "seal_ended_unsealed",
     "select_graphs",
-    "verify",
     "write_report",
 ]

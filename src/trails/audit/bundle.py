@@ -42,10 +42,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trails.audit.canonical import canonical_lines, graph_digest
-from trails.audit.catalogue import rebuild
 from trails.audit.export import ExportStats, export
-from trails.audit.ledger import (
+from trails.audit.querypack import Query, load_pack
+from trails.catalogue.entries import rebuild
+from trails.errors import ExportError, UserError
+from trails.evidence.canonical import canonical_lines, graph_digest
+from trails.evidence.ledger import (
     GENESIS,
     LedgerContents,
     SealRecord,
@@ -53,9 +55,7 @@ from trails.audit.ledger import (
     ledger_iri,
     read_ledger,
 )
-from trails.audit.querypack import Query, load_pack
-from trails.audit.verify import Finding, VerifyReport, _check_seal, trusted_keys
-from trails.errors import ExportError, UserError
+from trails.evidence.verify import Finding, VerifyReport, _check_seal, trusted_keys
 from trails.prov.content import content_graph, is_content_graph
 from trails.prov.iri import Minter
 from trails.store import Solutions, Store, open_store

@@ -47,10 +47,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from trails.audit.canonical import canonical_term
 from trails.audit.querypack import get_query
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
+from trails.evidence.canonical import canonical_term
 from trails.prov.content import content_graph, is_content_graph, structure_graph
 from trails.prov.iri import Minter
 from trails.prov.vocab import NAMESPACES, PROV, T

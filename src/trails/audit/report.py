@@ -28,11 +28,11 @@ from typing import Any
 import jinja2
 
 from trails.audit.export import Redaction
-from trails.audit.ledger import ledger_iri, seals_of_graph
 from trails.audit.querypack import get_query
 from trails.audit.render import cell, duration, usd
-from trails.audit.verify import verify
 from trails.errors import SessionError, VerificationError
+from trails.evidence.ledger import ledger_iri, seals_of_graph
+from trails.evidence.verify import verify
 from trails.prov.iri import Minter
 from trails.prov.vocab import XSD
 from trails.store.base import Solutions, Store

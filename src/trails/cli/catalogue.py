@@ -1,13 +1,13 @@
 """``trails catalogue rebuild|rollup``: write the catalogue's entries, total its days.
 
-The sealer keeps the catalogue (``trails.audit.catalogue``) current as sessions
+The sealer keeps the catalogue (``trails.catalogue.entries``) current as sessions
 start and end. Stores recorded before the catalogue existed, or with ``[audit]
 seal = false``, need their entries written once: ``rebuild`` rewrites every
 session's entry from its graph (one write per session), ``--missing`` only
 those that have none.
 
 ``rollup`` sums the cost of each day that is over into daily totals
-(``trails.audit.totals``), so ``cost-by-model`` and ``cost-by-principal`` read a
+(``trails.catalogue.totals``), so ``cost-by-model`` and ``cost-by-principal`` read a
 few rows per day instead of every session's summary. Run it daily (as the
 retention job does); ``rebuild`` runs it after rewriting the entries.
 """
@@ -18,8 +18,8 @@ import argparse
 import json
 
 from trails.audit.access import reading
-from trails.audit.catalogue import rebuild
-from trails.audit.totals import RollupResult, rollup
+from trails.catalogue.entries import rebuild
+from trails.catalogue.totals import RollupResult, rollup
 from trails.config import load_settings
 from trails.prov.iri import Minter
 

@@ -8,8 +8,8 @@ import json
 from dataclasses import asdict
 
 from trails.audit.access import reading
-from trails.audit.erasure import erase
-from trails.audit.migration import migrate
+from trails.compliance.erasure import erase
+from trails.compliance.migration import migrate
 from trails.config import load_settings
 from trails.prov.recorder import Recorder
 

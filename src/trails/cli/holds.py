@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict
 
 from trails.audit.access import reading
-from trails.audit.holds import Hold, list_holds, place_hold, release_holds
+from trails.compliance.holds import Hold, list_holds, place_hold, release_holds
 from trails.config import load_settings
 from trails.prov.iri import Minter
 from trails.prov.recorder import Recorder

@@ -1,6 +1,6 @@
 """``trails otlp``: receive OpenTelemetry traces (OTLP/HTTP) into the provenance store.
 
-A thin shell over ``trails.otel.receiver``: loopback without a token, like a
+A thin shell over ``trails.server.traces``: loopback without a token, like a
 local collector; with ``--tokens FILE``, or on any other address (where a
 tokens file is required), only bearer tokens whose entry says ``write = true``.
 Sessions are ended and sealed when their root span arrives, or after
@@ -55,10 +55,10 @@ def run(args: argparse.Namespace) -> int:
     """
     import uvicorn
 
-    from trails.otel.auth import load_write_tokens
     from trails.otel.ingest import Ingestor
-    from trails.otel.receiver import DEFAULT_MAX_BYTES, receiver_app
     from trails.prov.recorder import Recorder
+    from trails.server.traces import DEFAULT_MAX_BYTES, receiver_app
+    from trails.server.write_tokens import load_write_tokens
     from trails.store import open_store
 
     settings = load_settings()

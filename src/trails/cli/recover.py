@@ -14,9 +14,9 @@ import re
 from datetime import timedelta
 
 from trails.audit.access import reading
-from trails.audit.recovery import recover
 from trails.config import load_settings
 from trails.errors import UserError
+from trails.evidence.recovery import recover
 from trails.prov.recorder import Recorder
 
 __all__ = ["parse_age", "register", "run"]

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 
 from trails.audit.access import reading
-from trails.audit.retention import RetentionPlan, RetentionPolicy, apply, plan
+from trails.compliance.retention import RetentionPlan, RetentionPolicy, apply, plan
 from trails.config import load_settings
 from trails.errors import UserError
 from trails.prov.iri import Minter

@@ -1,6 +1,6 @@
 """``trails serve``: the authenticated read-only SPARQL endpoint, and token entries for it.
 
-A thin shell over ``trails.audit.endpoint``: read the settings, the tokens file
+A thin shell over ``trails.server``: read the settings, the tokens file
 and the limits, then run the app under uvicorn. Loopback is the default bind
 address; anything else is the operator's explicit choice (put TLS in front).
 The access log is a store of its own (``--access-log``; by default beside a
@@ -22,10 +22,10 @@ import socket
 import sys
 from typing import Any
 
-from trails.audit.endpoint import EndpointConfig, create_app
-from trails.audit.endpoint.auth import OWN_SESSIONS, load_tokens, new_token, token_entry
 from trails.config import load_settings
 from trails.errors import ConfigError, TrailsError
+from trails.server import EndpointConfig, create_app
+from trails.server.auth import OWN_SESSIONS, load_tokens, new_token, token_entry
 
 __all__ = ["register", "run"]
 
@@ -187,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
             )
         except TrailsError as exc:
             raise _StartupError(_one_line(exc)) from None
-        from trails.otel.receiver import mount_traces  # POST /v1/traces, tokens with write = true
+        from trails.server.traces import mount_traces  # POST /v1/traces, tokens with write = true
 
         mount_traces(
             endpoint.app,

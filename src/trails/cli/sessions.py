@@ -1,7 +1,7 @@
 """``trails sessions``: the sessions in the store, newest first, a page at a time.
 
 Answered from the catalogue graph (the ``sessions`` pack query, see
-``trails.audit.catalogue``): by default the newest 20, ``--limit N`` for
+``trails.catalogue.entries``): by default the newest 20, ``--limit N`` for
 another page size, ``--all`` for every one; filters by principal, start-time
 range and end status. A store recorded without the catalogue (before it
 existed, or with ``[audit] seal = false``) lists nothing until
@@ -14,9 +14,9 @@ import argparse
 import sys
 
 from trails.audit.access import reading
-from trails.audit.catalogue import has_entries
 from trails.audit.querypack import get_query
 from trails.audit.render import table
+from trails.catalogue.entries import has_entries
 from trails.errors import UserError
 
 __all__ = ["DEFAULT_LIMIT", "PAGE_MARKER", "paged", "register", "run"]

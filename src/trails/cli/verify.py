@@ -22,12 +22,12 @@ from typing import Any
 
 from trails.audit.access import reading
 from trails.audit.bundle import verify_bundle
-from trails.audit.checkpoint import record_checkpoint
-from trails.audit.seal import configured_signing_key
-from trails.audit.verify import VerifyReport, load_public_key, verify
 from trails.cli.common import session_arg
 from trails.config import load_settings
 from trails.errors import StoreError, UserError
+from trails.evidence.checkpoint import record_checkpoint
+from trails.evidence.seal import configured_signing_key
+from trails.evidence.verify import VerifyReport, load_public_key, verify
 from trails.prov.iri import Minter
 from trails.prov.recorder import Recorder
 from trails.store.base import Store

@@ -25,7 +25,7 @@ before ``atexit`` handlers registered earlier (``atexit`` runs the newest
 first); an application that closes its store in an ``atexit`` handler
 registered after its last session opened should close its sessions first.
 A process that is killed leaves its sessions open: recovery ends them as
-interrupted (``trails.audit.recovery``).
+interrupted (``trails.evidence.recovery``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The OpenTelemetry bridge: audit any agent that emits GenAI traces, and send trails' runs out.
 
-- In: ``trails otlp`` (``receiver``) accepts OTLP/HTTP traces, reads them
-  through every version of the GenAI conventions (``conventions``), turns each
-  span into trails' own event (``mapping``, ``events``) and writes each batch
-  atomically into per-session graphs (``ingest``), ended and sealed like native
-  sessions.
+- In: OTLP spans (decoded by ``otlp``) are read through every version of the
+  GenAI conventions (``conventions``), each span turned into trails' own event
+  (``mapping``, ``events``) and each batch written atomically into per-session
+  graphs (``ingest``), ended and sealed like native sessions. The HTTP route
+  that receives them (``trails otlp``, ``trails serve``) is the server room's
+  (``trails.server.traces``): this room knows nothing of HTTP.
 - Out: ``SpanExporterListener`` (``exporter``) emits recorded runs as OTel
   spans through the OpenTelemetry SDK; ``session_otlp_json`` exports a
   recorded session as an OTLP/JSON payload.

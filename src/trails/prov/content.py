@@ -12,7 +12,7 @@ envelope's arguments and result) are written to the *content graph* of the graph
 their event belongs to (``content_graph``: the graph's IRI plus ``:content``), in
 the same atomic write; the graph itself keeps the structure and each value's
 sha256. Seals cover the structure graph only, so content can be erased
-(``trails.audit.erasure``) without touching anything sealed.
+(``trails.compliance.erasure``) without touching anything sealed.
 """
 
 from __future__ import annotations

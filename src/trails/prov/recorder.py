@@ -112,7 +112,7 @@ class Recorder:
     ) -> Recorder:
         """A recorder configured by the settings, with the plugins they name.
 
-        Each ``settings.recorder_plugins()`` entry (by default the audit room's
+        Each ``settings.recorder_plugins()`` entry (by default the evidence room's
         sealer, unless ``[audit] seal = false``, then its recovery of sessions left
         open by a process that stopped) is called with the recorder and the
         settings and installs its hooks.

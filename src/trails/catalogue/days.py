@@ -1,0 +1,137 @@
+"""The catalogue's days and the totals kept on them: names, descriptions, and what a change removes.
+
+Every ended summary points to the UTC day it ended on (a ``trails:CatalogueDay``,
+``day_iri``). ``trails.catalogue.totals.rollup`` sums each day that is over into
+``trails:DailyTotal`` nodes (``trails:totalsOf`` the day, marked
+``trails:totalledAt``) and keeps one running total per agent
+(``trails:RunningTotal``) over every day up to the catalogue's
+``trails:runningThrough`` date, so a store-wide cost question reads one row per
+agent, the totals of the few days after it, and the entries of the days not
+totalled yet. This module is what the writers of summaries (the sealer, a
+rebuild, retention) and the rollup share: a write that changes a summary of a
+day removes that day's totals, and the running totals when they cover it,
+``day_totals``, in the same write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, date, datetime
+from typing import Any
+
+from trails.prov.iri import Minter
+from trails.prov.vocab import PROV, RDF, RDFS, T
+from trails.store.base import Solutions, Store
+from trails.store.terms import IRI, Literal, Quad, literal, to_python
+
+__all__ = [
+    "dated_mark",
+    "day_iri",
+    "day_of",
+    "day_quads",
+    "day_totals",
+    "ended_day",
+    "running_quads",
+    "stored_quads",
+]
+
+
+def dated_mark(catalogue: IRI) -> Quad:
+    """The mark that every ended summary of ``catalogue`` points to its day
+    (``trails:entriesDated``): written by ``trails.catalogue.totals.rollup`` once it has
+    dated every entry, and by a full ``rebuild``."""
+    return Quad(catalogue, T.entriesDated, literal(True), catalogue)
+
+
+def day_iri(catalogue: IRI, day: date) -> IRI:
+    """The IRI of a catalogue day (``<catalogue>:day:YYYY-MM-DD``)."""
+    return Minter.part(catalogue, f"day:{day.isoformat()}")
+
+
+def day_of(node: IRI | str) -> date | None:
+    """The date a day IRI names (``None`` for another IRI)."""
+    _, _, tail = str(node).rpartition(":day:")
+    try:
+        return date.fromisoformat(tail)
+    except ValueError:
+        return None
+
+
+def ended_day(ended: Any) -> date | None:
+    """The UTC day of an ``xsd:dateTime`` literal (``None`` for anything else)."""
+    value = to_python(ended) if isinstance(ended, Literal) else ended
+    if not isinstance(value, datetime):
+        return None
+    return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC).date()
+
+
+def day_quads(catalogue: IRI, day: date) -> list[Quad]:
+    """The description of a catalogue day (written with each summary that points to it)."""
+    node = day_iri(catalogue, day)
+    return [
+        Quad(node, RDF.type, T.CatalogueDay, catalogue),
+        Quad(node, RDF.type, PROV.Entity, catalogue),
+        Quad(node, RDFS.label, Literal(f"sessions that ended on {day.isoformat()}"), catalogue),
+        Quad(node, T.day, literal(day), catalogue),
+    ]
+
+
+_DAY_TOTALS = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?s ?p ?o $catalogue $day WHERE {
+  GRAPH $catalogue {
+    { $day trails:totalledAt ?o BIND($day AS ?s) BIND(trails:totalledAt AS ?p) }
+    UNION
+    { ?s trails:totalsOf $day ; ?p ?o }
+  }
+}
+"""
+
+_RUNNING = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?s ?p ?o $catalogue WHERE {
+  GRAPH $catalogue {
+    { $catalogue trails:runningThrough ?o BIND($catalogue AS ?s) BIND(trails:runningThrough AS ?p) }
+    UNION
+    { ?s a trails:RunningTotal ; ?p ?o }
+  }
+}
+"""
+
+
+def stored_quads(result: object, catalogue: IRI) -> list[Quad]:
+    """The quads of ``catalogue`` an ``?s ?p ?o`` query read (its first three columns)."""
+    assert isinstance(result, Solutions)
+    return [
+        Quad(IRI.trusted(str(r[0])), IRI.trusted(str(r[1])), r[2], catalogue)  # type: ignore[arg-type]
+        for r in result.rows
+        if r[0] is not None and r[1] is not None and r[2] is not None
+    ]
+
+
+def running_quads(store: Store, catalogue: IRI) -> tuple[date | None, list[Quad]]:
+    """The running totals as stored: the date they run through, and their quads."""
+    quads = stored_quads(store.query(_RUNNING, {"catalogue": catalogue}), catalogue)
+    through = [to_python(q.object) for q in quads if q.predicate == T.runningThrough]
+    days = [d for d in through if isinstance(d, date)]
+    return (max(days) if days else None), quads
+
+
+def day_totals(store: Store, catalogue: IRI, days: Iterable[IRI]) -> list[Quad]:
+    """What a write that changes a summary of ``days`` removes with it: their
+    ``trails:DailyTotal`` nodes and ``totalledAt`` marks, and the running totals when
+    they run through one of those days."""
+    out: list[Quad] = []
+    earliest: date | None = None
+    for day in dict.fromkeys(days):
+        out += stored_quads(
+            store.query(_DAY_TOTALS, {"catalogue": catalogue, "day": day}), catalogue
+        )
+        when = day_of(day)
+        if when is not None and (earliest is None or when < earliest):
+            earliest = when
+    if earliest is not None:
+        through, running = running_quads(store, catalogue)
+        if through is not None and earliest <= through:
+            out += running
+    return out

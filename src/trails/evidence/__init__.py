@@ -1,0 +1,39 @@
+"""The evidence machinery: what makes a recorded graph trustworthy, and the checks that say so.
+
+- ``canonical``: the canonical form of a named graph and its hash.
+- ``ledger``: the ledger graph's format (seals, seal chains, key rotations).
+- ``seal``: the ``Sealer``, the one writer here, which seals each session graph in
+  the write that ends it.
+- ``verify``: recompute sealed graphs, walk the chains, check signatures.
+- ``checkpoint``: what a successful verification checked, for the next one.
+- ``recovery``: sessions of a stopped process ended as interrupted, and sealed.
+- ``erasures``: erasure receipts read back, so verification tells lawful removal
+  apart from tampering.
+
+This room reads and writes the store through ``trails.prov`` and
+``trails.store`` and keeps the session catalogue (``trails.catalogue``) up to
+date as sessions end; it never imports what auditors read (``trails.audit``),
+compliance operations (``trails.compliance``) or the server above it.
+"""
+
+from __future__ import annotations
+
+from trails.evidence.canonical import canonical_term, graph_digest
+from trails.evidence.ledger import Sealed, ledger_iri, read_seals
+from trails.evidence.seal import Sealer, install_sealer, rotate_signing_key, seal_ended_unsealed
+from trails.evidence.verify import Finding, VerifyReport, verify
+
+__all__ = [
+    "Finding",
+    "Sealed",
+    "Sealer",
+    "VerifyReport",
+    "canonical_term",
+    "graph_digest",
+    "install_sealer",
+    "ledger_iri",
+    "read_seals",
+    "rotate_signing_key",
+    "seal_ended_unsealed",
+    "verify",
+]

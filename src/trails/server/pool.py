@@ -1,0 +1,562 @@
+"""Where the endpoint's queries run, and how one that runs too long is stopped.
+
+pyoxigraph cannot interrupt a query from Python: once ``Store.query`` starts a
+join, it runs to its end. So the endpoint evaluates in worker processes and
+stops an overrunning query by killing the process that runs it:
+
+- ``ProcessPool`` starts ``processes`` workers (``spawn``), each opening the
+  store itself with ``open_store(location)`` and evaluating up to ``threads``
+  jobs at once (pyoxigraph releases the GIL while it evaluates). A watchdog
+  thread kills a worker whose job passes its deadline; that job fails with
+  ``QueryTimeout``, the worker's other jobs (all read-only) run again on a
+  fresh worker, and the endpoint goes on serving. A directory store may be
+  opened by one process only (RocksDB locks it), so for a directory the pool
+  has one worker; a SPARQL server store (``http(s)://``) takes any number.
+  Workers only read: the access log is a store of the server process.
+- ``InlineEvaluator`` runs jobs in threads over a ``Store`` object of this
+  process (an in-memory store, tests, embedding the endpoint in an
+  application). It cannot stop a query: the endpoint answers 503 at the time
+  limit and the thread finishes in the background.
+
+``run_job`` is the one function both run: resolve the graphs the token may
+read (``graphs``: from a graph list each evaluator keeps for a
+second), evaluate over that dataset (or unrestricted, for a token that may
+read everything), serialise, count, check the limits. The answer is
+serialised into a buffer that stops the store at ``max_bytes`` (the embedded
+store serialises as it evaluates; the remote one is read as a stream), so a
+huge answer never exists in full in a worker; the results of an answer
+within that size are then counted against ``max_results``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import multiprocessing
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from trails.errors import (
+    QueryParameterError,
+    QueryRefused,
+    QuerySyntaxError,
+    QueryTimeout,
+    StoreError,
+    TrailsError,
+)
+from trails.server.auth import Grant
+from trails.server.graphs import GRAPH_LIST_TTL, GraphCache, dataset
+from trails.store import Store, open_store
+from trails.store.results import count_results
+from trails.store.terms import IRI, Term
+
+__all__ = [
+    "Evaluator",
+    "InlineEvaluator",
+    "Outcome",
+    "ProcessPool",
+    "QueryJob",
+    "run_job",
+]
+
+
+@dataclass(frozen=True)
+class QueryJob:
+    """One query to evaluate for one grant, with the limits that apply to it.
+
+    ``reserved`` is a graph no grant reads in the store the job runs on (the
+    access log's IRI in the data store), or None. ``default_graphs`` /
+    ``named_graphs`` are the request's own dataset (None: it names none).
+    """
+
+    sparql: str
+    grant: Grant
+    reserved: IRI | None
+    format: str = "json"
+    params: Mapping[str, Term] = field(default_factory=dict)
+    default_graphs: tuple[IRI, ...] | None = None
+    named_graphs: tuple[IRI, ...] | None = None
+    base_iri: str = "urn:trails:"
+    max_results: int = 100_000
+    max_bytes: int = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a job produced, as plain data that crosses a process boundary.
+
+    ``kind`` is ``ok``, ``syntax`` (with ``line`` / ``column``), ``parameter``,
+    ``too_large`` or ``store``.
+    """
+
+    kind: str = "ok"
+    data: bytes = b""
+    count: int = 0
+    message: str = ""
+    line: int | None = None
+    column: int | None = None
+
+
+def run_job(store: Store, job: QueryJob, graphs: GraphCache | None = None) -> Outcome:
+    """Run one query against ``store``; every failure becomes an ``Outcome``.
+
+    Args:
+        store: the store (of this process).
+        job: the query.
+        graphs: the evaluator's graph list of ``store`` (default: list it now).
+
+    Returns:
+        The result bytes and count, or the kind and message of the failure.
+    """
+    try:
+        cache = graphs if graphs is not None else GraphCache(store, ttl=0)
+        readable = cache.readable(job.grant, job.reserved, job.base_iri)
+        try:
+            # stops at max_bytes while the store serialises (or downloads) the answer
+            data = store.query_to(
+                job.sparql,
+                dict(job.params) or None,
+                format=job.format,
+                max_bytes=job.max_bytes,
+                **dataset(readable, job.default_graphs, job.named_graphs),
+            )
+        except QueryRefused as exc:
+            return Outcome("too_large", message=str(exc))
+        count = count_results(data, job.format)
+        if count > job.max_results:
+            return Outcome(
+                "too_large",
+                message=f"the result has {count} results, over the limit of {job.max_results}; "
+                f"add a LIMIT or narrow the query",
+            )
+        return Outcome(data=data, count=count)
+    except QuerySyntaxError as exc:
+        message = _public(str(exc), store)
+        return Outcome("syntax", message=message, line=exc.line, column=exc.column)
+    except QueryParameterError as exc:
+        return Outcome("parameter", message=_public(str(exc), store))
+    except TrailsError as exc:
+        return Outcome("store", message=_public(str(exc), store))
+    except Exception as exc:  # a worker must answer every job, whatever the backend raised
+        return Outcome("store", message=_public(f"{type(exc).__name__}: {exc}", store))
+
+
+def _public(message: str, store: Store) -> str:
+    """``message`` without the addresses of a SPARQL server behind the endpoint.
+
+    A remote store names its server in its errors, which is right for an
+    operator and wrong for a client of the endpoint: the server is internal.
+    """
+    for name in ("query_url", "update_url", "gsp_url"):
+        url = getattr(store, name, None)
+        if not isinstance(url, str) or not url:
+            continue
+        parts = urlsplit(url)
+        netloc = parts.netloc.rsplit("@", 1)[-1]
+        for spelling in (url, urlunsplit(parts._replace(netloc=netloc))):
+            message = message.replace(spelling, "the store")
+        if netloc:
+            message = message.replace(netloc, "the store")
+    return message
+
+
+class Evaluator(Protocol):
+    """Runs jobs: the endpoint awaits the future ``submit`` returns."""
+
+    def start(self) -> None:
+        """Get ready to run jobs (idempotent)."""
+        ...
+
+    def submit(self, job: QueryJob, time_limit: float | None) -> Future[Outcome]:
+        """Queue ``job``; the future fails with ``QueryTimeout`` when it overruns."""
+        ...
+
+    def close(self) -> None:
+        """Stop, failing jobs still queued."""
+        ...
+
+
+class InlineEvaluator:
+    """Jobs in a thread pool over a ``Store`` of this process (no hard time limit).
+
+    Args:
+        store: the store to evaluate on.
+        threads: how many jobs run at once.
+        graph_ttl: seconds the store's graph list is kept (see ``GraphCache``).
+    """
+
+    stops_queries = False
+
+    def __init__(
+        self, store: Store, *, threads: int = 4, graph_ttl: float = GRAPH_LIST_TTL
+    ) -> None:
+        self.store = store
+        self.graphs = GraphCache(store, graph_ttl)
+        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="trails-endpoint")
+
+    def start(self) -> None:
+        """Nothing to start: the store is open."""
+
+    def submit(self, job: QueryJob, time_limit: float | None) -> Future[Outcome]:
+        """Run ``job`` in a thread (the caller enforces ``time_limit``)."""
+        return self._executor.submit(run_job, self.store, job, self.graphs)
+
+    def close(self) -> None:
+        """Stop the threads after the jobs already running."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _worker_main(
+    conn: Connection, location: str, threads: int, graph_ttl: float, base_iri: str | None
+) -> None:
+    """A worker process: open the store, then run queries until the pipe closes."""
+    try:
+        store = open_store(location, base_iri=base_iri)
+    except Exception as exc:  # reported to the pool, which explains it to the operator
+        conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+        return
+    graphs = GraphCache(store, graph_ttl)
+    conn.send(("ready", None))
+    send_lock = threading.Lock()
+
+    def finish(job_id: int, future: Future[Outcome]) -> None:
+        try:
+            outcome = future.result()
+        except BaseException as exc:  # pragma: no cover - run_job catches everything
+            outcome = Outcome("store", message=f"{type(exc).__name__}: {exc}")
+        with send_lock:
+            conn.send((job_id, outcome))
+
+    with ThreadPoolExecutor(threads) as executor:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                break
+            if message is None:
+                break
+            job_id, job = message
+            future = executor.submit(run_job, store, job, graphs)
+            future.add_done_callback(functools.partial(finish, job_id))
+    store.close()
+
+
+@dataclass(eq=False)
+class _Pending:
+    id: int
+    job: QueryJob
+    future: Future[Outcome]
+    queued_until: float | None
+    limit: float | None
+    deadline: float | None = None
+    tries: int = 0
+    timed_out: bool = False
+
+
+@dataclass(eq=False)
+class _Slot:
+    process: Any
+    conn: Connection
+    running: dict[int, _Pending] = field(default_factory=dict)
+    ready: bool = True
+    killed: bool = False
+    send_lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class ProcessPool:
+    """Worker processes that each open the store; overrunning queries are killed.
+
+    Args:
+        location: the store location each worker opens (a directory, or
+            ``http(s)://``); a directory gets exactly one worker.
+        processes: how many workers for a SPARQL server store.
+        threads: jobs each worker runs at once.
+        max_pending: jobs allowed to wait for a free thread before the pool
+            refuses more with a 503.
+        start_timeout: seconds a worker may take to open the store.
+        graph_ttl: seconds each worker keeps the store's graph list.
+        base_iri: the base relative IRIs in queries resolve against (default:
+            the configured one).
+    """
+
+    stops_queries = True
+
+    def __init__(
+        self,
+        location: str,
+        *,
+        processes: int = 2,
+        threads: int = 4,
+        max_pending: int = 256,
+        start_timeout: float = 60.0,
+        graph_ttl: float = GRAPH_LIST_TTL,
+        base_iri: str | None = None,
+    ) -> None:
+        self.base_iri = base_iri
+        remote = location.startswith(("http://", "https://"))
+        self.location = location
+        self.processes = max(1, processes) if remote else 1
+        self.threads = max(1, threads)
+        self.max_pending = max_pending
+        self.start_timeout = start_timeout
+        self.graph_ttl = graph_ttl
+        self._context = multiprocessing.get_context("spawn")
+        self._lock = threading.RLock()
+        self._slots: list[_Slot | None] = [None] * self.processes
+        self._backlog: deque[_Pending] = deque()
+        self._ids = itertools.count(1)
+        self._closing = False
+        self._started = False
+        self._ready = threading.Semaphore(0)
+        self._start_error: str | None = None
+        self.restarts = 0
+
+    # -- life cycle -------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the workers and wait until each has opened the store.
+
+        Raises:
+            StoreError: a worker could not open the store (locked, unreachable ...).
+        """
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        for index in range(self.processes):
+            threading.Thread(
+                target=self._keep,
+                args=(index,),
+                name=f"trails-endpoint-keeper-{index}",
+                daemon=True,
+            ).start()
+        threading.Thread(target=self._watch, name="trails-endpoint-watchdog", daemon=True).start()
+        for _ in range(self.processes):
+            self._ready.acquire()
+            if self._start_error is not None:
+                self.close()
+                raise StoreError(
+                    f"the endpoint's worker could not open the store: {self._start_error}"
+                )
+
+    def close(self) -> None:
+        """Stop every worker; queued and running jobs fail with ``StoreError``."""
+        with self._lock:
+            self._closing = True
+            slots = [s for s in self._slots if s is not None]
+            pending = list(self._backlog)
+            self._backlog.clear()
+            for slot in slots:
+                pending.extend(slot.running.values())
+                slot.running.clear()
+        for slot in slots:
+            try:
+                with slot.send_lock:
+                    slot.conn.send(None)
+            except OSError:
+                pass
+        for slot in slots:
+            slot.process.join(timeout=5)
+            if slot.process.is_alive():
+                slot.process.kill()
+                slot.process.join(timeout=5)
+        for item in pending:
+            _fail(item.future, StoreError("the endpoint is shutting down"))
+
+    # -- jobs -------------------------------------------------------------------
+
+    def submit(self, job: QueryJob, time_limit: float | None) -> Future[Outcome]:
+        """Queue ``job``; it fails with ``QueryTimeout`` past ``time_limit`` seconds.
+
+        Raises:
+            QueryRefused: 503, too many jobs are already waiting.
+            StoreError: the pool is closed.
+        """
+        future: Future[Outcome] = Future()
+        # The time limit runs while a worker evaluates the job; waiting for a free (or a
+        # restarting) worker has its own, longer bound.
+        queued_until = time.monotonic() + max(3 * time_limit, 30.0) if time_limit else None
+        with self._lock:
+            if self._closing:
+                raise StoreError("the endpoint is shutting down")
+            if len(self._backlog) >= self.max_pending:
+                raise QueryRefused(
+                    f"the endpoint is busy ({len(self._backlog)} queries waiting); try again",
+                    status=503,
+                )
+            self._backlog.append(_Pending(next(self._ids), job, future, queued_until, time_limit))
+        self._dispatch()
+        return future
+
+    def _dispatch(self) -> None:
+        sends: list[tuple[_Slot, _Pending]] = []
+        with self._lock:
+            while self._backlog:
+                free = [
+                    s
+                    for s in self._slots
+                    if s is not None and s.ready and len(s.running) < self.threads
+                ]
+                if not free:
+                    break
+                slot = min(free, key=lambda s: len(s.running))
+                item = self._backlog.popleft()
+                if item.limit:
+                    item.deadline = time.monotonic() + item.limit
+                slot.running[item.id] = item
+                sends.append((slot, item))
+        for slot, item in sends:
+            try:
+                with slot.send_lock:
+                    slot.conn.send((item.id, item.job))
+            except OSError:
+                pass  # the worker died; its keeper runs the job again elsewhere
+
+    # -- workers ----------------------------------------------------------------
+
+    def _spawn(self) -> tuple[Any, Connection]:
+        parent, child = self._context.Pipe()
+        process = self._context.Process(
+            target=_worker_main,
+            args=(child, self.location, self.threads, self.graph_ttl, self.base_iri),
+            name="trails-endpoint-worker",
+            daemon=True,
+        )
+        process.start()
+        child.close()
+        if not parent.poll(self.start_timeout):
+            process.kill()
+            process.join()
+            raise StoreError(f"no answer within {self.start_timeout} s")
+        try:
+            status, detail = parent.recv()
+        except EOFError:
+            process.join()
+            raise StoreError(f"the worker exited with status {process.exitcode}") from None
+        if status != "ready":
+            process.join()
+            raise StoreError(str(detail))
+        return process, parent
+
+    def _keep(self, index: int) -> None:
+        """Run one worker slot: spawn, serve, and after a death handle its jobs and respawn."""
+        first = True
+        failures = 0
+        while not self._closing:
+            try:
+                process, conn = self._spawn()
+            except StoreError as exc:
+                failures += 1
+                if first or failures >= 5:
+                    self._start_error = str(exc)
+                    if first:
+                        self._ready.release()
+                    self._fail_backlog(StoreError(f"no worker can open the store: {exc}"))
+                    return
+                time.sleep(0.2 * failures)
+                continue
+            failures = 0
+            slot = _Slot(process, conn)
+            with self._lock:
+                self._slots[index] = slot
+            if first:
+                first = False
+                self._ready.release()
+            self._dispatch()
+            self._serve(slot)
+            self._after_death(slot)
+
+    def _serve(self, slot: _Slot) -> None:
+        while True:
+            try:
+                job_id, outcome = slot.conn.recv()
+            except (EOFError, OSError):
+                return
+            with self._lock:
+                item = slot.running.pop(job_id, None)
+            if item is not None:
+                _resolve(item.future, outcome)
+            self._dispatch()
+
+    def _after_death(self, slot: _Slot) -> None:
+        slot.process.join(timeout=10)  # the store's lock is free only once it has exited
+        failed: list[tuple[_Pending, TrailsError]] = []
+        with self._lock:
+            slot.ready = False
+            self.restarts += 1
+            for item in sorted(slot.running.values(), key=lambda p: p.id, reverse=True):
+                if item.timed_out:
+                    failed.append((item, _timeout(item.limit)))
+                elif item.tries < 2 and not self._closing:
+                    item.tries += 1
+                    self._backlog.appendleft(item)
+                else:
+                    failed.append((item, StoreError("the worker evaluating this query died")))
+            slot.running.clear()
+        for item, error in failed:
+            _fail(item.future, error)
+
+    def _fail_backlog(self, error: TrailsError) -> None:
+        with self._lock:
+            if any(s is not None and s.ready for s in self._slots):
+                return
+            pending = list(self._backlog)
+            self._backlog.clear()
+        for item in pending:
+            _fail(item.future, error)
+
+    def _watch(self) -> None:
+        """Kill workers whose jobs overran; fail jobs that waited past their deadline."""
+        while not self._closing:
+            time.sleep(0.02)
+            now = time.monotonic()
+            expired: list[_Pending] = []
+            kill: list[_Slot] = []
+            with self._lock:
+                for item in list(self._backlog):
+                    if item.queued_until is not None and now > item.queued_until:
+                        self._backlog.remove(item)
+                        expired.append(item)
+                for slot in self._slots:
+                    if slot is None or slot.killed:
+                        continue
+                    overdue = [
+                        i
+                        for i in slot.running.values()
+                        if i.deadline is not None and now > i.deadline
+                    ]
+                    if overdue:
+                        for item in overdue:
+                            item.timed_out = True
+                        slot.killed = True
+                        slot.ready = False
+                        kill.append(slot)
+            for slot in kill:
+                slot.process.kill()
+            for item in expired:
+                _fail(item.future, _timeout(item.limit))
+
+
+def _timeout(limit: float | None) -> QueryTimeout:
+    return QueryTimeout(
+        f"the query was stopped after its time limit of {limit or 0:g} s; narrow it or add a LIMIT",
+        limit=limit,
+    )
+
+
+def _fail(future: Future[Outcome], error: TrailsError) -> None:
+    with contextlib.suppress(InvalidStateError):  # the caller may have given up on it
+        future.set_exception(error)
+
+
+def _resolve(future: Future[Outcome], outcome: Outcome) -> None:
+    with contextlib.suppress(InvalidStateError):
+        future.set_result(outcome)

@@ -1,0 +1,248 @@
+"""``POST /v1/traces``: the OTLP/HTTP trace receiver, as a route any Starlette app can mount.
+
+``traces_route(ingestor, tokens=...)`` is the route ``trails otlp`` serves and
+``trails serve`` mounts. It answers as the OTLP/HTTP specification asks, so
+the OpenTelemetry SDK's exporters retry exactly when they should:
+
+- 200 (an empty ``ExportTraceServiceResponse``, in the request's encoding)
+  only after the whole batch was written in one atomic store write;
+- 503 with ``Retry-After`` when the store failed: nothing was written, the
+  exporter sends the batch again, and spans are idempotent by trace and span id;
+- 400 with the reason for a payload that cannot be read, 413 over the size
+  limit (compressed or not), 415 for another content type;
+- 401 without a known bearer token and 403 for a token without the write
+  scope, when the receiver has tokens (``tokens=None``: no authentication, for
+  loopback only; the CLI enforces that).
+
+``receiver_app`` is the stand-alone app: the route plus a task that ends idle
+sessions (``Ingestor.sweep``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gzip
+import logging
+import threading
+import zlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+from trails.config import Settings
+from trails.errors import StoreError, UserError
+from trails.otel.ingest import Ingestor
+from trails.otel.otlp import OTLPDecodeError, Span, decode_json, decode_protobuf
+from trails.server.write_tokens import WriteTokens
+from trails.store.base import Store
+
+__all__ = ["DEFAULT_MAX_BYTES", "TRACES_PATH", "mount_traces", "receiver_app", "traces_route"]
+
+TRACES_PATH = "/v1/traces"
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+log = logging.getLogger(__name__)
+
+_PROTOBUF = "application/x-protobuf"
+_JSON = "application/json"
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.headers = headers or {}
+
+
+async def _body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _Refused(413, f"the request body is {declared} bytes, over the limit of {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _Refused(413, f"the request body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return raw
+    if encoding not in ("gzip", "deflate"):
+        raise _Refused(415, f"unsupported content-encoding {encoding!r}: use gzip or none")
+    try:
+        inflater = zlib.decompressobj(wbits=31 if encoding == "gzip" else 15)
+        body = inflater.decompress(raw, limit + 1)
+    except (zlib.error, gzip.BadGzipFile) as exc:
+        raise _Refused(400, f"the {encoding} body cannot be decompressed: {exc}") from exc
+    if len(body) > limit or inflater.unconsumed_tail:
+        raise _Refused(413, f"the decompressed body is over the limit of {limit} bytes")
+    return body
+
+
+def _empty_response(kind: str) -> Response:
+    if kind == _JSON:
+        return Response(b"{}", media_type=_JSON)
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+
+    return Response(ExportTraceServiceResponse().SerializeToString(), media_type=_PROTOBUF)
+
+
+def traces_route(
+    ingestor: Ingestor | Callable[[], Ingestor],
+    *,
+    tokens: WriteTokens | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    path: str = TRACES_PATH,
+) -> Route:
+    """The ``POST /v1/traces`` route over ``ingestor``.
+
+    Args:
+        ingestor: records the spans, or a function making it on the first request
+            (so mounting never opens a store).
+        tokens: bearer tokens with their write scope; None accepts any request
+            (loopback without a tokens file only).
+        max_bytes: largest body accepted, before and after decompression.
+        path: where to mount it.
+
+    Returns:
+        A Starlette route.
+    """
+
+    made: list[Ingestor] = [ingestor] if isinstance(ingestor, Ingestor) else []
+    lock = threading.Lock()
+
+    def ingest(spans: list[Span], principal: str | None) -> None:
+        with lock:
+            if not made:
+                assert callable(ingestor)
+                made.append(ingestor())
+        made[0].ingest(spans, principal=principal)
+        try:  # sessions idle for too long end here too, not only in the sweeper
+            made[0].sweep()
+        except StoreError:  # the batch is written: answer 200; the next sweep ends them
+            log.exception("ending idle sessions failed")
+
+    async def receive(request: Request) -> Response:
+        try:
+            principal = None
+            if tokens is not None:
+                grant = tokens.authenticate(request.headers.get("authorization"))
+                if grant is None:
+                    raise _Refused(
+                        401,
+                        "a bearer token is required: send 'Authorization: Bearer TOKEN'",
+                        {"WWW-Authenticate": 'Bearer realm="trails"'},
+                    )
+                if not grant.write:
+                    raise _Refused(403, "this token may not write spans (it needs write = true)")
+                principal = grant.principal
+            kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+            if kind not in (_PROTOBUF, _JSON):
+                raise _Refused(
+                    415, f"unsupported content type {kind or 'none'!r}: send {_PROTOBUF} or {_JSON}"
+                )
+            body = await _body(request, max_bytes)
+            try:
+                spans = decode_protobuf(body) if kind == _PROTOBUF else decode_json(body)
+            except OTLPDecodeError as exc:
+                raise _Refused(400, str(exc)) from exc
+            try:
+                await asyncio.to_thread(ingest, spans, principal)
+            except StoreError as exc:
+                log.warning("spans not written, the exporter will retry: %s", exc)
+                raise _Refused(
+                    503,
+                    f"the store failed, nothing was written; retry: {exc}",
+                    {"Retry-After": "1"},
+                ) from exc
+            except UserError as exc:
+                raise _Refused(400, str(exc)) from exc
+            return _empty_response(kind)
+        except _Refused as refused:
+            return PlainTextResponse(
+                str(refused) + "\n", status_code=refused.status, headers=refused.headers
+            )
+
+    return Route(path, receive, methods=["POST"])
+
+
+def receiver_app(
+    ingestor: Ingestor,
+    *,
+    tokens: WriteTokens | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    sweep_every: float = 5.0,
+) -> Starlette:
+    """The stand-alone receiver: ``/v1/traces`` plus the idle-session sweeper.
+
+    Args:
+        ingestor: records the spans.
+        tokens: see ``traces_route``.
+        max_bytes: see ``traces_route``.
+        sweep_every: seconds between sweeps for idle sessions.
+
+    Returns:
+        The ASGI app.
+    """
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        async def sweeper() -> None:
+            while True:
+                await asyncio.sleep(sweep_every)
+                try:
+                    await asyncio.to_thread(ingestor.sweep)
+                except Exception:  # the next sweep tries again
+                    log.exception("ending idle sessions failed")
+
+        await asyncio.to_thread(ingestor.adopt_open_sessions)
+        task = asyncio.create_task(sweeper())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await asyncio.to_thread(ingestor.sweep, float("inf"))
+
+    return Starlette(
+        routes=[traces_route(ingestor, tokens=tokens, max_bytes=max_bytes)], lifespan=lifespan
+    )
+
+
+def mount_traces(
+    app: Starlette, location: str | Store, tokens_file: str | None, settings: Settings
+) -> None:
+    """Add ``POST /v1/traces`` to another app (``trails serve``), writing to ``location``.
+
+    The store is opened on the first request, not here; without a tokens file
+    nothing is mounted (a served store is never writable without a token).
+
+    Args:
+        app: the Starlette app to extend.
+        location: the store (or its location) the spans are written to.
+        tokens_file: the tokens file; entries need ``write = true``.
+        settings: IRI base, content policy, sealing, ``[otel] idle_timeout``.
+    """
+    if not tokens_file:
+        return
+    from trails.prov.recorder import Recorder
+    from trails.server.write_tokens import load_write_tokens
+    from trails.store import open_store
+
+    tokens = load_write_tokens(tokens_file)
+    idle = float(settings.section("otel").get("idle_timeout", 300.0))
+
+    def make() -> Ingestor:
+        store = location if isinstance(location, Store) else open_store(location, settings=settings)
+        return Ingestor(Recorder.from_settings(settings, store=store), idle_timeout=idle)
+
+    app.router.routes.append(traces_route(make, tokens=tokens))

@@ -1,0 +1,40 @@
+"""``Session`` reaches no planner: planners register themselves and ``Session`` looks them up.
+
+``tests/test_house.py`` keeps the whole package free of circles; this test holds the agent
+room to the layout that made its circle go: ``agent/context.py`` (``Session``) imports no
+planner and not ``persistence.py`` (which builds on ``Session``), and the data modules it
+builds on (history, projection, result, strategies) never lead back to it. The registry names
+the built-in planner modules as strings and imports them on a lookup: a lookup, not an import.
+"""
+
+from __future__ import annotations
+
+from tests.test_house import Module, modules
+
+AGENT = "trails.agent"
+
+
+def _reach(found: dict[str, Module], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in set(found[todo.pop()].imports) - seen:
+            seen.add(w)
+            todo.append(w)
+    return seen
+
+
+def test_context_leads_to_no_planner_and_persistence_to_nothing_that_imports_it() -> None:
+    found = modules()
+    reached = _reach(found, f"{AGENT}.context")
+    assert not {m for m in reached if m.startswith(f"{AGENT}.planners")}, reached
+    assert f"{AGENT}.persistence" not in reached
+    for data in ("history", "projection", "result", "strategies"):
+        assert f"{AGENT}.context" not in _reach(found, f"{AGENT}.{data}"), data
+
+
+def test_the_checker_sees_imports_in_functions_and_under_type_checking() -> None:
+    drive = modules()[f"{AGENT}.planners._drive"].imports
+    # _drive imports _parallel inside functions, and base.PlanResult under TYPE_CHECKING
+    assert f"{AGENT}.planners._parallel" in drive
+    assert f"{AGENT}.planners.base" in drive
