@@ -251,9 +251,16 @@ def test_the_mock_scripts_tool_calls(ctx: Context, store: Store) -> None:
 
 def test_offered_tools_are_part_of_the_request_hash(ctx: Context) -> None:
     client = LLMClient.mock("x")
-    plain = client._begin("hi", 10, 0.0, ctx, None, (), {})
+    plain = client._begin("hi", 10, 0.0, ctx=ctx, model=None, stop=(), extra={})
     with_tools = client._begin(
-        "hi", 10, 0.0, ctx, None, (), {}, (ToolSpec("clock", "", {"type": "object"}),)
+        "hi",
+        10,
+        0.0,
+        ctx=ctx,
+        model=None,
+        stop=(),
+        extra={},
+        tools=(ToolSpec("clock", "", {"type": "object"}),),
     )
     assert plain.hash != with_tools.hash
     assert with_tools.params["tools"] == [

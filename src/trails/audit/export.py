@@ -432,6 +432,7 @@ def _stream(
     graphs: list[IRI],
     out: BinaryIO,
     fmt: str,
+    *,
     targets: dict[IRI, dict[IRI, str]],
     stats: ExportStats,
     progress: Progress | None,
@@ -508,13 +509,22 @@ def export(
     ]
     targets = _redaction_targets(store, redaction, set(graphs)) if redaction else {}
     if format == "nquads":
-        _stream(store, graphs, out, format, targets, stats, progress)
+        _stream(store, graphs, out, format, targets=targets, stats=stats, progress=progress)
         return stats
     if format == "trig":
-        _stream(store, graphs, out, format, targets, stats, progress, minter)
+        _stream(
+            store,
+            graphs,
+            out,
+            format,
+            targets=targets,
+            stats=stats,
+            progress=progress,
+            minter=minter,
+        )
         return stats
     buffer = io.BytesIO()
-    _stream(store, graphs, buffer, "nquads", targets, stats, progress)
+    _stream(store, graphs, buffer, "nquads", targets=targets, stats=stats, progress=progress)
     if format == "turtle":
         scratch = open_store("memory:")
         try:
@@ -541,7 +551,17 @@ def export(
     trig = io.BytesIO()
     structure = [g for g in graphs if not is_content_graph(g)]
     if len(structure) == len(graphs):
-        _stream(store, graphs, trig, "trig", targets, ExportStats(), None, minter, schemes)
+        _stream(
+            store,
+            graphs,
+            trig,
+            "trig",
+            targets=targets,
+            stats=ExportStats(),
+            progress=None,
+            minter=minter,
+            avoid=schemes,
+        )
     else:  # one bundle per session: its content merged back into it (already redacted)
         scratch = open_store("memory:")
         try:
@@ -551,7 +571,17 @@ def export(
                     data = scratch.dump(format="ntriples", graph=g) or b""
                     scratch.load(data, format="ntriples", graph=structure_graph(g))
                     scratch.clear(g)
-            _stream(scratch, structure, trig, "trig", {}, ExportStats(), None, minter, schemes)
+            _stream(
+                scratch,
+                structure,
+                trig,
+                "trig",
+                targets={},
+                stats=ExportStats(),
+                progress=None,
+                minter=minter,
+                avoid=schemes,
+            )
         finally:
             scratch.close()
     document = ProvDocument.deserialize(

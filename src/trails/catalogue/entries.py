@@ -146,6 +146,7 @@ def start_quads(
     session: IRI,
     principal: IRI,
     started: Any,
+    *,
     label: str,
     catalogue: IRI,
     principal_id: Term | None = None,
@@ -246,9 +247,9 @@ def summarise(
         session,
         IRI.trusted(str(principal)) if principal is not None else IRI.trusted(str(session)),
         first(str(session), PROV.startedAtTime),
-        label.value if isinstance(label, Literal) else str(session),
-        catalogue,
-        first(str(principal), T.principalId) if principal is not None else None,
+        label=label.value if isinstance(label, Literal) else str(session),
+        catalogue=catalogue,
+        principal_id=first(str(principal), T.principalId) if principal is not None else None,
     )
     if principal is None:  # a session always has its principal: keep the entry well-formed
         out = [q for q in out if q.predicate != PROV.wasAttributedTo and q.subject != session]

@@ -272,6 +272,7 @@ def _entity(s: IRI, p: IRI) -> str:
 def _plan(
     store: Store,
     minter: Minter,
+    *,
     principals: list[str],
     sessions: list[str],
     memories: list[str],
@@ -447,7 +448,9 @@ def erase(
     if not by.strip():
         raise UserError("an erasure needs who erases (by)")
     store, minter = recorder.store, recorder.minter
-    plan = _plan(store, minter, principals, sessions, memories, digests)
+    plan = _plan(
+        store, minter, principals=principals, sessions=sessions, memories=memories, digests=digests
+    )
     removals = _removals(store, plan)
     erasure_id = str(uuid.uuid4())
     graph = erasure_graph(minter, erasure_id)

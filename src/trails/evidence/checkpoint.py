@@ -55,6 +55,7 @@ INCREMENTAL = "incremental"
 def checkpoint_message(
     at: str,
     mode: str,
+    *,
     seals: int,
     graphs: int,
     verified: list[tuple[str, str]],
@@ -126,10 +127,10 @@ class CheckpointRecord:
         return checkpoint_message(
             self.at,
             self.mode,
-            self.seals,
-            self.graphs,
-            [(str(s), h) for s, h in self.verified.items()],
-            self.previous_hash,
+            seals=self.seals,
+            graphs=self.graphs,
+            verified=[(str(s), h) for s, h in self.verified.items()],
+            previous=self.previous_hash,
         )
 
     def intact(self) -> bool:
@@ -276,7 +277,14 @@ def record_checkpoint(
     previous_hash = previous.checkpoint_hash if previous is not None else GENESIS
     pairs = [(str(s), h) for s, h in verified]
     checkpoint_hash = sha256_hex(
-        checkpoint_message(literal(at).value, mode, seals, graphs, pairs, previous_hash)
+        checkpoint_message(
+            literal(at).value,
+            mode,
+            seals=seals,
+            graphs=graphs,
+            verified=pairs,
+            previous=previous_hash,
+        )
     )
     signature = None
     if signing_key is not None:

@@ -100,7 +100,7 @@ def _time(lexical: str) -> str:
 
 
 def seal_message(
-    sequence: int, graph: str, graph_hash: str, quad_count: int, at: str, previous: str
+    sequence: int, graph: str, *, graph_hash: str, quad_count: int, at: str, previous: str
 ) -> bytes:
     """The bytes a ``trails-seal/1`` seal hashes (seals written before chains existed)."""
     return (
@@ -230,10 +230,10 @@ class SealRecord:
             return seal_message(
                 self.sequence,
                 self.graph,
-                self.graph_hash,
-                self.quad_count,
-                self.at,
-                self.previous_hash,
+                graph_hash=self.graph_hash,
+                quad_count=self.quad_count,
+                at=self.at,
+                previous=self.previous_hash,
             )
         return (
             "trails-seal/2\n"

@@ -204,7 +204,7 @@ class Sealer:
             remove: list[Quad] = []
             pending = _Pending(self.sequence, self.head or IRI.trusted(""), self.head_hash, {})
             for graph in targets:
-                more, less = self._seal_quads(recorder, ledger, graph, quads, pending)
+                more, less = self._seal_quads(recorder, ledger, graph, quads, pending=pending)
                 add.extend(more)
                 remove.extend(less)
             self._pending = pending if pending.graphs else None
@@ -284,6 +284,7 @@ class Sealer:
         ledger: IRI,
         graph: IRI,
         new: list[Quad],
+        *,
         pending: _Pending,
         gone: frozenset[tuple[Any, ...]] = frozenset(),
     ) -> tuple[list[Quad], list[Quad]]:
@@ -418,7 +419,12 @@ class Sealer:
         principal = minter.agent(event.principal)
         catalogue = catalogue_iri(minter)
         return start_quads(
-            event.graph, principal, event.started, label, catalogue, literal(event.principal)
+            event.graph,
+            principal,
+            event.started,
+            label=label,
+            catalogue=catalogue,
+            principal_id=literal(event.principal),
         )
 
     # -- sealing outside an event -------------------------------------------------
@@ -439,7 +445,7 @@ class Sealer:
         ledger = ledger_iri(recorder.minter)
         with recorder.locked(), self._lock:
             pending = _Pending(self.sequence, self.head or IRI.trusted(""), self.head_hash, {})
-            add, remove = self._seal_quads(recorder, ledger, graph, [], pending)
+            add, remove = self._seal_quads(recorder, ledger, graph, [], pending=pending)
             recorder.store.write(add, remove=remove)
             self._pending = pending
             self.written(recorder, SessionEnded(session=graph, ended=datetime.now(UTC)))
@@ -464,7 +470,7 @@ class Sealer:
         gone = frozenset((q.subject, q.predicate, q.object) for q in remove if q.graph == graph)
         with recorder.locked(), self._lock:
             pending = _Pending(self.sequence, self.head or IRI.trusted(""), self.head_hash, {})
-            add, less = self._seal_quads(recorder, ledger, graph, [], pending, gone)
+            add, less = self._seal_quads(recorder, ledger, graph, [], pending=pending, gone=gone)
             recorder.store.write(add, remove=[*remove, *less])
             self._pending = pending
             self.written(recorder, SessionEnded(session=graph, ended=datetime.now(UTC)))

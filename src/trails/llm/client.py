@@ -527,7 +527,15 @@ class LLMClient(Envelope):
         errors: list[str] = []
         for attempt in range(1, total + 1):
             call = self._begin(
-                msgs, max_tokens, temperature, ctx, model, stop, extra, specs, output
+                msgs,
+                max_tokens,
+                temperature,
+                ctx=ctx,
+                model=model,
+                stop=stop,
+                extra=extra,
+                tools=specs,
+                output=output,
             )
             call.attempt, call.attempts = attempt, total
             response = yield call
@@ -596,7 +604,14 @@ class LLMClient(Envelope):
                 **extra,
             )
         call = self._begin(
-            messages, max_tokens, temperature, ctx, model, stop, extra, tool_specs(tools)
+            messages,
+            max_tokens,
+            temperature,
+            ctx=ctx,
+            model=model,
+            stop=stop,
+            extra=extra,
+            tools=tool_specs(tools),
         )
         return self._stream(call)
 
@@ -632,7 +647,14 @@ class LLMClient(Envelope):
                 **extra,
             )
         call = self._begin(
-            messages, max_tokens, temperature, ctx, model, stop, extra, tool_specs(tools)
+            messages,
+            max_tokens,
+            temperature,
+            ctx=ctx,
+            model=model,
+            stop=stop,
+            extra=extra,
+            tools=tool_specs(tools),
         )
         return self._astream(call)
 

@@ -149,6 +149,7 @@ class Envelope:
         messages: Prompt,
         max_tokens: int,
         temperature: float,
+        *,
         ctx: Context | None,
         model: str | ModelSpec | None,
         stop: Sequence[str],

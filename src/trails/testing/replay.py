@@ -437,6 +437,7 @@ class ReplayLLM(LLMClient):
         messages: Prompt,
         max_tokens: int,
         temperature: float,
+        *,
         ctx: Context | None,
         model: str | ModelSpec | None,
         stop: Sequence[str],
@@ -448,7 +449,15 @@ class ReplayLLM(LLMClient):
         each attempt of a structured one): note the caller's step, which a mismatch names."""
         self.adapter.step = None if ctx is None else ctx.step
         return super()._begin(
-            messages, max_tokens, temperature, ctx, model, stop, extra, tools, output
+            messages,
+            max_tokens,
+            temperature,
+            ctx=ctx,
+            model=model,
+            stop=stop,
+            extra=extra,
+            tools=tools,
+            output=output,
         )
 
 

@@ -171,13 +171,22 @@ def refusal(
         return None
     rule, reason = found
     guard = rule.split(":", 1)[0]
-    _record_refusal(plan, guard, rule, action, action_input, reason, informed_by)
+    _record_refusal(
+        plan,
+        guard,
+        rule=rule,
+        action=action,
+        action_input=action_input,
+        reason=reason,
+        informed_by=informed_by,
+    )
     return f"error: {reason}" if guard == "tool_budget" else f"error: refused: {reason}"
 
 
 def _record_refusal(
     plan: GuardedRun,
     guard: str,
+    *,
     rule: str,
     action: str,
     action_input: dict[str, Any],
@@ -254,6 +263,7 @@ def dry_dispatch(
     plan: GuardedRun,
     action: str,
     action_input: dict[str, Any],
+    *,
     informed_by: str | None,
     step: int,
     tool_call_id: str | None = None,
@@ -271,7 +281,15 @@ def dry_dispatch(
         if verdict.decision == "deny":
             rule = getattr(verdict, "rule", None) or "deny"
             reason = verdict.reason or "denied"
-            _record_refusal(plan, ctx.policy.name, rule, action, action_input, reason, informed_by)
+            _record_refusal(
+                plan,
+                ctx.policy.name,
+                rule=rule,
+                action=action,
+                action_input=action_input,
+                reason=reason,
+                informed_by=informed_by,
+            )
             return f"error: policy denied {action!r}: {reason}", None, True
         if verdict.decision == "review":
             review = f" (it would need a reviewer's approval: {verdict.reason})"

@@ -734,7 +734,14 @@ class PlanRun:
             if refused is not None:
                 return refused, None, True
             if self.guards.dry_run and _registered(action):
-                return dry_dispatch(self, action, action_input, informed_by, step, tool_call_id)
+                return dry_dispatch(
+                    self,
+                    action,
+                    action_input,
+                    informed_by=informed_by,
+                    step=step,
+                    tool_call_id=tool_call_id,
+                )
         parent = IRI.trusted(informed_by) if informed_by else self.activity
         made = _Tee(self.session.invocations)
         ctx = self.ctx.child(parent=parent, step=step, tool_call_id=tool_call_id, invocations=made)
