@@ -240,13 +240,14 @@ def snapshot(source: Path, target: Path) -> Path:
     RocksDB never rewrites a table file (``*.sst``, ``*.blob``): it writes new
     ones and deletes old ones, so the copy hard-links them (deleting one in the
     copy removes only the link) and copies the files it appends to (the log,
-    the manifest). Across file systems it copies everything.
+    the manifest). Across file systems it copies everything. Folders (the data
+    directory a store's pointer names) are copied the same way.
     """
     target.mkdir(parents=True)
     for item in source.iterdir():
         into = target / item.name
         if item.is_dir():
-            shutil.copytree(item, into)
+            snapshot(item, into)
         elif item.suffix in (".sst", ".blob"):
             try:
                 os.link(item, into)

@@ -19,7 +19,9 @@ Every error trails raises on purpose is a ``TrailsError``. Backend exceptions
     │   ├── ExportError            an export cannot be written as asked (unwritable path ...)
     │   │   └── ExportRefused      an export rule forbids it (assurance level, domain)
     │   ├── SessionError           replay / persist misuse (no such session ...)
-    │   │   └── ContentErased      replay met content that was erased (names step and erasure)
+    │   │   ├── ContentErased      replay met content that was erased (names step and erasure)
+    │   │   └── SessionTaken       an id the store holds (another principal's, ended, open)
+    │   ├── NotAStore              a folder to read is not a store, or one to create is not empty
     │   └── MemoryInputError       bad memory input (range, scope, missing id)
     ├── RunError                   something failed while running
     │   ├── CapabilityError        a handler raised; the cause is attached
@@ -49,6 +51,7 @@ __all__ = [
     "ExportRefused",
     "MemoryInputError",
     "ModelAPIError",
+    "NotAStore",
     "PolicyDenied",
     "QueryError",
     "QueryParameterError",
@@ -61,6 +64,7 @@ __all__ = [
     "ReplyParseError",
     "RunError",
     "SessionError",
+    "SessionTaken",
     "Signal",
     "StoreError",
     "StoreLockedError",
@@ -159,6 +163,38 @@ class SessionError(UserError):
 class ContentErased(SessionError):
     """A session cannot be replayed: content it needs was erased (the message names the
     step, and who erased it, when and why)."""
+
+
+class SessionTaken(SessionError):
+    """A session cannot be opened under an id the store already holds.
+
+    A session id names one session, written by the principal and the writer that
+    started it: an id that belongs to another principal, or names a session that has
+    ended (a session is never reopened), that is open in another writer, or a graph
+    that holds other data, is refused before anything is written. ``session_id`` is
+    the id, ``reason`` one of ``"principal"``, ``"ended"``, ``"open"``, ``"data"``,
+    ``"removed"``, ``"starting"`` (what ``trails.prov.starts`` says each means).
+    """
+
+    def __init__(self, message: str, *, session_id: str = "", reason: str = "") -> None:
+        self.session_id = session_id
+        self.reason = reason
+        super().__init__(message)
+
+
+class NotAStore(UserError):
+    """A location is not a trails store: nothing to read there, or not empty enough to create one.
+
+    Reading never creates a store (a mistyped path must not answer "nothing recorded"),
+    and creating one never takes over a folder that holds other files. ``location`` is
+    the path; ``creatable`` says whether a store could be created there (it is missing
+    or an empty folder).
+    """
+
+    def __init__(self, message: str, *, location: str = "", creatable: bool = False) -> None:
+        self.location = location
+        self.creatable = creatable
+        super().__init__(message)
 
 
 class MemoryInputError(UserError):

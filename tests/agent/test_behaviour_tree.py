@@ -189,10 +189,11 @@ def test_a_failing_fallback_chain_tries_every_child_then_fails(
     assert [s.action for s in result.steps] == ["notes.missing", "notes.broken", "fail"]
     assert broken == [1] and client.adapter.calls == 1
     assert result.answer == "x"
-    # only the failing handler is an invocation (an unknown id invokes nothing)
+    # the failing handler ran; the unknown id ran nothing and is on record as refused
     rows = invocations(store, result.activity_iri)
     assert [(r["step"], r["action"], r["status"], r["byCompletion"]) for r in rows] == [
-        (1, "notes.broken", "error", False)
+        (0, "notes.missing", "refused", False),
+        (1, "notes.broken", "error", False),
     ]
     assert prov.run(result.activity_iri)["stop"] == "error"
     assert prov.termination(result.activity_iri)["cls"] == T.Error
@@ -257,11 +258,13 @@ def test_nested_tree_given_as_a_dict_and_recorded_by_the_run(
     assert session.metadata["plans"] == [doc["value"]]
     # given action leaves are informed by the run, one step index per dispatch
     rows = invocations(store, result.activity_iri)
+    # (the unknown id ran nothing: it is on record as a refused call)
     assert [(r["step"], r["action"], r["input"], r["by"]) for r in rows] == [
+        (0, "notes.missing", {}, result.activity_iri),
         (1, "notes.search", {"tag": "urgent"}, result.activity_iri),
         (2, "notes.tag", {"note": "n2", "label": "done"}, result.activity_iri),
     ]
-    assert [s.activity_iri for s in result.steps[1:]] == [
+    assert [s.activity_iri for s in result.steps] == [
         str(r["inv"]) for r in _inv_iris(store, result.activity_iri)
     ]
     assert_conforms(store)

@@ -149,11 +149,13 @@ def test_tool_errors_become_observations(store: Store, reply: Any, prov: Any) ->
     # the model saw both errors
     seen = [m.content for m in client.adapter.requests[-1].messages if m.role == "user"]
     assert seen[-2:] == [f"Observation: {first}", f"Observation: {second}"]
-    # the failing handler is recorded, the unknown id is not an invocation
-    assert [(r["action"], r["status"]) for r in prov.trajectory(result.activity_iri)] == [
-        ("flaky", "error")
+    # the failing handler is recorded, and so is the refused call of the unknown id
+    trajectory = prov.trajectory(result.activity_iri)
+    assert [(r["action"], r["status"]) for r in trajectory] == [
+        ("nope.missing", "refused"),
+        ("flaky", "error"),
     ]
-    assert result.steps[0].activity_iri == prov.completions(result.activity_iri)[0]["completion"]
+    assert trajectory[0]["error"].startswith("unknown capability 'nope.missing'")
     assert_conforms(store)
 
 
@@ -168,8 +170,10 @@ def test_action_outside_the_scoped_tools_is_refused(
         tools=["notes.search"],
     )
     assert result.steps[0].observation.startswith("error: capability 'notes.tag' is not among")
-    assert notes["tag"] == []
-    assert prov.trajectory(result.activity_iri) == []
+    assert notes["tag"] == []  # nothing ran; the refusal is on record
+    assert [
+        (r["action"], r["status"], r["input"]) for r in prov.trajectory(result.activity_iri)
+    ] == [("notes.tag", "refused", {"note": "n1", "label": "x"})]
 
 
 def test_malformed_reply_gets_one_nudge(store: Store, notes: Any, reply: Any) -> None:

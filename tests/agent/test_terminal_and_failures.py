@@ -25,7 +25,7 @@ from trails.agent.planners import (
 )
 from trails.kernel import capability
 from trails.llm import LLMClient, RetryPolicy
-from trails.store import Store
+from trails.store import IRI, Solutions, Store, to_python
 
 FENCE = "```json\n{}\n```"
 
@@ -148,7 +148,41 @@ def test_a_terminal_capability_ends_the_run_on_every_planner(
     recorded = prov.run(str(result.activity_iri))
     assert recorded["stop"] == "goal_achieved"
     assert json.loads(recorded["answer"]) == {"closed": "T-1"}
-    assert prov.termination(str(result.activity_iri)) is None
+    # the graph links the run to the call that ended it (plain PROV: run wasEndedBy a
+    # termination that the ticket.close invocation generated)
+    ended_by = _ended_by(store, str(result.activity_iri))
+    assert ended_by == [
+        ("TerminalAction", "ticket.close", "ok", "terminal capability 'ticket.close'")
+    ]
+
+
+ENDED_BY = """
+PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?kind ?capability ?status ?reason ?run WHERE {
+  GRAPH ?g {
+    ?run prov:wasEndedBy ?t ; trails:wasTerminatedBy ?t .
+    ?t a ?kind ; trails:reason ?reason ; prov:wasGeneratedBy ?call .
+    FILTER(?kind != trails:Termination && ?kind != prov:Entity)
+    ?call a trails:CapabilityInvocation ; trails:status ?status ;
+          prov:qualifiedAssociation/prov:hadPlan/trails:capabilityId ?capability .
+  }
+}
+"""
+
+
+def _ended_by(store: Store, run: str) -> list[tuple[str, str, str, str]]:
+    rows = store.query(ENDED_BY, {"run": IRI(run)})
+    assert isinstance(rows, Solutions)
+    return [
+        (
+            str(r["kind"]).rsplit("#", 1)[-1],
+            str(to_python(r["capability"])),
+            str(to_python(r["status"])),
+            str(to_python(r["reason"])),
+        )
+        for r in rows
+    ]
 
 
 def test_a_failed_terminal_call_does_not_end_the_run(done: list[str], store: Store) -> None:

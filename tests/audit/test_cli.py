@@ -112,7 +112,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(
 
 def test_a_missing_store_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run(capsys, "--store", str(tmp_path / "nowhere"), "sessions")
-    assert status == 1 and f"no trails store at {tmp_path / 'nowhere'}" in err
+    assert status == 2 and f"no trails store at {tmp_path / 'nowhere'}" in err
     assert not (tmp_path / "nowhere").exists()  # not created by looking
 
 

@@ -39,6 +39,7 @@ from trails.evidence.seal import (
 from trails.evidence.verify import verify
 from trails.kernel import Context, capability, invoke
 from trails.prov import Minter, Recorder, SessionEnded
+from trails.prov.content import content_graph
 from trails.prov.vocab import PROV, T
 from trails.store import IRI, Literal, Quad, Solutions, Store, open_store, set_default_store
 from trails.store.terms import Term, to_python
@@ -333,6 +334,7 @@ def test_removing_the_newest_seals_is_caught_with_expect_head(fx: Fixture) -> No
     newest = seal_of(fx.store, c)
     b_seal = seal_of(fx.store, fx.sessions["B"])
     fx.store.clear(c)  # the attacker removes the last session and its seal
+    fx.store.clear(content_graph(c))  # and its content (left alone, it is CONTENT-FOREIGN)
     fx.store.write([], remove=ledger_quads(fx.store, newest.iri))
     assert "chain" in kinds(fx.store)  # the ledger's pointer still names the removed seal
     pointer = Quad(LEDGER, T.latestSeal, newest.iri, LEDGER)

@@ -173,11 +173,16 @@ def test_fallback_uses_the_next_client(ctx: Context, store: Store) -> None:
     assert response.retries == 1  # one failed attempt before the answer
     assert backup.requests[0].model == "backup"
     models = store.query(
-        f"SELECT ?m WHERE {{ GRAPH ?g {{ ?a {T.retries.n3()} ?r ; "
-        f"<http://www.w3.org/ns/prov#wasAssociatedWith> ?x . ?x {T.modelId.n3()} ?m }} }}"
+        f"SELECT ?m ?s WHERE {{ GRAPH ?g {{ ?a {T.status.n3()} ?s ; "
+        f"<http://www.w3.org/ns/prov#wasAssociatedWith> ?x . ?x {T.modelId.n3()} ?m }} }} "
+        "ORDER BY ?m"
     )
     assert isinstance(models, Solutions)
-    assert [to_python(r["m"]) for r in models] == ["backup"]  # the model that answered
+    # the model that answered, and the failed attempt (see test_llm_failover.py)
+    assert [(to_python(r["m"]), to_python(r["s"])) for r in models] == [
+        ("backup", "ok"),
+        ("primary", "error"),
+    ]
     assert_conforms(store)
 
 

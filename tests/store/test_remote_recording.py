@@ -33,6 +33,7 @@ FALLBACK = {
     "decision": "deny",
     "model": "claude-sonnet",
     "below": "0.95",
+    "principal": "did:local:alice",  # a principal id (string parameters)
     "all": True,
 }
 

@@ -34,11 +34,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from trails.agent.evictions import EvictionRecorder, Summarizer
 from trails.agent.history import HistoryEntry, TokenWindow, estimate_tokens
 from trails.agent.strategies import STRATEGIES
 from trails.config import load_settings
 from trails.errors import ConfigError, SessionError, UserError
 from trails.kernel.context import Context, InvocationRecord
+from trails.kernel.lifecycle import end_status, interruption
+from trails.prov.iri import check_session_id
 from trails.prov.recorder import Recorder, default_recorder
 from trails.text import check_text
 
@@ -169,7 +172,10 @@ class Session:
         budget: default run budget: ``usd``, ``tokens``, ``wall_time_s``.
         llm: the LLM client ``run`` uses when none is passed (default: the
             configured one, ``TRAILS_LLM`` / ``[llm] model``, built on first use).
-        session_id: the session id (default: a new UUID); names the session graph.
+        session_id: the session id (default: a new UUID); names the session graph. It
+            must be free: the first run refuses an id the store already holds
+            (``SessionTaken``: another principal's session, one that has ended, one
+            open elsewhere), and a session continues only as this same object.
         policy: the tool policy every call of the session is judged by (a
             ``RulePolicy`` or any ``ToolPolicy``; default: ``[policy]`` of trails.toml).
         approver: who is asked when the policy says ``review``:
@@ -179,9 +185,14 @@ class Session:
         observers: lifecycle observers of every run of the session (see ``trails.kernel.observe``).
         fallback: the strategy ``run`` switches to when a run of ``strategy`` stops
             with an error; the second run is recorded informed by the failed one.
+        summarize_on_trim: ``fn(entries) -> str``, called when the history window
+            drops entries: the text stands in for them in the window. Every
+            eviction is recorded either way (``trails.agent.evictions``).
 
     Raises:
         UserError: an empty principal, a bad budget or an unknown strategy.
+        SessionError: a ``session_id`` that cannot name a session (empty, blank, too
+            long, a character an IRI path segment cannot hold as it is).
     """
 
     def __init__(
@@ -203,14 +214,18 @@ class Session:
         approval_timeout_s: float | None = None,
         observers: Any = (),
         fallback: str | None = None,
+        summarize_on_trim: Summarizer | None = None,
     ) -> None:
         if not isinstance(principal, str) or not principal.strip():
             raise UserError(f"Session principal must be a non-empty str, not {principal!r}")
         check_text(principal, "Session principal")
         check_text(session_id, "Session session_id")
+        if session_id is not None:
+            check_session_id(session_id, "Session session_id")
         self.principal = principal
         self.id = session_id or str(uuid.uuid4())
         self.history = TokenWindow(max_tokens=max_tokens, pin_head=pin_head)
+        self.history.on_evict = EvictionRecorder(self, summarize_on_trim)
         self.invocations: list[InvocationRecord] = []
         self.metadata: dict[str, Any] = {}
         self.auth = AuthState.of(principal, auth)
@@ -272,6 +287,7 @@ class Session:
 
         Raises:
             SessionError: the session was closed.
+            SessionTaken: its ``session_id`` is taken in the store (nothing was written).
             StoreError: the session start could not be recorded.
         """
         if self._closed:
@@ -480,23 +496,24 @@ class Session:
         log.warning("%s run failed (%s); falling back to %s", failed, result.error, self.fallback)
         return planner, ctx, kept
 
-    def close(self, status: str = "ok") -> None:
+    def close(self, status: str = "ok", *, reason: str | None = None) -> None:
         """Record the end of the session; later runs raise ``SessionError``. Idempotent.
 
         Args:
-            status: the recorded end status (``"ok"``, ``"error"`` ...).
+            status: the recorded end status (``"ok"``, ``"error"``, ``"interrupted"``).
+            reason: with ``"interrupted"``, what interrupted it.
         """
         if self._closed:
             return
         self._closed = True
         if self._context is not None:
-            self._context.close(status)
+            self._context.close(status, reason=reason)
 
     def __enter__(self) -> Session:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.close("error" if exc is not None else "ok")
+        self.close(end_status(exc), reason=interruption(exc))
 
     def __repr__(self) -> str:
         return (
@@ -519,9 +536,10 @@ def _build(
         store=store,
         strategy=projection.strategy,
         budget=projection.budget,
-        session_id=session_id,
         **extra,
     )
+    if session_id is not None:  # as recorded: a replay never opens it, so it is not checked
+        session.id = session_id
     session.history.load(history_entries(projection))
     session.invocations.extend(invocation_records(projection))
     session.metadata.update(copy.deepcopy(projection.metadata))

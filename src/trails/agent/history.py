@@ -35,12 +35,17 @@ def estimate_tokens(text: str) -> int:
 
 @dataclass(frozen=True)
 class HistoryEntry:
-    """One message of a ``TokenWindow``: role, content, token count, pinned or not."""
+    """One message of a ``TokenWindow``: role, content, token count, pinned or not.
+
+    ``summary`` marks the entry that summarises evicted ones (``on_evict``): it stays
+    right after the pinned head and is replaced, never evicted, by the next summary.
+    """
 
     role: Role
     content: str
     tokens: int
     pinned: bool = False
+    summary: bool = False
 
     def message(self) -> Message:
         """This entry as an LLM ``Message`` (a pinned system prompt is a cache breakpoint)."""
@@ -54,10 +59,18 @@ class TokenWindow:
     total passes ``max_tokens``, the oldest unpinned entries are dropped until
     it fits again; the newest entry is always kept, however large.
 
+    Each time entries are dropped, ``on_evict(dropped)`` is called (a ``Session``
+    records the eviction there, ``trails.agent.evictions``); when it returns a
+    text, that text enters the window as the summary of what was dropped (a
+    ``user`` entry marked ``summary``, right after the pinned head), replacing
+    the previous summary.
+
     Args:
         max_tokens: the token budget of the window.
         pin_head: how many leading entries are pinned (usually the system prompt).
         count_tokens: how to count the tokens of a text (default: ``estimate_tokens``).
+        on_evict: called with the entries each eviction dropped, oldest first;
+            returns the summary to keep in their place, or None.
 
     Raises:
         UserError: ``max_tokens`` is not a positive int or ``pin_head`` is negative.
@@ -69,6 +82,7 @@ class TokenWindow:
         max_tokens: int = 32_000,
         pin_head: int = 1,
         count_tokens: Callable[[str], int] | None = None,
+        on_evict: Callable[[list[HistoryEntry]], str | None] | None = None,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise UserError(f"TokenWindow max_tokens must be a positive int, not {max_tokens!r}")
@@ -80,6 +94,7 @@ class TokenWindow:
         self._entries: list[HistoryEntry] = []
         self._total = 0
         self.evicted = 0
+        self.on_evict = on_evict
 
     @property
     def total_tokens(self) -> int:
@@ -156,17 +171,39 @@ class TokenWindow:
         self._evict()
         return self._entries[0]
 
+    @property
+    def summary(self) -> HistoryEntry | None:
+        """The entry summarising evicted ones (see ``on_evict``), if there is one."""
+        return next((e for e in self._entries if e.summary), None)
+
     def _evict(self) -> None:
+        dropped: list[HistoryEntry] = []
         while self._total > self.max_tokens:
             index = next(
-                (i for i, e in enumerate(self._entries[:-1]) if not e.pinned),
+                (i for i, e in enumerate(self._entries[:-1]) if not (e.pinned or e.summary)),
                 None,
             )
             if index is None:
-                return
-            dropped = self._entries.pop(index)
-            self._total -= dropped.tokens
+                break
+            entry = self._entries.pop(index)
+            self._total -= entry.tokens
             self.evicted += 1
+            dropped.append(entry)
+        if dropped and self.on_evict is not None:
+            text = self.on_evict(dropped)
+            if text is not None:
+                self._summarise(text)
+
+    def _summarise(self, text: str) -> None:
+        """Put ``text`` in the window as the summary, in place of the previous one."""
+        previous = self.summary
+        if previous is not None:
+            self._entries.remove(previous)
+            self._total -= previous.tokens
+        entry = replace(self._entry("user", text, None), summary=True)
+        at = min(self.pin_head, len(self._entries))
+        self._entries.insert(at, entry)
+        self._total += entry.tokens
 
     def messages(self) -> list[Message]:
         """The window as LLM messages, oldest first."""

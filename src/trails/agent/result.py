@@ -76,7 +76,10 @@ class PlanResult:
         strategy: the planner that produced the result.
         activity_iri: the run's plan-run activity in the provenance graph.
         terminated_by: the ``terminal=True`` capability whose call ended the run
-            (its result is the answer; the model was not asked again), or None.
+            (its result is the answer; the model was not asked again), or the one
+            after whose call the run's ``stop_condition`` said stop; else None.
+        terminated_by_call: that call's invocation activity in the provenance
+            graph (the run ``prov:wasEndedBy`` a ``trails:TerminalAction`` it generated).
     """
 
     answer: Any
@@ -86,3 +89,4 @@ class PlanResult:
     strategy: str = "react"
     activity_iri: str | None = None
     terminated_by: str | None = None
+    terminated_by_call: str | None = None

@@ -1,9 +1,11 @@
 """How audit commands open a store: read what exists, never create an empty one by accident.
 
-Writing commands create their store on first use; an auditor who mistypes a
+Recording commands create their store on first use; an auditor who mistypes a
 path should instead get "there is no store here", not an empty result from a
-store that was just created. ``memory:`` means the process's own store (the
-one the application, or a test, is recording into).
+store that was just created (nor RocksDB files written into a folder of source
+code). ``trails.store.location`` says what a store is. ``memory:`` means the
+process's own store (the one the application, or a test, is recording into);
+an ``http(s)://`` store exists when it answers.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from trails.config import load_settings
-from trails.errors import StoreError
+from trails.errors import NotAStore
 from trails.store import Store, default_store, open_store
+from trails.store.location import check_existing
 
-__all__ = ["existing_store", "reading", "writing"]
+__all__ = ["check_reading", "existing_store", "reading", "writing"]
 
 
 def existing_store(location: str | None, *, create: bool = False) -> tuple[Store, bool]:
@@ -24,13 +27,16 @@ def existing_store(location: str | None, *, create: bool = False) -> tuple[Store
 
     Args:
         location: ``memory:``, ``http(s)://...``, a directory, or None for the settings.
-        create: a writing command: create the directory store when it does not exist.
+        create: a recording command: create the directory store when it is missing or
+            empty. Otherwise nothing is written: a folder that is not a store is refused.
 
     Returns:
         The store and whether the caller owns it (and must close it).
 
     Raises:
-        StoreError: the directory does not exist or holds no store, or it cannot be opened.
+        NotAStore: the directory is not a store (reading), or it is a folder of other
+            files that a store must not be created in (``create``).
+        StoreError: the store cannot be opened.
     """
     settings = load_settings()
     where = location if location is not None else settings.store
@@ -43,12 +49,47 @@ def existing_store(location: str | None, *, create: bool = False) -> tuple[Store
     if where.startswith(("http://", "https://")):
         return open_store(where, settings=settings), True
     path = Path(where) if location is not None else settings.resolve_path(where)
-    if not create and (not path.is_dir() or not any(path.iterdir())):
-        raise StoreError(
-            f"no trails store at {path}: record something first (trails demo), or name the "
-            f"store with --store PATH or TRAILS_STORE"
-        )
-    return open_store(path, settings=settings), True
+    try:
+        return open_store(path, settings=settings, create=create), True
+    except NotAStore as exc:
+        if create:
+            raise
+        raise _advised(exc, path) from None
+
+
+def check_reading(location: str) -> None:
+    """Refuse a location no reader may open, without opening it (nor writing anything).
+
+    For a command whose store is opened elsewhere (``trails serve`` opens it in its
+    worker processes): the same refusal, and the same advice, as ``existing_store``.
+
+    Args:
+        location: ``memory:``, ``http(s)://...`` (both accepted) or a directory.
+
+    Raises:
+        NotAStore: the directory is not a trails store.
+    """
+    if location == "memory:" or location.startswith(("http://", "https://")):
+        return
+    path = Path(location).expanduser()
+    try:
+        check_existing(path)
+    except NotAStore as exc:
+        raise _advised(exc, path) from None
+
+
+def _advised(exc: NotAStore, path: Path) -> NotAStore:
+    """``exc`` with what to do about it, in one line."""
+    make = (
+        f", or make one there by recording (trails demo) or with trails init --store {path}"
+        if exc.creatable
+        else ""
+    )
+    return NotAStore(
+        f"{exc}; name the store with --store PATH or TRAILS_STORE{make}",
+        location=exc.location,
+        creatable=exc.creatable,
+    )
 
 
 @contextmanager
@@ -71,7 +112,7 @@ def reading(location: str | None) -> Iterator[Store]:
 
 @contextmanager
 def writing(location: str | None) -> Iterator[Store]:
-    """``reading`` for a command that records: the directory store is created if missing.
+    """``reading`` for a command that records: the directory store is created if missing or empty.
 
     Args:
         location: as for ``existing_store``.

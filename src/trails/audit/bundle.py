@@ -3,7 +3,9 @@
 ``write_bundle`` puts the selected session graphs in one zip archive with
 everything needed to check them on another machine:
 
-- ``sessions/NNNN.trig``: each graph, in TriG, as the store holds it;
+- ``sessions/NNNN.trig``: each graph, in TriG, as the store holds it, with its content
+  graph; the sealed erasure and retention receipts that name a bundled session's
+  removed content are bundled as graphs of their own;
 - ``ledger/segment.nq``: the seals of those graphs and, for each writer's
   chain, every seal between the first and the last of them (the **chain
   segment**), plus recorded key rotations, in canonical N-Quads;
@@ -17,8 +19,10 @@ in sorted order, with fixed times and modes), so ``verify_bundle`` can rebuild
 it from its content and compare byte for byte: a single changed byte anywhere,
 content or zip structure, is found. Then it checks every file against the
 manifest, each seal's own hash and signature, the links inside each chain
-segment, each bundled graph against its newest seal, and recomputes the
-answers from the graphs. ``BundleReport.proves`` and ``.does_not_prove`` say
+segment, each bundled graph against its newest seal, each bundled content value
+against the digest its sealed graph keeps (``trails.evidence.content``: content
+altered, missing without a bundled sealed receipt, or foreign), and recomputes
+the answers from the graphs. ``BundleReport.proves`` and ``.does_not_prove`` say
 in words what the result means, since a bundle is a part of a ledger, not all
 of it.
 
@@ -47,6 +51,7 @@ from trails.audit.querypack import Query, load_pack
 from trails.catalogue.entries import rebuild
 from trails.errors import ExportError, UserError
 from trails.evidence.canonical import canonical_lines, graph_digest
+from trails.evidence.content import ContentChecker, ContentTally, read_accounts, receipt_graphs
 from trails.evidence.ledger import (
     GENESIS,
     LedgerContents,
@@ -56,7 +61,7 @@ from trails.evidence.ledger import (
     read_ledger,
 )
 from trails.evidence.verify import Finding, VerifyReport, _check_seal, trusted_keys
-from trails.prov.content import content_graph, is_content_graph
+from trails.prov.content import content_graph, is_content_graph, structure_graph
 from trails.prov.iri import Minter
 from trails.store import Solutions, Store, open_store
 from trails.store.terms import IRI
@@ -99,6 +104,8 @@ class BundleReport:
     unsealed: list[str] = field(default_factory=list)
     unchecked_answers: list[str] = field(default_factory=list)
     """Answer files of queries this installation's pack does not have (not recomputed)."""
+    content: ContentTally = field(default_factory=ContentTally)
+    """The bundled content checked against the bundled seals' digests."""
     proves: list[str] = field(default_factory=list)
     does_not_prove: list[str] = field(default_factory=list)
 
@@ -224,6 +231,8 @@ def write_bundle(
     graphs = sorted(g for g in set(graphs) if g != ledger and not is_content_graph(g))
     if not graphs:
         raise ExportError("the selection is empty: no session graph to bundle")
+    # the sealed receipts of content erased or retained away go with the sessions they name
+    graphs = sorted(set(graphs) | receipt_graphs(store, graphs))
     entries: dict[str, bytes] = {}
     stats = BundleStats()
     sessions: dict[str, IRI] = {}
@@ -472,6 +481,7 @@ def verify_bundle(
                         f"bundled {count} quads, hash {digest[:16]}…",
                     )
                 )
+        _check_content(scratch, set(bundled.values()), set(by_graph), report)
         recomputed = _answers(scratch, bundled)
         for name in sorted(n for n in entries if n.startswith("answers/")):
             if name not in recomputed:
@@ -494,6 +504,20 @@ def verify_bundle(
     return report
 
 
+def _check_content(
+    scratch: Store, bundled: set[IRI], sealed: set[IRI], report: BundleReport
+) -> None:
+    """Every bundled content value against the digest its bundled, sealed graph keeps
+    (``trails.evidence.content``); content whose graph is not in the bundle is foreign."""
+    accounts = read_accounts(scratch, lambda g: g in sealed)
+    receipts = accounts.receipt_graphs | accounts.unsealed
+    graphs = {g for g in bundled if g not in receipts}
+    graphs |= {structure_graph(g) for g in scratch.graphs() if is_content_graph(g)}
+    checker = ContentChecker(accounts, report.findings, report.content)
+    for graph in sorted(graphs):
+        checker.check(scratch, graph, sealed=graph in sealed)
+
+
 def _explain(
     report: BundleReport,
     contents: LedgerContents,
@@ -507,6 +531,18 @@ def _explain(
     proves.append(
         f"{report.graphs_checked} bundled graph(s) are, quad for quad, the graphs their "
         "seals fixed (canonical hash and quad count recomputed)"
+    )
+    tally = report.content
+    removed, hash_only = sum(tally.accounted.values()), tally.hash_only
+    proves.append(
+        f"{tally.values} bundled content value(s) (prompts, completions, tool inputs and "
+        "outputs, goals, answers) hash to the digests their sealed graphs keep"
+        + (
+            f"; {removed} more were removed on record by a bundled, sealed receipt"
+            if removed
+            else ""
+        )
+        + (f"; {hash_only} were recorded as a digest alone" if hash_only else "")
     )
     proves.append(
         f"{report.seals} seal(s) hash to their recorded hashes and, within each of "

@@ -47,6 +47,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from trails.audit.jsonld import jsonld_to_nquads, nquads_to_jsonld
 from trails.audit.querypack import get_query
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
@@ -55,7 +56,7 @@ from trails.prov.content import content_graph, is_content_graph, structure_graph
 from trails.prov.iri import Minter
 from trails.prov.vocab import NAMESPACES, PROV, T
 from trails.store import Literal, Solutions, Store, open_store
-from trails.store.terms import IRI, XSD, BNode, Term
+from trails.store.terms import IRI, Term
 
 __all__ = [
     "EXPORT_FORMATS",
@@ -537,7 +538,7 @@ def export(
             scratch.close()
         return stats
     if format == "jsonld":
-        out.write(_nquads_to_jsonld(buffer.getvalue(), minter))
+        out.write(nquads_to_jsonld(buffer.getvalue()))
         return stats
     from prov.model import ProvDocument
 
@@ -622,73 +623,6 @@ def _drop_unused_prefixes(text: str, *, provn: bool) -> str:
 
 
 _PROVN_PREFIX = re.compile(r"^\s*prefix\s+([A-Za-z_][\w.-]*)\s+<")
-
-
-def _nquads_to_jsonld(data: bytes, minter: Minter) -> bytes:
-    """Expanded JSON-LD of a dataset: every IRI in full, every literal typed, term for term.
-
-    Written here rather than by rdflib's serialiser, which compacts IRIs with
-    prefixes that can collide with an IRI's own scheme (``agent:bob``), turns
-    numbers into native JSON values and rewrites lexical forms (``0.5Z`` as
-    ``.500000+00:00``). Expanded form needs no context, so nothing is renamed.
-    """
-    del minter  # full IRIs: no instance prefixes
-    scratch = open_store("memory:")
-    try:
-        scratch.load(data, format="nquads")
-        rows = scratch.query("SELECT ?g ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } }")
-    finally:
-        scratch.close()
-    graphs: dict[str, dict[str, dict[str, list[dict[str, str]]]]] = {}
-    for row in rows if isinstance(rows, Solutions) else ():
-        g, s, p, o = row["g"], row["s"], row["p"], row["o"]
-        node = graphs.setdefault(_jsonld_id(g), {}).setdefault(_jsonld_id(s), {})
-        node.setdefault(str(p), []).append(_jsonld_object(o))
-    document: list[dict[str, Any]] = []
-    for graph, nodes in sorted(graphs.items()):
-        members: list[dict[str, Any]] = []
-        for subject, props in sorted(nodes.items()):
-            member: dict[str, Any] = {"@id": subject}
-            for predicate, objects in sorted(props.items()):
-                member[predicate] = sorted(objects, key=_sort_key)
-            members.append(member)
-        document.append({"@id": graph, "@graph": members})
-    return json.dumps(document, indent=1, ensure_ascii=False).encode("utf-8")
-
-
-def _jsonld_id(term: Term) -> str:
-    return f"_:{term}" if isinstance(term, BNode) else str(term)
-
-
-def _jsonld_object(term: Term) -> dict[str, str]:
-    if isinstance(term, Literal):
-        if term.language:
-            return {"@value": term.value, "@language": term.language}
-        if term.datatype == XSD + "string":
-            return {"@value": term.value}
-        return {"@value": term.value, "@type": term.datatype}
-    return {"@id": _jsonld_id(term)}
-
-
-def _sort_key(value: dict[str, str]) -> str:
-    return json.dumps(value, sort_keys=True)
-
-
-def _jsonld_to_nquads(data: bytes) -> bytes:
-    """N-Quads of a JSON-LD document (parsed without network access).
-
-    Raises:
-        RDFSyntaxError: not JSON-LD.
-    """
-    import rdflib
-
-    dataset = rdflib.Dataset()
-    try:
-        dataset.parse(data=data, format="json-ld")
-    except Exception as exc:  # rdflib raises many kinds for bad JSON-LD
-        raise RDFSyntaxError(f"cannot parse jsonld: {exc}") from exc
-    text = dataset.serialize(format="nquads")
-    return text.encode("utf-8") if isinstance(text, str) else text
 
 
 def export_to_path(write: Callable[[BinaryIO], ExportStats], path: Path) -> ExportStats:
@@ -785,7 +719,7 @@ def import_file(
         raise ExportError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if fmt == "jsonld":
         try:
-            data, fmt = _jsonld_to_nquads(data), "nquads"
+            data, fmt = jsonld_to_nquads(data), "nquads"
         except RDFSyntaxError as exc:
             raise RDFSyntaxError(
                 f"{path} is not valid jsonld, nothing was imported: {exc}"

@@ -2,9 +2,11 @@
 
 ``render_report(store, session)`` asks the store the pack's questions about
 one session (overview, timeline, what each activity used and generated,
-completions and cost, terminations, policy decisions, failed invocations,
-memories used, seals) and renders them with jinja2 into one self-contained
-HTML page: inline CSS, no scripts, no network, laid out to print on A4.
+completions and cost, terminations, policy decisions, failed and interrupted
+invocations, memories used, seals) and renders them with jinja2 into one
+self-contained HTML page: inline CSS, no scripts, no network, laid out to print
+on A4. A call cut short (interrupted, or started and never ended) is listed
+with the failures, never hidden behind "No invocation failed".
 
 Each activity in the timeline carries its inputs and output (capability
 arguments and results, prompts and completions) in a collapsed ``<details>``,
@@ -32,7 +34,7 @@ from trails.audit.querypack import get_query
 from trails.audit.render import cell, duration, usd
 from trails.errors import SessionError, VerificationError
 from trails.evidence.ledger import ledger_iri, seals_of_graph
-from trails.evidence.verify import verify
+from trails.evidence.verify import VerifyReport, verify
 from trails.prov.iri import Minter
 from trails.prov.vocab import XSD
 from trails.store.base import Solutions, Store
@@ -278,19 +280,25 @@ def report_data(
     seal: dict[str, Any] = {"state": "unsealed", "detail": "no seal in this store"}
     try:
         report = verify(store, session=iri, minter=minter)
-        mine = [f for f in report.findings if f.subject == iri]
         chain = [f for f in report.findings if f.kind in ("chain", "signature")]
+        # the session's graph, its content, the receipts of its erased content: "verified"
+        # only when all of them check out
+        mine = [f for f in report.findings if f not in chain]
         seals = _seals(store, iri, minter or Minter())
         if iri in report.open_sessions:
             seal = {"state": "open", "detail": "the session has not ended, so it is not sealed yet"}
         elif mine:
-            seal = {"state": mine[0].kind, "detail": mine[0].detail}
+            first = mine[0]
+            about = "" if first.subject == iri else f"{first.subject}: "
+            more = f" ({len(mine) - 1} more finding(s))" if len(mine) > 1 else ""
+            seal = {"state": first.kind, "detail": f"{about}{first.detail}{more}"}
         elif seals:
             last = seals[-1]
             seal = {
                 "state": "verified",
                 "detail": f"matches seal {last['sequence']} of {last['sealedAt']} "
-                f"({last['quadCount']} quads, sha256 {last['graphHash']})",
+                f"({last['quadCount']} quads, sha256 {last['graphHash']}); "
+                f"{_content_checked(report)}",
             }
         if chain:
             seal["chain"] = [str(f) for f in chain]
@@ -306,7 +314,10 @@ def report_data(
         "completions": completions,
         "cost_rows": cost_rows,
         "total_usd": _money(total),
+        "failovers": _rows(store, "provider-fallbacks", session=iri),
         "terminations": _rows(store, "terminations", session=iri),
+        "evictions": _rows(store, "history-evictions", session=iri),
+        "batches": _rows(store, "batches", session=iri),
         "decisions": _rows(store, "policy-decisions", session=iri),
         "failures": _rows(store, "failed-invocations", session=iri),
         "memories": _rows(store, "memories-used", session=iri),
@@ -315,6 +326,18 @@ def report_data(
         "redacting": bool(redaction and redaction.rules),
         "short": _short,
     }
+
+
+def _content_checked(report: VerifyReport) -> str:
+    """What the seal badge says of the session's content."""
+    tally = report.content
+    said = f"its {tally.values} content value(s) match their sealed digests"
+    removed = sum(tally.accounted.values())
+    if removed:
+        said += f", {removed} removed on record (sealed receipt)"
+    if tally.hash_only:
+        said += f", {tally.hash_only} recorded as a digest alone"
+    return said
 
 
 def render_report(

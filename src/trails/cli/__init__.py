@@ -28,6 +28,7 @@ __all__ = ["COMMANDS", "build_parser", "check_arguments", "main"]
 # command -> (module of trails.cli that registers it, one-line help shown by trails --help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("demo", "run a short agent session and audit it by SPARQL"),
+    "init": ("init", "create an empty store (recording creates one too)"),
     "query": ("query", "run a query of the pack, a SPARQL file, or inline SPARQL"),
     "sessions": ("sessions", "list sessions (by principal, status, time range)"),
     "catalogue": ("catalogue", "rebuild the session catalogue or total its days' cost"),

@@ -6,8 +6,9 @@ operation is recorded like any other, runs one library call, and closes both.
 ``--json`` prints machine-readable output.
 
 Arguments are checked before the session opens, so a rejected command (a bad
-scope, an unknown or retired memory id ...) records nothing. ``recall``,
-``list`` and ``history`` need an existing store: they never create one.
+scope, an unknown or retired memory id ...) records nothing. Only ``learn``
+creates the store; ``recall``, ``list``, ``history`` and ``forget`` need an
+existing one (a memory to forget is in a store already).
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=run)
 
 
-_READING = ("recall", "list", "history")
+#: the one action that may create the store: the others need a memory recorded there
+_CREATING = ("learn",)
 
 
 @contextmanager
@@ -200,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
     import trails.memory as memory
 
     action = args.memory_command
-    store, owned = existing_store(args.store, create=action not in _READING)
+    store, owned = existing_store(args.store, create=action in _CREATING)
     try:
         _precheck(args, store)
         return _run(args, store, memory)

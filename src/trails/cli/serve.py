@@ -11,6 +11,8 @@ directory store as ``PATH.access-log``).
 Start-up is checked before the "serving" line: the listening socket is bound
 and the store opened first, so a busy or bad port, or a locked store, is one
 ``trails: error:`` line and a non-zero exit, never a traceback from the server.
+A location that is not a store is refused before anything else (exit 2):
+serving never creates a store, nor the access log beside one that is missing.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import socket
 import sys
 from typing import Any
 
+from trails.audit.access import check_reading
 from trails.config import load_settings
 from trails.errors import ConfigError, TrailsError
 from trails.server import EndpointConfig, create_app
@@ -163,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
     location = args.store or str(settings.resolve_path(settings.store))
     if settings.store.startswith(("http://", "https://", "memory:")) and not args.store:
         location = settings.store
+    check_reading(location)  # serving reads: never a store created by starting a server
     host = args.host or str(section.get("host", "127.0.0.1"))
     port = _port(args.port if args.port is not None else section.get("port", 8080))
     if host not in _LOOPBACK:

@@ -1,4 +1,11 @@
-"""``trails verify``: recompute sealed graphs, walk the seal chains; the exit code is the verdict.
+"""``trails verify``: recompute sealed graphs and content, walk the seal chains; the exit code
+is the verdict.
+
+Every content value (prompts, completions, tool inputs and outputs, goals, answers,
+history, memory text) is checked against the digest its sealed graph keeps
+(``trails.evidence.content``): ``CONTENT-ALTERED``, ``CONTENT-MISSING`` and
+``CONTENT-FOREIGN`` findings name the entity and its session; content removed under a
+sealed erasure or retention receipt is listed with the receipt, not a finding.
 
 By default verification is incremental: it starts from the latest verification
 checkpoint, rehashes the graphs sealed since and counts the quads of the others
@@ -6,7 +13,9 @@ checkpoint, rehashes the graphs sealed since and counts the quads of the others
 new checkpoint (``--no-checkpoint`` leaves the store untouched).
 
 Exit 0: nothing was altered (open and interrupted sessions are listed, not
-failures, unless ``--strict``). Exit 1: at least one integrity finding. Exit 2:
+failures, unless ``--strict``, which also names each capability call that
+started and did not finish: ``trails.evidence.interruptions``). Exit 1: at least
+one integrity finding (or, with ``--strict``, anything unfinished). Exit 2:
 bad usage (an empty or malformed ``--session``, a malformed ``--expect-head``,
 an unreadable key, a session that does not exist).
 """
@@ -26,6 +35,8 @@ from trails.cli.common import session_arg
 from trails.config import load_settings
 from trails.errors import StoreError, UserError
 from trails.evidence.checkpoint import record_checkpoint
+from trails.evidence.findings import Finding
+from trails.evidence.interruptions import calls_cut_short
 from trails.evidence.seal import configured_signing_key
 from trails.evidence.verify import VerifyReport, load_public_key, verify
 from trails.prov.iri import Minter
@@ -43,8 +54,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "verify",
         help="check that recorded sessions still match their seals",
-        description="Recompute the canonical hash of sealed graphs, check each seal "
-        "chain, its anchors and signatures, and list altered, missing and unsealed graphs. "
+        description="Recompute the canonical hash of sealed graphs and the digest of every "
+        "content value (prompts, completions, tool inputs and outputs, goals, answers, memory "
+        "text), check each seal chain, its anchors and signatures, and list altered, missing "
+        "and unsealed graphs and altered, missing and foreign content. "
         "Incremental by default: graphs sealed since the latest verification checkpoint are "
         "rehashed, earlier ones counted; --full rehashes everything. A verification that "
         "finds nothing records a checkpoint. "
@@ -69,7 +82,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "still be in the ledger (catches the newest seals being removed)",
     )
     p.add_argument(
-        "--strict", action="store_true", help="also fail on open and interrupted sessions"
+        "--strict",
+        action="store_true",
+        help="also fail on open and interrupted sessions, and name each capability call "
+        "that started and did not finish",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument(
@@ -118,11 +134,12 @@ def run(args: argparse.Namespace) -> int:
             expect_heads=heads,
             incremental=not args.full,
         )
+        cut = calls_cut_short(store, session) if args.strict else []
         recorded = None
         if report.ok and session is None and not args.no_checkpoint:
             recorded = _checkpoint(store, report)
     unfinished = report.open_sessions + report.interrupted_sessions
-    failed = not report.ok or (args.strict and bool(unfinished))
+    failed = not report.ok or (args.strict and bool(unfinished or cut))
     if args.json:
         print(
             json.dumps(
@@ -139,12 +156,16 @@ def run(args: argparse.Namespace) -> int:
                     "checkpoint": recorded,
                     "open_sessions": report.open_sessions,
                     "interrupted_sessions": report.interrupted_sessions,
+                    "interrupted_calls": [asdict(c) for c in cut],
                     "removed_by_retention": [asdict(r) for r in report.removed],
                     "erasures": report.erasures,
-                    "findings": [
-                        {"kind": f.kind, "subject": f.subject, "detail": f.detail}
-                        for f in report.findings
-                    ],
+                    "content": {
+                        "graphs": report.content.graphs,
+                        "values": report.content.values,
+                        "hash_only": report.content.hash_only,
+                        "removed_on_record": report.content.lines(),
+                    },
+                    "findings": [_finding(f) for f in report.findings],
                 },
                 indent=2,
             )
@@ -155,15 +176,22 @@ def run(args: argparse.Namespace) -> int:
     for removed in report.removed:
         print(removed)
     for graph in report.interrupted_sessions:
-        print(f"INTERRUPTED {graph}: its process died; ended and sealed by recovery")
+        print(f"INTERRUPTED {graph}: ended as interrupted (stopped or interrupted while running)")
+    for call in cut:
+        print(call)
     for graph in report.open_sessions:
         print(f"OPEN      {graph}: not ended yet, so not sealed yet")
     for erasure in report.erasures:
         print(f"ERASED    {erasure}")
+    for line in report.content.lines():
+        print(f"ACCOUNTED {line}")
     if not report.ok:
         verdict = f"FAILED: {len(report.findings)} finding(s)"
     elif failed:
-        verdict = f"FAILED (--strict): {len(unfinished)} open or interrupted session(s)"
+        verdict = (
+            f"FAILED (--strict): {len(unfinished)} open or interrupted session(s), "
+            f"{len(cut)} call(s) cut short"
+        )
     else:
         verdict = "OK"
     since = ""
@@ -177,10 +205,30 @@ def run(args: argparse.Namespace) -> int:
     if recorded is not None:
         print(f"checkpoint recorded: {recorded}")
     print(
-        f"{verdict}. {report.graphs_checked} sealed graph(s) recomputed{since}; {report.seals} "
+        f"{verdict}. {report.graphs_checked} sealed graph(s) recomputed{since}; "
+        f"{_content_line(report)}; {report.seals} "
         f"seal(s) in {report.chains} chain(s), {report.signed} signed; head {report.head}"
     )
     return 1 if failed else 0
+
+
+def _content_line(report: VerifyReport) -> str:
+    """What the content check did, in a few words."""
+    tally = report.content
+    line = (
+        f"{tally.values} content value(s) of {tally.graphs} graph(s) checked against their digests"
+    )
+    if tally.hash_only:
+        line += f", {tally.hash_only} recorded as a digest alone"
+    return line
+
+
+def _finding(f: Finding) -> dict[str, str]:
+    """A finding as JSON."""
+    out = {"kind": f.kind, "subject": f.subject, "detail": f.detail}
+    if f.session:
+        out["session"] = f.session
+    return out
 
 
 def _checkpoint(store: Store, report: VerifyReport) -> str | None:
@@ -216,10 +264,7 @@ def _run_bundle(args: argparse.Namespace, public_key: Any, heads: list[str] | No
                     "signed": report.signed,
                     "answers_checked": report.answers_checked,
                     "unsealed": report.unsealed,
-                    "findings": [
-                        {"kind": f.kind, "subject": f.subject, "detail": f.detail}
-                        for f in report.findings
-                    ],
+                    "findings": [_finding(f) for f in report.findings],
                     "proves": report.proves,
                     "does_not_prove": report.does_not_prove,
                 },

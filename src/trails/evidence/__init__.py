@@ -5,8 +5,12 @@
 - ``seal``: the ``Sealer``, the one writer here, which seals each session graph in
   the write that ends it.
 - ``verify``: recompute sealed graphs, walk the chains, check signatures.
+- ``content``: every content value against the digest its sealed graph keeps.
+- ``findings``: what verification reports, one ``Finding`` per mismatch.
 - ``checkpoint``: what a successful verification checked, for the next one.
 - ``recovery``: sessions of a stopped process ended as interrupted, and sealed.
+- ``interruptions``: capability calls that started and did not finish, which
+  ``trails verify --strict`` names.
 - ``erasures``: erasure receipts read back, so verification tells lawful removal
   apart from tampering.
 

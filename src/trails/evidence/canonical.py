@@ -63,6 +63,7 @@ __all__ = [
     "digest_ntriples",
     "graph_digest",
     "graph_digest_by_query",
+    "graph_digest_read",
     "hash_lines",
     "normal_lexical",
 ]
@@ -251,12 +252,21 @@ def graph_digest(store: Store, graph: IRI, *, version: int = 2) -> tuple[str, in
     Raises:
         StoreError: the store could not be read.
     """
+    digest, count, _ = graph_digest_read(store, graph, version=version)
+    return digest, count
+
+
+def graph_digest_read(
+    store: Store, graph: IRI, *, version: int = 2
+) -> tuple[str, int, bytes | None]:
+    """``graph_digest``, with the N-Triples it read on the embedded store (None elsewhere),
+    for a check that needs more of the graph than its hash (``trails.evidence.content``)."""
     from trails.store.oxigraph import OxigraphStore  # loaded already when such a store is open
 
     if isinstance(store, OxigraphStore):
-        data = store.dump(format="ntriples", graph=graph)
-        return digest_ntriples(data or b"", graph, version=version)
-    return graph_digest_by_query(store, graph, version=version)
+        data = store.dump(format="ntriples", graph=graph) or b""
+        return (*digest_ntriples(data, graph, version=version), data)
+    return (*graph_digest_by_query(store, graph, version=version), None)
 
 
 def graph_digest_by_query(store: Store, graph: IRI, *, version: int = 2) -> tuple[str, int]:

@@ -14,7 +14,12 @@ first, each naming the graph or seal and what no longer matches:
   newest-seal pointer names a removed seal, or an expected head is absent;
 - ``signature``: a signature does not verify, or (with a trusted key) a seal
   is unsigned or signed by a key that neither is the trusted key nor was
-  rotated to from it by a recorded, signed ``trails:KeyRotation``.
+  rotated to from it by a recorded, signed ``trails:KeyRotation``;
+- ``content-altered``, ``content-missing``, ``content-foreign``: a content value
+  against the digest its sealed graph keeps (``trails.evidence.content``; each
+  names the entity and its session). Sessions, memory graphs and every graph
+  with a content graph are read; the content of a graph rehashed here is read
+  with the dump that hashed it.
 
 Sessions that have not ended (``open``) and sessions ended as interrupted
 (``interrupted``, by recovery) are listed, not findings: an accident is not
@@ -37,7 +42,8 @@ same hashes, rehashes only the graphs whose newest seal is newer than the
 checkpoint, and checks every earlier graph by its quad count (one aggregate
 query). It does not catch a quad of an earlier graph replaced by another (the
 count stays the same): ``incremental=False`` (``trails verify --full``)
-rehashes everything. Without a usable checkpoint (none, edited, or unsigned
+rehashes everything. Content is read whole in every mode: it is not sealed, so
+no checkpoint vouches for it. Without a usable checkpoint (none, edited, or unsigned
 while a trusted key is given) it rehashes everything.
 
 ``verify(store, session=IRI)`` checks one session in time independent of the
@@ -53,9 +59,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trails.errors import ConfigError, SessionError
-from trails.evidence.canonical import graph_digest
+from trails.evidence.canonical import graph_digest_read
 from trails.evidence.checkpoint import FULL, INCREMENTAL, CheckpointRecord, read_checkpoint
+from trails.evidence.content import (
+    ContentChecker,
+    ContentTally,
+    check_session_content,
+    check_store_content,
+    read_accounts,
+)
 from trails.evidence.erasures import list_erasures
+from trails.evidence.findings import Finding
 from trails.evidence.ledger import (
     GENESIS,
     LedgerContents,
@@ -118,18 +132,6 @@ INTERRUPTED = "interrupted"
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One thing that does not match."""
-
-    kind: str
-    subject: str
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{self.kind.upper():<9} {self.subject}: {self.detail}"
-
-
-@dataclass(frozen=True)
 class Removed:
     """A graph (``part`` = ``structure``) or its content that a retention run removed."""
 
@@ -178,6 +180,9 @@ class VerifyReport:
     erasures: list[str] = field(default_factory=list)
     """Content erased on record (``trails.compliance.erasure``: by whom, when, why); listed, not
     findings: erasure removes content from content graphs, never from a sealed graph."""
+    content: ContentTally = field(default_factory=ContentTally)
+    """What the content check read: values recomputed against their digests, graphs counted,
+    entities recorded as a digest alone, values removed on record (``trails.evidence.content``)."""
 
     @property
     def ok(self) -> bool:
@@ -399,9 +404,11 @@ def _check_graph(
     seal: SealRecord,
     report: VerifyReport,
     removals: dict[IRI, list[Removed]] | None = None,
-) -> None:
+) -> bytes | None:
+    """The graph against its seal; returns what the embedded store dumped of it (for the
+    content check), None on other stores."""
     report.graphs_checked += 1
-    digest, count = graph_digest(store, graph, version=seal.version)
+    digest, count, data = graph_digest_read(store, graph, version=seal.version)
     done = (removals or {}).get(graph, [])
     report.removed.extend(r for r in done if r.part == "content")
     structure = [r for r in done if r.part == "structure"]
@@ -430,6 +437,7 @@ def _check_graph(
                 f"{seal.graph_hash[:16]}…; now {count} quads, hash {digest[:16]}…",
             )
         )
+    return data
 
 
 def _sort_sessions(
@@ -511,13 +519,32 @@ def verify(
     removals = _removals(store)
     # a graph a retention run removed is checked against its removal record, in full
     covered -= {latest[g].iri for g in removals if g in latest}
+
+    def sealed_now(graph: str) -> bool:  # an erasure seals its receipt right after removing
+        return bool(seals_of_graph(store, ledger, IRI.trusted(graph)))
+
+    accounts = read_accounts(store, latest.__contains__, recheck=sealed_now)
+    checker = ContentChecker(accounts, report.findings, report.content)
+    skip = checker.accounts.receipt_graphs | checker.accounts.unsealed
+    read: set[IRI] = set()  # graphs whose content was checked with the dump that hashed them
     for graph, seal in sorted(latest.items()):
         if seal.iri not in covered:
-            _check_graph(store, graph, seal, report, removals)
+            data = _check_graph(store, graph, seal, report, removals)
+            if data and graph not in skip:
+                checker.check(store, graph, sealed=True, ntriples=data)
+                read.add(graph)
     _count_graphs(store, {g: s for g, s in latest.items() if s.iri in covered}, report)
     result = store.query(_SESSIONS)
     assert isinstance(result, Solutions)
-    _sort_sessions(result, latest, report)
+    sessions = _sort_sessions(result, latest, report)
+    check_store_content(
+        store,
+        sealed=set(latest),
+        sessions=set(sessions),
+        memory=minter.graph("memory/"),
+        checker=checker,
+        done=read,
+    )
     report.erasures = [e.describe() for e in list_erasures(store)]
     return report
 
@@ -660,6 +687,7 @@ def _verify_session(
             _check_anchors(latest, anchored, report)
         report.heads = [latest.seal_hash]
         _check_graph(store, session, latest, report, _removals(store, session))
+    _session_content(store, ledger, session, latest is not None, report)
     for head in expect_heads or []:
         if not store.query(_HASH_PRESENT, {"ledger": ledger, "hash": Literal(head)}):
             report.findings.append(
@@ -668,3 +696,22 @@ def _verify_session(
     _sort_sessions(result, {session: latest} if latest is not None else {}, report)
     report.erasures = [e.describe() for e in list_erasures(store, session=str(session))]
     return report
+
+
+def _session_content(
+    store: Store, ledger: IRI, session: IRI, sealed: bool, report: VerifyReport
+) -> None:
+    """One session's content against its digests; the sealed receipts that account for
+    removed content are rehashed against their own seals too."""
+    accounts = check_session_content(
+        store,
+        session,
+        sealed=sealed,
+        is_sealed=lambda g: bool(seals_of_graph(store, ledger, IRI.trusted(g))),
+        findings=report.findings,
+        tally=report.content,
+    )
+    for graph in sorted(accounts.receipt_graphs):
+        receipt_seal = latest_of(seals_of_graph(store, ledger, IRI.trusted(graph)))
+        if receipt_seal is not None:
+            _check_graph(store, IRI.trusted(graph), receipt_seal, report)

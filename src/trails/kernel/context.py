@@ -7,13 +7,14 @@ with ``prov:wasInformedBy``), and optional tool policy, LLM client and
 application extras (``ctx.graph`` in the seed is an extra).
 
 ``Context.open`` starts a session and records it; ``close`` ends it (once,
-whichever copy of the context is closed). A session nobody closes is still
-ended: when its last context is garbage, or at exit (``trails.kernel.lifecycle``).
-Code
-that calls ``invoke`` or ``LLMClient.complete`` with no context gets
-``current_context()``: inside a capability handler, the handler's own context
-(so a nested call is linked to the invocation that made it, as in
-``ctx.llm.complete(...)``); elsewhere, the process default context, a session
+whichever copy of the context is closed). A session id the caller chooses names
+one session, of one principal and one writer: an id the store already holds is
+refused (``SessionTaken``), never written into (``trails.prov.starts``). A session
+nobody closes is still ended: when its last context is garbage, or at exit
+(``trails.kernel.lifecycle``). Code that calls ``invoke`` or ``LLMClient.complete``
+with no context gets ``current_context()``: inside a capability handler, the
+handler's own context (so a nested call is linked to the invocation that made it,
+as in ``ctx.llm.complete(...)``); elsewhere, the process default context, a session
 opened on first use for the configured principal. Nothing is ever recorded
 outside a session graph.
 
@@ -38,11 +39,21 @@ from trails.config import load_settings
 from trails.errors import TrailsError
 from trails.kernel.cost import CostTracker, default_tracker
 from trails.kernel.decision import Decision, ToolPolicy
-from trails.kernel.lifecycle import Lifecycle, SessionEnd, drain_pending, on_exit
+from trails.kernel.lifecycle import (
+    Lifecycle,
+    SessionEnd,
+    drain_pending,
+    end_status,
+    interruption,
+    on_exit,
+    open_here,
+)
 from trails.kernel.policy import RulePolicy, settings_timeout
 from trails.kernel.riders import Riders
 from trails.prov.events import SessionStarted
+from trails.prov.iri import check_session_id
 from trails.prov.recorder import Recorder, default_recorder
+from trails.prov.starts import record_start
 from trails.store.terms import IRI
 from trails.text import check_text
 
@@ -160,8 +171,17 @@ class Context:
     ) -> Context:
         """Start a session, record its start, and return its context.
 
+        Without ``session_id`` the session gets a new UUID. With one, the id must
+        be free: an id the store already holds (another principal's session, one
+        that has ended, one open in this or another writer, a graph holding other
+        data) is refused, and the check and the start are one step
+        (``trails.prov.starts``).
+
         Raises:
             UserError: a principal, label or other text that is not valid Unicode.
+            SessionError: a ``session_id`` that cannot name a session (empty, blank,
+                too long, a character an IRI path segment cannot hold as it is).
+            SessionTaken: the ``session_id`` is taken (``reason`` says why).
             StoreError: the session start could not be recorded.
         """
         drain_pending()  # a safe point: end sessions the garbage collector found abandoned
@@ -174,20 +194,24 @@ class Context:
             ("domain", domain),
         ):
             check_text(value, f"Context.open {name}")
+        if session_id is not None:
+            check_session_id(session_id, "Context.open session_id")
         recorder = recorder or default_recorder()
         if fields.get("policy") is None:
             _policy_from_settings(fields)
         session = recorder.minter.session(session_id)
-        recorder.record(
-            SessionStarted(
-                session=session,
-                principal=principal,
-                started=now(),
-                label=label,
-                assurance_level=assurance_level,
-                domain=domain,
-            )
+        start = SessionStarted(
+            session=session,
+            principal=principal,
+            started=now(),
+            label=label,
+            assurance_level=assurance_level,
+            domain=domain,
         )
+        if session_id is None:  # a fresh UUID: no one else can hold it
+            recorder.record(start)
+        else:
+            record_start(recorder, start, open_here=open_here(recorder.store, session))
         return cls(
             principal=principal,
             session=session,
@@ -203,18 +227,22 @@ class Context:
         """Whether this context's session has ended (through any copy of it)."""
         return self.lifecycle is not None and self.lifecycle.ending.ended
 
-    def close(self, status: str = "ok") -> None:
+    def close(self, status: str = "ok", *, reason: str | None = None) -> None:
         """Record the end of the session, once: closing again (or another copy) does nothing.
 
+        A session an interruption reached (a call or run cut short by Ctrl-C) ends
+        ``interrupted`` whatever ``status`` says (``trails.kernel.lifecycle``).
+
         Args:
-            status: the recorded end status (``"ok"`` or ``"error"``).
+            status: the recorded end status (``"ok"``, ``"error"`` or ``"interrupted"``).
+            reason: with ``"interrupted"``, what interrupted it.
 
         Raises:
             StoreError: the end could not be recorded (the session stays open).
         """
         if self.lifecycle is None:  # built by hand, not by open(): nothing tracks it
             self.lifecycle = Lifecycle(SessionEnd(self.recorder, self.session))
-        self.lifecycle.ending.end(status)
+        self.lifecycle.ending.end(status, reason)
 
     def __enter__(self) -> Context:
         return self
@@ -225,7 +253,7 @@ class Context:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close("error" if exc is not None else "ok")
+        self.close(end_status(exc), reason=interruption(exc))
 
 
 _FIELDS = frozenset(f.name for f in dataclasses.fields(Context))

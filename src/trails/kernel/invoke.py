@@ -9,7 +9,11 @@ start (inputs, principal, plan, start time) is recorded before the handler
 runs, and the handler does not run when that write fails (the caller gets the
 ``StoreError``). A crash while the handler runs therefore leaves a call that
 visibly started, which recovery marks interrupted; pure capabilities keep one
-write. A handler's own exception reaches the caller as
+write. A ``KeyboardInterrupt`` (Ctrl-C) or ``SystemExit`` (a SIGTERM handler's
+``sys.exit``) raised while the handler runs ends the call ``interrupted``, its
+error naming the exception, notes the interruption on the session (which then
+ends ``interrupted``: ``trails.kernel.lifecycle``) and goes on unchanged, so the
+program still stops. A handler's own exception reaches the caller as
 ``CapabilityError`` with the original on ``__cause__``; trails errors pass
 through unchanged so planners can show them to the model.
 
@@ -21,7 +25,8 @@ path) runs in a worker thread, so the event loop stays free, and an
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
@@ -29,6 +34,7 @@ from typing import Any
 from trails.errors import CapabilityError, PolicyDenied, TrailsError, ValidationError
 from trails.kernel.context import Context, InvocationRecord, _current, current_context, now
 from trails.kernel.handlers import caller_loop, run_handler
+from trails.kernel.lifecycle import INTERRUPTED, interruption, mark_interrupted
 from trails.kernel.observe import notify
 from trails.kernel.registry import CapabilitySpec, get_capability
 from trails.kernel.riders import Riders
@@ -37,6 +43,8 @@ from trails.prov.events import CapabilityInvoked, CapabilityStarted, Event, Poli
 from trails.store.terms import IRI
 
 __all__ = ["ainvoke", "invoke"]
+
+log = logging.getLogger(__name__)
 
 # ``ainvoke``'s worker threads: more than asyncio's default pool (cpu + 4), since
 # each mostly waits (on a model, on I/O, or on its async handler on the loop).
@@ -117,13 +125,13 @@ def invoke(
     )
     token = _current.set(inner)
 
-    def failed(message: str) -> None:
+    def failed(message: str, status: str = "error") -> None:
         _finish(
             ctx,
             spec,
             activity,
             started,
-            status="error",
+            status=status,
             args=raw_args,
             result=None,
             error=message,
@@ -142,6 +150,11 @@ def invoke(
         message = f"{type(exc).__name__}: {exc}"
         failed(message)
         raise CapabilityError(spec.id, message) from exc
+    except BaseException as exc:
+        name = interruption(exc)
+        if name is not None:
+            _interrupted(ctx, spec, activity, name, lambda: failed(name, INTERRUPTED))
+        raise
     finally:
         _current.reset(token)
     result_text = canonical_json(result)
@@ -166,6 +179,18 @@ def invoke(
         riders=riders,
     )
     return result
+
+
+def _interrupted(
+    ctx: Context, spec: CapabilitySpec, activity: IRI, name: str, record: Callable[[], None]
+) -> None:
+    """Record a call an interruption cut short, and note it on the session; the
+    interruption goes on whatever happens here (a failed write is logged)."""
+    mark_interrupted(ctx.lifecycle, f"{name} during a call to {spec.id}")
+    try:
+        record()
+    except TrailsError:
+        log.warning("could not record the interrupted call %s", activity, exc_info=True)
 
 
 def _write_ahead(

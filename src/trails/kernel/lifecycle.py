@@ -13,6 +13,16 @@ recorded, exactly once, on every path a program can take:
 The end is the ``SessionEnded`` event, recorded through the session's
 recorder, so a sealer installed on it seals the session as usual.
 
+An interruption is a way to end too. A ``KeyboardInterrupt`` (Ctrl-C, SIGINT) or
+a ``SystemExit`` (what a SIGTERM handler usually raises) reaching a capability
+call or a plan run is noted on the session (``interrupt``); whichever path then
+ends the session ends it ``interrupted``, with a ``trails:Interruption`` naming
+the exception and the activities it cut short, and seals it as usual. The
+same happens when the program stops on an uncaught ``KeyboardInterrupt`` with
+sessions open. trails installs no signal handler: a signal that Python leaves
+at its default action (SIGTERM without a handler, SIGKILL) stops the process
+without any of this, and recovery ends its sessions as interrupted.
+
 Ending a session writes to the store, which must not happen in the middle of
 another write. A session found garbage by the *cyclic* garbage collector
 (which can run at any allocation, inside trails' own code) is therefore not
@@ -33,6 +43,7 @@ from __future__ import annotations
 import atexit
 import gc
 import logging
+import sys
 import threading
 import weakref
 from collections import deque
@@ -48,15 +59,54 @@ if TYPE_CHECKING:
     from trails.store.terms import IRI
 
 __all__ = [
+    "INTERRUPTED",
     "Lifecycle",
     "SessionEnd",
     "drain_pending",
     "end_open_sessions",
+    "end_status",
+    "interruption",
+    "mark_interrupted",
     "on_exit",
+    "open_here",
     "open_sessions",
 ]
 
 log = logging.getLogger(__name__)
+
+INTERRUPTED = "interrupted"
+"""The end status of a session, a run or a call an interruption cut short."""
+
+
+def interruption(exc: BaseException | None) -> str | None:
+    """The name recorded for an exception that interrupts rather than fails, else None.
+
+    ``KeyboardInterrupt`` is what Python raises on SIGINT (Ctrl-C); ``SystemExit``
+    is what a program's own SIGTERM handler usually raises (``sys.exit``); any
+    other exception outside ``Exception`` (an asyncio cancellation) stops a call
+    the same way. ``GeneratorExit`` (a generator closed) and ordinary exceptions
+    are not interruptions.
+
+    Args:
+        exc: the exception leaving a call, a run or a session.
+
+    Returns:
+        ``"KeyboardInterrupt (SIGINT)"``, ``"SystemExit(143)"``, the class name, or None.
+    """
+    if exc is None or isinstance(exc, Exception | GeneratorExit):
+        return None
+    if isinstance(exc, KeyboardInterrupt):
+        return "KeyboardInterrupt (SIGINT)"
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r})"
+    return type(exc).__name__
+
+
+def end_status(exc: BaseException | None) -> str:
+    """How a session left by ``exc`` ends: ``ok``, ``error`` or ``interrupted``."""
+    if exc is None:
+        return "ok"
+    return INTERRUPTED if interruption(exc) is not None else "error"
 
 
 class SessionEnd:
@@ -71,13 +121,30 @@ class SessionEnd:
         self.recorder = recorder
         self.session = session
         self.ended = False
+        self.reason: str | None = None
+        """Why the session was interrupted, once it was (its end is then ``interrupted``)."""
+        self.interrupted_at: datetime | None = None
         self._lock = threading.Lock()
 
-    def end(self, status: str = "ok") -> bool:
+    def interrupt(self, reason: str) -> None:
+        """Note that an interruption reached this session: its end will be ``interrupted``.
+
+        Args:
+            reason: what interrupted it (the first reason noted is kept).
+        """
+        if self.reason is None:
+            self.reason, self.interrupted_at = reason, datetime.now(UTC)
+
+    def end(self, status: str = "ok", reason: str | None = None) -> bool:
         """Record ``SessionEnded`` unless it already was.
+
+        A session an interruption reached (``interrupt``) ends ``interrupted``
+        whatever ``status`` asks, with a ``trails:Interruption`` naming the reason
+        (the calls and runs it cut short already name that interruption).
 
         Args:
             status: the recorded end status.
+            reason: why, when ``status`` is ``interrupted`` and nothing was noted.
 
         Returns:
             True when this call recorded the end.
@@ -88,9 +155,19 @@ class SessionEnd:
         with self._lock:
             if self.ended:
                 return False
-            self.recorder.record(
-                SessionEnded(session=self.session, ended=datetime.now(UTC), status=status)
-            )
+            ended = datetime.now(UTC)
+            if status == INTERRUPTED or self.reason is not None:
+                event = SessionEnded(
+                    session=self.session,
+                    ended=ended,
+                    status=INTERRUPTED,
+                    reason=self.reason or reason or "the program was interrupted",
+                    detected=ended,
+                    interrupted_at=self.interrupted_at,
+                )
+            else:
+                event = SessionEnded(session=self.session, ended=ended, status=status)
+            self.recorder.record(event)
             self.ended = True
         _forget(self)
         return True
@@ -105,6 +182,17 @@ class SessionEnd:
         except TrailsError:  # e.g. its store was closed: it stays open, recovery ends it
             log.info("could not record the end of session %s", self.session, exc_info=True)
             _forget(self)
+
+
+def mark_interrupted(lifecycle: Lifecycle | None, reason: str) -> None:
+    """Note an interruption on a context's session (nothing when no lifecycle tracks it).
+
+    Args:
+        lifecycle: the context's ``lifecycle``.
+        reason: what interrupted it, and where.
+    """
+    if lifecycle is not None:
+        lifecycle.ending.interrupt(reason)
 
 
 class Lifecycle:
@@ -167,6 +255,15 @@ def open_sessions() -> list[IRI]:
         return [e.session for e in _open.values() if not e.ended]
 
 
+def open_here(store: object, session: IRI) -> bool:
+    """Whether this process has ``session`` open on ``store`` (opened, not ended yet)."""
+    with _lock:
+        return any(
+            e.session == session and e.recorder.store is store and not e.ended
+            for e in _open.values()
+        )
+
+
 def end_open_sessions(status: str = "ok") -> None:
     """End every session this process opened and has not ended (what exit does)."""
     drain_pending()
@@ -179,7 +276,21 @@ def end_open_sessions(status: str = "ok") -> None:
 _exit_handlers: list[Callable[[], None]] = []
 
 
+def _note_uncaught() -> None:
+    """A program stopping on an uncaught interruption interrupts every session it left open."""
+    if hasattr(sys, "ps1"):  # interactive: an old interrupted statement says nothing of now
+        return
+    name = interruption(getattr(sys, "last_value", None))
+    if name is None:
+        return
+    with _lock:
+        endings = list(_open.values())
+    for ending in endings:
+        ending.interrupt(f"{name}: the program stopped with the session open")
+
+
 def _at_exit() -> None:
+    _note_uncaught()
     for handler in _exit_handlers:  # the default session first, then every other one
         try:
             handler()

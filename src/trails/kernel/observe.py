@@ -80,9 +80,12 @@ EVENT_KINDS: tuple[str, ...] = (
     "tool_error",  # data: capability, status, error, duration_ms
     "tool_dry_run",  # data: capability, args, observation (planned, not executed)
     "policy_decision",  # data: capability, decision, reason, rule, review, reviewer
-    "fallback",  # data: failed, error (provider); failed, next, error (strategy)
+    "fallback",  # data: failed, next, error (a provider of a chain, or a strategy)
     "budget",  # data: reason, limit, observed
     "step_end",  # data: index, action, step (the PlanStep)
+    "history_trim",  # data: evicted, tokens, summarized (a session's window dropped entries)
+    "batch_start",  # data: batch_id, prompts_count
+    "batch_end",  # data: batch_id, results_count, errors_count, total_duration_ms
 )
 """Every event kind, in lifecycle order."""
 

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from trails.errors import UserError
 from trails.kernel.context import Context, current_context
 
-__all__ = ["Progress", "arun_batch", "hold_slot", "release_slot", "run_batch"]
+__all__ = ["Progress", "ProgressCounter", "arun_batch", "hold_slot", "release_slot", "run_batch"]
 
 Progress = Callable[[int, int], None]
 R = TypeVar("R")
@@ -41,8 +41,8 @@ def _check(max_concurrency: int) -> None:
         raise UserError(f"max_concurrency must be >= 1, not {max_concurrency}")
 
 
-class _Counter:
-    """Counts finished calls and reports progress, one report at a time."""
+class ProgressCounter:
+    """Counts finished calls (or goals) and reports ``on_progress(done, total)``, one report at a time."""
 
     def __init__(self, total: int, on_progress: Progress | None) -> None:
         self.total = total
@@ -109,7 +109,7 @@ def run_batch(
     _check(max_concurrency)
     ctx = ctx if ctx is not None else current_context()
     prompts = list(prompts)
-    counter = _Counter(len(prompts), on_progress)
+    counter = ProgressCounter(len(prompts), on_progress)
 
     def one(prompt: Any) -> R | Exception:
         try:
@@ -141,7 +141,7 @@ async def arun_batch(
     """
     _check(max_concurrency)
     ctx = ctx if ctx is not None else current_context()
-    counter = _Counter(len(prompts), on_progress)
+    counter = ProgressCounter(len(prompts), on_progress)
     gate = asyncio.Semaphore(max_concurrency)
 
     async def one(prompt: Any) -> R | Exception:

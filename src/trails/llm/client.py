@@ -29,7 +29,7 @@ completions agree (see ``docs/llm.md``, "Cost accounting").
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from typing import Any
 
 from trails.errors import UserError
@@ -262,6 +262,7 @@ class LLMClient(Envelope):
         *,
         max_failures: int = 3,
         cooldown_seconds: float = 60.0,
+        on_fallback: Callable[..., object] | None = None,
         response_cache: ResponseCache | bool | None = None,
         store_cache: bool = False,
     ) -> LLMClient:
@@ -269,12 +270,17 @@ class LLMClient(Envelope):
         for ``cooldown_seconds`` (a circuit breaker), then tried once again.
 
         Each client keeps its own retry policy; a bad request (4xx) is not
-        something another provider fixes, so it is raised at once.
+        something another provider fixes, so it is raised at once. Each
+        failed client is recorded as a failed completion and each switch as a
+        ``trails:ProviderFallback`` (see ``docs/llm.md``).
 
         Args:
             clients: in priority order.
             max_failures: consecutive failures that open a client's circuit.
             cooldown_seconds: how long an open circuit stays open.
+            on_fallback: called on each failover with ``(name, error)``, or with
+                ``(failed, next, error)`` when it takes three arguments
+                (``provider:model`` names).
             response_cache: see ``LLMClient``.
             store_cache: see ``LLMClient``.
 
@@ -282,7 +288,8 @@ class LLMClient(Envelope):
             The client.
 
         Raises:
-            UserError: no clients, or bad thresholds.
+            UserError: no clients, bad thresholds, or an ``on_fallback`` that
+                takes neither form.
         """
         from trails.llm.fallback import FallbackAdapter
 
@@ -290,6 +297,7 @@ class LLMClient(Envelope):
             [(c.adapter, c.retry) for c in clients],
             max_failures=max_failures,
             cooldown_seconds=cooldown_seconds,
+            on_fallback=on_fallback,
         )
         catalogue = clients[0].catalogue if clients else None
         return cls(
@@ -402,7 +410,8 @@ class LLMClient(Envelope):
             The response, with ``usd``, ``retries``, ``latency_s`` and ``activity_iri``.
 
         Raises:
-            BudgetExceeded: the principal had already spent its budget (nothing recorded).
+            BudgetExceeded: the principal had already spent its budget (nothing
+                sent; a completion with status ``refused`` was recorded).
             ModelAPIError: the provider failed (a subclass per kind); a failed
                 completion was recorded first.
             StructuredOutputError: no answer matched ``response_format`` (each

@@ -15,7 +15,13 @@ sync and async paths so both record exactly the same PROV-O:
   atomic write under the recorder's lock, so concurrent tasks and threads
   never interleave the quads of two completions;
 - ``_stream`` / ``_astream`` wrap a streaming call: retried until the first
-  chunk, a cut or abandoned stream recorded as failed.
+  chunk, a cut or abandoned stream recorded as failed;
+- while the adapter runs, a fallback chain's failed members are watched
+  (``trails.llm.failover``): each is recorded as it fails, a failed completion
+  and the switch to the next provider, and the call's own completion is
+  informed by the last of them;
+- a call the principal's budget refuses is recorded (status ``refused``, ended
+  by a ``trails:BudgetBreach``) before ``BudgetExceeded`` is raised.
 """
 
 from __future__ import annotations
@@ -27,13 +33,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from trails.errors import ModelAPIError, TrailsError, UserError
+from trails.errors import BudgetExceeded, ModelAPIError, TrailsError, UserError
 from trails.kernel.context import Context, current_context, now
 from trails.kernel.observe import notify, observing, off_loop
 from trails.llm.batch import hold_slot, release_slot
 from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params_of
 from trails.llm.catalogue import Catalogue, ModelSpec
 from trails.llm.errors import IncompleteStreamError, MalformedResponseError
+from trails.llm.evidence import BudgetRefused, ProviderFellBack
+from trails.llm.failover import Failover, watching
 from trails.llm.retry import RetryError, RetryPolicy, acall_with_retries, call_with_retries
 from trails.llm.structured import OutputFormat
 from trails.llm.types import Adapter, Chunk, Message, Request, Response, ToolCall, ToolSpec
@@ -125,6 +133,12 @@ class Call:
     attempt: int = 1
     attempts: int = 1
     invalid: str | None = None
+    after: str | None = None
+    """The last failover record of this call (a switch, or the last failed member)."""
+
+    @property
+    def informed_by(self) -> list[str]:
+        return [self.after] if self.after is not None else []
 
 
 class Envelope:
@@ -171,7 +185,6 @@ class Envelope:
         for s in stop:
             check_text(s, "stop sequence")
         ctx = ctx if ctx is not None else current_context()
-        ctx.tracker.check(ctx.principal)
         request = Request(
             model=model_id,
             messages=tuple(msgs),
@@ -195,8 +208,86 @@ class Envelope:
             t0=time.perf_counter(),
             output=output,
         )
+        try:
+            ctx.tracker.check(ctx.principal)
+        except BudgetExceeded as refusal:
+            self._refuse(call, refusal)
+            raise
         notify(ctx, "llm_start", call_id=call.activity, model=model_id, messages=len(msgs))
         return call
+
+    def _refuse(self, call: Call, refusal: BudgetExceeded) -> None:
+        """Record a call the principal's budget refused, before it is raised."""
+        ctx = call.ctx
+        ended = now()
+        message = f"{type(refusal).__name__}: {refusal}"
+        completion = LLMCompleted(
+            session=ctx.session,
+            activity=call.activity,
+            parent=ctx.parent,
+            principal=ctx.principal,
+            provider=self.provider,
+            model=call.request.model,
+            started=call.started,
+            ended=ended,
+            messages=call.messages,
+            params=call.params,
+            request_hash=call.hash,
+            latency_ms=(time.perf_counter() - call.t0) * 1000.0,
+            status="refused",
+            error=message,
+            step=ctx.step,
+        )
+        ctx.recorder.record(
+            BudgetRefused(
+                session=ctx.session,
+                refused=completion,
+                budget=refusal.kind,
+                limit=refusal.limit,
+                observed=refusal.observed,
+            )
+        )
+        data = {"reason": message, "limit": refusal.limit, "observed": refusal.observed}
+        notify(ctx, "budget", call_id=call.activity, **data)
+        refusal.activity_iri = call.activity  # type: ignore[attr-defined]
+
+    def _watch(self, call: Call) -> Callable[[Failover], None]:
+        """Records each failed member of a fallback chain while ``call`` runs."""
+
+        def failed(failover: Failover) -> None:
+            ctx = call.ctx
+            attempt = ctx.recorder.minter.activity()
+            switch = ctx.recorder.minter.activity() if failover.next is not None else None
+            event = ProviderFellBack(
+                session=ctx.session,
+                failed=LLMCompleted(
+                    session=ctx.session,
+                    activity=attempt,
+                    parent=ctx.parent,
+                    principal=ctx.principal,
+                    provider=failover.provider,
+                    model=failover.model,
+                    started=failover.started,
+                    ended=failover.ended,
+                    messages=call.messages,
+                    params=call.params,
+                    request_hash=call.hash,
+                    latency_ms=failover.latency_ms,
+                    retries=failover.retries,
+                    request_id=getattr(failover.error, "request_id", None),
+                    status="error",
+                    error=_message(failover.error),
+                    step=ctx.step,
+                    informed_by=call.informed_by,
+                ),
+                switch=switch,
+                next_provider=failover.next,
+                at=failover.ended,
+            )
+            ctx.recorder.record(event)
+            call.after = switch if switch is not None else attempt
+
+        return failed
 
     def _retried(self, call: Call) -> Callable[[int, BaseException, float], None]:
         """Tells the call's observers of each retry (``llm_retry``), before its wait."""
@@ -227,7 +318,7 @@ class Envelope:
         if cached is not None:
             return self._succeed(call, cached, retries=0, cache_hit=True)
         try:
-            with observing(call.ctx):
+            with observing(call.ctx), watching(self._watch(call)):
                 response, retries = call_with_retries(
                     lambda: self.adapter.complete(call.request), self.retry, self._retried(call)
                 )
@@ -254,7 +345,7 @@ class Envelope:
                 release_slot()  # answered (or failed): recording needs no request slot
 
         try:
-            with observing(call.ctx):
+            with observing(call.ctx), watching(self._watch(call)):
                 response, retries = await acall_with_retries(once, self.retry, self._retried(call))
         except RetryError as err:
             error = self._fail(call, err.error, err.retries)
@@ -352,6 +443,7 @@ class Envelope:
                 error=error,
                 step=ctx.step,
                 tool_calls=[c.as_dict() for c in response.tool_calls],
+                informed_by=call.informed_by,
             )
         )
         if invalid is None and not cache_hit and self.response_cache is not None:
@@ -391,9 +483,7 @@ class Envelope:
             translated.__cause__ = error
             error = translated
         retries += int(getattr(error, "inner_retries", 0))
-        message = f"{type(error).__name__}: {error}"
-        if text_problem(message) is not None:  # a provider's message may hold anything
-            message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+        message = _message(error)
         if text_problem(received) is not None:
             received = ""  # not recordable as it came; the error says how much arrived
         ctx = call.ctx
@@ -417,6 +507,7 @@ class Envelope:
                 status="error",
                 error=message,
                 step=ctx.step,
+                informed_by=call.informed_by,
             )
         )
         model = call.request.model
@@ -465,7 +556,7 @@ class Envelope:
             return it, next(it, None)
 
         try:
-            with observing(call.ctx):
+            with observing(call.ctx), watching(self._watch(call)):
                 (it, first), retries = call_with_retries(
                     open_stream, self.retry, self._retried(call)
                 )
@@ -505,7 +596,7 @@ class Envelope:
             return it, await anext(it, None)
 
         try:
-            with observing(call.ctx):
+            with observing(call.ctx), watching(self._watch(call)):
                 (it, first), retries = await acall_with_retries(
                     open_stream, self.retry, self._retried(call)
                 )
@@ -530,6 +621,14 @@ class Envelope:
             error = self._fail(call, exc, retries, received="".join(received))
             raise error from error.__cause__
         yield self._stream_end(call, item, retries, received)
+
+
+def _message(error: BaseException) -> str:
+    """An error as recorded: its type and text, escaped where it is not valid Unicode."""
+    message = f"{type(error).__name__}: {error}"
+    if text_problem(message) is not None:  # a provider's message may hold anything
+        message = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    return message
 
 
 async def _from_thread(adapter: Adapter, request: Request) -> AsyncIterator[Chunk | Response]:

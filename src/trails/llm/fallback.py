@@ -11,6 +11,12 @@ problem, not the provider's, so it is raised at once and does not count
 against the member. When no member answers, ``ProvidersUnavailable`` names
 each member's failure. The response names the member that answered, so the
 recorded model agent is the one that actually did the work.
+
+Every member that fails is reported (``trails.llm.failover.report``) to the
+call around the chain, which records it as a failed completion and the switch
+to the next member as a ``trails:ProviderFallback``; each switch also reaches
+observers (a ``fallback`` event) and the ``on_fallback`` callable. A stream
+fails over only before its first chunk.
 """
 
 from __future__ import annotations
@@ -19,10 +25,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from trails.errors import TrailsError, UserError
+from trails.kernel.context import now
 from trails.kernel.observe import notify_current
 from trails.llm.errors import ModelBadRequestError, ProvidersUnavailable, RealModelsForbidden
+from trails.llm.failover import Failover, FallbackHook, report
 from trails.llm.retry import RetryError, RetryPolicy, call_with_retries
 from trails.llm.types import Adapter, Chunk, Request, Response
 
@@ -50,7 +59,9 @@ class FallbackAdapter:
         max_failures: consecutive failures that open a member's circuit.
         cooldown_seconds: how long an open circuit skips the member.
         clock: monotonic clock (injectable for tests).
-        on_fallback: called with ``(provider:model, error)`` each time a member fails.
+        on_fallback: called on each failover, before the next member is tried, with
+            ``(failed, error)`` or ``(failed, next, error)`` (``provider:model`` names),
+            whichever it takes.
 
     Raises:
         UserError: no members, ``max_failures`` < 1 or a negative cooldown.
@@ -63,7 +74,7 @@ class FallbackAdapter:
         max_failures: int = 3,
         cooldown_seconds: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
-        on_fallback: Callable[[str, BaseException], None] | None = None,
+        on_fallback: Callable[..., object] | None = None,
     ) -> None:
         if not members:
             raise UserError("LLMClient.fallback needs at least one client")
@@ -76,7 +87,7 @@ class FallbackAdapter:
         self.cooldown_seconds = cooldown_seconds
         self.states = [CircuitState() for _ in self.members]
         self._clock = clock
-        self._on_fallback = on_fallback
+        self._on_fallback = FallbackHook(on_fallback) if on_fallback is not None else None
         self._lock = threading.Lock()
         primary = self.members[0][0]
         self.provider = primary.provider
@@ -101,6 +112,37 @@ class FallbackAdapter:
                 state.failures += 1
                 if state.failures >= self.max_failures:
                     state.open_until = self._clock() + self.cooldown_seconds
+
+    def _failed(
+        self,
+        index: int,
+        following: list[int],
+        error: BaseException,
+        retries: int,
+        started: tuple[datetime, float],
+    ) -> None:
+        """A member gave up: count it, then tell the call, observers and ``on_fallback``."""
+        self._record(index, ok=False)
+        adapter = self.members[index][0]
+        nxt = self._name(self.members[following[0]][0]) if following else None
+        report(
+            Failover(
+                provider=adapter.provider,
+                model=adapter.model,
+                next=nxt,
+                error=error,
+                retries=retries,
+                started=started[0],
+                ended=now(),
+                latency_ms=(time.perf_counter() - started[1]) * 1000.0,
+            )
+        )
+        if nxt is None:
+            return
+        failed = self._name(adapter)
+        notify_current("fallback", failed=failed, next=nxt, error=str(error))
+        if self._on_fallback is not None:
+            self._on_fallback(failed, nxt, error)
 
     def _request_for(self, index: int, request: Request) -> Request:
         # The request names the primary's model; each member answers with its own.
@@ -130,24 +172,23 @@ class FallbackAdapter:
         """
         errors: list[tuple[str, BaseException]] = []
         retries = 0
-        for i in self._available():
+        available = self._available()
+        for pos, i in enumerate(available):
             adapter, policy = self.members[i]
             req = self._request_for(i, request)
 
             def attempt(a: Adapter = adapter, r: Request = req) -> Response:
                 return a.complete(r)
 
+            started = (now(), time.perf_counter())
             try:
                 response, used = call_with_retries(attempt, policy)
             except RetryError as err:
                 retries += err.retries + 1
                 if isinstance(err.error, _NO_FALLBACK) or not isinstance(err.error, TrailsError):
                     raise err.error from err.error.__cause__
-                self._record(i, ok=False)
                 errors.append((self._name(adapter), err.error))
-                if self._on_fallback is not None:
-                    self._on_fallback(self._name(adapter), err.error)
-                notify_current("fallback", failed=self._name(adapter), error=str(err.error))
+                self._failed(i, available[pos + 1 :], err.error, err.retries, started)
                 continue
             self._record(i, ok=True)
             return replace(
@@ -162,7 +203,8 @@ class FallbackAdapter:
         """Stream from the first member that starts answering; later failures are not retried."""
         errors: list[tuple[str, BaseException]] = []
         retries = 0
-        for i in self._available():
+        available = self._available()
+        for pos, i in enumerate(available):
             adapter, policy = self.members[i]
             req = self._request_for(i, request)
 
@@ -172,14 +214,15 @@ class FallbackAdapter:
                 it = iter(a.stream(r))
                 return it, next(it, None)
 
+            started = (now(), time.perf_counter())
             try:
                 (it, first), used = call_with_retries(open_stream, policy)
             except RetryError as err:
                 retries += err.retries + 1
                 if isinstance(err.error, _NO_FALLBACK) or not isinstance(err.error, TrailsError):
                     raise err.error from err.error.__cause__
-                self._record(i, ok=False)
                 errors.append((self._name(adapter), err.error))
+                self._failed(i, available[pos + 1 :], err.error, err.retries, started)
                 continue
             self._record(i, ok=True)
             item = first

@@ -60,8 +60,10 @@ SELECT ?g ?a ?start ?end ?parent ?provider ?model ?prompt ?text ?in ?out ?cr ?cw
   ?a prov:wasAssociatedWith ?m . ?m a trails:Model ; trails:provider ?provider ; trails:modelId ?model .
   OPTIONAL { ?a prov:wasAssociatedWith/trails:principalId ?who }
   OPTIONAL { ?c a trails:Completion ; prov:wasGeneratedBy ?a . GRAPH ?cg2 { ?c prov:value ?text } }
-  OPTIONAL { ?a prov:wasInformedBy ?parent } OPTIONAL { ?a trails:errorMessage ?error }
-  OPTIONAL { ?a trails:inputTokens ?in } OPTIONAL { ?a trails:outputTokens ?out }
+  OPTIONAL { ?a prov:wasInformedBy ?parent  # the caller, not the failover that led here
+             FILTER NOT EXISTS { ?parent a ?after FILTER(?after IN (trails:ProviderFallback,
+                                                                     trails:LLMCompletion)) } }
+  OPTIONAL { ?a trails:errorMessage ?error } OPTIONAL { ?a trails:inputTokens ?in } OPTIONAL { ?a trails:outputTokens ?out }
   OPTIONAL { ?a trails:cacheReadTokens ?cr } OPTIONAL { ?a trails:cacheWriteTokens ?cw }
   OPTIONAL { ?a trails:requestId ?rid }
 } }"""

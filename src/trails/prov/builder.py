@@ -7,7 +7,8 @@ the PROV-O rules live in one place:
   (SPARQL engines do no inference; a plain ``prov:Activity`` query must match);
 - a trails property that specialises a PROV-O property is written with both;
 - content is ``prov:value`` (canonical JSON when structured) plus
-  ``trails:sha256``, or the hash alone when the settings say ``hash``; the
+  ``trails:sha256``, or the hash alone when the settings say ``hash`` (marked
+  ``trails:contentPolicy "hash"``, so verification knows no value is due); the
   content quads go to the graph's *content graph* (``trails.prov.content``),
   the digest stays with the structure, in the same list of quads (so in the
   same atomic write): seals cover the structure, erasure removes the content;
@@ -36,6 +37,7 @@ _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 _UNMASKED = frozenset(
     {
         T.sha256,
+        T.contentPolicy,
         T.argumentsSha256,
         T.resultSha256,
         T.requestHash,
@@ -126,16 +128,18 @@ class QuadBuilder:
         self.value(s, T.sha256, digest)
         return digest
 
-    def content_text(self, s: IRI, p: IRI, text: str | None, *, digest: bool = True) -> None:
+    def content_text(self, s: IRI, p: IRI, text: str | None, *, digest: bool = True) -> str | None:
         """A content property (``trails:goal``, ``trails:answer``, ``trails:arguments`` ...):
         the text (masked) in the content graph and, with ``digest``, its sha256 on the
-        structure property ``CONTENT_DIGESTS[p]``. Nothing when ``text`` is None."""
+        structure property ``CONTENT_DIGESTS[p]``. Nothing when ``text`` is None.
+        Returns the text recorded (masked), for a caller that records its own digest."""
         if text is None:
-            return
+            return None
         text = self.masked(s, p, text)
         self.quads.append(Quad(s, p, Literal(text, _XSD_STRING), self.content_graph))
         if digest:
             self.value(s, CONTENT_DIGESTS[p], sha256_hex(text))
+        return text
 
     def types(self, s: IRI, *classes: IRI) -> None:
         for cls in classes:
@@ -204,6 +208,8 @@ class QuadBuilder:
                 self.quads.append(
                     Quad(s, PROV.value, Literal(text, _XSD_STRING), self.content_graph)
                 )
+            else:  # sealed with the digest: verification expects no value, and finds none
+                self.value(s, T.contentPolicy, self.content)
             self.value(s, T.sha256, digest)
         if generated_by is not None:
             self.add(s, PROV.wasGeneratedBy, generated_by)

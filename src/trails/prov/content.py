@@ -35,6 +35,7 @@ __all__ = [
     "content_graph",
     "erasure_of",
     "is_content_graph",
+    "json_sha256",
     "sha256_hex",
     "structure_graph",
     "unicode_problem",
@@ -90,6 +91,18 @@ def canonical_json(value: Any) -> str:
 
 def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def json_sha256(text: str) -> str:
+    """The digest of a JSON value kept as text in its own key order (a persisted envelope's
+    ``trails:arguments`` and ``trails:result``): the sha256 of its canonical JSON, so the
+    order the text keeps does not count; of the text itself when it is not JSON (masking
+    may have cut through it). The recorder records it and verification recomputes it."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return sha256_hex(text)
+    return sha256_hex(canonical_json(value))
 
 
 def unicode_problem(text: str) -> str | None:

@@ -59,6 +59,7 @@ _TERMINATION_CLASSES: dict[str, IRI] = {
     "budget": T.BudgetBreach,
     "step_limit": T.StepLimit,
     "error": T.Error,
+    "terminal": T.TerminalAction,
 }
 
 
@@ -129,6 +130,9 @@ class SessionEnded(Event):
     reason: str | None = None
     detected: datetime | None = None
     interrupted: tuple[Interrupted, ...] = ()
+    interrupted_at: datetime | None = None
+    """When an interruption reached the running session (its ``trails:Interruption`` is
+    generated then, before the calls it cut short ended); recovery leaves it None."""
 
     def emit(self, b: QuadBuilder) -> None:
         s = self.graph
@@ -139,7 +143,7 @@ class SessionEnded(Event):
         t = Minter.part(s, "interruption")
         b.types(t, T.Interruption, T.Termination, PROV.Entity)
         b.value(t, T.reason, self.reason or "the process recording the session stopped")
-        b.value(t, PROV.generatedAtTime, self.ended)
+        b.value(t, PROV.generatedAtTime, self.interrupted_at or self.ended)
         b.value(t, T.detectedAt, self.detected)
         b.label(t, "interrupted")
         b.add(s, T.wasTerminatedBy, t)
@@ -198,7 +202,7 @@ class CapabilityInvoked(Event):
     terminal: bool = False
     started: datetime
     ended: datetime
-    status: Literal["ok", "error", "invalid", "denied", "dry_run"]
+    status: Literal["ok", "error", "invalid", "denied", "dry_run", "refused", "interrupted"]
     inputs: Any = None
     output: Any = None
     error: str | None = None
@@ -236,6 +240,8 @@ class CapabilityInvoked(Event):
             _invocation_body(b, a, self.graph, self, inputs_text)
         b.value(a, T.status, self.status)
         b.value(a, T.errorMessage, self.error)
+        if self.status == "interrupted":
+            _cut_short(b, a, self.graph)
         if self.status == "ok":
             b.entity(
                 Minter.part(a, "output"),
@@ -274,7 +280,12 @@ def _invocation_body(
 
 
 class LLMCompleted(Event):
-    """One model call (success or failure), with its prompt, completion and cost."""
+    """One model call (success or failure), with its prompt, completion and cost.
+
+    ``status`` is ``refused`` when a budget stopped the call before anything was
+    sent; ``informed_by`` names what led to the call besides its parent (the
+    ``trails:ProviderFallback`` that switched to this provider).
+    """
 
     activity: str
     parent: str | None
@@ -296,15 +307,18 @@ class LLMCompleted(Event):
     latency_ms: float = 0.0
     retries: int = 0
     request_id: str | None = None
-    status: Literal["ok", "error", "invalid"] = "ok"
+    status: Literal["ok", "error", "invalid", "refused"] = "ok"
     error: str | None = None
     step: int | None = None
     tool_calls: list[dict[str, Any]] = []
+    informed_by: list[str] = []
 
     def emit(self, b: QuadBuilder) -> None:
         a = _iri(self.activity)
         b.activity(a, T.LLMCompletion, self.started, self.ended)
         b.child_of(a, _iri(self.parent) if self.parent else None, self.graph)
+        for informant in self.informed_by:
+            b.add(a, PROV.wasInformedBy, _iri(informant))
         principal = b.agent(self.principal)
         model = b.minter.model(self.provider, self.model)
         b.types(model, T.Model, PROV.SoftwareAgent, PROV.Agent)
@@ -382,17 +396,36 @@ class PlanRunEnded(Event):
         b.value(a, T.stopReason, self.stop_reason)
         b.content_text(a, T.answer, self.answer)
         b.value(a, T.errorMessage, self.error)
+        if self.stop_reason == "interrupted":
+            _cut_short(b, a, self.graph)
+
+
+def _cut_short(b: QuadBuilder, a: IRI, session: IRI) -> None:
+    """An activity an interruption (Ctrl-C) cut short while its process ran names the
+    session's ``trails:Interruption``, which the session's end writes."""
+    t = Minter.part(session, "interruption")
+    b.add(a, T.wasTerminatedBy, t)
+    b.add(a, PROV.wasEndedBy, t)
 
 
 class Terminated(Event):
-    """A run stopped early: budget breach, step limit or error (``trails:wasTerminatedBy``)."""
+    """A run ended by something other than its own answer (``trails:wasTerminatedBy``):
+    a budget breach, the step limit, an error, or a terminal action.
+
+    A terminal action (``kind="terminal"``: a ``terminal=True`` capability ran, or
+    the run's ``stop_condition`` said stop after a call) names the invocation that
+    ended the run as ``caused_by``: the termination entity ``prov:wasGeneratedBy``
+    it, so plain PROV reads run -> ``prov:wasEndedBy`` -> termination ->
+    ``prov:wasGeneratedBy`` -> the call.
+    """
 
     activity: str
-    kind: Literal["budget", "step_limit", "error"]
+    kind: Literal["budget", "step_limit", "error", "terminal"]
     reason: str
     limit: float | None = None
     observed: float | None = None
     at: datetime
+    caused_by: str | None = None
 
     def emit(self, b: QuadBuilder) -> None:
         a = _iri(self.activity)
@@ -402,6 +435,8 @@ class Terminated(Event):
         b.value(t, T.limit, self.limit)
         b.value(t, T.observed, self.observed)
         b.value(t, PROV.generatedAtTime, self.at)
+        if self.caused_by is not None:
+            b.add(t, PROV.wasGeneratedBy, _iri(self.caused_by))
         b.label(t, f"{self.kind}: {self.reason}")
         b.add(a, T.wasTerminatedBy, t)
         b.add(a, PROV.wasEndedBy, t)

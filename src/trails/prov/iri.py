@@ -4,6 +4,12 @@ Every resource trails writes has an IRI (no blank nodes, which keeps canonical
 hashing linear and exports stable). Random parts are UUID4; names that come
 from users (capability ids, model ids, non-IRI principals) are percent-encoded
 so an IRI is always valid whatever the input.
+
+A session id a caller chooses is the one exception: it names the session and its
+graph for everyone who reads them, so it must be usable as it is, one IRI path
+segment. ``check_session_id`` refuses any other (empty, blank, too long, or with a
+character a path segment cannot hold) instead of letting the minter quietly escape
+it into a name nobody chose.
 """
 
 from __future__ import annotations
@@ -12,9 +18,65 @@ import uuid
 from functools import lru_cache
 from urllib.parse import quote
 
+from trails.errors import SessionError
 from trails.store.terms import _IRI_BAD, _IRI_SCHEME, IRI
 
-__all__ = ["Minter", "agent_iri"]
+__all__ = ["SESSION_ID_MAX", "Minter", "agent_iri", "check_session_id"]
+
+SESSION_ID_MAX = 200
+"""The longest session id accepted, in characters."""
+
+# RFC 3986 pchar without pct-encoded (unreserved, sub-delims, "@": what the minter
+# leaves as it is, so the id is the IRI's last segment, unescaped), less ":", which
+# trails puts between a session's IRI and the names of its parts (``<session>:content``)
+_SEGMENT = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~!$&'()*+,;=@"
+)
+_ALLOWED = "ASCII letters, digits and - . _ ~ ! $ & ' ( ) * + , ; = @"
+
+
+def check_session_id(session_id: object, field: str = "session_id") -> None:
+    """Refuse a session id that cannot name a session as it is.
+
+    A session id becomes the last segment of the session's IRI
+    (``<base>session:<id>``), unescaped: 1 to ``SESSION_ID_MAX`` characters, each
+    one a path segment holds as it is (ASCII letters and digits, ``- . _ ~ ! $ & '
+    ( ) * + , ; = @``). Anything else (white space, ``< > " { } | \\ ^ ` / ? # %``,
+    control characters, letters outside ASCII, which the minter would escape)
+    is refused rather than turned into a name nobody chose; so is ``:``, which
+    trails puts before the names of a session's parts (an id ``case-1:content``
+    would name the content graph of session ``case-1``).
+
+    Args:
+        session_id: the id a caller chose.
+        field: what it is, for the message (``"Context.open session_id"``).
+
+    Raises:
+        SessionError: not a str, empty, blank, too long, or a character a path
+            segment cannot hold as it is (the message names it and where it is).
+    """
+    if not isinstance(session_id, str):
+        raise SessionError(f"{field} must be a str, not {type(session_id).__name__}")
+    if not session_id.strip():
+        what = "empty" if not session_id else f"blank ({ascii(session_id)[:40]})"
+        raise SessionError(f"{field} is {what}: a session id names the session, choose one")
+    if len(session_id) > SESSION_ID_MAX:
+        raise SessionError(
+            f"{field} is {len(session_id)} characters long; a session id has at most "
+            f"{SESSION_ID_MAX} ({session_id[:20]!a}...)"
+        )
+    for i, char in enumerate(session_id):
+        if char not in _SEGMENT:
+            shown = session_id if len(session_id) <= 40 else session_id[:37] + "..."
+            why = (
+                "which trails puts before the parts of a session (<session>:content)"
+                if char == ":"
+                else "which a session IRI cannot hold as it is"
+            )
+            raise SessionError(
+                f"{field} {shown!a} holds {char!a} at character {i + 1}, {why}; a session "
+                f"id is {_ALLOWED}"
+            )
 
 
 @lru_cache(maxsize=4096)  # capability, model, policy and principal names repeat in every event

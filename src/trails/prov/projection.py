@@ -32,7 +32,7 @@ from pydantic_core import to_jsonable_python
 
 from trails.errors import ContentErased, SessionError
 from trails.prov.builder import QuadBuilder
-from trails.prov.content import content_graph, erasure_of
+from trails.prov.content import content_graph, erasure_of, json_sha256
 from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.masking import Masking
@@ -216,11 +216,13 @@ def projection_quads(
         b.value(e, T.position, i)
         b.value(e, T.capabilityId, inv.capability)
         b.add(e, T.ofActivity, IRI.trusted(inv.activity))
-        b.content_text(e, T.arguments, _json(inv.args), digest=False)
-        b.value(e, T.argumentsSha256, inv.args_sha256)
+        # the digests are of what is recorded (masked, keys as JSON holds them), so that
+        # verification recomputes them from the values: the call's own when nothing changed
+        args = b.content_text(e, T.arguments, _json(inv.args), digest=False)
+        b.value(e, T.argumentsSha256, json_sha256(args) if args is not None else None)
         if inv.result_sha256 is not None:
-            b.content_text(e, T.result, _json(inv.result), digest=False)
-            b.value(e, T.resultSha256, inv.result_sha256)
+            result = b.content_text(e, T.result, _json(inv.result), digest=False)
+            b.value(e, T.resultSha256, json_sha256(result) if result is not None else None)
         b.value(e, T.invocationStatus, inv.status)
         b.value(e, T.invocationError, inv.error)
         b.value(e, T.startedAt, inv.started)

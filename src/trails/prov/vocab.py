@@ -76,6 +76,7 @@ class T:
     LLMCompletion = TRAILS.LLMCompletion
     CapabilityInvocation = TRAILS.CapabilityInvocation
     PolicyDecision = TRAILS.PolicyDecision
+    ProviderFallback = TRAILS.ProviderFallback
     MemoryOperation = TRAILS.MemoryOperation
     # classes: entities
     Prompt = TRAILS.Prompt
@@ -91,6 +92,7 @@ class T:
     StepLimit = TRAILS.StepLimit
     Error = TRAILS.Error
     Interruption = TRAILS.Interruption
+    TerminalAction = TRAILS.TerminalAction
     # classes: agents and plans
     Principal = TRAILS.Principal
     Model = TRAILS.Model
@@ -105,6 +107,7 @@ class T:
     authorizedBy = TRAILS.authorizedBy
     # datatype properties
     sha256 = TRAILS.sha256
+    contentPolicy = TRAILS.contentPolicy
     status = TRAILS.status
     errorMessage = TRAILS.errorMessage
     goal = TRAILS.goal
@@ -129,6 +132,9 @@ class T:
     cacheHit = TRAILS.cacheHit
     latencyMs = TRAILS.latencyMs
     retries = TRAILS.retries
+    failedProvider = TRAILS.failedProvider
+    nextProvider = TRAILS.nextProvider
+    budgetKind = TRAILS.budgetKind
     decision = TRAILS.decision
     reason = TRAILS.reason
     matchedRule = TRAILS.matchedRule
@@ -145,6 +151,7 @@ class T:
     Seal = TRAILS.Seal
     sealedGraph = TRAILS.sealedGraph
     openSession = TRAILS.openSession
+    claimsSession = TRAILS.claimsSession
     graphHash = TRAILS.graphHash
     quadCount = TRAILS.quadCount
     sealSequence = TRAILS.sealSequence
@@ -204,6 +211,15 @@ class T:
     RunningTotal = TRAILS.RunningTotal
     runningThrough = TRAILS.runningThrough
     entriesDated = TRAILS.entriesDated
+    # history evictions and batches
+    HistoryEviction = TRAILS.HistoryEviction
+    EvictedEntry = TRAILS.EvictedEntry
+    HistorySummary = TRAILS.HistorySummary
+    evictedCount = TRAILS.evictedCount
+    Batch = TRAILS.Batch
+    batchId = TRAILS.batchId
+    goalCount = TRAILS.goalCount
+    failedCount = TRAILS.failedCount
     # PII masking at the source
     Masking = TRAILS.Masking
     masking = TRAILS.masking

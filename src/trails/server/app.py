@@ -68,6 +68,7 @@ from trails.server.log import (
 from trails.server.pool import Evaluator, InlineEvaluator, Outcome, ProcessPool, QueryJob
 from trails.server.sparql import analyse, parse_graph_iri
 from trails.store import Store, open_store
+from trails.store.location import check_existing
 from trails.store.oxigraph import convert_rdf
 from trails.store.terms import IRI, Term
 
@@ -126,6 +127,8 @@ _SD_FORMATS = (
     "RDF_XML",
 )
 _GRAPH_PARAMS = ("default-graph-uri", "named-graph-uri")
+#: locations that are no folder: nothing to find on disk before serving them
+_OPENED_EITHER_WAY = ("memory:", "http://", "https://")
 
 
 @dataclass(frozen=True)
@@ -674,10 +677,13 @@ def create_app(
         The endpoint; serve ``endpoint.app`` with any ASGI server.
 
     Raises:
+        NotAStore: ``store`` names a folder that is not a store (serving never creates one).
         ConfigError: the access log would be the data store itself.
         StoreError: the access log's store cannot be opened.
     """
     config = config or EndpointConfig()
+    if not isinstance(store, Store) and not str(store).startswith(_OPENED_EITHER_WAY):
+        check_existing(Path(store).expanduser())  # serving reads: a folder must be a store
     if isinstance(access_log, Store):
         if access_log is store:
             raise ConfigError("the access log must be a store of its own")

@@ -219,7 +219,7 @@ def _worker_main(
 ) -> None:
     """A worker process: open the store, then run queries until the pipe closes."""
     try:
-        store = open_store(location, base_iri=base_iri)
+        store = open_store(location, base_iri=base_iri, create=False)  # serving reads
     except Exception as exc:  # reported to the pool, which explains it to the operator
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return

@@ -242,7 +242,11 @@ def mount_traces(
     idle = float(settings.section("otel").get("idle_timeout", 300.0))
 
     def make() -> Ingestor:
-        store = location if isinstance(location, Store) else open_store(location, settings=settings)
+        store = (  # the store being served: it exists (serving never creates one)
+            location
+            if isinstance(location, Store)
+            else open_store(location, settings=settings, create=False)
+        )
         return Ingestor(Recorder.from_settings(settings, store=store), idle_timeout=idle)
 
     app.router.routes.append(traces_route(make, tokens=tokens))

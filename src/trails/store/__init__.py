@@ -2,8 +2,10 @@
 
 ``open_store(location)`` picks the backend from the location string:
 ``memory:`` an in-memory embedded store, ``http(s)://...`` a SPARQL 1.1
-server, anything else a directory for the embedded store. ``default_store()``
-is the process-wide store named by the settings, opened once.
+server, anything else a directory for the embedded store: created when
+missing or empty, refused when it holds other files, and required to exist
+already with ``create=False`` (readers; ``location`` says what a store is).
+``default_store()`` is the process-wide store named by the settings, opened once.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def open_store(
     *,
     settings: Settings | None = None,
     base_iri: str | None = None,
+    create: bool = True,
 ) -> Store:
     """Open the store at ``location`` (default: the configured one).
 
@@ -67,8 +70,13 @@ def open_store(
         settings: settings to read the default location and remote options from.
         base_iri: the base relative IRIs in queries resolve against (default:
             the configured ``base_iri``, the one trails mints IRIs under).
+        create: create a directory store that does not exist yet (what recording
+            wants); False for readers, which must find an existing store there.
+            ``memory:`` and ``http(s)://`` locations are opened either way.
 
     Raises:
+        NotAStore: the directory is not a store and ``create`` is False, or it is a
+            folder holding other files (a store is never created over them).
         StoreLockedError: the directory is held by another process.
         StoreError: the store cannot be opened.
     """
@@ -88,7 +96,7 @@ def open_store(
     from trails.store.oxigraph import OxigraphStore
 
     path = Path(where) if location is not None else settings.resolve_path(where)
-    return OxigraphStore(path, base_iri=settings.base_iri)
+    return OxigraphStore(path, base_iri=settings.base_iri, create=create)
 
 
 def default_store() -> Store:

@@ -5,25 +5,27 @@ trails terms to pyoxigraph terms on the way in (caching the IRIs that repeat:
 classes and predicates), back on the way out, and translates every pyoxigraph
 exception into the trails error tree.
 
-The on-disk store is single-writer per process: RocksDB locks the directory.
-A second open of a locked directory raises ``StoreLockedError`` explaining
-that processes share a store through a SPARQL server, not a directory.
-Holding the lock, an on-disk store knows since when it has the directory to
-itself (``exclusive_since``): any session still open that started before then
-belongs to a process that is gone, which is what recovery relies on.
+The on-disk store is single-writer per process: the store's directory is
+locked from open to close (``trails.store._layout``: a lock file, and RocksDB's
+own lock on the data directory inside). A second open of a locked directory
+raises ``StoreLockedError`` explaining that processes share a store through a
+SPARQL server, not a directory. Holding the lock, an on-disk store knows since
+when it has the directory to itself (``exclusive_since``): any session still
+open that started before then belongs to a process that is gone, which is what
+recovery relies on. Opening also repairs what an interrupted compaction left
+(``_layout.recover``), before RocksDB opens.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
-import shutil
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, NoReturn, TypeVar
 
 import pyoxigraph as ox
 
@@ -36,6 +38,7 @@ from trails.errors import (
     StoreError,
     StoreLockedError,
 )
+from trails.store import _layout
 from trails.store._sparql_bind import bind_params, prebinds
 from trails.store.base import (
     DATASET_FORMATS,
@@ -46,6 +49,7 @@ from trails.store.base import (
     Solutions,
     Store,
 )
+from trails.store.location import check_creatable, check_existing
 from trails.store.terms import IRI, BNode, Literal, Quad, Term, Triple, check_term
 from trails.text import check_text
 
@@ -268,10 +272,14 @@ class OxigraphStore(Store):
     """A ``Store`` over pyoxigraph. ``path=None`` keeps everything in memory.
 
     Args:
-        path: directory of the RocksDB store; created when missing.
+        path: directory of the RocksDB store; created when missing or empty.
         base_iri: the base relative IRIs in queries resolve against.
+        create: False for a reader: ``path`` must already be a store (nothing is
+            written to a folder that is not one).
 
     Raises:
+        NotAStore: ``path`` is not a store and ``create`` is False, or it is a file or a
+            folder holding other files (never taken over to create a store).
         StoreLockedError: another process (or this one) holds the directory.
         StoreError: the directory cannot be opened for another reason.
         ConfigError: ``base_iri`` is not an absolute IRI.
@@ -282,30 +290,63 @@ class OxigraphStore(Store):
     #: it (the memory index) need no cross-process freshness check.
     exclusive = True
 
-    def __init__(self, path: str | Path | None = None, *, base_iri: str = DEFAULT_BASE_IRI) -> None:
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        base_iri: str = DEFAULT_BASE_IRI,
+        create: bool = True,
+    ) -> None:
         self.base_iri = _base(base_iri)
         self.path = Path(path) if path is not None else None
+        if self.path is not None:
+            if create:
+                check_creatable(self.path)
+            else:
+                check_existing(self.path)
         #: when this process took the directory's lock (None in memory: nothing before us)
         self.exclusive_since: datetime | None = None
         self._changes = 0
         self._changes_lock = threading.Lock()
+        self._store: ox.Store | None = None
+        self._lock: _layout.DirectoryLock | None = None
+        #: where the data directory is (None in memory)
+        self._disk: _layout.Layout | None = None
+        if self.path is None:
+            self._store = ox.Store()
+            return
         try:
-            if self.path is None:
-                self._store: ox.Store | None = ox.Store()
-            else:
-                self.path.mkdir(parents=True, exist_ok=True)
-                self._store = ox.Store(str(self.path))
-                self.exclusive_since = datetime.now(UTC)
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._lock = _layout.DirectoryLock(self.path)
+        except BlockingIOError as exc:
+            raise self._locked(exc) from exc
         except OSError as exc:
-            text = str(exc)
-            if "lock" in text.lower():
-                raise StoreLockedError(
-                    f"the store at {self.path} is already open in another process "
-                    f"(or earlier in this one). The embedded store is single-writer: stop "
-                    f"the other process, or share one store between processes through a "
-                    f"SPARQL server (TRAILS_STORE=http://...). Backend said: {text}"
-                ) from exc
-            raise StoreError(f"cannot open store at {self.path}: {text}") from exc
+            raise StoreError(f"cannot open store at {self.path}: {exc}") from exc
+        try:
+            self._disk = _layout.recover(self.path)
+            self._store = ox.Store(str(self._disk.data))
+            if self._disk.fresh:
+                self._disk = _layout.commit(self._disk)
+        except OSError as exc:
+            if self._store is None and self._disk is not None and self._disk.fresh:
+                with contextlib.suppress(OSError):  # what RocksDB began is no store
+                    _layout.remove(self._disk.data)
+            self.close()
+            if "lock" in str(exc).lower():
+                raise self._locked(exc) from exc
+            raise StoreError(f"cannot open store at {self.path}: {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
+        self.exclusive_since = datetime.now(UTC)
+
+    def _locked(self, exc: OSError) -> StoreLockedError:
+        return StoreLockedError(
+            f"the store at {self.path} is already open in another process "
+            f"(or earlier in this one). The embedded store is single-writer: stop "
+            f"the other process, or share one store between processes through a "
+            f"SPARQL server (TRAILS_STORE=http://...). Backend said: {exc}"
+        )
 
     def __repr__(self) -> str:
         where = str(self.path) if self.path else "memory"
@@ -500,55 +541,106 @@ class OxigraphStore(Store):
         Oxigraph keeps the text of a long literal in a table of strings that
         removing quads never prunes (and RocksDB keeps removed keys in older files
         until a compaction), so ``optimize`` alone leaves erased text on disk. This
-        copies the quads the store holds now into a fresh directory (a bulk load:
-        no plain-text copy on the way), swaps it in for the old one (kept as
-        ``<dir>.compacting-old`` until the swap is done, so a crash loses nothing)
-        and deletes the old one. In memory, the same copy replaces the in-memory
-        store. The store stays open; it is unusable by other threads while this runs.
+        copies the quads the store holds now into a fresh data directory (a bulk
+        load: no plain-text copy on the way), makes the store's pointer name it,
+        and deletes the old one (``trails.store._layout``). The store is whole at
+        every instant: a crash before the copy is complete leaves the store as it
+        was, a crash after it finishes the compaction when the store is next
+        opened, and that open deletes whatever copy is left. In memory, the same
+        copy replaces the in-memory store. The store stays open (and locked against
+        other processes throughout); it is unusable by other threads while this runs.
 
         Raises:
-            StoreError: the copy or the swap failed; the store is left as it was.
+            StoreError: the copy or the swap failed (the store is left as it was); or
+                the store was rewritten but the copy from before it, which still holds
+                what was removed, could not be deleted (the message names it).
         """
         if self.path is None:
             fresh = ox.Store()
             self._call("compact", lambda: fresh.bulk_extend(self._all_quads()))
             self._store = fresh
             return
-        path = self.path
-        new, old = (
-            path.with_name(path.name + ".compacting"),
-            path.with_name(path.name + ".compacting-old"),
-        )
-        for leftover in (new, old):
-            if leftover.exists():
-                shutil.rmtree(leftover)
+        old = self._disk
+        assert old is not None
+        try:
+            _layout.drop_earlier_copies(old.root)
+        except OSError as exc:
+            raise StoreError(f"compact failed on {self!r}, nothing changed: {exc}") from exc
+        copy, new = _layout.start_copy(old)
 
         def rewrite() -> None:
-            fresh = ox.Store(str(new))
+            fresh = ox.Store(str(copy))
             fresh.bulk_extend(self._all_quads())
             fresh.flush()
             fresh.optimize()
+            _layout.reached("copying")
             del fresh  # closes it (RocksDB releases the directory)
 
         try:
             self._call("compact", rewrite)
-        except StoreError:
-            shutil.rmtree(new, ignore_errors=True)
-            raise
+            _layout.finish_copy(copy, new)  # durable, then complete: a crash now finishes
+        except (StoreError, OSError) as exc:
+            self._undo_copy(copy, new, exc)
         store, self._store = self._store, None
         with contextlib.suppress(OSError):
             store.flush()  # type: ignore[union-attr]
         del store
+        _layout.reached("renamed")
+        self._swap(old, new, copy)
+        _layout.reached("switched")
         try:
-            path.rename(old)
-            new.rename(path)
-            self._store = ox.Store(str(path))
+            _layout.discard(old, new)
+            self._disk = _layout.Layout(new.root, new.version)
         except OSError as exc:
-            if not path.exists() and old.exists():
-                old.rename(path)
-            self._store = ox.Store(str(path))
-            raise StoreError(f"compact failed on {self!r}: {exc}") from exc
-        shutil.rmtree(old, ignore_errors=True)
+            left = ", ".join(str(p) for p in _layout.leftovers(new)) or str(old.data)
+            raise StoreError(
+                f"compaction of {self!r} rewrote the store, but could not delete the copy "
+                f"from before it ({left}), which still holds everything removed before the "
+                f"compaction, erased text included: {exc}. The store no longer reads it: "
+                f"delete it by hand (opening the store tries again)"
+            ) from exc
+
+    def _undo_copy(self, copy: Path, new: _layout.Layout, exc: Exception) -> NoReturn:
+        """Delete a compaction's copy, finished or not, so no later open adopts it."""
+        try:
+            _layout.abandon(copy, new)
+        except OSError as again:  # a later open would finish the compaction: stop writing here
+            self.close()
+            raise StoreError(
+                f"compact failed on {self!r} ({exc}), and its copy {new.data} could not be "
+                f"set aside ({again}): the store is closed; open it again, which completes "
+                f"the compaction"
+            ) from exc
+        if isinstance(exc, StoreError):
+            raise exc
+        raise StoreError(f"compact failed on {self!r}, the store is as it was: {exc}") from exc
+
+    def _swap(self, old: _layout.Layout, new: _layout.Layout, copy: Path) -> None:
+        """Open the compacted copy and point the store at it; on failure, go back to
+        ``old`` (the copy set aside first, so no later open finishes the compaction)."""
+        assert new.version is not None
+        opened: ox.Store | None = None
+        try:
+            opened = ox.Store(str(new.data))
+            _layout.point(new.root, new.version, clearing=new.clearing)
+        except OSError as exc:
+            with contextlib.suppress(StoreError):
+                if _layout.read_pointer(new.root) == new.version and opened is not None:
+                    self._store, self._disk = opened, new  # only the last sync failed
+                    return
+            del opened
+            try:
+                _layout.abandon(copy, new)
+                self._store = ox.Store(str(old.data))
+            except OSError as again:
+                self.close()
+                raise StoreError(
+                    f"compact failed on {self!r} ({exc}), and going back failed too "
+                    f"({again}): the store is closed; open it again, which completes or "
+                    f"undoes the compaction"
+                ) from exc
+            raise StoreError(f"compact failed on {self!r}, the store is as it was: {exc}") from exc
+        self._store, self._disk = opened, new
 
     def _all_quads(self) -> Iterable[ox.Quad]:
         return self.raw.quads_for_pattern(None, None, None, None)
@@ -559,6 +651,9 @@ class OxigraphStore(Store):
             with contextlib.suppress(OSError):
                 store.flush()
             del store
+        if self._lock is not None:  # after RocksDB let go of the data directory
+            lock, self._lock = self._lock, None
+            lock.release()
 
 
 def _nq(q: ox.Quad) -> str:

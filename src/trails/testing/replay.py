@@ -80,6 +80,14 @@ WHERE {{
     OPTIONAL {{ ?a {T.cacheWriteTokens.n3()} ?cw }}
     OPTIONAL {{ ?a {T.costUSD.n3()} ?usd }}
     OPTIONAL {{ ?a {T.stepIndex.n3()} ?step }}
+    # the calls as their callers saw them: not the failed attempts of a fallback chain
+    # inside a call (a switch or the call's own completion follows each), not a call a
+    # budget refused (nothing was asked)
+    FILTER NOT EXISTS {{
+      ?after {PROV.wasInformedBy.n3()} ?a .
+      {{ ?after a {T.ProviderFallback.n3()} }} UNION {{ ?after a {T.LLMCompletion.n3()} }}
+    }}
+    FILTER (?status != "refused")
   }}
 }} ORDER BY ?started ?a
 """

@@ -64,8 +64,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar
 
+from trails.agent.planners._batch import (
+    BatchRecord,
+    batch_principal,
+    batch_session,
+    check_batch,
+    note_informed,
+)
 from trails.kernel.handlers import caller_loop
-from trails.kernel.observe import ObserverEvent, check_observers, notify, observe_on
+from trails.kernel.observe import ObserverEvent, check_observers, notify, observe_on, off_loop
+from trails.llm.batch import ProgressCounter
 from trails.llm.types import Chunk, Message, Response, ToolCall
 
 if TYPE_CHECKING:
@@ -617,40 +625,6 @@ Progress: TypeAlias = Callable[[int, int], None]
 """``on_progress(done, total)``, called after each goal of a batch ends."""
 
 
-def _check_batch(goals: Any, max_concurrency: Any) -> list[str]:
-    from trails.errors import UserError
-
-    if isinstance(goals, str) or not isinstance(goals, Sequence):
-        raise UserError(f"goals must be a list of goal strings, not {type(goals).__name__}")
-    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int):
-        raise UserError(f"max_concurrency must be an int, not {max_concurrency!r}")
-    if max_concurrency < 1:
-        raise UserError(f"max_concurrency must be >= 1, not {max_concurrency}")
-    return list(goals)
-
-
-def _session(principal: str | None, session_options: Mapping[str, Any] | None) -> Session:
-    from trails.agent.context import Session
-    from trails.config import load_settings
-
-    who = principal if principal is not None else load_settings().principal
-    return Session(principal=who, **dict(session_options or {}))
-
-
-class _Progress:
-    """Counts finished goals and reports, one report at a time."""
-
-    def __init__(self, total: int, on_progress: Progress | None) -> None:
-        self.total, self.done, self.on_progress = total, 0, on_progress
-        self.lock = threading.Lock()
-
-    def tick(self) -> None:
-        with self.lock:
-            self.done += 1
-            if self.on_progress is not None:
-                self.on_progress(self.done, self.total)
-
-
 _BATCH_DOC = """Run several goals, each in its own new ``Session``, ``max_concurrency`` at once.
 
 Args:
@@ -666,6 +640,10 @@ Returns:
     One result per goal, in the goals' order: the ``PlanResult``, or the
     exception that run raised (one failure does not cancel the others). Each
     session is closed when its run ends.
+
+The batch is evidence: a ``trails:Batch`` activity in a graph of its own that
+every run and session of the batch is informed by, and observers get
+``batch_start`` / ``batch_end`` (see ``trails.agent.planners._batch``).
 
 Raises:
     UserError: ``goals`` is not a list or ``max_concurrency`` < 1.
@@ -684,25 +662,38 @@ def batch_entry(steps: Callable[..., Loop], name: str) -> Callable[..., list[Any
         session_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> list[PlanResult | Exception]:
-        todo = _check_batch(goals, max_concurrency)
-        progress = _Progress(len(todo), on_progress)
+        todo = check_batch(goals, max_concurrency)
+        progress = ProgressCounter(len(todo), on_progress)
+        who = batch_principal(principal)
+        informed: list[str] = []
 
         def one(goal: str) -> PlanResult | Exception:
+            result: PlanResult | None = None
+            session: Session | None = None
             try:
-                with _session(principal, session_options) as session:
-                    return drive(steps(goal, session=session, **options))
+                session = batch_session(who, session_options)
+                with session:
+                    result = drive(steps(goal, session=session, **options))
+                    return result
             except Exception as exc:
                 return exc
             finally:
+                note_informed(session, result, informed)
                 progress.tick()
 
         if not todo:
             return []
+        record = BatchRecord(
+            name, len(todo), principal=who, session_options=session_options, options=options
+        )
+        record.start()
         workers = min(max_concurrency, len(todo))
         with ThreadPoolExecutor(workers, thread_name_prefix=f"trails-{name}-batch") as pool:
             context = contextvars.copy_context()
             futures = [pool.submit(context.copy().run, one, goal) for goal in todo]
-            return [f.result() for f in futures]
+            results = [f.result() for f in futures]
+        record.end(results, informed)
+        return results
 
     batch.__name__ = batch.__qualname__ = "batch"
     batch.__doc__ = _BATCH_DOC.format(how="worker threads", name=name)
@@ -723,21 +714,36 @@ def abatch_entry(
         session_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> list[PlanResult | Exception]:
-        todo = _check_batch(goals, max_concurrency)
-        progress = _Progress(len(todo), on_progress)
+        todo = check_batch(goals, max_concurrency)
+        progress = ProgressCounter(len(todo), on_progress)
         gate = asyncio.Semaphore(max_concurrency)
+        who = batch_principal(principal)
+        informed: list[str] = []
 
         async def one(goal: str) -> PlanResult | Exception:
             async with gate:
+                result: PlanResult | None = None
+                session: Session | None = None
                 try:
-                    with _session(principal, session_options) as session:
-                        return await adrive(steps(goal, session=session, **options))
+                    session = batch_session(who, session_options)
+                    with session:
+                        result = await adrive(steps(goal, session=session, **options))
+                        return result
                 except Exception as exc:
                     return exc
                 finally:
+                    note_informed(session, result, informed)
                     progress.tick()
 
-        return list(await asyncio.gather(*(one(goal) for goal in todo)))
+        if not todo:
+            return []
+        record = BatchRecord(
+            name, len(todo), principal=who, session_options=session_options, options=options
+        )
+        await off_loop(record.start)
+        results = list(await asyncio.gather(*(one(goal) for goal in todo)))
+        await off_loop(record.end, results, informed)
+        return results
 
     abatch.__name__ = abatch.__qualname__ = "abatch"
     abatch.__doc__ = _BATCH_DOC.format(how="asyncio tasks", name=name)

@@ -65,6 +65,8 @@ class Guards:
     reflect: Any = None  # None, True (the run's client) or an LLM client
     dry_run: bool = False
     calls: Counter[str] = field(default_factory=Counter)
+    #: ``stop_condition(tool_name, result)``: True ends the run after that call (``_terminal``)
+    stop_condition: Callable[[str, str], bool] | None = None
 
     @property
     def active(self) -> bool:
@@ -96,14 +98,26 @@ class GuardedRun(Protocol):
 
 
 def check_guards(
-    validate_action: Any, tool_budgets: Any, reflect_before_action: Any, dry_run: Any
+    validate_action: Any,
+    tool_budgets: Any,
+    reflect_before_action: Any,
+    dry_run: Any,
+    *,
+    stop_condition: Any = None,
 ) -> Guards:
-    """The planner keywords as ``Guards``.
+    """The planner keywords as ``Guards`` (with the run's ``stop_condition``, which is
+    asked after each successful call rather than before it).
 
     Raises:
         UserError: a validator that is not callable, a bad budget, a reflector
-            without ``complete``, or a non-bool ``dry_run``.
+            without ``complete``, a non-bool ``dry_run``, or a ``stop_condition``
+            that is not a function.
     """
+    if stop_condition is not None and not callable(stop_condition):
+        raise UserError(
+            f"stop_condition= must be a function (tool_name, result) -> bool, "
+            f"not {stop_condition!r}"
+        )
     if validate_action is None:
         validators: tuple[ActionValidator, ...] = ()
     elif callable(validate_action):
@@ -134,7 +148,7 @@ def check_guards(
         )
     if not isinstance(dry_run, bool):
         raise UserError(f"dry_run= must be True or False, not {dry_run!r}")
-    return Guards(validators, budgets, reflect, dry_run)
+    return Guards(validators, budgets, reflect, dry_run, stop_condition=stop_condition)
 
 
 def _name(fn: Any) -> str:

@@ -32,9 +32,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from trails.agent.planners._checks import (
+    check_limits,
+    check_positive_int,
+    governance,
+    per_call_tokens,
+)
 from trails.agent.planners._drive import Complete, Dispatch, DispatchMany
 from trails.agent.planners._guards import Guards, dry_dispatch, refusal
 from trails.agent.planners._outcome import Output, answer_text, stringify
+from trails.agent.planners._refused import record_refused, refusal_reason
+from trails.agent.planners._terminal import reason_of, terminal_reason
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
 from trails.errors import (
     BudgetExceeded,
@@ -47,6 +55,7 @@ from trails.errors import (
 from trails.kernel.context import Context, InvocationRecord, now
 from trails.kernel.cost import CostTracker
 from trails.kernel.invoke import invoke
+from trails.kernel.lifecycle import INTERRUPTED, interruption, mark_interrupted
 from trails.kernel.observe import notify
 from trails.kernel.registry import get_capability
 from trails.llm.catalogue import ModelSpec
@@ -88,88 +97,6 @@ _TERMINATION_KIND = {
 def activity_of(response: Response) -> str | None:
     """The completion activity IRI of a response, as a plain str (None if unrecorded)."""
     return str(response.activity_iri) if response.activity_iri else None
-
-
-def governance(
-    policy: Any, approver: Any, approval_timeout_s: float | None, observers: Any
-) -> dict[str, Any]:
-    """A run's ``governance=`` for ``PlanRun`` (checked there) from its four keywords."""
-    return {
-        "policy": policy,
-        "approver": approver,
-        "approval_timeout_s": approval_timeout_s,
-        "observers": observers,
-    }
-
-
-def check_positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
-    """Validate an int keyword (``max_steps``, ``max_replans`` ...).
-
-    Args:
-        name: the keyword, for the message.
-        value: the value given.
-        minimum: the smallest accepted value.
-
-    Returns:
-        The value.
-
-    Raises:
-        UserError: not an int (bools included) or below ``minimum``.
-    """
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise UserError(f"{name} must be an int >= {minimum}, not {value!r}")
-    return value
-
-
-def _check_limit(name: str, value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise UserError(f"{name} must be None or a number >= 0, not {value!r}")
-    return float(value)
-
-
-def check_limits(
-    *, max_cost_usd: Any, max_tokens: Any, max_wall_time_s: Any
-) -> dict[str, float | None]:
-    """Validate the cumulative-budget keywords before anything is recorded.
-
-    Returns:
-        The keywords as floats (None: unlimited).
-
-    Raises:
-        UserError: a negative or non-numeric limit.
-    """
-    return {
-        "max_cost_usd": _check_limit("max_cost_usd", max_cost_usd),
-        "max_tokens": _check_limit("max_tokens", max_tokens),
-        "max_wall_time_s": _check_limit("max_wall_time_s", max_wall_time_s),
-    }
-
-
-def per_call_tokens(max_tokens_per_step: Any, max_tokens_per_call: Any) -> int:
-    """The completion-token cap of one LLM call, from either spelling of the keyword.
-
-    Args:
-        max_tokens_per_step: ReAct's spelling (None when not given).
-        max_tokens_per_call: the other planners' spelling (None when not given).
-
-    Returns:
-        The cap (default 1024).
-
-    Raises:
-        UserError: both given with different values, or not a positive int.
-    """
-    if (
-        max_tokens_per_step is not None
-        and max_tokens_per_call is not None
-        and max_tokens_per_step != max_tokens_per_call
-    ):
-        raise UserError(
-            "max_tokens_per_step and max_tokens_per_call name the same cap; pass only one"
-        )
-    value = max_tokens_per_step if max_tokens_per_step is not None else max_tokens_per_call
-    return check_positive_int("max_tokens_per_call", 1024 if value is None else value)
 
 
 @dataclass(frozen=True)
@@ -342,6 +269,8 @@ class PlanRun:
         self.ended = False
         #: the ``terminal=True`` capability a successful dispatch ran, and its result
         self.terminal: tuple[str, Any] | None = None
+        #: the invocation that ended the run that way, and why (``_terminal``)
+        self.ended_by: tuple[str, str] | None = None
         #: ``output_type=``: the final answer is asked for again, validated (``structured_answer``)
         self.output = output
         self.pending: PlanResult | None = None  # a goal_achieved result awaiting its answer turn
@@ -425,6 +354,19 @@ class PlanRun:
                 exc_info=True,
             )
 
+    def _terminated_by_call(self, invocation: str, reason: str) -> None:
+        """Link the run to the call that ended it (a ``trails:TerminalAction`` it generated)."""
+        self.ctx.recorder.record(
+            Terminated(
+                session=self.ctx.session,
+                activity=self.activity,
+                kind="terminal",
+                reason=reason,
+                at=self._ended(invocation) or now(),
+                caused_by=invocation,
+            )
+        )
+
     def add_step(self, step: PlanStep) -> None:
         """Append one step to the trajectory and tell observers (``step_end``)."""
         self.steps.append(step)
@@ -453,8 +395,10 @@ class PlanRun:
         breach: Breach | None = None,
         steps: list[PlanStep] | None = None,
         terminated_by: str | None = None,
+        terminated_by_call: str | None = None,
     ) -> PlanResult:
-        """End the run: record termination (unless the goal was achieved) and the end.
+        """End the run: record its termination (an early stop, or the call that ended it)
+        and its end.
 
         Args:
             stopped: why the run stopped.
@@ -464,6 +408,8 @@ class PlanRun:
             steps: the trajectory to return (default: the run's own).
             terminated_by: the terminal capability that ended the run (default:
                 the one this run dispatched, if any).
+            terminated_by_call: the invocation of that call (default: this run's;
+                a nested run's, for the run that nests it).
 
         Returns:
             The run's ``PlanResult``.
@@ -473,6 +419,12 @@ class PlanRun:
         terminated_by = terminated_by or (
             self.terminal[0] if self.terminal and stopped == "goal_achieved" else None
         )
+        ended_by: tuple[str, str] | None = None
+        if terminated_by is not None:
+            if terminated_by_call is None and self.ended_by is not None:
+                ended_by = self.ended_by
+            elif terminated_by_call is not None:
+                ended_by = (terminated_by_call, reason_of(terminated_by))
         result = PlanResult(
             answer=answer,
             steps=list(self.steps if steps is None else steps),
@@ -481,6 +433,7 @@ class PlanRun:
             strategy=self.strategy,
             activity_iri=str(self.activity),
             terminated_by=terminated_by,
+            terminated_by_call=ended_by[0] if ended_by else None,
         )
         if stopped == "goal_achieved" and self.output is not None and not self.answered:
             self.pending = result  # the answer turn (``structured_answer``) ends the run
@@ -495,6 +448,8 @@ class PlanRun:
             self._terminate(stopped, "max_steps", limit, observed)
         elif stopped == "error":
             self._terminate(stopped, error or "error", None, None)
+        elif ended_by is not None:
+            self._terminated_by_call(*ended_by)
         self.ended = True
         self.ctx.recorder.record(
             PlanRunEnded(
@@ -533,25 +488,32 @@ class PlanRun:
         return self.finish("error", error=message)
 
     def abort(self, exc: BaseException) -> None:
-        """Best-effort end of a run an unexpected exception is leaving (the caller re-raises)."""
+        """Best-effort end of a run an unexpected exception is leaving (the caller re-raises);
+        an interruption (Ctrl-C, a SIGTERM handler's exit) ends it, and its session, interrupted."""
         if self.ended:
             return
         self.ended = True
-        message = f"{type(exc).__name__}: {exc}"
-        self._terminate("error", message, None, None)
+        name = interruption(exc)
+        stopped, message = (
+            (INTERRUPTED, name) if name else ("error", f"{type(exc).__name__}: {exc}")
+        )
+        if name is None:
+            self._terminate("error", message, None, None)
+        else:
+            mark_interrupted(self.ctx.lifecycle, f"{name} during a {self.strategy} run")
         try:
             self.ctx.recorder.record(
                 PlanRunEnded(
                     session=self.ctx.session,
                     activity=self.activity,
                     ended=now(),
-                    stop_reason="error",
+                    stop_reason=stopped,
                     error=message,
                 )
             )
         except TrailsError:
             log.warning("could not record the end of plan run %s", self.activity, exc_info=True)
-        notify(self.ctx, "run_end", stopped="error", answer=None, error=message)
+        notify(self.ctx, "run_end", stopped=stopped, answer=None, error=message)
 
     def budget_stop(self, exc: BudgetExceeded) -> PlanResult:
         """End the run because a principal budget refused a spend."""
@@ -714,9 +676,10 @@ class PlanRun:
                 tool calling), recorded on it as ``trails:toolCallId``.
 
         Returns:
-            The observation; the invocation activity IRI (None when nothing was
-            invoked: a registered id outside the run's tools, an unknown id, or a
-            policy denial); and whether dispatch failed.
+            The observation; the invocation activity IRI (a refused call, of an
+            unknown id, one the agent card hides or one outside the run's tools, is
+            recorded with status ``refused``; None when a guard refused the call:
+            its ``trails:PolicyDecision`` is the record); and whether dispatch failed.
 
         Raises:
             BudgetExceeded: a principal budget refused a spend (the run stops).
@@ -724,10 +687,19 @@ class PlanRun:
         """
         from trails.store.terms import IRI
 
-        if self.tools is not None and action not in self.tools and _registered(action):
-            offered = ", ".join(sorted(self.tools)) or "none"
-            message = f"error: capability {action!r} is not among this run's tools ({offered})"
-            return message, None, True
+        refused_why = refusal_reason(self, action)
+        if refused_why is not None:  # unknown, hidden by the card, or not offered: recorded
+            reason, told = refused_why
+            return record_refused(
+                self,
+                action,
+                action_input,
+                reason=reason,
+                told=told,
+                informed_by=informed_by,
+                step=step,
+                tool_call_id=tool_call_id,
+            )
         if self.guards.active:
             with self._guarding:
                 refused = refusal(self, action, action_input, informed_by, step)
@@ -753,8 +725,13 @@ class PlanRun:
         except TrailsError as exc:
             observation, failed = f"error: {exc}", True
         activity = str(made[-1].activity) if made else None  # this call's, written last
-        if not failed and get_capability(action).terminal:
-            self.terminal = (action, observation)
+        if not failed and self.terminal is None:
+            why = terminal_reason(action, observation, self.guards.stop_condition)
+            if why is not None:
+                with self._guarding:
+                    if self.terminal is None:  # a parallel sibling may have ended it first
+                        self.terminal = (action, observation)
+                        self.ended_by = (activity, why) if activity else None
         return observation, activity, failed
 
 

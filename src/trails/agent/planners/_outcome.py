@@ -107,6 +107,7 @@ class AnsweringRun(Protocol):
         error: str | None = None,
         steps: list[PlanStep] | None = None,
         terminated_by: str | None = None,
+        terminated_by_call: str | None = None,
     ) -> PlanResult:
         """End the run."""
 
@@ -228,4 +229,5 @@ def _answer_turn(plan: AnsweringRun, reached: PlanResult) -> Loop:
         answer=response.parsed,
         steps=reached.steps,
         terminated_by=reached.terminated_by,
+        terminated_by_call=reached.terminated_by_call,
     )

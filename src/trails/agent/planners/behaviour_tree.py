@@ -211,6 +211,7 @@ def _steps(
     max_tokens_per_step: int | None = None,
     reflect_before_action: Any = None,
     dry_run: bool = False,
+    stop_condition: Callable[[str, str], bool] | None = None,
     tree_config: TreeConfig | None = None,
     policy: ToolPolicy | None = None,
     approver: Approver | None = None,
@@ -255,6 +256,10 @@ def _steps(
             every action before it runs; it may veto it with a reason (recorded).
         dry_run: True: nothing is executed; the model sees a simulated observation
             and the graph records each action as an invocation with status ``dry_run``.
+        stop_condition: a function ``(tool_name, result) -> bool`` asked after each
+            successful call (``result`` as the model reads it, a str); True ends the
+            run there with that result as the answer, like a ``terminal=True``
+            capability, and the graph links the run to that call.
         policy: a tool policy for this run's calls (replaces the session's).
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
@@ -304,7 +309,13 @@ def _steps(
         ctx=ctx,
         tools=[cid for cid, _ in tool_specs],
         governance=governance(policy, approver, approval_timeout_s, observers),
-        guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
+        guards=check_guards(
+            validate_action,
+            tool_budgets,
+            reflect_before_action,
+            dry_run,
+            stop_condition=stop_condition,
+        ),
         output=check_output(output_type, output_retries, per_call),
     )
     tooling.apply(plan)  # tool_timeout_s caps every call the run makes

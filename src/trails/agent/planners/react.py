@@ -18,7 +18,7 @@ invocation informed by the completion that chose it.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trails.agent.planners._drive import (
@@ -135,6 +135,7 @@ def _steps(
     tool_budgets: Mapping[str, int] | None = None,
     reflect_before_action: Any = None,
     dry_run: bool = False,
+    stop_condition: Callable[[str, str], bool] | None = None,
     policy: ToolPolicy | None = None,
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
@@ -171,6 +172,10 @@ def _steps(
             every action before it runs; it may veto it with a reason (recorded).
         dry_run: True: nothing is executed; the model sees a simulated observation
             and the graph records each action as an invocation with status ``dry_run``.
+        stop_condition: a function ``(tool_name, result) -> bool`` asked after each
+            successful call (``result`` as the model reads it, a str); True ends the
+            run there with that result as the answer, like a ``terminal=True``
+            capability, and the graph links the run to that call.
         policy: a tool policy for this run's calls (replaces the session's).
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
@@ -211,7 +216,13 @@ def _steps(
             max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
         ),
         announce_goal=True,
-        guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
+        guards=check_guards(
+            validate_action,
+            tool_budgets,
+            reflect_before_action,
+            dry_run,
+            stop_condition=stop_condition,
+        ),
         governance=governance(policy, approver, approval_timeout_s, observers),
         output=check_output(output_type, output_retries, per_call),
         tooling=check_tool_calling(tool_calling, max_parallel_tools, tool_timeout_s),

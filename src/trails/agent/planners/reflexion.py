@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trails.agent.planners import react
@@ -134,6 +134,7 @@ def _steps(
     tool_budgets: Mapping[str, int] | None = None,
     reflect_before_action: Any = None,
     dry_run: bool = False,
+    stop_condition: Callable[[str, str], bool] | None = None,
     policy: ToolPolicy | None = None,
     approver: Approver | None = None,
     approval_timeout_s: float | None = None,
@@ -167,6 +168,10 @@ def _steps(
             every action before it runs; it may veto it with a reason (recorded).
         dry_run: True: nothing is executed; the model sees a simulated observation
             and the graph records each action as an invocation with status ``dry_run``.
+        stop_condition: a function ``(tool_name, result) -> bool`` asked after each
+            successful call (``result`` as the model reads it, a str); True ends the
+            run there with that result as the answer, like a ``terminal=True``
+            capability, and the graph links the run to that call.
         policy: a tool policy for this run's calls (replaces the session's).
         approver: who is asked when the policy says review (replaces the session's).
         approval_timeout_s: seconds the approver has before the call is denied.
@@ -202,7 +207,13 @@ def _steps(
         ctx=ctx,
         tools=tool_ids,
         governance=governance(policy, approver, approval_timeout_s, observers),
-        guards=check_guards(validate_action, tool_budgets, reflect_before_action, dry_run),
+        guards=check_guards(
+            validate_action,
+            tool_budgets,
+            reflect_before_action,
+            dry_run,
+            stop_condition=stop_condition,
+        ),
         output=check_output(output_type, output_retries, per_call),
     )
     tooling.apply(plan)  # tool_timeout_s caps every call the run makes
@@ -295,6 +306,7 @@ def _loop(
                 answer=inner.answer,
                 steps=inner.steps,
                 terminated_by=inner.terminated_by,
+                terminated_by_call=inner.terminated_by_call,
             )
         if inner.stopped == "error":
             return plan.finish("error", error=inner.error, answer=inner.answer, steps=inner.steps)

@@ -1,0 +1,83 @@
+"""Export's JSON-LD: expanded JSON-LD written term for term, and read back through rdflib.
+
+Kept apart from ``export`` (which chooses graphs, redacts and streams every format)
+because JSON-LD is the one format trails writes itself rather than through the
+store's serialiser: see ``nquads_to_jsonld`` for why.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from trails.errors import RDFSyntaxError
+from trails.store import Literal, Solutions, open_store
+from trails.store.terms import XSD, BNode, Term
+
+__all__ = ["jsonld_to_nquads", "nquads_to_jsonld"]
+
+
+def nquads_to_jsonld(data: bytes) -> bytes:
+    """Expanded JSON-LD of a dataset: every IRI in full, every literal typed, term for term.
+
+    Written here rather than by rdflib's serialiser, which compacts IRIs with
+    prefixes that can collide with an IRI's own scheme (``agent:bob``), turns
+    numbers into native JSON values and rewrites lexical forms (``0.5Z`` as
+    ``.500000+00:00``). Expanded form needs no context, so nothing is renamed.
+    """
+    scratch = open_store("memory:")
+    try:
+        scratch.load(data, format="nquads")
+        rows = scratch.query("SELECT ?g ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } }")
+    finally:
+        scratch.close()
+    graphs: dict[str, dict[str, dict[str, list[dict[str, str]]]]] = {}
+    for row in rows if isinstance(rows, Solutions) else ():
+        g, s, p, o = row["g"], row["s"], row["p"], row["o"]
+        node = graphs.setdefault(_jsonld_id(g), {}).setdefault(_jsonld_id(s), {})
+        node.setdefault(str(p), []).append(_jsonld_object(o))
+    document: list[dict[str, Any]] = []
+    for graph, nodes in sorted(graphs.items()):
+        members: list[dict[str, Any]] = []
+        for subject, props in sorted(nodes.items()):
+            member: dict[str, Any] = {"@id": subject}
+            for predicate, objects in sorted(props.items()):
+                member[predicate] = sorted(objects, key=_sort_key)
+            members.append(member)
+        document.append({"@id": graph, "@graph": members})
+    return json.dumps(document, indent=1, ensure_ascii=False).encode("utf-8")
+
+
+def _jsonld_id(term: Term) -> str:
+    return f"_:{term}" if isinstance(term, BNode) else str(term)
+
+
+def _jsonld_object(term: Term) -> dict[str, str]:
+    if isinstance(term, Literal):
+        if term.language:
+            return {"@value": term.value, "@language": term.language}
+        if term.datatype == XSD + "string":
+            return {"@value": term.value}
+        return {"@value": term.value, "@type": term.datatype}
+    return {"@id": _jsonld_id(term)}
+
+
+def _sort_key(value: dict[str, str]) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def jsonld_to_nquads(data: bytes) -> bytes:
+    """N-Quads of a JSON-LD document (parsed without network access).
+
+    Raises:
+        RDFSyntaxError: not JSON-LD.
+    """
+    import rdflib
+
+    dataset = rdflib.Dataset()
+    try:
+        dataset.parse(data=data, format="json-ld")
+    except Exception as exc:  # rdflib raises many kinds for bad JSON-LD
+        raise RDFSyntaxError(f"cannot parse jsonld: {exc}") from exc
+    text = dataset.serialize(format="nquads")
+    return text.encode("utf-8") if isinstance(text, str) else text
