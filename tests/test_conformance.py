@@ -36,6 +36,8 @@ from trails.prov.events import (
     SessionEnded,
     SessionStarted,
     Terminated,
+    TreeNodeEnded,
+    TreeNodeSkipped,
 )
 from trails.prov.vocab import PROV, RDF, TRAILS, T
 from trails.store import Store
@@ -329,6 +331,46 @@ def _events(session: str, m: Minter) -> dict[str, tuple[list[Event], dict[str, i
             ],
             {"activities": 3, "entities": 3, "agents": 2},
         ),
+        "TreeNodeEnded": (
+            [
+                start,
+                plan_run.model_copy(update={"strategy": "behaviour_tree"}),
+                completion,
+                TreeNodeEnded(
+                    session=session,
+                    activity=f"{run}:node1.1",
+                    run=run,
+                    node_id="1.1",
+                    kind="agent",
+                    outcome="success",
+                    started=T0,
+                    ended=T0,
+                    informed_by=(llm,),
+                ),
+                TreeNodeEnded(
+                    session=session,
+                    activity=f"{run}:node1",
+                    run=run,
+                    node_id="1",
+                    kind="parallel",
+                    outcome="failure",
+                    started=T0,
+                    ended=T0,
+                    root=True,
+                    informed_by=(f"{run}:node1.1",),
+                    skipped=(
+                        TreeNodeSkipped(activity=f"{run}:node1.2", node_id="1.2", kind="action"),
+                    ),
+                    successes=1,
+                    failures=1,
+                    threshold=2,
+                    policy="strict_majority",
+                ),
+            ],
+            # session, run, completion, 3 nodes; the goal and the completion's messages;
+            # principal, model
+            {"activities": 6, "entities": 2, "agents": 2},
+        ),
     }
 
 
@@ -343,6 +385,7 @@ EVENT_KINDS = [
     "Terminated",
     "PolicyDecided",
     "EntityRecorded",
+    "TreeNodeEnded",
 ]
 
 

@@ -383,7 +383,7 @@ def test_agent_node_turn_cap_and_malformed_replies(
     assert [s.action for s in result.steps] == ["notes.search", "notes.search", "finish"]
 
     # two malformed agent replies in a row stop the run
-    client = LLMClient.mock(response=["junk", "more junk"])
+    client = LLMClient.mock(response=['{"junk": ', '```json\n{"more junk"\n```'])
     result = behaviour_tree.run(
         "Go.", llm=client, session=Session(principal="d:a"), tree=AgentNode("Do.")
     )

@@ -196,11 +196,11 @@ def _scenario(planner: str, stop: str, reply: Any) -> tuple[Any, dict[str, Any]]
     """A mock client and run keywords that drive ``planner`` to ``stop``."""
     search = reply("notes.search", {"tag": "urgent"})
     if planner == "react":
-        agent = {"goal_achieved": "finish", "error": "junk"}.get(stop, search)
+        agent = {"goal_achieved": "finish", "error": '{"junk": '}.get(stop, search)
     elif planner == "plan_and_execute":
         agent = _plan(SEARCH, SEARCH, FINISH) if stop != "error" else "junk"
     else:
-        agent = {"goal_achieved": "finish", "error": "junk"}.get(stop, search)
+        agent = {"goal_achieved": "finish", "error": '{"junk": '}.get(stop, search)
     verdict = "```json\n" + json.dumps({"verdict": "accept", "critique": ""}) + "\n```"
 
     def route(messages: Any) -> Response:

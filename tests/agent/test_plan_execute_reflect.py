@@ -91,7 +91,7 @@ def test_max_steps_caps_executed_steps(store: Store, prov: Any) -> None:
 
 
 def test_executor_error_and_malformed_planner(store: Store) -> None:
-    client = LLMClient.mock(response=route([planner(["do it"])], ["junk", "junk"]))
+    client = LLMClient.mock(response=route([planner(["do it"])], ['{"junk": ', '{"junk": ']))
     result = plan_execute_reflect.run("Go.", llm=client, session=Session(principal="d:a"))
     assert result.stopped == "error" and "malformed reply" in (result.error or "")
 

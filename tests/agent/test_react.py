@@ -178,7 +178,7 @@ def test_action_outside_the_scoped_tools_is_refused(
 
 def test_malformed_reply_gets_one_nudge(store: Store, notes: Any, reply: Any) -> None:
     client = LLMClient.mock(
-        response=["I think I should search.", reply("finish", final_answer="ok")]
+        response=['{"thought": "I should search", "action": ', reply("finish", final_answer="ok")]
     )
     session = Session(principal="did:local:alice")
     result = react.run("Find urgent notes.", llm=client, session=session)
@@ -191,7 +191,7 @@ def test_malformed_reply_gets_one_nudge(store: Store, notes: Any, reply: Any) ->
 def test_two_malformed_replies_in_a_row_stop_with_error(
     store: Store, notes: Any, prov: Any
 ) -> None:
-    client = LLMClient.mock(response=["no json here", '{"thought": "hm"}'])
+    client = LLMClient.mock(response=['```json\n{"thought": "hm",\n```', '{"thought": "hm"}'])
     result = react.run(
         "Find urgent notes.", llm=client, session=Session(principal="did:local:alice")
     )
@@ -208,7 +208,7 @@ def test_two_malformed_replies_in_a_row_stop_with_error(
 def test_max_steps_counts_the_retry(store: Store, notes: Any, reply: Any, prov: Any) -> None:
     client = LLMClient.mock(
         response=[
-            "oops",
+            '{"oops": ',
             reply("notes.search", {"tag": "urgent"}),
             reply("finish", final_answer="x"),
         ]

@@ -137,7 +137,7 @@ def test_exhausted_iterations_return_the_latest_inner_result(
 
 def test_inner_errors_propagate_unchanged(store: Store, prov: Any) -> None:
     critic: list[str] = []
-    client = LLMClient.mock(response=router(["garbage", "more garbage"], critic))
+    client = LLMClient.mock(response=router(['{"garbage": ', '{"more": '], critic))
     result = reflexion.run("Go.", llm=client, session=Session(principal="did:local:alice"))
     assert result.stopped == "error"
     assert result.error is not None and "malformed reply" in result.error

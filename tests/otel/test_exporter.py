@@ -4,6 +4,10 @@ exporting a session and ingesting it gives the same PROV-O shape, compared with 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +23,7 @@ from trails.agent import Session
 from trails.agent.planners import react
 from trails.cli import main
 from trails.config import load_settings
+from trails.errors import ConfigError
 from trails.evidence.verify import verify
 from trails.llm import LLMClient
 from trails.otel.exporter import SpanEmitter, install
@@ -176,3 +181,137 @@ def store_dir(tmp_path: Path) -> Path:
     empty = tmp_path / "no-settings"
     empty.mkdir(exist_ok=True)
     return empty
+
+
+SHORT_SCRIPT = """
+import json
+import trails
+from trails.agent import Session
+from trails.agent.planners import react
+from trails.llm import LLMClient
+
+def turn(action, action_input=None, **extra):
+    payload = {"thought": "use " + action, "action": action, "action_input": action_input or {}}
+    payload.update(extra)
+    return "```json\\n" + json.dumps(payload) + "\\n```"
+
+@trails.capability(id="notes.search", description="Search notes by tag.")
+def search(ctx, tag: str) -> dict:
+    return {"hits": ["n1", "n2"]}
+
+client = LLMClient.mock(
+    response=[turn("notes.search", {"tag": "urgent"}), turn("finish", final_answer="2 notes")]
+)
+with Session(principal="did:local:alice") as session:
+    react.run("Find urgent notes.", llm=client, session=session)
+print(session.iri)
+"""
+
+OPEN_AT_EXIT = """
+import trails
+from trails.kernel import Context
+from trails.prov import default_recorder
+
+@trails.capability(id="notes.count", description="Count notes.")
+def count(ctx) -> int:
+    return 3
+
+ctx = Context.open("did:local:alice", recorder=default_recorder())
+ctx.__enter__()
+trails.invoke("notes.count", {}, ctx=ctx)
+print(ctx.session)
+"""
+
+
+def run_script(tmp_path: Path, script: str, endpoint: str) -> tuple[str, Store]:
+    """Run ``script`` in a fresh interpreter exporting to ``endpoint``; it exits at once."""
+    (tmp_path / "trails.toml").write_text(f'[otel]\nendpoint = "{endpoint}"\n')
+    (tmp_path / "script.py").write_text(script)
+    env = {**os.environ, "TRAILS_STORE": str(tmp_path / "store")}
+    done = subprocess.run(
+        [sys.executable, "script.py"], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1], open_store(str(tmp_path / "store"))
+
+
+RECORDED_ACTIVITIES = """
+SELECT (COUNT(DISTINCT ?a) AS ?n) WHERE {
+  GRAPH ?g { ?a a ?c FILTER (?c IN (trails:PlanRun, trails:LLMCompletion,
+                                    trails:CapabilityInvocation)) }
+}"""
+RECEIVED_SPANS = "SELECT (COUNT(DISTINCT ?a) AS ?n) WHERE { GRAPH ?g { ?a trails:spanId ?id } }"
+
+
+def count(store: Store, sparql: str) -> int:
+    return int(to_python(next(iter(select(store, sparql_prefixes() + sparql)))["n"]))
+
+
+def test_a_short_script_exiting_at_once_sends_all_its_spans(
+    make_receiver: Any, tmp_path: Path
+) -> None:
+    target = open_store("memory:")
+    receiver: Receiver = make_receiver(target=target)
+    session, source = run_script(tmp_path, SHORT_SCRIPT, receiver.traces)
+    activities = count(source, RECORDED_ACTIVITIES)
+    assert activities >= 4  # a plan run, two completions, a capability invocation
+    # every activity's span arrived, and the session's own span, sent last, which ends it
+    assert count(target, RECEIVED_SPANS) == activities + 1
+    assert shape(target) == shape(source)
+    ends = {
+        str(r["g"])
+        for r in select(
+            target, sparql_prefixes() + "SELECT ?g WHERE { GRAPH ?g { ?g prov:endedAtTime ?e } }"
+        )
+    }
+    assert session in ends
+
+
+def test_a_session_left_open_at_exit_is_ended_and_all_its_spans_arrive(
+    make_receiver: Any, tmp_path: Path
+) -> None:
+    target = open_store("memory:")
+    receiver: Receiver = make_receiver(target=target)
+    session, source = run_script(tmp_path, OPEN_AT_EXIT, receiver.traces)
+    assert count(source, RECORDED_ACTIVITIES) == 1
+    assert count(target, RECEIVED_SPANS) == 2  # the invocation and the session, ended at exit
+    ends = select(
+        target,
+        sparql_prefixes()
+        + "SELECT ?g ?s WHERE { GRAPH ?g { ?g prov:endedAtTime ?e ; trails:status ?s } }",
+    )
+    assert [str(r["g"]) for r in ends] == [session]
+
+
+def test_a_session_end_flushes_its_spans_at_once(make_receiver: Any, store: Store) -> None:
+    target = open_store("memory:")
+    receiver: Receiver = make_receiver(target=target)
+    processor = BatchSpanProcessor(
+        OTLPSpanExporter(endpoint=receiver.traces), schedule_delay_millis=3_600_000
+    )
+    emitter = SpanEmitter(processor)
+    default_recorder().subscribe(emitter)
+    session = run_native_session()  # no flush by hand: the batch would wait an hour
+    assert session in [str(g) for g in target.graphs()]
+    assert count(target, RECEIVED_SPANS) == count(store, RECORDED_ACTIVITIES) + 1
+    assert emitter.shutdown() and emitter.shutdown()  # once, then nothing left to do
+
+
+def test_a_collector_that_never_answers_delays_a_session_end_only_by_the_timeout(
+    store: Store,
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, never answers
+        port = silent.getsockname()[1]
+        exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces", timeout=60)
+        emitter = SpanEmitter(BatchSpanProcessor(exporter), flush_timeout=0.2)
+        default_recorder().subscribe(emitter)
+        session = run_native_session()  # ends although the export still waits for an answer
+        assert session in [str(g) for g in store.graphs()]
+        assert emitter.flush() is False  # the spans are still on their way
+
+
+def test_flush_timeout_must_be_a_number(tmp_path: Path) -> None:
+    settings = '[otel]\nendpoint = "http://127.0.0.1:9/v1/traces"\nflush_timeout = "soon"\n'
+    (tmp_path / "trails.toml").write_text(settings)
+    with pytest.raises(ConfigError, match="flush_timeout"):
+        install(default_recorder(), load_settings(environ={}, cwd=tmp_path))

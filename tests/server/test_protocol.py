@@ -176,7 +176,12 @@ async def test_query_pack_by_name_binds_parameters(
     client: httpx.AsyncClient, seeded: Seeded, store: Store
 ) -> None:
     rebuild(store)  # seeded without the sealer: the catalogue the sessions query reads
-    listing = await client.get("/queries")
+    anonymous = await client.get("/queries")
+    assert anonymous.status_code == 401  # only the service description is open
+    assert anonymous.headers["www-authenticate"].startswith("Bearer")
+    assert "sessions" not in anonymous.text
+    listing = await client.get("/queries", headers=auth("admin"))
+    assert listing.status_code == 200
     names = {q["name"] for q in listing.json()}
     assert "sessions" in names
     response = await client.get("/queries/sessions", headers=auth("admin"))
@@ -210,7 +215,7 @@ async def test_query_pack_errors(client: httpx.AsyncClient) -> None:
     undeclared = await client.get("/queries/sessions", params={"nope": "1"}, headers=auth("admin"))
     assert undeclared.status_code == 400
     assert "no parameter nope" in undeclared.text
-    listed = json.loads((await client.get("/queries")).text)
+    listed = json.loads((await client.get("/queries", headers=auth("admin"))).text)
     assert all("params" in q for q in listed)
 
 

@@ -17,9 +17,12 @@ everything needed to check them on another machine:
 The archive is written in one canonical layout (entries stored uncompressed,
 in sorted order, with fixed times and modes), so ``verify_bundle`` can rebuild
 it from its content and compare byte for byte: a single changed byte anywhere,
-content or zip structure, is found. Then it checks every file against the
-manifest, each seal's own hash and signature, the links inside each chain
-segment, each bundled graph against its newest seal, each bundled content value
+content or zip structure, is found. Before reading any entry it checks the central
+directory (only bundle names, each once, stored, unencrypted, sizes that fit in the
+file), so nothing is ever inflated and reading takes no more memory than the file;
+every archive the zip reader cannot read is an ``archive`` finding. Then it checks
+every file against the manifest, each seal's own hash and signature, the links inside
+each chain segment, each bundled graph against its newest seal, each bundled content value
 against the digest its sealed graph keeps (``trails.evidence.content``: content
 altered, missing without a bundled sealed receipt, or foreign), and recomputes
 the answers from the graphs. ``BundleReport.proves`` and ``.does_not_prove`` say
@@ -39,7 +42,10 @@ import hashlib
 import io
 import itertools
 import json
+import re
+import struct
 import zipfile
+import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -47,9 +53,10 @@ from pathlib import Path
 from typing import Any
 
 from trails.audit.export import ExportStats, export
+from trails.audit.files import write_bytes
 from trails.audit.querypack import Query, load_pack
 from trails.catalogue.entries import rebuild
-from trails.errors import ExportError, UserError
+from trails.errors import ExportError, TrailsError, UserError
 from trails.evidence.canonical import canonical_lines, graph_digest
 from trails.evidence.content import ContentChecker, ContentTally, read_accounts, receipt_graphs
 from trails.evidence.ledger import (
@@ -185,14 +192,23 @@ def _answers(scratch: Store, sessions: dict[str, IRI]) -> dict[str, bytes]:
     return out
 
 
-def _scratch(entries: dict[str, bytes]) -> Store:
-    """A memory store with the bundle's graphs and ledger segment."""
+def _scratch(entries: dict[str, bytes], findings: list[Finding] | None = None) -> Store:
+    """A memory store with the bundle's graphs and ledger segment.
+
+    With ``findings`` (verifying), a file that does not parse is a finding, not an error.
+    """
     scratch = open_store("memory:")
     for name, data in entries.items():
-        if name.startswith("sessions/") and name.endswith(".trig"):
-            scratch.load(data, format="trig")
-        elif name == _SEGMENT:
-            scratch.load(data, format="nquads")
+        format = "trig" if name.startswith("sessions/") and name.endswith(".trig") else None
+        format = "nquads" if name == _SEGMENT else format
+        if format is None:
+            continue
+        try:
+            scratch.load(data, format=format)
+        except TrailsError as exc:
+            if findings is None:
+                raise
+            findings.append(Finding("altered", name, f"does not parse as {format}: {exc}"))
     rebuild(scratch)  # the catalogue the store-wide pack queries read, from the bundled graphs
     return scratch
 
@@ -212,7 +228,8 @@ def write_bundle(
 
     Args:
         store: the store.
-        path: the zip file to write (written to ``path.partial``, then renamed).
+        path: the zip file to write (``trails.audit.files``: a link there is replaced, not
+            followed, and a failure leaves no half bundle).
         graphs: the graphs to bundle.
         minter: names the ledger (default ``urn:trails:``).
         selection: how the graphs were chosen, recorded in the manifest.
@@ -302,16 +319,7 @@ def write_bundle(
     }
     entries[_MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
     data = _zip_bytes(entries)
-    target = Path(path)
-    partial = target.with_name(target.name + ".partial")
-    try:
-        partial.write_bytes(data)
-        partial.replace(target)
-    except BaseException as exc:  # an interrupt too: no half bundle is left behind
-        partial.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise ExportError(f"cannot write the bundle to {target}: {exc}") from exc
-        raise
+    write_bytes(path, data, what="the bundle")  # no link followed, no half bundle left
     stats.bytes = len(data)
     return stats
 
@@ -341,6 +349,66 @@ def _describe_sessions(
 # -- verifying ----------------------------------------------------------------------
 
 
+_NAMES = re.compile(
+    r"manifest\.json|ledger/segment\.nq|sessions/\d{4,}\.trig|keys/\d{4,}\.pem"
+    r"|answers/[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/\d{4,})?\.csv"
+)
+"""Every name ``write_bundle`` gives an entry; an archive with any other is refused unread."""
+
+_ENCRYPTED = 0x1
+"""The general-purpose flag bit of an encrypted entry (``write_bundle`` never sets it)."""
+
+_MALFORMED = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    NotImplementedError,  # a compression method zipfile does not know
+    RuntimeError,  # an encrypted entry
+    zlib.error,
+    EOFError,
+    OverflowError,
+    UnicodeDecodeError,
+    struct.error,
+    OSError,
+    ValueError,
+    LookupError,
+)
+"""What ``zipfile`` raises on a malformed archive: each becomes an ``archive`` finding."""
+
+
+def _layout_problem(infos: list[zipfile.ZipInfo], size: int) -> str | None:
+    """What in the central directory ``write_bundle`` never writes, before any entry is read.
+
+    Entries are stored (never deflated: nothing is inflated), unencrypted, under the
+    names ``write_bundle`` gives, each once, and their sizes together fit in the archive,
+    so reading them takes no more memory than the file's own size.
+    """
+    if not infos:
+        return "it has no entries"
+    seen: set[str] = set()
+    total = 0
+    for info in infos:
+        name = info.filename
+        if name in seen:
+            return f"the entry {name!r} appears twice"
+        seen.add(name)
+        if not _NAMES.fullmatch(name):
+            return f"the entry {name!r} is not a bundle file"
+        if info.compress_type != zipfile.ZIP_STORED:
+            return f"the entry {name!r} is compressed (method {info.compress_type}); bundles store"
+        if info.flag_bits & _ENCRYPTED:
+            return f"the entry {name!r} is marked encrypted"
+        if info.file_size != info.compress_size:
+            return (
+                f"the entry {name!r} claims {info.file_size} bytes stored in {info.compress_size}"
+            )
+        total += info.compress_size
+        if total > size:
+            return f"its entries claim {total} bytes or more in an archive of {size}"
+    if _MANIFEST not in seen:
+        return f"it has no {_MANIFEST}"
+    return None
+
+
 def _read_archive(path: Path, report: BundleReport) -> dict[str, bytes] | None:
     try:
         raw = path.read_bytes()
@@ -348,9 +416,31 @@ def _read_archive(path: Path, report: BundleReport) -> dict[str, bytes] | None:
         raise UserError(f"cannot read the bundle {path}: {exc}") from exc
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-            entries = {info.filename: archive.read(info) for info in archive.infolist()}
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, KeyError) as exc:
-        report.findings.append(Finding("archive", str(path), f"not a readable zip archive: {exc}"))
+            infos = archive.infolist()  # the central directory: nothing is read or inflated yet
+            problem = _layout_problem(infos, len(raw))
+            if problem is not None:
+                report.findings.append(
+                    Finding("archive", str(path), f"not a bundle's layout: {problem}")
+                )
+                return None
+            entries = {}
+            for info in infos:
+                with archive.open(info) as entry:
+                    data = entry.read(info.file_size + 1)  # bounded; a stored entry is its size
+                if len(data) != info.file_size:
+                    raise zipfile.BadZipFile(
+                        f"the entry {info.filename!r} holds {len(data)} bytes, "
+                        f"not the {info.file_size} it claims"
+                    )
+                entries[info.filename] = data
+    except _MALFORMED as exc:
+        report.findings.append(
+            Finding(
+                "archive",
+                str(path),
+                f"not a readable zip archive: {exc or type(exc).__name__}",
+            )
+        )
         return None
     if _zip_bytes(entries) != raw:
         report.findings.append(
@@ -417,8 +507,37 @@ def _check_segment(
     return spans
 
 
-def _rows_of(data: bytes) -> Counter[tuple[str, ...]]:
-    return Counter(tuple(row) for row in csv.reader(io.StringIO(data.decode("utf-8"))))
+def _rows_of(data: bytes) -> Counter[tuple[str, ...]] | None:
+    """The rows of a CSV answer, or None when it is not UTF-8 CSV."""
+    try:
+        return Counter(tuple(row) for row in csv.reader(io.StringIO(data.decode("utf-8"))))
+    except (UnicodeDecodeError, csv.Error):
+        return None
+
+
+def _read_manifest(data: bytes) -> tuple[dict[str, Any], IRI, list[dict[str, Any]]]:
+    """The manifest, its ledger and its sessions, checked for the shape ``write_bundle`` gives.
+
+    Raises:
+        ValueError: not JSON (``UnicodeDecodeError`` is one), another format or shape.
+        RecursionError: JSON nested deeper than the parser goes.
+    """
+    manifest = json.loads(data)
+    if not isinstance(manifest, dict):
+        raise ValueError("not a JSON object")
+    if manifest.get("format") != BUNDLE_FORMAT:
+        raise ValueError(f"format {manifest.get('format')!r}, expected {BUNDLE_FORMAT}")
+    files, described = manifest.get("files"), manifest.get("sessions")
+    if not isinstance(files, dict) or not all(isinstance(v, dict) for v in files.values()):
+        raise ValueError("its files are not an object of objects")
+    if not isinstance(described, list) or not all(
+        isinstance(d, dict) and isinstance(d.get("graph"), str) and isinstance(d.get("file"), str)
+        for d in described
+    ):
+        raise ValueError("its sessions are not a list of objects naming a graph and a file")
+    if not isinstance(manifest.get("ledger"), str):
+        raise ValueError("its ledger is not an IRI")
+    return manifest, IRI(manifest["ledger"]), described
 
 
 def verify_bundle(
@@ -445,16 +564,12 @@ def verify_bundle(
     if entries is None:
         return report
     try:
-        manifest = json.loads(entries[_MANIFEST])
-        if manifest.get("format") != BUNDLE_FORMAT:
-            raise ValueError(f"format {manifest.get('format')!r}, expected {BUNDLE_FORMAT}")
-        ledger = IRI(manifest["ledger"])
-        described = list(manifest["sessions"])
-    except (KeyError, ValueError, TypeError, UnicodeDecodeError) as exc:
+        manifest, ledger, described = _read_manifest(entries[_MANIFEST])
+    except (KeyError, ValueError, TypeError, RecursionError) as exc:
         report.findings.append(Finding("manifest", _MANIFEST, f"unreadable: {exc}"))
         return report
     _check_files(entries, manifest, report)
-    scratch = _scratch(entries)
+    scratch = _scratch(entries, report.findings)
     try:
         contents = read_ledger(scratch, ledger)
         trusted = trusted_keys(public_key, contents.rotations) if public_key is not None else None

@@ -39,7 +39,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from trails.audit.files import write_file
 from trails.audit.jsonld import jsonld_to_nquads, nquads_to_jsonld
 from trails.audit.querypack import get_query
 from trails.config import Settings, load_settings
@@ -626,7 +626,9 @@ _PROVN_PREFIX = re.compile(r"^\s*prefix\s+([A-Za-z_][\w.-]*)\s+<")
 
 
 def export_to_path(write: Callable[[BinaryIO], ExportStats], path: Path) -> ExportStats:
-    """Run ``write`` into ``path`` through a temporary file, so a failure leaves no half file.
+    """Run ``write`` into ``path`` safely (``trails.audit.files``): a new file under a random
+    name beside it, never through a link planted there, moved onto ``path`` when whole, so a
+    failure leaves no half file.
 
     Args:
         write: writes the export to the stream it is given.
@@ -638,19 +640,7 @@ def export_to_path(write: Callable[[BinaryIO], ExportStats], path: Path) -> Expo
     Raises:
         ExportError: the path cannot be written.
     """
-    partial = path.with_name(path.name + ".partial")
-    try:  # opening is inside: an interrupt just after the file is created removes it too
-        try:
-            fh = partial.open("wb")
-        except OSError as exc:
-            raise ExportError(f"cannot write the export to {path}: {exc.strerror or exc}") from exc
-        with fh:
-            stats = write(fh)
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    return stats
+    return write_file(path, write, what="the export")
 
 
 def guess_format(path: str | Path) -> str:

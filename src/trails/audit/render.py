@@ -154,7 +154,13 @@ def cell(term: Term | None, *, width: int | None = 80, column: str = "") -> str:
     return text
 
 
-def table(result: QueryResult, *, width: int | None = 80, hide: Collection[str] = ()) -> str:
+def table(
+    result: QueryResult,
+    *,
+    width: int | None = 80,
+    hide: Collection[str] = (),
+    fit: int | None = None,
+) -> str:
     """An aligned text table of a SELECT result (or ``true``/``false`` for ASK).
 
     Args:
@@ -162,6 +168,10 @@ def table(result: QueryResult, *, width: int | None = 80, hide: Collection[str] 
         width: the widest a cell may be.
         hide: columns to leave out when no row has a value in them (the projected
             parameters a user did not give).
+        fit: the widest a line may be (a terminal's width), or None for no limit:
+            wide cells are cut with an ellipsis (never the first column's, which
+            names the row), and when that is not enough the last columns are left
+            out, the table's last line naming them.
 
     Returns:
         The table, ending with a row count line.
@@ -180,11 +190,47 @@ def table(result: QueryResult, *, width: int | None = 80, hide: Collection[str] 
         [cell(row[i], width=width, column=result.variables[i]) for i in keep] for row in result.rows
     ]
     widths = [max([len(n), *(len(r[i]) for r in rows)]) for i, n in enumerate(names)]
+    left_out: list[str] = []
+    if fit is not None:
+        widths, shown = _fitted(names, widths, fit)
+        left_out = names[shown:]
+        names = names[:shown]
+        rows = [[_cut(c, w) for c, w in zip(r[:shown], widths, strict=True)] for r in rows]
     lines = ["  ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    count = f"({len(rows)} row{'s' if len(rows) != 1 else ''}"
+    if left_out:
+        span = left_out[0] if len(left_out) == 1 else f"{left_out[0]} … {left_out[-1]}"
+        count += (
+            f"; {len(left_out)} column{'s' if len(left_out) != 1 else ''} left out to fit: {span}"
+        )
+    lines.append(count + ")")
     return "\n".join(lines)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _fitted(names: list[str], natural: list[int], fit: int) -> tuple[list[int], int]:
+    """Column widths within ``fit`` characters a line, and how many columns are shown.
+
+    The first column keeps its width (it names the row); each other one is cut to
+    at most ``_CELL`` characters (or its header's width); columns are then left out
+    from the right until the line fits.
+    """
+    widths = [natural[0]] + [
+        min(w, max(_CELL, len(n))) for w, n in zip(natural[1:], names[1:], strict=True)
+    ]
+    shown = len(widths)
+    while shown > 1 and sum(widths[:shown]) + 2 * (shown - 1) > fit:
+        shown -= 1
+    return widths[:shown], shown
+
+
+_CELL = 24
+"""The widest a cell other than the first is when a table is fitted to a width."""
 
 
 class ProgressBar:

@@ -30,6 +30,7 @@ from typing import Any
 import jinja2
 
 from trails.audit.export import Redaction
+from trails.audit.files import write_bytes
 from trails.audit.querypack import get_query
 from trails.audit.render import cell, duration, usd
 from trails.errors import SessionError, VerificationError
@@ -57,6 +58,7 @@ class TimelineNode:
     status: str
     cost: str = ""
     took: str = ""
+    side_effects: bool = False
     io: list[dict[str, str]] = field(default_factory=list)
     children: list[TimelineNode] = field(default_factory=list)
 
@@ -191,6 +193,7 @@ def _timeline(
     session: IRI,
     costs: dict[str, str],
     io: dict[str, list[dict[str, str]]] | None = None,
+    effects: set[str] | None = None,
 ) -> list[TimelineNode]:
     rows = _rows(store, "session-timeline", session=session)
     nodes: dict[str, TimelineNode] = {}
@@ -207,6 +210,7 @@ def _timeline(
                 status=r["status"] or "",
                 cost=costs.get(iri, ""),
                 took=_took(r["started"] or "", r["ended"] or ""),
+                side_effects=iri in (effects or set()),
                 io=(io or {}).get(iri, []),
             )
         if r["informedBy"]:
@@ -223,6 +227,66 @@ def _timeline(
 
 def _money(value: Any) -> str:
     return usd(value)
+
+
+_CLEAN_STOPS = {"goal_achieved"}
+_LIMIT_STOPS = {"max_steps", "max_cost", "max_tokens", "max_wall_time"}
+
+
+def _outcome(head: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, str]:
+    """What the report's top says of the session: its end and how its runs stopped.
+
+    A session that ended ``ok`` while a run in it failed is not ``ok``: the
+    worst of the session's status and its runs' stop reasons decides.
+    """
+    status = head.get("status")
+    if not head.get("ended"):
+        return {"state": "open", "detail": "the session has not ended"}
+    if status and status != "ok":
+        return {"state": str(status), "detail": f"the session ended {status}"}
+    stops = [str(r["stopReason"]) for r in runs if r.get("stopReason")]
+    bad = [s for s in stops if s not in _CLEAN_STOPS | _LIMIT_STOPS]
+    if bad:
+        return {
+            "state": "failed",
+            "detail": f"the session ended ok, but a run stopped: {', '.join(sorted(set(bad)))}",
+        }
+    limited = [s for s in stops if s in _LIMIT_STOPS]
+    if limited:
+        return {
+            "state": "stopped",
+            "detail": f"a run stopped at a limit: {', '.join(sorted(set(limited)))}",
+        }
+    return {
+        "state": "ok",
+        "detail": "the session ended ok" + (" and its runs reached their goal" if stops else ""),
+    }
+
+
+def _distinct_terminations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per termination: a stopped process ends the session, its run and its call
+    with the same interruption, which the query answers once per activity it ended."""
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for r in rows:
+        key = (r.get("at"), r.get("kind"), r.get("reason"), r.get("limit"), r.get("observed"))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(r)
+    return out
+
+
+def _failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The failed and interrupted calls, each with a readable error (never ``None``)."""
+    for r in rows:
+        if r.get("error") in (None, ""):
+            r["error"] = (
+                "cut short before it ended: no error recorded"
+                if r.get("status") in ("interrupted", "unfinished")
+                else "no error recorded"
+            )
+    return rows
 
 
 def report_data(
@@ -306,20 +370,26 @@ def report_data(
     except VerificationError as exc:
         seal = {"state": "unsealed", "detail": str(exc)}
 
+    effects = _rows(store, "side-effects", session=iri)
     return {
         "session": iri,
         "head": head,
+        "outcome": _outcome(head, runs),
         "runs": runs,
-        "timeline": _timeline(store, iri, costs, _io(store, iri, redaction)),
+        "effects": effects,
+        "timeline": _timeline(
+            store, iri, costs, _io(store, iri, redaction), {r["invocation"] for r in effects}
+        ),
         "completions": completions,
         "cost_rows": cost_rows,
         "total_usd": _money(total),
         "failovers": _rows(store, "provider-fallbacks", session=iri),
-        "terminations": _rows(store, "terminations", session=iri),
+        "terminations": _distinct_terminations(_rows(store, "terminations", session=iri)),
         "evictions": _rows(store, "history-evictions", session=iri),
         "batches": _rows(store, "batches", session=iri),
+        "tree_nodes": _rows(store, "tree-nodes", session=iri),
         "decisions": _rows(store, "policy-decisions", session=iri),
-        "failures": _rows(store, "failed-invocations", session=iri),
+        "failures": _failures(_rows(store, "failed-invocations", session=iri)),
         "memories": _rows(store, "memories-used", session=iri),
         "seal": seal,
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
@@ -372,6 +442,7 @@ def _template() -> jinja2.Template:
         loader=jinja2.FileSystemLoader(_TEMPLATES),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+        finalize=lambda value: "" if value is None else value,  # no literal "None" on paper
         trim_blocks=True,
         lstrip_blocks=True,
     )
@@ -402,12 +473,7 @@ def write_report(
         SessionError: no such session.
         ExportError: ``out`` cannot be written.
     """
-    from trails.errors import ExportError
-
     html = render_report(store, session, minter=minter, redaction=redaction)
     path = Path(out)
-    try:
-        path.write_text(html, encoding="utf-8")
-    except OSError as exc:
-        raise ExportError(f"cannot write the report to {path}: {exc.strerror or exc}") from exc
+    write_bytes(path, html.encode("utf-8"), what="the report")  # a link at ``out`` is replaced
     return path

@@ -15,25 +15,96 @@ day removes that day's totals, and the running totals when they cover it,
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
+from decimal import ROUND_HALF_EVEN, Context, Decimal, InvalidOperation
 from typing import Any
 
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, RDFS, T
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, Literal, Quad, literal, to_python
+from trails.store.terms import IRI, XSD, Literal, Quad, literal, to_python
 
 __all__ = [
+    "cost_literal",
+    "cost_of",
     "dated_mark",
     "day_iri",
     "day_of",
     "day_quads",
     "day_totals",
     "ended_day",
+    "exact_sum",
+    "keep_through",
+    "kept_through",
     "running_quads",
     "stored_quads",
 ]
+
+
+# exact sums: wide enough that adding costs never rounds; stored to xsd:decimal's 18 places
+_EXACT = Context(prec=80)
+_PLACES = Decimal("1e-18")
+
+
+def cost_of(term: Any) -> Decimal | None:
+    """A cost as an exact ``Decimal`` from its lexical form (``None`` when it is no number).
+
+    Costs are recorded as ``xsd:double`` (``repr`` of a float, the shortest text that
+    reads back as it): summing their text in ``Decimal`` gives the same total in any
+    order, where summing the floats does not (``0.006864`` or ``0.0068639999999999994``).
+    """
+    if not isinstance(term, Literal) or isinstance(to_python(term), bool):
+        return None
+    try:
+        value = Decimal(term.value.strip())
+    except InvalidOperation:
+        return None
+    return value if value.is_finite() else None
+
+
+def cost_literal(total: Decimal) -> Literal:
+    """A total cost as the ``xsd:decimal`` the catalogue stores (18 places at most, no
+    exponent, no trailing zeros), so SPARQL ``SUM`` over totals is exact as well."""
+    fixed = total.quantize(_PLACES, rounding=ROUND_HALF_EVEN, context=_EXACT)
+    return Literal(format(fixed.normalize(context=_EXACT), "f"), XSD + "decimal")
+
+
+def exact_sum(values: Iterable[Decimal]) -> Decimal:
+    """The exact sum of ``values`` (no rounding, whatever their order)."""
+    total = Decimal(0)
+    for value in values:
+        total = _EXACT.add(total, value)
+    return total
+
+
+# per store, per catalogue: the newest day over that this process found totalled through
+_kept: weakref.WeakKeyDictionary[Any, dict[str, date]] = weakref.WeakKeyDictionary()
+_kept_lock = threading.Lock()
+
+
+def kept_through(store: Store, catalogue: IRI) -> date | None:
+    """The day through which this process last found ``catalogue``'s days totalled."""
+    with _kept_lock:
+        try:
+            return _kept.get(store, {}).get(str(catalogue))
+        except TypeError:  # a store that cannot be weakly referenced: never known
+            return None
+
+
+def keep_through(store: Store, catalogue: IRI, day: date | None) -> None:
+    """Note (or, with ``None``, forget) the day ``catalogue``'s days are totalled through."""
+    with _kept_lock:
+        try:
+            known = _kept.setdefault(store, {})
+        except TypeError:
+            return
+        if day is None:
+            known.pop(str(catalogue), None)
+        else:
+            known[str(catalogue)] = day
 
 
 def dated_mark(catalogue: IRI) -> Quad:
@@ -134,4 +205,6 @@ def day_totals(store: Store, catalogue: IRI, days: Iterable[IRI]) -> list[Quad]:
         through, running = running_quads(store, catalogue)
         if through is not None and earliest <= through:
             out += running
+    if out:  # totals go: the next session end looks at the days again
+        keep_through(store, catalogue, None)
     return out

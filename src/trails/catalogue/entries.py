@@ -27,14 +27,18 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from trails.catalogue.days import (
+    cost_literal,
+    cost_of,
     dated_mark,
     day_iri,
     day_quads,
     day_totals,
     ended_day,
+    exact_sum,
     stored_quads,
 )
 from trails.prov.iri import Minter
@@ -181,7 +185,8 @@ class _Account:
     unpriced: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    cost: float = 0.0
+    cost: Decimal = Decimal(0)
+    """Summed exactly from each cost's lexical form: the same total in any order."""
 
 
 def _number(term: Any) -> Any:
@@ -300,7 +305,7 @@ def summarise(
             continue
         tokens_in = _number(first(s, T.inputTokens)) or 0
         tokens_out = _number(first(s, T.outputTokens)) or 0
-        cost = _number(first(s, T.costUSD))
+        cost = cost_of(first(s, T.costUSD))
         for account in [
             totals,
             *(accounts[str(a)] for a in set(map(str, props.get(PROV.wasAssociatedWith, [])))),
@@ -311,7 +316,7 @@ def summarise(
             if cost is None:
                 account.unpriced += 1
             else:
-                account.cost += float(cost)
+                account.cost = exact_sum((account.cost, cost))
     _counts(out, entry, totals, catalogue)
     add(entry, activityCount, literal(len(activities)))
 
@@ -352,7 +357,7 @@ def _counts(out: list[Quad], node: IRI, account: _Account, catalogue: IRI) -> No
     out.append(Quad(node, unpricedCount, literal(account.unpriced), catalogue))
     out.append(Quad(node, totalInputTokens, literal(account.input_tokens), catalogue))
     out.append(Quad(node, totalOutputTokens, literal(account.output_tokens), catalogue))
-    out.append(Quad(node, totalCostUSD, literal(float(account.cost)), catalogue))
+    out.append(Quad(node, totalCostUSD, cost_literal(account.cost), catalogue))
 
 
 _EXISTING = """

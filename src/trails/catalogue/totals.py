@@ -33,17 +33,22 @@ until that mark exists the cost queries also read every undated summary.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from trails.catalogue.days import (
+    cost_literal,
     dated_mark,
     day_iri,
     day_quads,
     day_totals,
     ended_day,
+    keep_through,
+    kept_through,
     running_quads,
 )
 from trails.catalogue.entries import catalogue_iri
@@ -52,10 +57,15 @@ from trails.prov.vocab import PROV, RDF, T
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal, Quad, literal, to_python
 
-__all__ = ["SETTLE", "RollupResult", "rollup"]
+__all__ = ["KEEP_UP_DAYS", "SETTLE", "RollupResult", "keep_up", "rollup"]
 
 SETTLE = timedelta(hours=1)
 """How long after a day's end its totals may be computed (room for clock skew)."""
+
+KEEP_UP_DAYS = 7
+"""The most days ``keep_up`` totals at one session end (the rest at the next ends)."""
+
+log = logging.getLogger(__name__)
 
 _UNDATED = """
 PREFIX trails: <https://w3id.org/trails/ns#>
@@ -138,6 +148,8 @@ class RollupResult:
     """Days without totals that are not over yet (read from their summaries)."""
     running_through: date | None = None
     """The day the running totals run through (``None``: no day is totalled)."""
+    left: list[date] = field(default_factory=list)
+    """Days that are over but were left for a next rollup (past its ``limit``)."""
 
 
 def _rows(result: object) -> list[tuple[object, ...]]:
@@ -186,8 +198,17 @@ def _sum_quads(node: IRI, row: dict[str, object], catalogue: IRI) -> list[Quad]:
         Quad(node, T.unpricedCount, count("unpriced"), catalogue),
         Quad(node, T.totalInputTokens, count("inputTokens"), catalogue),
         Quad(node, T.totalOutputTokens, count("outputTokens"), catalogue),
-        Quad(node, T.totalCostUSD, literal(_number(row.get("costUSD"))), catalogue),
+        Quad(node, T.totalCostUSD, _cost(row.get("costUSD")), catalogue),
     ]
+
+
+def _cost(term: object) -> Literal:
+    """A summed cost as stored: entries' ``xsd:decimal`` costs sum exactly in SPARQL (and
+    stay decimal); a sum over entries written before (``xsd:double``) stays a double."""
+    value = to_python(term) if isinstance(term, Literal) else None
+    if isinstance(value, float):
+        return literal(value)
+    return cost_literal(value if isinstance(value, Decimal) else Decimal(0))
 
 
 def _agent_key(agent: object) -> str:
@@ -258,7 +279,9 @@ def _running(store: Store, catalogue: IRI) -> date | None:
             rows, T.RunningTotal, lambda key: Minter.part(catalogue, "running:" + key), catalogue
         )
     keep, have = set(add), set(stored)
-    store.write([q for q in add if q not in have], remove=[q for q in stored if q not in keep])
+    more, less = [q for q in add if q not in have], [q for q in stored if q not in keep]
+    if more or less:
+        store.write(more, remove=less)
     return through
 
 
@@ -269,6 +292,7 @@ def rollup(
     now: datetime | None = None,
     settle: timedelta = SETTLE,
     batch: int = 1000,
+    limit: int | None = None,
 ) -> RollupResult:
     """Date the summaries that have no day, then total every day that is over.
 
@@ -283,6 +307,7 @@ def rollup(
         now: the time that decides which days are over (default: now, UTC).
         settle: how long after its end a day is totalled.
         batch: summaries dated per write.
+        limit: total at most this many days (the oldest first; ``None``: every day over).
 
     Returns:
         What was dated and totalled, and the days left to their summaries.
@@ -304,7 +329,65 @@ def rollup(
         if over + settle > now:
             result.open_days.append(when)
             continue
+        if limit is not None and len(result.totalled) >= limit:
+            result.left.append(when)
+            continue
         store.write(_total_quads(store, catalogue, IRI.trusted(str(day)), now))
         result.totalled.append(when)
     result.running_through = _running(store, catalogue)
     return result
+
+
+_BEHIND = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+ASK {
+  GRAPH $catalogue {
+    ?day a trails:CatalogueDay ; trails:day ?date .
+    FILTER(?date <= $due)
+    FILTER NOT EXISTS { ?day trails:totalledAt ?at }
+  }
+}
+"""
+
+
+def keep_up(
+    store: Store,
+    minter: Minter | None = None,
+    *,
+    now: datetime | None = None,
+    settle: timedelta = SETTLE,
+    limit: int = KEEP_UP_DAYS,
+) -> RollupResult | None:
+    """Total the days that are over and have no totals yet, a few at a time: the sealer
+    calls it after each session end, so cost questions read totals without a daily job.
+
+    Once a process has found every day up to the newest one over totalled, it does not
+    look again until another day is over (a date comparison per session end). Else one
+    ``ASK`` over the catalogue's days decides, and ``rollup`` totals at most ``limit``
+    days (the oldest first); it dates a catalogue begun before days first, once. A store
+    whose sessions all ended today writes nothing here. A day whose totals a write of
+    this process removed (a late write, a session that ended on a day already over) is
+    totalled again at the next session end (``day_totals`` makes this process look
+    again); one whose totals another process removed, by the next process to look
+    (until then the queries read that day's entries: right, only slower). Never raises: totals are derived data, and a failure leaves them to the next call
+    (or ``trails catalogue rollup``).
+
+    Returns:
+        What the rollup did, or ``None`` when nothing was due.
+    """
+    catalogue = catalogue_iri(minter or Minter())
+    now = now or datetime.now(UTC)
+    due = (now - settle).date() - timedelta(days=1)  # the newest day that is over
+    try:
+        known = kept_through(store, catalogue)
+        if known is not None and known >= due:
+            return None
+        result = None
+        if store.query(_BEHIND, {"catalogue": catalogue, "due": literal(due)}):
+            result = rollup(store, minter, now=now, settle=settle, limit=limit)
+        if result is None or not result.left:
+            keep_through(store, catalogue, due)
+        return result
+    except Exception:  # derived data must never cost the session end
+        log.exception("the catalogue's daily totals were not brought up to date")
+        return None

@@ -10,6 +10,7 @@ from trails.audit.access import writing
 from trails.audit.render import timestamp, usd
 from trails.config import load_settings
 from trails.demo import run_demo
+from trails.errors import ModelAPIError
 from trails.llm import LLMClient
 
 __all__ = ["register", "run"]
@@ -39,7 +40,11 @@ def run(args: argparse.Namespace) -> int:
         configured = settings.sources.get("principal", "default") != "default"
         principal = settings.principal if configured else "did:local:alice"
     with writing(args.store) as store:
-        result = run_demo(store, principal=principal, llm=llm)
+        try:
+            result = run_demo(store, principal=principal, llm=llm)
+        except ModelAPIError as exc:  # the model was never reached: the run is recorded
+            print(f"trails: error: the run failed: {exc}", file=sys.stderr)
+            return 1
         print(f"session  {result.session}")
         print(f"stopped  {result.stopped} after {result.steps} steps")
         print(f"answer   {result.answer}\n")

@@ -8,6 +8,7 @@ import json
 from dataclasses import asdict
 
 from trails.audit.access import reading
+from trails.cli.common import session_arg
 from trails.compliance.erasure import erase
 from trails.compliance.migration import migrate
 from trails.config import load_settings
@@ -79,7 +80,7 @@ def run_erase(args: argparse.Namespace) -> int:
         receipt = erase(
             recorder,
             principal=args.principal,
-            session=args.session,
+            session=[session_arg(s) for s in args.session],
             memory=args.memory,
             digest=args.digest,
             reason=args.reason,

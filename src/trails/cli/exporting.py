@@ -21,6 +21,7 @@ from trails.audit.export import (
     import_file,
     select_graphs,
 )
+from trails.audit.files import write_bytes
 from trails.audit.render import ProgressBar
 from trails.cli.common import session_arg
 from trails.config import load_settings
@@ -220,7 +221,7 @@ def _otlp_json(store: Any, graphs: list[Any], out: str | None) -> int:
     ]
     text = json.dumps(session_otlp_json(store, sessions), indent=1, sort_keys=True) + "\n"
     if out:
-        Path(out).write_text(text, encoding="utf-8")
+        write_bytes(out, text.encode("utf-8"), what="the export")
     else:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict
 
 from trails.audit.access import reading
+from trails.cli.common import session_arg
 from trails.compliance.holds import Hold, list_holds, place_hold, release_holds
 from trails.config import load_settings
 from trails.prov.iri import Minter
@@ -68,7 +69,7 @@ def run_add(args: argparse.Namespace) -> int:
     with reading(args.store) as store:
         recorder = Recorder.from_settings(settings, store=store)
         hold = place_hold(
-            recorder, args.target, reason=args.reason, by=args.by or settings.principal
+            recorder, session_arg(args.target), reason=args.reason, by=args.by or settings.principal
         )
     print(f"hold {hold.iri} placed on {hold.kind} {hold.target}: {hold.reason}")
     return 0
@@ -80,7 +81,7 @@ def run_remove(args: argparse.Namespace) -> int:
     with reading(args.store) as store:
         recorder = Recorder.from_settings(settings, store=store)
         released = release_holds(
-            recorder, args.target, reason=args.reason, by=args.by or settings.principal
+            recorder, session_arg(args.target), reason=args.reason, by=args.by or settings.principal
         )
     for hold in released:
         print(f"hold {hold.iri} on {hold.kind} {hold.target} released: {args.reason}")

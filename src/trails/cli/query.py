@@ -11,7 +11,8 @@ from trails.audit.access import reading
 from trails.audit.querypack import load_pack, resolve
 from trails.audit.render import table
 from trails.cli.common import session_arg
-from trails.errors import QueryParameterError, QuerySyntaxError, UserError
+from trails.errors import QueryParameterError, QueryRefused, QuerySyntaxError, UserError
+from trails.store.base import DEFAULT_BASE_IRI
 
 __all__ = ["parse_params", "register", "run"]
 
@@ -115,10 +116,12 @@ def run(args: argparse.Namespace) -> int:
         )
     text = query.text_for(bound)
     with reading(args.store) as store:
+        union = _union_default(text, str(getattr(store, "base_iri", DEFAULT_BASE_IRI)))
         if fmt == "table":
-            print(table(store.query(text, bound), hide=set(query.params) - set(bound)))
+            result = store.query(text, bound, union_default_graph=union)
+            print(table(result, hide=set(query.params) - set(bound)))
             return 0
-        data = store.query_to(text, bound, format=fmt)
+        data = store.query_to(text, bound, format=fmt, union_default_graph=union)
     if fmt in ("turtle", "trig") and data.strip():
         data = _with_prefixes(data, fmt)
     out = sys.stdout.buffer
@@ -127,6 +130,23 @@ def run(args: argparse.Namespace) -> int:
         out.write(b"\n")
     out.flush()
     return 0
+
+
+def _union_default(text: str, base_iri: str) -> bool:
+    """Whether the default graph is the union of the graphs, as at the endpoint.
+
+    It is, unless the query names its own dataset (``FROM`` / ``FROM NAMED``):
+    then those graphs are the dataset, as SPARQL says.
+    """
+    if re.search(r"from", text, re.IGNORECASE) is None:  # no dataset clause without it
+        return True
+    from trails.server.sparql import analyse
+
+    try:
+        info = analyse(text, base_iri)
+    except QueryRefused:
+        return False  # the store reports what is wrong with the query
+    return info.default_graphs is None and info.named_graphs is None
 
 
 def _is_update(spec: str) -> bool:

@@ -20,6 +20,8 @@ from trails.agent import Session
 from trails.audit.access import reading
 from trails.cli.common import session_arg
 from trails.errors import UserError
+from trails.store import Solutions, Store
+from trails.store.terms import IRI, Literal
 from trails.testing.replay import resolve_session
 from trails.testing.rerun import compare, rerun, trajectory
 
@@ -124,17 +126,26 @@ def replay(args: argparse.Namespace) -> int:
 def diff(args: argparse.Namespace) -> int:
     """``trails diff A B``: compare two sessions' trajectories.
 
+    Each side says how many activities its session holds (the count ``trails
+    sessions`` shows: completions, calls and the plan runs around them) and how
+    many of them are compared (the completions and calls, in start order).
+
     Returns:
         0 when they are identical, 1 when they diverge.
 
     Raises:
+        UserError: an argument is neither a session IRI nor a session UUID.
         SessionError: an IRI names no session.
     """
     with reading(args.store) as store:
-        a = resolve_session(session_arg(args.a), store)
-        b = resolve_session(session_arg(args.b), store)
+        a = _session(args.a, store)
+        b = _session(args.b, store)
         left, right = trajectory(store, a), trajectory(store, b)
-        print(f"A {a}: {len(left)} activities\nB {b}: {len(right)} activities")
+        for side, iri, steps in (("A", a, left), ("B", b, right)):
+            count = _activities(store, iri)
+            print(
+                f"{side} {iri}: {count} activities, {len(steps)} compared (completions and calls)"
+            )
         found = compare(left, right)
         if found is None:
             print("identical: same actions, inputs and observations in the same order")
@@ -142,3 +153,31 @@ def diff(args: argparse.Namespace) -> int:
         print(found.describe("A", "B"))
         sys.stdout.flush()
         return 1
+
+
+_ACTIVITIES = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT $session (COUNT(DISTINCT ?a) AS ?n)
+WHERE { GRAPH $session { ?a trails:inSession $session } }
+GROUP BY $session
+"""
+
+
+def _session(text: str, store: Store) -> IRI:
+    """The session ``text`` names (an IRI or a UUID), with a one-line error for anything else."""
+    value = session_arg(text)
+    try:
+        IRI(value)
+    except ValueError:
+        raise UserError(
+            f"{text!r} is not a session: give its IRI or the UUID `trails sessions` shows"
+        ) from None
+    return resolve_session(value, store)
+
+
+def _activities(store: Store, session: IRI) -> int:
+    """The activities recorded in a session (as the catalogue counts them)."""
+    rows = store.query(_ACTIVITIES, {"session": session})
+    counts = rows.column("n") if isinstance(rows, Solutions) else []
+    count = counts[0] if counts else None  # no row: no activity grouped
+    return int(count.value) if isinstance(count, Literal) else 0

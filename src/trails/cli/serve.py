@@ -198,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
             location,
             args.tokens or str(settings.resolve_path(str(tokens_path))),
             settings,
+            evaluator=endpoint.evaluator,  # on a directory store, its worker writes the spans
         )
         # workers open the store now, not after the banner; they ignore Ctrl-C (the
         # terminal sends it to them too): this process stops them on its way out
@@ -219,12 +220,19 @@ def run(args: argparse.Namespace) -> int:
             flush=True,
         )
         server = uvicorn.Server(uvicorn.Config(endpoint.app, log_level="warning"))
+        # uvicorn stops gracefully on SIGINT and SIGTERM, then re-raises the signal to the
+        # handler it found: SIGTERM then ends like Ctrl-C, with "stopped" and status 0
+        signal.signal(signal.SIGTERM, _interrupted)
         with contextlib.suppress(KeyboardInterrupt):  # re-raised after the graceful stop
             server.run(sockets=[sock])
         print("trails serve: stopped", file=sys.stderr)
     finally:
         sock.close()
     return 0
+
+
+def _interrupted(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _one_line(exc: Exception) -> str:

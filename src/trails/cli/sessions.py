@@ -3,7 +3,10 @@
 Answered from the catalogue graph (the ``sessions`` pack query, see
 ``trails.catalogue.entries``): by default the newest 20, ``--limit N`` for
 another page size, ``--all`` for every one; filters by principal, start-time
-range and end status. A store recorded without the catalogue (before it
+range and end status (one of ``STATUSES``). The table fits the terminal's
+width (long cells cut with an ellipsis, the last columns left out when even
+that is too wide, and named); a session without a label of its own shows an
+empty label rather than its id again. A store recorded without the catalogue (before it
 existed, or with ``[audit] seal = false``) lists nothing until
 ``trails catalogue rebuild`` has written its entries: the command says so.
 """
@@ -11,6 +14,8 @@ existed, or with ``[audit] seal = false``) lists nothing until
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import sys
 
 from trails.audit.access import reading
@@ -18,8 +23,13 @@ from trails.audit.querypack import get_query
 from trails.audit.render import table
 from trails.catalogue.entries import has_entries
 from trails.errors import UserError
+from trails.store import QueryResult, Solutions
+from trails.store.terms import Literal, Term
 
-__all__ = ["DEFAULT_LIMIT", "PAGE_MARKER", "paged", "register", "run"]
+__all__ = ["DEFAULT_LIMIT", "PAGE_MARKER", "STATUSES", "paged", "register", "run"]
+
+STATUSES = ("ok", "error", "interrupted")
+"""The end statuses a session is recorded with."""
 
 DEFAULT_LIMIT = 20
 PAGE_MARKER = "#PAGE"
@@ -72,6 +82,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Run the command; see ``register``."""
+    if args.status is not None and args.status not in STATUSES:
+        raise UserError(
+            f"--status {args.status!r} is not a session status: use one of {', '.join(STATUSES)}"
+        )
     query = get_query("sessions")
     values = {
         k: getattr(args, k) for k in ("principal", "since", "until", "status") if getattr(args, k)
@@ -87,9 +101,40 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         if args.format == "table":
-            print(table(store.query(text, bound), hide=set(query.params) - set(bound)))
+            result = _without_default_labels(store.query(text, bound))
+            print(table(result, hide=set(query.params) - set(bound), fit=_terminal_width()))
             return 0
         data = store.query_to(text, bound, format=args.format)
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
     return 0
+
+
+def _terminal_width() -> int | None:
+    """The terminal's width when printing to one (or ``COLUMNS`` is set), else None."""
+    if not sys.stdout.isatty() and not os.environ.get("COLUMNS"):
+        return None
+    return max(40, shutil.get_terminal_size().columns)
+
+
+def _without_default_labels(result: QueryResult) -> QueryResult:
+    """The rows with an empty label where the label only repeats the session's id.
+
+    A session started without a label is labelled ``session <uuid>`` (or its IRI
+    when the catalogue found no label): in a table that is the first column again.
+    """
+    if not isinstance(result, Solutions) or "label" not in result.variables:
+        return result
+    at, of = result.variables.index("label"), result.variables.index("session")
+    rows: list[tuple[Term | None, ...]] = []
+    for row in result.rows:
+        session, label = _text(row[of]), _text(row[at])
+        uuid = session.rsplit(":", 1)[-1]
+        if label in (session, f"session {uuid}", uuid):
+            row = (*row[:at], None, *row[at + 1 :])
+        rows.append(row)
+    return Solutions(result.variables, rows)
+
+
+def _text(term: Term | None) -> str:
+    return "" if term is None else term.value if isinstance(term, Literal) else str(term)

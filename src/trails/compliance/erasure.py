@@ -286,9 +286,16 @@ def _plan(
             raise UserError(f"{s} is not a session of this store")
         plan.sessions.add(str(iri))
     for did in principals:
-        for row in _rows(store, _SESSIONS_OF, {"id": Literal(did)}):
-            plan.sessions.add(str(row["g"]))
-        for row in _rows(store, _MEMORIES_OF, {"id": Literal(did)}):
+        sessions_of = _rows(store, _SESSIONS_OF, {"id": Literal(did)})
+        memories_of = _rows(store, _MEMORIES_OF, {"id": Literal(did)})
+        if not len(sessions_of) and not len(memories_of):
+            # a mistyped principal must not pass for an erasure: no receipt for nothing
+            raise UserError(
+                f"{did} has no session and no memory in this store: nothing erased, "
+                "no receipt written"
+            )
+        plan.sessions.update(str(row["g"]) for row in sessions_of)
+        for row in memories_of:
             plan.memories[str(row["m"])] = IRI.trusted(str(row["g"]))
     for m in memories:
         iri = _iri(m, "memory")

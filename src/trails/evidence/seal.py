@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trails.catalogue.entries import catalogue_iri, entry_quads, start_quads
+from trails.catalogue.totals import keep_up
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError
 from trails.evidence.canonical import canonical_lines, canonical_term, digest_lines
@@ -236,6 +237,8 @@ class Sealer:
                 self._starts.pop(graph, None)
             self._hints = {pending.seal: pending.seal_hash}
             self._hints_at = _changes(recorder.store)
+        # a session ended: the days that are over get their cost totals (once a day, bounded)
+        keep_up(recorder.store, recorder.minter)
 
     def attach(self, recorder: Recorder) -> None:
         """Install on ``recorder``: the pre-write hook, its after-write step, and the

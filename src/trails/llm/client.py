@@ -89,7 +89,7 @@ class LLMClient(Envelope):
     @classmethod
     def mock(
         cls,
-        response: MockScript = "",
+        response: MockScript | None = None,
         *,
         model: str = "mock",
         retry: RetryPolicy | None = None,
@@ -104,8 +104,11 @@ class LLMClient(Envelope):
         ``client.requests``. Mock calls cost 0 unless a scripted ``Response``
         says otherwise, and retries default to none with no delay.
 
+        Given no script, it is the offline model: every run finishes at once with
+        ``mock answer to: <goal> (offline mock: no capability called)``.
+
         Args:
-            response: the script.
+            response: the script; None (the default): the offline model.
             model: the model id to report.
             retry: retry policy (default: no retries).
             response_cache: see ``LLMClient``.

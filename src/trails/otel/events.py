@@ -79,13 +79,21 @@ class SpanOfSession(SpanIdentity):
 
 
 class SpanSessionStarted(SessionStarted):
-    """A session opened by the first span received for it."""
+    """A session opened by the first span received for it.
+
+    ``principal`` is its writer (a write token's principal); ``end_user`` the
+    span's ``enduser.id`` when it names someone else: the writer acted on
+    their behalf (``prov:actedOnBehalfOf``, in the session's graph).
+    """
 
     conversation_id: str | None = None
+    end_user: str | None = None
 
     def emit(self, b: QuadBuilder) -> None:
         super().emit(b)
         b.value(self.graph, T.conversationId, self.conversation_id)
+        if self.end_user:
+            b.add(b.agent(self.principal), PROV.actedOnBehalfOf, b.agent(self.end_user))
 
 
 class SpanCompletion(LLMCompleted, SpanIdentity):

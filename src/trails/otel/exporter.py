@@ -5,7 +5,14 @@
 or call it yourself). Each recorded event that completes an activity becomes a
 span (``trails.otel.spans``) handed to a ``BatchSpanProcessor`` in front of the
 SDK's ``OTLPSpanExporter`` (http/protobuf), so dashboards (Jaeger, Phoenix,
-Langfuse ...) keep working while trails keeps the evidence. The endpoint is
+Langfuse ...) keep working while trails keeps the evidence.
+
+A batch processor sends on a timer from a daemon thread, so a process that ends
+first would lose its last batch, which holds the session's root span (emitted
+last). The emitter therefore flushes when a session's root span ends, and
+``install`` shuts the export down at interpreter exit; both wait at most
+``[otel] flush_timeout`` seconds (default 5), so an unreachable collector
+delays a session's end or the exit by that much and never hangs them. The endpoint is
 ``[otel] endpoint`` (a full ``.../v1/traces`` URL), else the standard
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``,
 headers and timeout variables, which the SDK reads itself.
@@ -16,8 +23,11 @@ and the recorder logs and ignores a listener that fails.
 
 from __future__ import annotations
 
+import atexit
 import json
+import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,6 +37,7 @@ from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.trace import SpanKind
 
 from trails.config import Settings
+from trails.errors import ConfigError
 from trails.otel.spans import SpanData, input_messages, output_messages, readable_span
 from trails.prov.events import (
     CapabilityInvoked,
@@ -39,7 +50,12 @@ from trails.prov.events import (
 )
 from trails.prov.recorder import Recorder
 
-__all__ = ["SpanEmitter", "install"]
+__all__ = ["FLUSH_TIMEOUT", "SpanEmitter", "install"]
+
+FLUSH_TIMEOUT = 5.0
+"""Seconds a session end or the interpreter's exit waits for spans to be sent, by default."""
+
+_log = logging.getLogger("trails.otel.exporter")
 
 _MEMORY_OPERATIONS = {
     "MemoryLearned": "create_memory",
@@ -62,6 +78,18 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
+def _bounded(step: Callable[[], object], seconds: float) -> bool:
+    """Run ``step`` in a daemon thread and wait at most ``seconds``: True if it finished.
+
+    The SDK's ``force_flush`` ignores its timeout and ``shutdown`` waits up to 30 s,
+    so the bound is kept here; a step still running is left to its daemon thread.
+    """
+    worker = threading.Thread(target=step, name="trails-otel-flush", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    return not worker.is_alive()
+
+
 class SpanEmitter:
     """A recorder listener that emits each finished activity as a span.
 
@@ -70,6 +98,8 @@ class SpanEmitter:
         resource: the OTel resource (``service.name`` ...) of the spans.
         content: send prompts, completions, arguments and results (the GenAI
             conventions' opt-in content); default: when the recorder records them.
+        flush_timeout: seconds to wait for the session's spans to be sent when its
+            root span ends, and for the export to shut down (``shutdown``).
     """
 
     def __init__(
@@ -78,10 +108,13 @@ class SpanEmitter:
         *,
         resource: Resource | None = None,
         content: bool | None = None,
+        flush_timeout: float = FLUSH_TIMEOUT,
     ) -> None:
         self.processor = processor
         self.resource = resource or Resource.create({"service.name": "trails"})
         self.content = content
+        self.flush_timeout = flush_timeout
+        self._closed = False
         self._lock = threading.Lock()
         self._sessions: dict[str, _Open] = {}
         self._runs: dict[str, _Open] = {}
@@ -90,8 +123,39 @@ class SpanEmitter:
         data = self.span_data(
             event, content=self.content if self.content is not None else recorder.content == "full"
         )
-        if data is not None:
-            self.processor.on_end(readable_span(data, self.resource))
+        if data is None or self._closed:
+            return
+        self.processor.on_end(readable_span(data, self.resource))
+        if isinstance(event, SessionEnded):
+            self.flush()
+
+    def flush(self) -> bool:
+        """Send the spans waiting in the processor, waiting at most ``flush_timeout``.
+
+        Returns:
+            True if they were handed to the exporter in time.
+        """
+        flushed = _bounded(self.processor.force_flush, self.flush_timeout)
+        if not flushed:
+            _log.warning("spans not sent within %s s; they are sent later", self.flush_timeout)
+        return flushed
+
+    def shutdown(self) -> bool:
+        """Send what is waiting and stop the export, waiting at most ``flush_timeout``.
+
+        Called at interpreter exit by ``install``; later events are not exported.
+
+        Returns:
+            True if the processor shut down in time.
+        """
+        if self._closed:
+            return True
+        self._closed = True
+        atexit.unregister(self.shutdown)
+        done = _bounded(self.processor.shutdown, self.flush_timeout)
+        if not done:
+            _log.warning("the span export did not stop within %s s", self.flush_timeout)
+        return done
 
     def _common(self, session: str, principal: str | None) -> dict[str, Any]:
         return {
@@ -249,11 +313,15 @@ def install(recorder: Recorder, settings: Settings) -> SpanEmitter:
 
     Args:
         recorder: the recorder whose events to export.
-        settings: ``[otel] endpoint`` / ``service_name`` / ``content``; without an
-            endpoint the ``OTEL_EXPORTER_OTLP_*`` variables decide.
+        settings: ``[otel] endpoint`` / ``service_name`` / ``content`` /
+            ``flush_timeout``; without an endpoint the ``OTEL_EXPORTER_OTLP_*``
+            variables decide.
 
     Returns:
-        The emitter (its ``processor`` flushes and shuts down the export).
+        The emitter, shut down at interpreter exit (or call its ``shutdown``).
+
+    Raises:
+        ConfigError: ``[otel] flush_timeout`` is not a non-negative number of seconds.
     """
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -262,10 +330,17 @@ def install(recorder: Recorder, settings: Settings) -> SpanEmitter:
     endpoint = section.get("endpoint")
     exporter = OTLPSpanExporter(endpoint=str(endpoint) if endpoint else None)
     content = section.get("content")
+    timeout = section.get("flush_timeout", FLUSH_TIMEOUT)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
+        raise ConfigError(
+            f"[otel] flush_timeout must be a non-negative number of seconds, not {timeout!r}"
+        )
     emitter = SpanEmitter(
         BatchSpanProcessor(exporter),
         resource=Resource.create({"service.name": str(section.get("service_name", "trails"))}),
         content=bool(content) if content is not None else None,
+        flush_timeout=float(timeout),
     )
     recorder.subscribe(emitter)
+    atexit.register(emitter.shutdown)
     return emitter

@@ -6,18 +6,33 @@
    id, so an exporter's retry duplicates nothing);
 2. puts each trace in its session: ``gen_ai.conversation.id`` (or
    OpenInference's ``session.id``) when a span of the trace has one, else the
-   session the trace already went to, else the trace id. A trace that would
-   land in a session already ended (and sealed) goes to a continuation
-   session ``KEY~TRACEID`` instead, so a sealed graph is never written again;
-3. turns every span into its trails event (``trails.otel.mapping``), plus a
+   session the trace already went to, else the trace id. Spans sent with a
+   write token go to the token's own namespace: the session id is
+   ``otlp-DIGEST-KEY``, DIGEST the first 16 hex digits of the SHA-256 of the
+   token's principal, so two tenants' ``conv-1`` are two sessions; the
+   token's principal is the session's writer (``prov:wasAssociatedWith``) and
+   the span's ``enduser.id`` the one it acted for (``prov:actedOnBehalfOf``),
+   never the writer. A trace that would land in a session already ended (and
+   sealed) goes to a continuation session ``KEY~TRACEID`` instead, so a
+   sealed graph is never written again;
+3. never writes into a graph it did not start: the spans of a trace whose
+   session exists without received spans (a session of the Python API, or
+   of another kind) or whose continuation has ended too are refused and
+   counted in ``IngestResult.rejected`` with the reason (the receiver
+   answers them as the OTLP partial success); the rest of the batch is
+   written;
+4. turns every span into its trails event (``trails.otel.mapping``), plus a
    ``SessionStarted`` for each new session, and writes all their quads in
    **one** atomic store write: the batch is whole or absent, and the receiver
    answers 200 only after it;
-4. ends a session keyed by trace id when its root span (the one without a
+5. ends a session keyed by trace id when its root span (the one without a
    parent) has arrived, by recording ``SessionEnded`` through the recorder, so
    the configured sealer seals it. Sessions keyed by a conversation id (which
    span many traces) and sessions whose root never comes are ended by
-   ``sweep()`` after ``idle_timeout`` seconds without a new span.
+   ``sweep()`` after ``idle_timeout`` seconds without a new span. The end
+   status is what the spans say (``trails.otel.ends``: ``error``,
+   ``interrupted`` or ``ok``), and a span without ``enduser.id`` acts for its
+   nearest ancestor's (``trails.otel.mapping.EndUsers``).
 
 Spans a trails exporter sent for a session itself (``trails.kind = session``)
 are not activities: they carry the session's start, end and status.
@@ -25,6 +40,7 @@ are not activities: they carry the session's start, end and status.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections import defaultdict
@@ -34,6 +50,7 @@ from datetime import datetime
 
 from trails.llm.catalogue import Catalogue, default_catalogue
 from trails.otel.conventions import Reading, read_span
+from trails.otel.ends import session_end
 from trails.otel.events import (
     SpanCompletion,
     SpanIdentity,
@@ -41,7 +58,7 @@ from trails.otel.events import (
     SpanSessionStarted,
     span_activity,
 )
-from trails.otel.mapping import span_event
+from trails.otel.mapping import EndUsers, span_event
 from trails.otel.otlp import Span
 from trails.otel.replayable import projection_of
 from trails.prov.events import SessionEnded
@@ -57,6 +74,7 @@ SELECT ?g ?sid ?trace WHERE {{
   GRAPH ?g {{ ?a {T.traceId.n3()} ?trace ; {T.spanId.n3()} ?sid }}
 }}"""
 _IS_SESSION = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} }} }}"
+_IS_RECEIVED = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} . ?a {T.traceId.n3()} ?trace }} }}"
 _IS_ENDED = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} ; {PROV.endedAtTime.n3()} ?end }} }}"
 _OPEN_SESSIONS = f"""
 SELECT ?s (MAX(?end) AS ?last) WHERE {{
@@ -74,12 +92,14 @@ SELECT ?a ?g ?call WHERE {{
 
 @dataclass
 class IngestResult:
-    """What one batch did: spans written, spans already recorded, sessions opened and ended."""
+    """What one batch did: spans written, already recorded or refused (and why), sessions."""
 
     written: int = 0
     duplicates: int = 0
     sessions: list[str] = field(default_factory=list)
     ended: list[str] = field(default_factory=list)
+    rejected: int = 0
+    refusals: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -90,6 +110,18 @@ class _Open:
 
 def _literal(text: str) -> Literal:
     return Literal(text, "http://www.w3.org/2001/XMLSchema#string")
+
+
+def _only_in(old: list[Quad], new: list[Quad], event: SpanIdentity) -> list[Quad]:
+    """The quads of an activity (and of its parts) that ``old`` has and ``new`` has not."""
+    kept = set(new)
+    activity = str(getattr(event, "activity", ""))
+    return [
+        q
+        for q in old
+        if q not in kept
+        and (str(q.subject) == activity or str(q.subject).startswith(f"{activity}:"))
+    ]
 
 
 class Ingestor:
@@ -125,6 +157,9 @@ class Ingestor:
         self.replayable = replayable
         self._lock = threading.Lock()
         self._open: dict[str, _Open] = {}
+        # who spans without enduser.id act for (their ancestor's), kept per token namespace:
+        # a span of one token never names the end user of another's spans
+        self._users_of: defaultdict[str, EndUsers] = defaultdict(EndUsers)
 
     @property
     def base(self) -> str:
@@ -132,14 +167,28 @@ class Ingestor:
 
     # -- lookups ----------------------------------------------------------------
 
-    def _recorded(self, trace_id: str) -> tuple[str | None, set[str]]:
-        """The session a trace already went to (the newest is fine) and its recorded span ids."""
+    def _recorded(self, trace_id: str, namespace: str) -> tuple[str | None, set[str]]:
+        """The session of ``namespace`` a trace already went to, and its recorded span ids."""
         session: str | None = None
         ids: set[str] = set()
+        prefix = f"{self.recorder.minter.base}session:{namespace}"
         for row in select(self.recorder.store, _RECORDED, {"trace": _literal(trace_id)}):
+            if not str(row["g"]).startswith(prefix):
+                continue  # another token's session: never this one's to write or to skip
             session = str(row["g"])
             ids.add(str(to_python(row["sid"])))
         return session, ids
+
+    def _received(self, session: str) -> bool:
+        """Whether ``session`` holds received spans (a session this receiver started)."""
+        return ask(self.recorder.store, _IS_RECEIVED, {"s": IRI.trusted(session)})
+
+    def _namespace(self, token_principal: str | None) -> str:
+        """The prefix of the session ids the spans of ``token_principal`` go to."""
+        if token_principal is None:
+            return ""
+        digest = hashlib.sha256(token_principal.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"otlp-{digest[:16]}-"
 
     def _exists(self, session: str) -> bool:
         return ask(self.recorder.store, _IS_SESSION, {"s": IRI.trusted(session)})
@@ -201,8 +250,11 @@ class Ingestor:
         roots: dict[str, Span] = {}
         touched: dict[str, datetime] = {}
         keyed_by_trace: set[str] = set()
+        rewrites: list[tuple[SpanIdentity, SpanIdentity]] = []
+        namespace = self._namespace(token_principal)
+        users = self._users_of[namespace]
         for trace_id, group in by_trace.items():
-            earlier_session, recorded = self._recorded(trace_id)
+            earlier_session, recorded = self._recorded(trace_id, namespace)
             fresh = [s for s in group if s.span_id not in recorded]
             result.duplicates += len(group) - len(fresh)
             if not fresh:
@@ -212,14 +264,23 @@ class Ingestor:
                 (r.conversation_id for r in readings.values() if r.conversation_id), None
             )
             key = str(conversation) if conversation else trace_id
-            session = earlier_session or str(self.recorder.minter.session(key))
-            if session in started:
-                pass
-            elif self._ended(session):
+            session = earlier_session or str(self.recorder.minter.session(namespace + key))
+            if session not in started and self._received(session) and self._ended(session):
                 key = f"{key}~{trace_id}"
-                session = str(self.recorder.minter.session(key))
+                session = str(self.recorder.minter.session(namespace + key))
                 if self._ended(session):
-                    raise_late(session)
+                    result.rejected += len(fresh)
+                    result.refusals.append(
+                        f"session {session} has ended and was sealed; its spans arrived too late"
+                    )
+                    continue
+            if session not in started and self._exists(session) and not self._received(session):
+                result.rejected += len(fresh)  # a session of the Python API, or of anything else
+                result.refusals.append(
+                    f"session {session} was not started by this receiver; "
+                    f"its spans are not written into it"
+                )
+                continue
             if not conversation:
                 keyed_by_trace.add(session)
             session_spans = {
@@ -230,6 +291,10 @@ class Ingestor:
             }
             first = min(fresh, key=lambda s: s.start)
             principal = self._principal(first, readings[first.span_id], token_principal)
+            end_user = None
+            if token_principal is not None:  # the token's principal writes; enduser.id is kept
+                end_user = principal if principal != token_principal else None
+                principal = token_principal
             if session not in started and not self._exists(session):
                 session_span = next((s for s in fresh if s.span_id in session_spans), None)
                 label = session_span.name if session_span is not None else None
@@ -239,9 +304,13 @@ class Ingestor:
                     started=(session_span or first).start,
                     label=label or f"otel session {key}",
                     conversation_id=str(conversation) if conversation else None,
+                    end_user=end_user,
                 )
                 result.sessions.append(session)
             calls: dict[str, str] = {}
+            for span in fresh:
+                user = readings[span.span_id].principal
+                users.note(session, trace_id, span.span_id, span.parent_id, user)
             for span in sorted(fresh, key=lambda s: (s.start, s.end)):
                 reading = readings[span.span_id]
                 if span.span_id in session_spans:
@@ -276,7 +345,8 @@ class Ingestor:
                     reading,
                     session=session,
                     base=self.base,
-                    principal=self._principal(span, reading, token_principal),
+                    principal=users.of(trace_id, span.span_id)
+                    or self._principal(span, reading, token_principal),
                     parent=parent,
                     requested_by=requested_by,
                     catalogue=self.catalogue,
@@ -285,7 +355,10 @@ class Ingestor:
                     for call in event.tool_call_ids:
                         calls[call] = event.activity
                 events.append(event)
+                if users.of(trace_id, span.span_id) is None:
+                    users.wait(event)
                 result.written += 1
+            rewrites.extend(users.adopted(trace_id))
             touched[session] = max(touched.get(session, first.end), max(s.end for s in fresh))
 
         quads: list[Quad] = []
@@ -293,8 +366,13 @@ class Ingestor:
             quads.extend(self.recorder.quads(opened))
         for event in events:
             quads.extend(self.recorder.quads(event))
+        stale: list[Quad] = []
+        for as_written, as_now in rewrites:  # an ancestor named the end user after them
+            now_quads = self.recorder.quads(as_now)
+            stale.extend(_only_in(self.recorder.quads(as_written), now_quads, as_written))
+            quads.extend(now_quads)
         if quads:
-            self.recorder.store.write(quads)  # the whole batch, atomically
+            self.recorder.store.write(quads, remove=stale)  # the whole batch, atomically
         now = self.clock()
         for session, last in touched.items():
             state = self._open.get(session)
@@ -304,11 +382,17 @@ class Ingestor:
                 state.last_seen, state.last_end = now, max(state.last_end, last)
         for session, root in roots.items():
             if session in keyed_by_trace or root.attributes.get("trails.kind") == "session":
-                self._end(session, root.end, "error" if root.status == "error" else "ok")
+                own = root.attributes.get("trails.kind") == "session"  # its status, as sent
+                self._end(
+                    session,
+                    root.end,
+                    ("error" if root.status == "error" else "ok") if own else None,
+                )
                 result.ended.append(session)
         return result
 
-    def _end(self, session: str, at: datetime, status: str) -> None:
+    def _end(self, session: str, at: datetime, status: str | None, *, idle: bool = False) -> None:
+        """End ``session``: with ``status``, else as its spans say (``trails.otel.ends``)."""
         state = self._open.get(session)
         if not self._ended(session):
             if state is not None:
@@ -316,8 +400,15 @@ class Ingestor:
             if self.replayable:  # before the end, so the seal covers it
                 add, remove = projection_of(self.recorder.store, session, self.recorder.minter, at)
                 self.recorder.store.write(add, remove=remove)
-            self.recorder.record(SessionEnded(session=session, ended=at, status=status))
+            ended = (
+                session_end(self.recorder.store, session, at, idle=idle)
+                if status is None
+                else SessionEnded(session=session, ended=at, status=status)
+            )
+            self.recorder.record(ended)
         self._open.pop(session, None)
+        for users in self._users_of.values():
+            users.forget(session)
 
     def sweep(self, now: float | None = None) -> list[str]:
         """End the sessions that received no span for ``idle_timeout`` seconds.
@@ -336,7 +427,7 @@ class Ingestor:
             idle = [s for s, st in self._open.items() if now - st.last_seen >= self.idle_timeout]
             for session in idle:
                 state = self._open[session]
-                self._end(session, state.last_end, "ok")
+                self._end(session, state.last_end, None, idle=True)
             return idle
 
     def adopt_open_sessions(self) -> list[str]:
@@ -364,10 +455,3 @@ class Ingestor:
         """The sessions this ingester has written to and not yet ended."""
         with self._lock:
             return sorted(self._open)
-
-
-def raise_late(session: str) -> None:
-    """A trace whose continuation session is also ended: refuse rather than touch a seal."""
-    from trails.errors import SessionError
-
-    raise SessionError(f"session {session} has ended and was sealed; its spans arrived too late")

@@ -16,10 +16,20 @@
 
 The session, the principal, the parent activity and the requesting completion
 are decided by the ingester, which sees the whole batch and the store.
+
+Instrumentations put the end user (``enduser.id``) on the span that starts the
+work, the agent or request span, not on each completion and tool call under
+it. ``EndUsers`` remembers, per trace, each span's parent and the end user it
+names, so a span without one acts for its nearest ancestor's, within a batch
+and across the batches of a trace. Spans can arrive before their parent: the
+ones recorded without an end user are kept until their trace's session ends,
+and when an ancestor naming one arrives their principal is rewritten
+(``EndUsers.adopted``) in the same write as the ancestor.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -37,7 +47,74 @@ from trails.otel.events import (
 )
 from trails.otel.otlp import Span
 
-__all__ = ["span_event"]
+__all__ = ["EndUsers", "span_event"]
+
+
+@dataclass
+class _Trace:
+    session: str
+    parents: dict[str, str | None] = field(default_factory=dict)
+    named: dict[str, str] = field(default_factory=dict)
+    waiting: dict[str, SpanIdentity] = field(default_factory=dict)
+
+
+class EndUsers:
+    """Who each span of a trace acts for: the end user it names, else its nearest ancestor's.
+
+    The ingester calls ``note`` for every span of a batch before mapping any,
+    asks ``of`` for each span's end user, ``wait`` with the events recorded
+    without one, and ``adopted`` for the events to rewrite now that an
+    ancestor named one; ``forget`` drops a session's traces when it ends.
+    """
+
+    def __init__(self) -> None:
+        self._traces: dict[str, _Trace] = {}
+
+    def note(
+        self, session: str, trace_id: str, span_id: str, parent_id: str | None, user: str | None
+    ) -> None:
+        """Remember a span's parent and the end user it names (None: it names none)."""
+        trace = self._traces.setdefault(trace_id, _Trace(session))
+        trace.parents[span_id] = parent_id
+        if user:
+            trace.named[span_id] = user
+
+    def of(self, trace_id: str, span_id: str) -> str | None:
+        """The end user of the span or of its nearest ancestor naming one (None: nobody yet)."""
+        trace = self._traces.get(trace_id)
+        seen: set[str] = set()
+        current: str | None = span_id
+        while trace is not None and current is not None and current not in seen:
+            if current in trace.named:
+                return trace.named[current]
+            seen.add(current)
+            current = trace.parents.get(current)
+        return None
+
+    def wait(self, event: SpanIdentity) -> None:
+        """Keep an event recorded without an end user, in case an ancestor names one later."""
+        self._traces[event.trace_id].waiting[event.span_id] = event
+
+    def adopted(self, trace_id: str) -> list[tuple[SpanIdentity, SpanIdentity]]:
+        """The waiting events of a trace that now have an end user: (as recorded, as it is now).
+
+        They stop waiting; the caller rewrites them.
+        """
+        trace = self._traces.get(trace_id)
+        if trace is None:
+            return []
+        out = []
+        for span_id, event in list(trace.waiting.items()):
+            user = self.of(trace_id, span_id)
+            if user is not None:
+                del trace.waiting[span_id]
+                out.append((event, event.model_copy(update={"principal": user})))
+        return out
+
+    def forget(self, session: str) -> None:
+        """Drop what is kept of the traces of an ended session."""
+        for trace_id in [t for t, trace in self._traces.items() if trace.session == session]:
+            del self._traces[trace_id]
 
 
 def _hash(

@@ -45,6 +45,8 @@ __all__ = [
     "SessionEnded",
     "SessionStarted",
     "Terminated",
+    "TreeNodeEnded",
+    "TreeNodeSkipped",
 ]
 
 PLAN_CLASSES: dict[str, IRI] = {
@@ -525,3 +527,77 @@ class EntityRecorded(Event):
         )
         b.value(e, T.stepIndex, self.index)
         b.label(e, f"{self.kind} {self.index}" if self.index is not None else self.kind)
+
+
+class TreeNodeSkipped(BaseModel):
+    """A child a behaviour-tree control node never ticked (written with its parent's end)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    activity: str
+    node_id: str
+    kind: str
+
+
+class TreeNodeEnded(Event):
+    """A behaviour-tree node ended: its id, kind, outcome, span and what decided it.
+
+    The node's outcome is computed from what informed it, so the node
+    ``prov:wasInformedBy`` each of ``informed_by``: a control node its children
+    (ended and written before it), a leaf the invocations and completions it made;
+    the root is also informed by its run. ``skipped`` are the children the node
+    never ticked, written in the same write as activities of no duration with the
+    outcome ``skipped`` (and informing their parent, which decided to skip them).
+    A parallel node carries its vote: ``successes``, ``failures``, the
+    ``threshold`` it needed and the ``policy``.
+    """
+
+    activity: str
+    run: str
+    node_id: str
+    kind: str
+    outcome: Literal["success", "failure", "stopped"]
+    started: datetime
+    ended: datetime
+    root: bool = False
+    informed_by: tuple[str, ...] = ()
+    skipped: tuple[TreeNodeSkipped, ...] = ()
+    successes: int | None = None
+    failures: int | None = None
+    threshold: int | None = None
+    policy: str | None = None
+
+    def emit(self, b: QuadBuilder) -> None:
+        a = _iri(self.activity)
+        run = _iri(self.run)
+        self._node(b, a, self.node_id, self.kind, self.outcome, self.started, self.ended)
+        if self.root:
+            b.add(a, PROV.wasInformedBy, run)
+        for informant in self.informed_by:
+            b.add(a, PROV.wasInformedBy, _iri(informant))
+        for skip in self.skipped:
+            s = _iri(skip.activity)
+            self._node(b, s, skip.node_id, skip.kind, "skipped", self.ended, self.ended)
+            b.add(a, PROV.wasInformedBy, s)
+        b.value(a, T.voteSuccesses, self.successes)
+        b.value(a, T.voteFailures, self.failures)
+        b.value(a, T.voteThreshold, self.threshold)
+        b.value(a, T.votePolicy, self.policy)
+
+    def _node(
+        self,
+        b: QuadBuilder,
+        a: IRI,
+        node_id: str,
+        kind: str,
+        outcome: str,
+        started: datetime,
+        ended: datetime,
+    ) -> None:
+        b.activity(a, T.TreeNode, started, ended)
+        b.add(a, T.inSession, self.graph)
+        b.add(a, T.inRun, _iri(self.run))
+        b.value(a, T.nodeId, node_id)
+        b.value(a, T.nodeKind, kind)
+        b.value(a, T.nodeOutcome, outcome)
+        b.label(a, f"{kind} node {node_id}: {outcome}")

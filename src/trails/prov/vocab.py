@@ -220,6 +220,16 @@ class T:
     batchId = TRAILS.batchId
     goalCount = TRAILS.goalCount
     failedCount = TRAILS.failedCount
+    # behaviour-tree nodes
+    TreeNode = TRAILS.TreeNode
+    inRun = TRAILS.inRun
+    nodeId = TRAILS.nodeId
+    nodeKind = TRAILS.nodeKind
+    nodeOutcome = TRAILS.nodeOutcome
+    voteSuccesses = TRAILS.voteSuccesses
+    voteFailures = TRAILS.voteFailures
+    voteThreshold = TRAILS.voteThreshold
+    votePolicy = TRAILS.votePolicy
     # PII masking at the source
     Masking = TRAILS.Masking
     masking = TRAILS.masking

@@ -10,7 +10,8 @@ without access to the machine that holds it:
   the ``Accept`` header. Without a query it returns its SPARQL 1.1 Service
   Description (Turtle by default, or any of those RDF formats by ``Accept``).
 - ``/queries/NAME?param=...``: the regulator query pack by name, parameters
-  bound as RDF terms, never spliced into the text; ``/queries`` lists it.
+  bound as RDF terms, never spliced into the text; ``/queries`` lists it
+  (with a token, like every route but the service description).
 - ``/access-log/sparql``: the same protocol over the access log, for tokens
   with ``audit = true`` only.
 
@@ -427,7 +428,12 @@ class Endpoint:
         return await self._logged(record, response)
 
     async def list_queries(self, request: Request) -> Response:
-        """The query pack: name, title, description and parameters of each query."""
+        """The query pack: name, title, description and parameters of each query (token needed)."""
+        record = _Record(received=_now())
+        try:
+            self._authenticate(request, record)
+        except Exception as exc:
+            return await self._logged(record, self._error(record, exc))
         return JSONResponse(
             [
                 {

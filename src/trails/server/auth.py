@@ -197,6 +197,10 @@ def load_tokens(source: str | Path | Mapping[str, Any]) -> TokenTable:
             raise ConfigError(f"cannot read the tokens file {path}: {exc}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"the tokens file {path} is not valid TOML: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"the tokens file {path} is not UTF-8 text (byte {exc.start}): TOML is UTF-8"
+            ) from None
     entries = data.get("token", [])
     if not isinstance(entries, list):
         raise ConfigError(f"{where}: write each token as a [[token]] table")

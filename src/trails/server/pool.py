@@ -12,7 +12,12 @@ stops an overrunning query by killing the process that runs it:
   fresh worker, and the endpoint goes on serving. A directory store may be
   opened by one process only (RocksDB locks it), so for a directory the pool
   has one worker; a SPARQL server store (``http(s)://``) takes any number.
-  Workers only read: the access log is a store of the server process.
+  Workers only read queries: the access log is a store of the server process.
+  The one write a worker takes is a ``WriteJob`` for the trace receiver: a
+  directory store has one opener, so its single worker is also its one writer
+  (``attach_writer``); it runs writes one at a time, never under a time limit,
+  and runs a write again on a fresh worker when a query's overrun killed the
+  old one (the receiver's writes are idempotent).
 - ``InlineEvaluator`` runs jobs in threads over a ``Store`` object of this
   process (an in-memory store, tests, embedding the endpoint in an
   application). It cannot stop a query: the endpoint answers 503 at the time
@@ -34,10 +39,11 @@ import contextlib
 import functools
 import itertools
 import multiprocessing
+import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -45,6 +51,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from trails.errors import (
+    ConfigError,
     QueryParameterError,
     QueryRefused,
     QuerySyntaxError,
@@ -64,6 +71,8 @@ __all__ = [
     "Outcome",
     "ProcessPool",
     "QueryJob",
+    "WriteJob",
+    "Writer",
     "run_job",
 ]
 
@@ -103,6 +112,33 @@ class Outcome:
     message: str = ""
     line: int | None = None
     column: int | None = None
+
+
+@dataclass(frozen=True)
+class WriteJob:
+    """A write for the worker that holds the store: ``payload`` goes to its ``Writer``."""
+
+    payload: Any
+
+
+class Writer(Protocol):
+    """What a worker writes with, built in the worker over its store (see ``attach_writer``)."""
+
+    def write(self, payload: Any) -> Outcome:
+        """Write ``payload``; every failure becomes an ``Outcome``."""
+        ...
+
+    def tick(self) -> None:
+        """Called every few seconds between writes (ends idle sessions ...)."""
+        ...
+
+    def close(self) -> None:
+        """Finish before the store closes (the worker is stopping)."""
+        ...
+
+
+#: seconds between a worker's calls of ``Writer.tick``
+TICK_EVERY = 5.0
 
 
 def run_job(store: Store, job: QueryJob, graphs: GraphCache | None = None) -> Outcome:
@@ -214,45 +250,106 @@ class InlineEvaluator:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
+class _WorkerStopped(BaseException):
+    """SIGTERM reached a worker: it stops serving, closes its store and exits quietly."""
+
+
+def _stop_worker(signum: int, frame: Any) -> None:
+    raise _WorkerStopped
+
+
 def _worker_main(
-    conn: Connection, location: str, threads: int, graph_ttl: float, base_iri: str | None
+    conn: Connection,
+    location: str,
+    threads: int,
+    graph_ttl: float,
+    base_iri: str | None,
+    make_writer: Callable[[Store], Writer] | None = None,
 ) -> None:
-    """A worker process: open the store, then run queries until the pipe closes."""
+    """A worker process: open the store, then run queries (and writes) until the pipe closes.
+
+    Ctrl-C reaches every process of the terminal's group: a worker ignores it, and
+    the serving process stops its workers on its way out. SIGTERM (a service manager
+    stopping the group) makes a worker stop serving, close its store and exit; a
+    pipe the serving process no longer holds ends it too. Either way it exits
+    without a word: no traceback of a broken pipe on the operator's terminal.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop_worker)
+    # stopped before serving, or the serving process is gone: nothing to report
+    with contextlib.suppress(_WorkerStopped, BrokenPipeError, EOFError):
+        _serve_jobs(conn, location, threads, graph_ttl, base_iri, make_writer)
+
+
+def _serve_jobs(
+    conn: Connection,
+    location: str,
+    threads: int,
+    graph_ttl: float,
+    base_iri: str | None,
+    make_writer: Callable[[Store], Writer] | None,
+) -> None:
     try:
         store = open_store(location, base_iri=base_iri, create=False)  # serving reads
+        writer = make_writer(store) if make_writer is not None else None
     except Exception as exc:  # reported to the pool, which explains it to the operator
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
     graphs = GraphCache(store, graph_ttl)
     conn.send(("ready", None))
     send_lock = threading.Lock()
+    writes = ThreadPoolExecutor(1, thread_name_prefix="trails-writer")  # one write at a time
+    stopping = threading.Event()
+
+    def write(payload: Any) -> Outcome:
+        if writer is None:
+            return Outcome("store", message="this endpoint takes no writes")
+        try:
+            return writer.write(payload)
+        except Exception as exc:  # a worker must answer every job
+            return Outcome("store", message=f"{type(exc).__name__}: {exc}")
+
+    def ticker() -> None:
+        while not stopping.wait(TICK_EVERY):
+            if writer is not None:
+                with contextlib.suppress(RuntimeError):  # the executor is shutting down
+                    writes.submit(writer.tick)
 
     def finish(job_id: int, future: Future[Outcome]) -> None:
         try:
             outcome = future.result()
         except BaseException as exc:  # pragma: no cover - run_job catches everything
             outcome = Outcome("store", message=f"{type(exc).__name__}: {exc}")
-        with send_lock:
+        with send_lock, contextlib.suppress(OSError):  # the serving process is gone
             conn.send((job_id, outcome))
 
+    threading.Thread(target=ticker, name="trails-writer-tick", daemon=True).start()
     with ThreadPoolExecutor(threads) as executor:
         while True:
             try:
                 message = conn.recv()
-            except (EOFError, OSError):
+            except (EOFError, OSError, _WorkerStopped):
                 break
             if message is None:
                 break
             job_id, job = message
-            future = executor.submit(run_job, store, job, graphs)
+            if isinstance(job, WriteJob):
+                future = writes.submit(write, job.payload)
+            else:
+                future = executor.submit(run_job, store, job, graphs)
             future.add_done_callback(functools.partial(finish, job_id))
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the close
+    stopping.set()
+    writes.shutdown(wait=True)
+    if writer is not None:
+        writer.close()
     store.close()
 
 
 @dataclass(eq=False)
 class _Pending:
     id: int
-    job: QueryJob
+    job: QueryJob | WriteJob
     future: Future[Outcome]
     queued_until: float | None
     limit: float | None
@@ -317,7 +414,26 @@ class ProcessPool:
         self._started = False
         self._ready = threading.Semaphore(0)
         self._start_error: str | None = None
+        self._make_writer: Callable[[Store], Writer] | None = None
         self.restarts = 0
+
+    @property
+    def writes(self) -> bool:
+        """Whether the workers take ``WriteJob``s (a writer is attached)."""
+        return self._make_writer is not None
+
+    def attach_writer(self, make_writer: Callable[[Store], Writer]) -> None:
+        """Let the workers write: each builds ``make_writer(store)`` over the store it opens.
+
+        Only a pool of one worker can have a writer (one writer per store); the
+        function must be picklable (workers are spawned).
+
+        Raises:
+            ConfigError: the pool has more than one worker, or has started.
+        """
+        if self.processes != 1 or self._started:
+            raise ConfigError("only a pool of one worker, not yet started, can take writes")
+        self._make_writer = make_writer
 
     # -- life cycle -------------------------------------------------------------
 
@@ -363,8 +479,8 @@ class ProcessPool:
                     slot.conn.send(None)
             except OSError:
                 pass
-        for slot in slots:
-            slot.process.join(timeout=5)
+        for slot in slots:  # a writer ends its open sessions first
+            slot.process.join(timeout=60 if self._make_writer is not None else 5)
             if slot.process.is_alive():
                 slot.process.kill()
                 slot.process.join(timeout=5)
@@ -373,7 +489,7 @@ class ProcessPool:
 
     # -- jobs -------------------------------------------------------------------
 
-    def submit(self, job: QueryJob, time_limit: float | None) -> Future[Outcome]:
+    def submit(self, job: QueryJob | WriteJob, time_limit: float | None) -> Future[Outcome]:
         """Queue ``job``; it fails with ``QueryTimeout`` past ``time_limit`` seconds.
 
         Raises:
@@ -426,7 +542,14 @@ class ProcessPool:
         parent, child = self._context.Pipe()
         process = self._context.Process(
             target=_worker_main,
-            args=(child, self.location, self.threads, self.graph_ttl, self.base_iri),
+            args=(
+                child,
+                self.location,
+                self.threads,
+                self.graph_ttl,
+                self.base_iri,
+                self._make_writer,
+            ),
             name="trails-endpoint-worker",
             daemon=True,
         )

@@ -5,7 +5,11 @@
 the OpenTelemetry SDK's exporters retry exactly when they should:
 
 - 200 (an empty ``ExportTraceServiceResponse``, in the request's encoding)
-  only after the whole batch was written in one atomic store write;
+  only after the whole batch was written in one atomic store write; when
+  some spans were refused (they name a session the receiver did not start,
+  or one ended too long ago), the response's ``partial_success`` says how
+  many (``rejected_spans``) and why (``error_message``), as the OTLP
+  specification asks, and the rest of the batch is written;
 - 503 with ``Retry-After`` when the store failed: nothing was written, the
   exporter sends the batch again, and spans are idempotent by trace and span id;
 - 400 with the reason for a payload that cannot be read, 413 over the size
@@ -15,14 +19,19 @@ the OpenTelemetry SDK's exporters retry exactly when they should:
   loopback only; the CLI enforces that).
 
 ``receiver_app`` is the stand-alone app: the route plus a task that ends idle
-sessions (``Ingestor.sweep``).
+sessions (``Ingestor.sweep``). ``mount_traces`` adds the route to ``trails
+serve``: on a directory store, which one process may open, the spans go to
+the endpoint's worker that holds the store (a ``WriteJob``; the worker's
+ingester also ends idle sessions), so the store keeps one writer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gzip
+import json
 import logging
 import threading
 import zlib
@@ -35,9 +44,10 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from trails.config import Settings
-from trails.errors import StoreError, UserError
-from trails.otel.ingest import Ingestor
+from trails.errors import QueryRefused, StoreError, UserError
+from trails.otel.ingest import Ingestor, IngestResult
 from trails.otel.otlp import OTLPDecodeError, Span, decode_json, decode_protobuf
+from trails.server.pool import Evaluator, Outcome, ProcessPool, WriteJob
 from trails.server.write_tokens import WriteTokens
 from trails.store.base import Store
 
@@ -85,18 +95,91 @@ async def _body(request: Request, limit: int) -> bytes:
     return body
 
 
-def _empty_response(kind: str) -> Response:
+def _response(kind: str, result: IngestResult) -> Response:
+    """The ``ExportTraceServiceResponse``: empty, or its ``partial_success`` for refused spans."""
+    message = "; ".join(dict.fromkeys(result.refusals))
     if kind == _JSON:
-        return Response(b"{}", media_type=_JSON)
+        body: dict[str, object] = {}
+        if result.rejected:
+            body["partialSuccess"] = {
+                "rejectedSpans": str(result.rejected),
+                "errorMessage": message,
+            }
+        return Response(json.dumps(body).encode(), media_type=_JSON)
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceResponse,
     )
 
-    return Response(ExportTraceServiceResponse().SerializeToString(), media_type=_PROTOBUF)
+    answer = ExportTraceServiceResponse()
+    if result.rejected:
+        answer.partial_success.rejected_spans = result.rejected
+        answer.partial_success.error_message = message
+    return Response(answer.SerializeToString(), media_type=_PROTOBUF)
+
+
+class _SpanWriter:
+    """The ``Writer`` of the worker that holds a served directory store: its ingester."""
+
+    def __init__(self, ingestor: Ingestor) -> None:
+        self.ingestor = ingestor
+
+    def write(self, payload: tuple[list[Span], str | None]) -> Outcome:
+        spans, principal = payload
+        try:
+            result = self.ingestor.ingest(spans, principal=principal)
+        except UserError as exc:
+            return Outcome("parameter", message=str(exc))
+        except StoreError as exc:
+            return Outcome("store", message=str(exc))
+        self.tick()
+        data = {"rejected": result.rejected, "refusals": result.refusals}
+        return Outcome(data=json.dumps(data).encode(), count=result.written)
+
+    def tick(self) -> None:
+        try:
+            self.ingestor.sweep()
+        except StoreError:  # the next tick tries again
+            log.exception("ending idle sessions failed")
+
+    def close(self) -> None:
+        self.ingestor.sweep(float("inf"))
+
+
+def _span_writer(settings: Settings, idle: float, store: Store) -> _SpanWriter:
+    """Built in the worker (picklable by name): the ingester over the worker's store."""
+    from trails.prov.recorder import Recorder
+
+    ingestor = Ingestor(Recorder.from_settings(settings, store=store), idle_timeout=idle)
+    ingestor.adopt_open_sessions()  # a worker killed by an overrunning query left them
+    return _SpanWriter(ingestor)
+
+
+class _PoolIngestor:
+    """Hands each batch to the pool's worker that holds the store, and waits for it."""
+
+    def __init__(self, pool: ProcessPool) -> None:
+        self.pool = pool
+
+    def ingest(self, spans: list[Span], *, principal: str | None = None) -> IngestResult:
+        try:
+            outcome = self.pool.submit(WriteJob((spans, principal)), None).result()
+        except QueryRefused as exc:  # too many requests waiting: the exporter retries later
+            raise StoreError(str(exc)) from exc
+        if outcome.kind == "parameter":
+            raise UserError(outcome.message)
+        if outcome.kind != "ok":
+            raise StoreError(outcome.message)
+        data = json.loads(outcome.data)
+        return IngestResult(
+            written=outcome.count, rejected=data["rejected"], refusals=data["refusals"]
+        )
+
+    def sweep(self) -> list[str]:
+        return []  # the worker ends idle sessions itself
 
 
 def traces_route(
-    ingestor: Ingestor | Callable[[], Ingestor],
+    ingestor: Ingestor | Callable[[], Ingestor | _PoolIngestor],
     *,
     tokens: WriteTokens | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
@@ -116,19 +199,20 @@ def traces_route(
         A Starlette route.
     """
 
-    made: list[Ingestor] = [ingestor] if isinstance(ingestor, Ingestor) else []
+    made: list[Ingestor | _PoolIngestor] = [ingestor] if isinstance(ingestor, Ingestor) else []
     lock = threading.Lock()
 
-    def ingest(spans: list[Span], principal: str | None) -> None:
+    def ingest(spans: list[Span], principal: str | None) -> IngestResult:
         with lock:
             if not made:
                 assert callable(ingestor)
                 made.append(ingestor())
-        made[0].ingest(spans, principal=principal)
+        result = made[0].ingest(spans, principal=principal)
         try:  # sessions idle for too long end here too, not only in the sweeper
             made[0].sweep()
         except StoreError:  # the batch is written: answer 200; the next sweep ends them
             log.exception("ending idle sessions failed")
+        return result
 
     async def receive(request: Request) -> Response:
         try:
@@ -155,7 +239,7 @@ def traces_route(
             except OTLPDecodeError as exc:
                 raise _Refused(400, str(exc)) from exc
             try:
-                await asyncio.to_thread(ingest, spans, principal)
+                result = await asyncio.to_thread(ingest, spans, principal)
             except StoreError as exc:
                 log.warning("spans not written, the exporter will retry: %s", exc)
                 raise _Refused(
@@ -165,7 +249,14 @@ def traces_route(
                 ) from exc
             except UserError as exc:
                 raise _Refused(400, str(exc)) from exc
-            return _empty_response(kind)
+            if result.rejected:  # the exporter is told; the operator too
+                log.warning(
+                    "%d span(s) refused for %s: %s",
+                    result.rejected,
+                    principal or "an unauthenticated sender",
+                    "; ".join(dict.fromkeys(result.refusals)),
+                )
+            return _response(kind, result)
         except _Refused as refused:
             return PlainTextResponse(
                 str(refused) + "\n", status_code=refused.status, headers=refused.headers
@@ -219,18 +310,27 @@ def receiver_app(
 
 
 def mount_traces(
-    app: Starlette, location: str | Store, tokens_file: str | None, settings: Settings
+    app: Starlette,
+    location: str | Store,
+    tokens_file: str | None,
+    settings: Settings,
+    *,
+    evaluator: Evaluator | None = None,
 ) -> None:
     """Add ``POST /v1/traces`` to another app (``trails serve``), writing to ``location``.
 
-    The store is opened on the first request, not here; without a tokens file
-    nothing is mounted (a served store is never writable without a token).
+    Without a tokens file nothing is mounted (a served store is never
+    writable without a token). When ``evaluator`` is the endpoint's worker
+    pool on a directory store (not yet started), its one worker, which holds
+    the store, writes the spans; otherwise the store is opened on the first
+    request, not here.
 
     Args:
         app: the Starlette app to extend.
         location: the store (or its location) the spans are written to.
         tokens_file: the tokens file; entries need ``write = true``.
         settings: IRI base, content policy, sealing, ``[otel] idle_timeout``.
+        evaluator: the endpoint's evaluator, whose worker may hold the store.
     """
     if not tokens_file:
         return
@@ -240,6 +340,15 @@ def mount_traces(
 
     tokens = load_write_tokens(tokens_file)
     idle = float(settings.section("otel").get("idle_timeout", 300.0))
+    if (
+        isinstance(evaluator, ProcessPool)
+        and isinstance(location, str)
+        and not location.startswith(("http://", "https://", "memory:"))
+    ):  # one process may open a directory store: the worker holding it writes
+        evaluator.attach_writer(functools.partial(_span_writer, settings, idle))
+        pool_ingestor = _PoolIngestor(evaluator)
+        app.router.routes.append(traces_route(lambda: pool_ingestor, tokens=tokens))
+        return
 
     def make() -> Ingestor:
         store = (  # the store being served: it exists (serving never creates one)

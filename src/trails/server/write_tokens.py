@@ -80,6 +80,10 @@ def load_write_tokens(source: str | Path | Mapping[str, Any]) -> WriteTokens:
             raise ConfigError(f"cannot read the tokens file {path}: {exc}") from exc
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"the tokens file {path} is not valid TOML: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"the tokens file {path} is not UTF-8 text (byte {exc.start}): TOML is UTF-8"
+            ) from None
     load_tokens(data)  # the endpoint's own checks: principal, sha256, graphs
     grants: dict[str, WriteGrant] = {}
     for number, entry in enumerate(data.get("token", []), 1):

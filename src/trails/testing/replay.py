@@ -429,12 +429,17 @@ class ReplayLLM(LLMClient):
         if not completions:
             raise SessionError(f"session {session} recorded no LLM completion to replay")
         _refuse_erased(source, session, completions)
-        if not any(c.has_prompt for c in completions) or not any(
-            c.text is not None for c in completions
-        ):
+        if not any(c.has_prompt for c in completions):
             raise SessionError(
                 f"session {session} recorded hashes only (record_content = 'hash'): "
                 "its completions hold no prompts or replies to replay"
+            )
+        if not any(c.text is not None for c in completions):
+            failed = next((c for c in completions if c.error), None)
+            cause = f": {failed.error}" if failed is not None else ""
+            raise SessionError(
+                f"session {session} has no reply to replay: every completion it recorded "
+                f"failed{cause}"
             )
         return cls(
             ReplayAdapter(completions, model=model or _model_of(completions), session=session)

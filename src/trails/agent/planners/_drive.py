@@ -71,6 +71,7 @@ from trails.agent.planners._batch import (
     check_batch,
     note_informed,
 )
+from trails.agent.planners._unreached import raise_if_unreached, watching
 from trails.kernel.handlers import caller_loop
 from trails.kernel.observe import ObserverEvent, check_observers, notify, observe_on, off_loop
 from trails.llm.batch import ProgressCounter
@@ -558,7 +559,9 @@ def run_entry(steps: Callable[P, Loop]) -> Callable[P, PlanResult]:
     """A planner's ``run``: the loop of ``steps`` driven in this thread (its docstring)."""
 
     def run(*args: P.args, **kwargs: P.kwargs) -> PlanResult:
-        return drive(steps(*args, **kwargs))
+        with watching() as unreached:
+            result = drive(steps(*args, **kwargs))
+        return raise_if_unreached(result, unreached)
 
     _named(run, steps, "run", steps.__doc__ or "")
     return run
@@ -568,7 +571,9 @@ def arun_entry(steps: Callable[P, Loop], name: str) -> Callable[P, Coroutine[Any
     """A planner's ``arun``: the same loop, driven on the event loop."""
 
     async def arun(*args: P.args, **kwargs: P.kwargs) -> PlanResult:
-        return await adrive(steps(*args, **kwargs))
+        with watching() as unreached:
+            result = await adrive(steps(*args, **kwargs))
+        return raise_if_unreached(result, unreached)
 
     _named(
         arun,

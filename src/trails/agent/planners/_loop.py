@@ -43,6 +43,7 @@ from trails.agent.planners._guards import Guards, dry_dispatch, refusal
 from trails.agent.planners._outcome import Output, answer_text, stringify
 from trails.agent.planners._refused import record_refused, refusal_reason
 from trails.agent.planners._terminal import reason_of, terminal_reason
+from trails.agent.planners._unreached import note_failure
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
 from trails.errors import (
     BudgetExceeded,
@@ -477,12 +478,16 @@ class PlanRun:
             "goal_achieved", answer=stringify(observation), terminated_by=capability_id
         )
 
-    def provider_failed(self, exc: ModelAPIError) -> PlanResult:
+    def provider_failed(self, exc: ModelAPIError, *, own_turn: bool = True) -> PlanResult:
         """End the run with ``stopped="error"`` because the provider failed.
 
         One warning line goes through ``logging`` (logger ``trails.agent``) with
         the provider's message, so a run that returns quietly is still visible.
+        ``own_turn``: the run's own model turn failed (not a reflector's call); a
+        provider it never reached then makes the top-level ``run`` raise (``_unreached``).
         """
+        if own_turn:
+            note_failure(exc)
         message = str(exc)
         log.warning("%s run stopped: the model provider failed: %s", self.strategy, message)
         return self.finish("error", error=message)

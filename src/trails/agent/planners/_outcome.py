@@ -111,7 +111,7 @@ class AnsweringRun(Protocol):
     ) -> PlanResult:
         """End the run."""
 
-    def provider_failed(self, exc: ModelAPIError) -> PlanResult:
+    def provider_failed(self, exc: ModelAPIError, *, own_turn: bool = True) -> PlanResult:
         """End the run because the provider failed."""
 
     def budget_stop(self, exc: BudgetExceeded) -> PlanResult:
@@ -172,9 +172,13 @@ def guarded(plan: AnsweringRun, body: Loop) -> Loop:
     Returns:
         The ``PlanResult`` of ``body`` (or of the answer turn, with ``output_type``).
 
+    A budget refusal ends the run with its budget stop, and a provider failure the
+    body lets through (the ``reflect_before_action`` client's: the run's own turns
+    handle theirs) with ``stopped="error"``, as every planner documents.
+
     Raises:
-        BaseException: whatever ``body`` raised other than a budget refusal,
-            after the run was recorded as ended with an error.
+        BaseException: whatever else ``body`` raised, after the run was recorded as
+            ended with an error.
     """
     plan.start()
     try:
@@ -186,6 +190,8 @@ def guarded(plan: AnsweringRun, body: Loop) -> Loop:
         return (yield from _answer_turn(plan, pending))
     except BudgetExceeded as exc:
         return plan.budget_stop(exc)
+    except ModelAPIError as exc:  # a model call the body does not handle (a reflector's)
+        return plan.provider_failed(exc, own_turn=False)
     except BaseException as exc:
         plan.abort(exc)
         raise

@@ -5,6 +5,12 @@ looks at fenced blocks first, then at every JSON object embedded in the text,
 and takes the first one of the expected shape. Anything else is a
 ``ReplyParseError`` whose message says what was missing, because the planner
 shows that message to the model in its nudge-retry.
+
+A ReAct turn that is plain text, with no JSON in it and no sign of an attempt at
+one (no fenced block, not opening with ``{`` or ``[``, no ``"action"``), is the
+model's final answer, as a model without tools answers (``plain_answer``): it is
+read as a ``finish`` turn with that text as ``final_answer``. Broken JSON, an
+object without ``action`` and an empty reply stay malformed.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 
 from trails.errors import ReplyParseError
 
-__all__ = ["json_candidates", "parse_plan", "parse_step", "parse_verdict"]
+__all__ = ["json_candidates", "parse_plan", "parse_step", "parse_verdict", "plain_answer"]
 
 _FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)```", re.S)
 _DECODER = json.JSONDecoder()
@@ -80,10 +86,30 @@ def _action(obj: dict[str, Any], where: str) -> str:
     return action.strip()
 
 
+def plain_answer(text: str) -> str | None:
+    """The final answer a reply gives as plain text, or None when it is (or tries to be) JSON.
+
+    Args:
+        text: a raw LLM reply.
+
+    Returns:
+        The stripped text when it is non-empty, holds no fenced block, does not open
+        with ``{`` or ``[``, names no ``"action"`` and holds no JSON object; else None.
+    """
+    answer = text.strip()
+    if not answer or "```" in answer or answer[0] in "{[" or '"action"' in answer:
+        return None
+    if any(isinstance(value, dict) for value in json_candidates(answer)):
+        return None
+    return answer
+
+
 def parse_step(text: str) -> dict[str, Any]:
     """Extract one ReAct turn from a raw LLM reply; tolerates surrounding prose and fences.
 
-    A reply that is just the word ``finish`` is read as a finish turn with an empty answer.
+    A reply that is just the word ``finish`` is read as a finish turn with an empty answer;
+    a plain-text reply with no JSON in it (``plain_answer``) as a finish turn whose
+    ``final_answer`` is that text.
 
     Args:
         text: the raw reply.
@@ -93,12 +119,16 @@ def parse_step(text: str) -> dict[str, Any]:
         ``"final_answer"`` (a str) when the action is ``finish``.
 
     Raises:
-        ReplyParseError: no JSON object, no ``action``, or a non-object ``action_input``.
+        ReplyParseError: an empty reply, broken JSON, no ``action``, or a non-object
+            ``action_input``.
     """
     if not isinstance(text, str):
         raise ReplyParseError(f"the reply must be text, not {type(text).__name__}")
     if text.strip().lower() == "finish":
         return {"thought": "", "action": "finish", "action_input": {}, "final_answer": ""}
+    answer = plain_answer(text)
+    if answer is not None:
+        return {"thought": "", "action": "finish", "action_input": {}, "final_answer": answer}
     saw_object = False
     for value in json_candidates(text):
         if not isinstance(value, dict):
@@ -117,6 +147,8 @@ def parse_step(text: str) -> dict[str, Any]:
         return step
     if saw_object:
         raise ReplyParseError("the reply's JSON object has no 'action' field")
+    if not text.strip():
+        raise ReplyParseError("the reply is empty")
     raise ReplyParseError("no JSON object found in the reply")
 
 

@@ -35,6 +35,10 @@ by the decomposing completion (or by the run for a given tree); each LLM turn a
 completion that chose it: the agent turn, the decomposing completion for an
 action leaf of a model-built tree, or the run itself for one of a given tree.
 Completions and invocations are numbered in one ``trails:stepIndex`` sequence.
+Every node is a ``trails:TreeNode`` activity written when it ends (``_bt_evidence``):
+its id, kind and outcome (success, failure, skipped, stopped), informed by its
+children (a control node) or by the calls and completions it made (a leaf), a
+parallel node with its vote tally.
 """
 
 from __future__ import annotations
@@ -45,9 +49,10 @@ import sys
 import threading
 from collections.abc import Callable, Generator, Mapping
 from collections.abc import Sequence as Seq
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from trails.agent.planners._bt_evidence import NodeEvidence, majority
 from trails.agent.planners._bt_nodes import (
     Action,
     AgentNode,
@@ -97,6 +102,7 @@ from trails.agent.planners._tools import (
 from trails.agent.planners.base import PlanStep, StopReason
 from trails.agent.strategies import register_strategy
 from trails.errors import ModelAPIError, ReplyParseError, UserError
+from trails.kernel.context import now
 from trails.llm.catalogue import ModelSpec
 from trails.llm.types import Message, Response
 
@@ -381,6 +387,8 @@ class _Outcome:
     output: str | None
     failed_leaf: str | None = None
     no_tools: bool = False  # an agent node that finished without calling a tool
+    ran: int | None = None  # a control node's children ticked (the rest were skipped)
+    votes: tuple[int, int] | None = None  # a parallel node's successes and failures
 
 
 class _TreeRun:
@@ -415,6 +423,7 @@ class _TreeRun:
         self.calls = plan.guards.calls  # counted by the run's guards at each dispatch
         self.tree_by: str | None = None
         self._claiming = threading.Lock()  # parallel children claim steps concurrently
+        self.evidence = NodeEvidence(plan)
 
     # -- the run ----------------------------------------------------------------
 
@@ -506,14 +515,31 @@ class _TreeRun:
     # -- nodes --------------------------------------------------------------------
 
     def _tick(self, node: Node, node_id: str) -> Generator[Request, Any, _Outcome]:
-        if isinstance(node, Action):
-            outcome = yield from self._action(node, node_id)
-        elif isinstance(node, AgentNode):
-            outcome = yield from self._agent(node, node_id)
-        else:
-            return (yield from self._control(node, node_id))
-        status = "success" if outcome.success else "failure"
-        self.memory.set(node_id, f"{status}: {outcome.output}")
+        """Tick a node and record its end (``trails:TreeNode``), stopped or not."""
+        started = now()
+        made: list[str] = []
+        try:
+            if isinstance(node, Action):
+                outcome = yield from self._action(node, node_id, made)
+            elif isinstance(node, AgentNode):
+                outcome = yield from self._agent(node, node_id, made)
+            else:
+                outcome = yield from self._control(node, node_id)
+        except _Stop:
+            self.evidence.record(node, node_id, started=started, outcome="stopped", made=(*made,))
+            raise
+        self.evidence.record(
+            node,
+            node_id,
+            started=started,
+            outcome="success" if outcome.success else "failure",
+            made=tuple(made),
+            ran=outcome.ran,
+            votes=outcome.votes,
+        )
+        if isinstance(node, Action | AgentNode):
+            status = "success" if outcome.success else "failure"
+            self.memory.set(node_id, f"{status}: {outcome.output}")
         return outcome
 
     def _parallel(self, node: Parallel, node_id: str) -> Generator[Request, Any, list[_Outcome]]:
@@ -546,28 +572,36 @@ class _TreeRun:
     ) -> Generator[Request, Any, _Outcome]:
         if isinstance(node, Parallel):
             voted = yield from self._parallel(node, node_id)
-            won = 2 * sum(o.success for o in voted) > len(voted)
+            wins = sum(o.success for o in voted)
+            won = wins >= majority(len(voted))
             last = [o for o in voted if o.success == won][-1]
             failed = next((o.failed_leaf for o in reversed(voted) if not o.success), None)
-            return _Outcome(won, last.output, None if won else failed)
+            votes = (wins, len(voted) - wins)
+            return _Outcome(won, last.output, None if won else failed, votes=votes)
         outcomes: list[_Outcome] = []
         for i, child in enumerate(node.children):
             outcome = yield from self._tick(child, child_id(node_id, i))
             outcomes.append(outcome)
-            if isinstance(node, Sequence | SequenceWithEarlyExit) and not outcome.success:
-                return outcome
-            if isinstance(node, SequenceWithEarlyExit) and outcome.no_tools:
-                return outcome  # the task is complete: skip the remaining stages
-            if isinstance(node, Fallback) and outcome.success:
-                return outcome
-        # a sequence whose children all succeeded, or a fallback whose children all failed
-        return outcomes[-1]
+            ends = (
+                (isinstance(node, Sequence | SequenceWithEarlyExit) and not outcome.success)
+                # an early exit: the task is complete, the remaining stages are skipped
+                or (isinstance(node, SequenceWithEarlyExit) and outcome.no_tools)
+                or (isinstance(node, Fallback) and outcome.success)
+            )
+            if ends:
+                break
+        # the deciding child: the last one ticked
+        return replace(outcomes[-1], ran=len(outcomes), votes=None)
 
-    def _action(self, node: Action, node_id: str) -> Generator[Request, Any, _Outcome]:
+    def _action(
+        self, node: Action, node_id: str, made: list[str]
+    ) -> Generator[Request, Any, _Outcome]:
         informed_by = self.tree_by
         observation, activity, failed = yield from self._dispatch(
             node.action, dict(node.action_input), informed_by=informed_by
         )
+        if activity is not None:
+            made.append(activity)
         self._step(
             PlanStep(
                 f"behaviour tree node {node_id}",
@@ -612,9 +646,11 @@ class _TreeRun:
             system += f"\n\nPast episodes of similar sub-goals:\n{past}"
         return [Message("system", system), Message("user", f"Sub-goal: {node.goal}")]
 
-    def _agent(self, node: AgentNode, node_id: str) -> Generator[Request, Any, _Outcome]:
+    def _agent(
+        self, node: AgentNode, node_id: str, made: list[str]
+    ) -> Generator[Request, Any, _Outcome]:
         tried: list[str] = []
-        outcome = yield from self._agent_turns(node, node_id, tried)
+        outcome = yield from self._agent_turns(node, node_id, tried, made)
         if self.episodic is not None:
             from trails.memory.episodic import Episode
 
@@ -629,7 +665,7 @@ class _TreeRun:
         return outcome
 
     def _agent_turns(
-        self, node: AgentNode, node_id: str, tried: list[str]
+        self, node: AgentNode, node_id: str, tried: list[str], made: list[str]
     ) -> Generator[Request, Any, _Outcome]:
         messages = self._agent_messages(node)
         turns = node.max_turns or self.agent_turns
@@ -650,6 +686,8 @@ class _TreeRun:
                 continue
             nudged = False
             completion = activity_of(response)
+            if completion is not None:
+                made.append(completion)
             thought, action, action_input = (
                 parsed["thought"],
                 parsed["action"],
@@ -664,6 +702,8 @@ class _TreeRun:
             observation, activity, _failed = yield from self._dispatch(
                 action, action_input, informed_by=completion
             )
+            if activity is not None:
+                made.append(activity)
             self._step(PlanStep(thought, action, action_input, observation, activity or completion))
             self._end_if_terminal(observation)
             last = stringify(observation)
