@@ -615,7 +615,14 @@ def verify_bundle(
     for head in expect_heads or []:
         if head not in hashes:
             report.findings.append(Finding("chain", head, "the expected head is not in the bundle"))
-    _explain(report, contents, set(bundled.values()), spans, public_key is not None, expect_heads)
+    _explain(
+        report,
+        contents,
+        bundled=set(bundled.values()),
+        spans=spans,
+        trusted=public_key is not None,
+        heads=expect_heads,
+    )
     return report
 
 
@@ -636,6 +643,7 @@ def _check_content(
 def _explain(
     report: BundleReport,
     contents: LedgerContents,
+    *,
     bundled: set[IRI],
     spans: dict[str, tuple[int, int]],
     trusted: bool,
