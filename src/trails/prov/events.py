@@ -570,14 +570,30 @@ class TreeNodeEnded(Event):
     def emit(self, b: QuadBuilder) -> None:
         a = _iri(self.activity)
         run = _iri(self.run)
-        self._node(b, a, self.node_id, self.kind, self.outcome, self.started, self.ended)
+        self._node(
+            b,
+            a,
+            node_id=self.node_id,
+            kind=self.kind,
+            outcome=self.outcome,
+            started=self.started,
+            ended=self.ended,
+        )
         if self.root:
             b.add(a, PROV.wasInformedBy, run)
         for informant in self.informed_by:
             b.add(a, PROV.wasInformedBy, _iri(informant))
         for skip in self.skipped:
             s = _iri(skip.activity)
-            self._node(b, s, skip.node_id, skip.kind, "skipped", self.ended, self.ended)
+            self._node(
+                b,
+                s,
+                node_id=skip.node_id,
+                kind=skip.kind,
+                outcome="skipped",
+                started=self.ended,
+                ended=self.ended,
+            )
             b.add(a, PROV.wasInformedBy, s)
         b.value(a, T.voteSuccesses, self.successes)
         b.value(a, T.voteFailures, self.failures)
@@ -588,6 +604,7 @@ class TreeNodeEnded(Event):
         self,
         b: QuadBuilder,
         a: IRI,
+        *,
         node_id: str,
         kind: str,
         outcome: str,

@@ -261,6 +261,7 @@ def _stop_worker(signum: int, frame: Any) -> None:
 def _worker_main(
     conn: Connection,
     location: str,
+    *,
     threads: int,
     graph_ttl: float,
     base_iri: str | None,
@@ -278,12 +279,20 @@ def _worker_main(
     signal.signal(signal.SIGTERM, _stop_worker)
     # stopped before serving, or the serving process is gone: nothing to report
     with contextlib.suppress(_WorkerStopped, BrokenPipeError, EOFError):
-        _serve_jobs(conn, location, threads, graph_ttl, base_iri, make_writer)
+        _serve_jobs(
+            conn,
+            location,
+            threads=threads,
+            graph_ttl=graph_ttl,
+            base_iri=base_iri,
+            make_writer=make_writer,
+        )
 
 
 def _serve_jobs(
     conn: Connection,
     location: str,
+    *,
     threads: int,
     graph_ttl: float,
     base_iri: str | None,
@@ -542,14 +551,13 @@ class ProcessPool:
         parent, child = self._context.Pipe()
         process = self._context.Process(
             target=_worker_main,
-            args=(
-                child,
-                self.location,
-                self.threads,
-                self.graph_ttl,
-                self.base_iri,
-                self._make_writer,
-            ),
+            args=(child, self.location),
+            kwargs={
+                "threads": self.threads,
+                "graph_ttl": self.graph_ttl,
+                "base_iri": self.base_iri,
+                "make_writer": self._make_writer,
+            },
             name="trails-endpoint-worker",
             daemon=True,
         )
