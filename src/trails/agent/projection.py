@@ -39,6 +39,7 @@ from trails.kernel.context import Context, InvocationRecord, now
 from trails.prov.content import canonical_json
 from trails.prov.iri import Minter
 from trails.prov.projection import (
+    ProjectedCompletion,
     ProjectedEntry,
     ProjectedInvocation,
     Projection,
@@ -70,6 +71,7 @@ __all__ = [
     "load_projection",
     "persist",
     "project",
+    "projected_invocations",
     "record_fork",
 ]
 
@@ -221,8 +223,43 @@ def project(session: SessionState) -> Projection:
             "then persist the fork"
         )
     ctx = session.context
+    return _projection(
+        session,
+        iri=str(ctx.session),
+        invocations=tuple(projected_invocations(session)),
+        completions=tuple(recorded_completion_refs(ctx.store, str(ctx.session))),
+    )
+
+
+def projected_invocations(session: SessionState) -> list[ProjectedInvocation]:
+    """The session's invocation records as a projection holds them."""
+    return [
+        ProjectedInvocation(
+            capability=r.capability,
+            args=r.args,
+            result=r.result,
+            args_sha256=r.args_sha256,
+            result_sha256=r.result_sha256,
+            status=r.status,
+            activity=str(r.activity),
+            error=r.error,
+            started=r.started,
+            ended=r.ended,
+        )
+        for r in session.invocations
+    ]
+
+
+def _projection(
+    session: SessionState,
+    *,
+    iri: str,
+    invocations: tuple[ProjectedInvocation, ...],
+    completions: tuple[ProjectedCompletion, ...],
+) -> Projection:
+    """The session's state (principal, strategy, budget, card, history window) as a projection."""
     return Projection(
-        session=str(ctx.session),
+        session=iri,
         session_id=session.id,
         principal=session.principal,
         strategy=session.strategy,
@@ -234,22 +271,8 @@ def project(session: SessionState) -> Projection:
         history=tuple(
             ProjectedEntry(e.role, e.content, e.tokens, e.pinned) for e in session.history
         ),
-        invocations=tuple(
-            ProjectedInvocation(
-                capability=r.capability,
-                args=r.args,
-                result=r.result,
-                args_sha256=r.args_sha256,
-                result_sha256=r.result_sha256,
-                status=r.status,
-                activity=str(r.activity),
-                error=r.error,
-                started=r.started,
-                ended=r.ended,
-            )
-            for r in session.invocations
-        ),
-        completions=tuple(recorded_completion_refs(ctx.store, str(ctx.session))),
+        invocations=invocations,
+        completions=completions,
     )
 
 
@@ -359,22 +382,7 @@ def fork_projection(session: SessionState, origin: ReplayOrigin) -> Projection:
     Returns:
         The projection to build the fork from (the fork copies the invocations itself).
     """
-    return Projection(
-        session=str(origin.session),
-        session_id=session.id,
-        principal=session.principal,
-        strategy=session.strategy,
-        budget=dict(session.budget),
-        metadata=session.metadata,
-        card=session.card,
-        window_tokens=session.history.max_tokens,
-        pin_head=session.history.pin_head,
-        history=tuple(
-            ProjectedEntry(e.role, e.content, e.tokens, e.pinned) for e in session.history
-        ),
-        invocations=(),
-        completions=(),
-    )
+    return _projection(session, iri=str(origin.session), invocations=(), completions=())
 
 
 def record_fork(ctx: Context, origin: ReplayOrigin) -> None:

@@ -28,6 +28,7 @@ from trails.agent.persistence import replay
 from trails.agent.planners import STRATEGIES
 from trails.agent.planners._outcome import answer_text
 from trails.agent.planners.base import PlanResult
+from trails.agent.projection import projected_invocations
 from trails.errors import ReplayMismatch, RunError, SessionError, UserError
 from trails.kernel import registry as _registry
 from trails.kernel.context import Context
@@ -532,7 +533,7 @@ def rerun(
     )
     results: list[PlanResult] = []
     mismatch: str | None = None
-    projected = _projected_invocations(original)
+    projected = projected_invocations(original)
     try:
         with _recorded_capabilities(projected) if capabilities == "recorded" else _nothing():
             for top in tops:
@@ -670,24 +671,6 @@ def recorded_catalogue(messages: Sequence[Mapping[str, Any]]) -> list[str] | Non
             if (known or match.group(0).endswith("(unregistered)")) and cid not in ids:
                 ids.append(cid)
     return ids or None
-
-
-def _projected_invocations(session: Session) -> list[ProjectedInvocation]:
-    return [
-        ProjectedInvocation(
-            capability=r.capability,
-            args=r.args,
-            result=r.result,
-            args_sha256=r.args_sha256,
-            result_sha256=r.result_sha256,
-            status=r.status,
-            activity=str(r.activity),
-            error=r.error,
-            started=r.started,
-            ended=r.ended,
-        )
-        for r in session.invocations
-    ]
 
 
 def _outcome(
