@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 
 from trails.compliance.holds import Hold, active_holds_for, list_holds
 from trails.errors import UserError
+from trails.evidence.content import content_entity
 from trails.evidence.erasures import ErasureRecord, list_erasures
 from trails.prov.builder import QuadBuilder
 from trails.prov.content import CONTENT_DIGESTS, content_graph, sha256_hex
@@ -262,13 +263,6 @@ def _text(term: Term | None) -> str | None:
     return term.value if isinstance(term, Literal) else None
 
 
-def _entity(s: IRI, p: IRI) -> str:
-    """The content entity a removed value was: the subject for ``prov:value``, else a part."""
-    if p == PROV.value:
-        return str(s)
-    return Minter.part(s, p.rsplit("#", 1)[-1])
-
-
 def _plan(
     store: Store,
     minter: Minter,
@@ -375,7 +369,7 @@ def _removals(store: Store, plan: _Plan) -> list[_Removal]:
             return
         seen.add(key)
         d = _text(digest) or sha256_hex(quad.object.value)
-        entity = _entity(quad.subject, quad.predicate)  # type: ignore[arg-type]
+        entity = str(content_entity(str(quad.subject), str(quad.predicate)))
         out.append(_Removal(quad, entity, d, owner, memory))
 
     for s in sorted(plan.sessions):
