@@ -24,20 +24,26 @@ the limit is set high enough for the whole answer (what building the answer
 before checking the limit cost) against the default-like limit, where the
 store stops serialising at the limit and the client gets the documented 400.
 
-Run: ``python benchmarks/bench_endpoint.py [qps] [memory]`` (both by default;
-each writes its section of docs/benchmarks.md).
+A third (``cpu``) splits the CPU one query costs: the trails server's
+event-loop thread, its other threads (the access-log writer), the worker, and
+Oxigraph's server for the same query.
+
+Run: ``python benchmarks/bench_endpoint.py [qps] [memory] [cpu]`` (qps and
+memory by default; each writes its section of docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -114,8 +120,20 @@ def concurrent(fn: Callable[[], None], total: int = 400, clients: int = 8) -> fl
     return total / (time.perf_counter() - start)
 
 
-def measure(folder: Path, sessions: int) -> list[tuple[str, float, float]]:
-    """Rows of (measure, trails qps, oxigraph qps) for one store size."""
+@dataclass
+class Serving:
+    """Both servers over copies of one store: their URLs, processes and the team graphs."""
+
+    ox_url: str
+    tr_url: str
+    oxigraph: subprocess.Popen[bytes]
+    trails: subprocess.Popen[bytes]
+    team: list[str]
+
+
+@contextlib.contextmanager
+def serving(folder: Path, sessions: int) -> Iterator[Serving]:
+    """Record ``sessions`` sessions, then serve them with ``oxigraph serve`` and ``trails serve``."""
     data, team = make_data(folder, sessions)
     team_pattern = str(team[0]).rsplit(":", 1)[0] + ":team-*"
     (folder / "data.nq").write_bytes(data)
@@ -142,56 +160,129 @@ def measure(folder: Path, sessions: int) -> list[tuple[str, float, float]]:
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env={**os.environ, "TRAILS_STORE": "memory:"},
     )  # fmt: skip
-    out: list[tuple[str, float, float]] = []
     try:
         ox_url = f"http://127.0.0.1:{ox_port}/query"
         tr_url = f"http://127.0.0.1:{tr_port}/sparql"
         wait_up(ox_url, oxigraph)
         wait_up(tr_url, trails)
-        accept = {"Accept": "application/sparql-results+json"}
-        with httpx.Client(timeout=300) as ox, httpx.Client(timeout=300) as tr:
-
-            def client_pair(
-                query: str, token: str, ox_params: list[tuple[str, str]], expect: int
-            ) -> tuple[Callable[[], None], Callable[[], None]]:
-                headers = {**accept, "Authorization": f"Bearer {token}"}
-
-                def ask_tr() -> None:
-                    r = tr.get(tr_url, params={"query": query}, headers=headers)
-                    assert r.status_code == 200, r.text
-                    assert len(r.json()["results"]["bindings"]) == expect
-
-                def ask_ox() -> None:
-                    r = ox.get(ox_url, params=[("query", query), *ox_params], headers=accept)
-                    assert r.status_code == 200, r.text
-                    assert len(r.json()["results"]["bindings"]) == expect
-
-                return ask_tr, ask_ox
-
-            team_graphs = [("named-graph-uri", g) for g in team]
-            cases = [
-                ("`*` token, latest sessions (GRAPH ?g)", LATEST, ALL_TOKEN, [], 10, 100, True),
-                ("`*` token, count over the default graph", COUNT, ALL_TOKEN,
-                 [("union-default-graph", "")], 1, 20, False),
-                (f"pattern token ({len(team)} graph{'s' if len(team) > 1 else ''}), "
-                 "latest sessions", LATEST, TEAM_TOKEN,
-                 team_graphs, min(10, len(team)), 100, True),
-            ]  # fmt: skip
-            for label, query, token, ox_params, expect, number, parallel in cases:
-                ask_tr, ask_ox = client_pair(query, token, ox_params, expect)
-                for _ in range(5):  # warm both
-                    ask_ox()
-                    ask_tr()
-                t_tr, t_ox = interleaved(ask_tr, ask_ox, rounds=5, number=number)
-                out.append((f"{sessions:,} sessions, {label}, 1 client", 1 / t_tr, 1 / t_ox))
-                if parallel:
-                    c_tr, c_ox = concurrent(ask_tr), concurrent(ask_ox)
-                    out.append((f"{sessions:,} sessions, {label}, 8 clients", c_tr, c_ox))
+        yield Serving(ox_url, tr_url, oxigraph, trails, team)
     finally:
         for process in (trails, oxigraph):
             process.terminate()
             process.wait(timeout=30)
+
+
+def client_pair(
+    http: httpx.Client, served: Serving, query: str, token: str, ox_params: list[tuple[str, str]],
+    expect: int,
+) -> tuple[Callable[[], None], Callable[[], None]]:  # fmt: skip
+    """One query against trails (with ``token``) and against Oxigraph (with ``ox_params``)."""
+    accept = {"Accept": "application/sparql-results+json"}
+    headers = {**accept, "Authorization": f"Bearer {token}"}
+
+    def ask_tr() -> None:
+        r = http.get(served.tr_url, params={"query": query}, headers=headers)
+        assert r.status_code == 200, r.text
+        assert len(r.json()["results"]["bindings"]) == expect
+
+    def ask_ox() -> None:
+        r = http.get(served.ox_url, params=[("query", query), *ox_params], headers=accept)
+        assert r.status_code == 200, r.text
+        assert len(r.json()["results"]["bindings"]) == expect
+
+    return ask_tr, ask_ox
+
+
+def cases(team: list[str]) -> list[tuple[str, str, str, list[tuple[str, str]], int, int, bool]]:
+    """(label, query, token, Oxigraph's dataset parameters, results, rounds, 8 clients too)."""
+    team_graphs = [("named-graph-uri", g) for g in team]
+    return [
+        ("`*` token, latest sessions (GRAPH ?g)", LATEST, ALL_TOKEN, [], 10, 100, True),
+        ("`*` token, count over the default graph", COUNT, ALL_TOKEN,
+         [("union-default-graph", "")], 1, 20, False),
+        (f"pattern token ({len(team)} graph{'s' if len(team) > 1 else ''}), "
+         "latest sessions", LATEST, TEAM_TOKEN,
+         team_graphs, min(10, len(team)), 100, True),
+    ]  # fmt: skip
+
+
+def measure(folder: Path, sessions: int) -> list[tuple[str, float, float]]:
+    """Rows of (measure, trails qps, oxigraph qps) for one store size."""
+    out: list[tuple[str, float, float]] = []
+    with serving(folder, sessions) as served, httpx.Client(timeout=300) as http:
+        for label, query, token, ox_params, expect, number, parallel in cases(served.team):
+            ask_tr, ask_ox = client_pair(http, served, query, token, ox_params, expect)
+            for _ in range(5):  # warm both
+                ask_ox()
+                ask_tr()
+            t_tr, t_ox = interleaved(ask_tr, ask_ox, rounds=5, number=number)
+            out.append((f"{sessions:,} sessions, {label}, 1 client", 1 / t_tr, 1 / t_ox))
+            if parallel:
+                c_tr, c_ox = concurrent(ask_tr), concurrent(ask_ox)
+                out.append((f"{sessions:,} sessions, {label}, 8 clients", c_tr, c_ox))
     return out
+
+
+def _cpu_seconds(stat: Path) -> float:
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_split(server: int, worker: int, oxigraph: int) -> dict[str, float]:
+    """CPU seconds so far: the server's event-loop thread, its other threads, the rest."""
+    threads = {
+        int(t.name): _cpu_seconds(t / "stat") for t in Path(f"/proc/{server}/task").iterdir()
+    }
+    return {
+        "loop": threads.pop(server),
+        "threads": sum(threads.values()),
+        "worker": _cpu_seconds(Path(f"/proc/{worker}/stat")),
+        "oxigraph": _cpu_seconds(Path(f"/proc/{oxigraph}/stat")),
+    }
+
+
+CPU_QUERIES = 400
+
+
+def measure_cpu(folder: Path, sessions: int) -> list[tuple[str, dict[str, float]]]:
+    """Milliseconds of CPU per query, by process (and thread), with 8 clients.
+
+    Under load the wall clock swings; the CPU a query costs each process does
+    much less, and it says where trails' time goes: the server's event-loop
+    thread (HTTP, token, graph hand-off, access-log entry), its other threads
+    (the access-log writer, the worker pipe's reader), the worker process
+    (evaluation, serialisation, counting) and, for comparison, Oxigraph's
+    server. The first row is a request that does no query at all (the
+    capabilities document): the HTTP stack's own floor.
+    """
+    rows: list[tuple[str, dict[str, float]]] = []
+    with serving(folder, sessions) as served, httpx.Client(timeout=300) as http:
+        worker = _worker_pid(served.trails.pid)
+        pids = (served.trails.pid, worker, served.oxigraph.pid)
+        base = served.tr_url.rsplit("/", 1)[0]
+
+        def per_query(fn: Callable[[], None]) -> dict[str, float]:
+            before = _cpu_split(*pids)
+            concurrent(fn, total=CPU_QUERIES)
+            after = _cpu_split(*pids)
+            return {k: 1000 * (after[k] - before[k]) / CPU_QUERIES for k in after}
+
+        def capabilities() -> None:
+            assert http.get(f"{base}/.well-known/capabilities").status_code == 200
+
+        rows.append(
+            ("trails serve, no query (`/.well-known/capabilities`)", per_query(capabilities))
+        )
+        for label, query, token, ox_params, expect, _, parallel in cases(served.team):
+            if not parallel:
+                continue
+            ask_tr, ask_ox = client_pair(http, served, query, token, ox_params, expect)
+            for _ in range(5):
+                ask_ox()
+                ask_tr()
+            rows.append((f"trails serve, {label}", per_query(ask_tr)))
+            rows.append((f"oxigraph serve, {label}", per_query(ask_ox)))
+    return rows
 
 
 MEMORY_TRIPLES = 150_000
@@ -286,8 +377,48 @@ documented 400 instead of waiting for the whole answer.
 """
 
 
+def cpu() -> None:
+    rows = []
+    for sessions in SIZES:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows += [(sessions, label, ms) for label, ms in measure_cpu(Path(tmp), sessions)]
+            print(rows[-1], flush=True)
+
+    def line(sessions: int, label: str, ms: dict[str, float]) -> str:
+        if label.startswith("oxigraph"):
+            return f"| {sessions:,} | {label} | | | | {ms['oxigraph']:.3f} |"
+        total = ms["loop"] + ms["threads"] + ms["worker"]
+        return (
+            f"| {sessions:,} | {label} | {ms['loop']:.3f} | {ms['threads']:.3f} | "
+            f"{ms['worker']:.3f} | {total:.3f} |"
+        )
+
+    table = "\n".join(line(*row) for row in rows)
+    text = f"""## SPARQL endpoint: where a query's CPU goes
+
+The same servers and queries as the section above, 8 clients sending
+{CPU_QUERIES} queries; milliseconds of CPU per query read from `/proc` for
+each process, and for the trails server apart for its event-loop thread
+(HTTP, token check, hand-off, access-log entry) and its other threads (the
+access-log writer, the worker pipe's reader). The worker evaluates,
+serialises and counts. Oxigraph's server is one process. CPU per query swings
+far less with the machine's load than queries per second do.
+
+| sessions | request | trails loop thread | trails other threads | trails worker | total |
+| ---: | --- | ---: | ---: | ---: | ---: |
+{table}
+
+The first row of each size is a request that runs no query: the HTTP stack's
+own cost per request in the loop thread, before any endpoint work.
+"""
+    write_section("endpoint-cpu", text)
+    print(text)
+
+
 def main(parts: list[str]) -> None:
     parts = parts or ["qps", "memory"]
+    if "cpu" in parts:
+        cpu()
     if "memory" in parts:
         with tempfile.TemporaryDirectory() as tmp:
             text = measure_memory(Path(tmp))

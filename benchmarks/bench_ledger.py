@@ -14,7 +14,7 @@ Five measurements, each against a baseline from the same run, on on-disk stores:
 - **full verification throughput**: sessions per second of ``verify(store)``
   (``trails verify --full``), and the canonical hashing of every sealed graph
   alone against SHA-256 of the store's whole N-Quads dump.
-- **incremental verification**: ``verify(store, incremental=True)`` after a
+- **quick verification**: ``verify(store, quick=True)`` after a
   checkpoint, with 10 sessions sealed since, against the full verification.
 
 Every recorder here is the default one (``Recorder.from_settings``: sealed).
@@ -108,10 +108,10 @@ def main() -> None:
         )
         for _ in range(10):
             session(recorder)
-        inc = verify(big, incremental=True)
-        assert inc.ok and inc.mode == "incremental" and inc.graphs_checked == 10, inc.findings
+        inc = verify(big, quick=True)
+        assert inc.ok and inc.mode == "quick" and inc.graphs_checked == 10, inc.findings
         t_inc, t_full = interleaved(
-            lambda: verify(big, incremental=True), lambda: verify(big), rounds=3, number=1
+            lambda: verify(big, quick=True), lambda: verify(big), rounds=3, number=1
         )
         big.close(), small.close()
 
@@ -147,13 +147,13 @@ and chain link rechecked, 10 graphs rehashed, 1,000 counted in one aggregate que
 
 | 1,010 sealed sessions | time | ratio |
 |---|---|---|
-| `verify`, incremental (10 new) | {t_inc * 1e3:.0f} ms | **{t_inc / t_full:.2f}** x full |
+| `verify --quick` (10 new) | {t_inc * 1e3:.0f} ms | **{t_inc / t_full:.2f}** x full |
 | `verify --full` (baseline) | {t_full * 1e3:.0f} ms | |""",
     )
     print(
         f"seal {seal_ratio:.2f}x ({(t_sealed - t_plain) * 1e3:.2f} ms/session); "
         f"verify 1k {t_verify:.2f}s = {verify_ratio:.1f}x floor; one session {one_ratio:.2f}x; "
-        f"hash {t_hash / t_floor2:.2f}x floor; incremental {t_inc / t_full:.2f}x full"
+        f"hash {t_hash / t_floor2:.2f}x floor; quick {t_inc / t_full:.2f}x full"
     )
 
 

@@ -13,6 +13,11 @@
    of the OpenAI API) with the ``BatchSpanProcessor`` pointed at ``trails
    otlp`` (a process of its own), against the same app whose tracer provider
    has no exporter.
+3. Trails' own exporter. The per-span cost of ``SpanEmitter`` (a recorded
+   completion or tool invocation turned into a span and handed to a span
+   processor) against the plain OpenTelemetry SDK making the same span with a
+   tracer (``start_as_current_span`` with the same attributes), both ending in
+   the same exporter that encodes each span as OTLP/protobuf, same run.
 
 Run: ``python benchmarks/bench_otel.py``.
 """
@@ -298,9 +303,119 @@ def app_overhead(calls: int = 100, rounds: int = 6) -> tuple[float, float, float
     return statistics.median(bare), statistics.median(exported), statistics.median(flush)
 
 
+class Encoding:
+    """A span exporter that encodes what it gets as OTLP/protobuf (what an exporter does first)."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+
+    def export(self, spans: Any) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        encode_spans(list(spans)).SerializeToString()
+        self.spans += len(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def exporter_cost(spans: int = 4000, rounds: int = 7) -> tuple[float, float, float]:
+    """Seconds per span: trails' ``SpanEmitter`` vs the SDK's tracer, same attributes and exporter."""
+    from datetime import UTC, datetime, timedelta
+
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from trails.otel.exporter import SpanEmitter
+    from trails.prov.events import CapabilityInvoked, LLMCompleted
+
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    session = "urn:trails:session:bench"
+    events: list[Any] = []
+    for i in range(spans):
+        at = t0 + timedelta(milliseconds=i)
+        if i % 2 == 0:
+            events.append(
+                LLMCompleted(
+                    session=session,
+                    activity=f"{session}:c{i}",
+                    parent=None,
+                    principal="did:example:alice",
+                    provider="openai",
+                    model="gpt-4o-mini",
+                    started=at,
+                    ended=at,
+                    messages=[{"role": "user", "content": f"question {i}"}],
+                    params={"max_tokens": 256},
+                    request_hash=f"{i:064x}",
+                    text=f"answer {i}",
+                    input_tokens=900,
+                    output_tokens=40,
+                )
+            )
+        else:
+            events.append(
+                CapabilityInvoked(
+                    session=session,
+                    activity=f"{session}:t{i}",
+                    parent=None,
+                    principal="did:example:alice",
+                    capability_id="lookup",
+                    started=at,
+                    ended=at,
+                    status="ok",
+                    inputs={"n": i},
+                    output={"square": i * i},
+                )
+            )
+    emitter = SpanEmitter(SimpleSpanProcessor(Encoding()), resource=RESOURCE)  # type: ignore[arg-type]
+    sample = [emitter.span_data(e) for e in events]  # the attributes the SDK side sets too
+
+    def trails_side() -> float:
+        emitter = SpanEmitter(SimpleSpanProcessor(Encoding()), resource=RESOURCE)  # type: ignore[arg-type]
+        start = time.perf_counter()
+        for event in events:
+            emitter(_NO_RECORDER, event)  # type: ignore[arg-type]
+        return (time.perf_counter() - start) / spans
+
+    def sdk_side() -> float:
+        provider = TracerProvider(resource=RESOURCE)
+        provider.add_span_processor(SimpleSpanProcessor(Encoding()))  # type: ignore[arg-type]
+        tracer = provider.get_tracer("bench")
+        start = time.perf_counter()
+        for data in sample:
+            assert data is not None
+            attributes = {k: v for k, v in data.attributes.items() if v is not None}
+            with tracer.start_as_current_span(data.name, kind=data.kind, attributes=attributes):
+                pass
+        return (time.perf_counter() - start) / spans
+
+    trails_t, sdk_t = [], []
+    for i in range(rounds):  # alternate which goes first
+        if i % 2:
+            trails_t.append(trails_side())
+            sdk_t.append(sdk_side())
+        else:
+            sdk_t.append(sdk_side())
+            trails_t.append(trails_side())
+    ratios = sorted(t / s for t, s in zip(trails_t, sdk_t, strict=True))
+    return statistics.median(trails_t), statistics.median(sdk_t), statistics.median(ratios)
+
+
+class _NoRecorder:
+    content = "full"
+
+
+_NO_RECORDER = _NoRecorder()
+
+
 def main() -> None:
     via_http, straight, ratio, low, high = ingestion()
     bare, exported, flush = app_overhead()
+    ours, plain, cost_ratio = exporter_cost()
     markdown = f"""## OpenTelemetry bridge (`benchmarks/bench_otel.py`)
 
 Ingestion: {BATCHES} batches of {BATCH} GenAI spans (agent, chat with content, tool with its
@@ -310,7 +425,7 @@ in-memory store (one write per batch) in the same run. Medians of 5 interleaved 
 
 | path | spans/s |
 | --- | ---: |
-| `POST /v1/traces` (decode, map, dedupe lookups, one atomic write per batch) | {via_http:,.0f} |
+| `POST /v1/traces` (decode, map, keep each span's record, dedupe lookups, one atomic write per batch) | {via_http:,.0f} |
 | the same quads straight to the store | {straight:,.0f} |
 
 **Ratio HTTP / direct: {ratio:.2f}x** (median of the rounds' own ratios, which ranged
@@ -327,6 +442,18 @@ running as a process of its own; medians of 6 alternating rounds of 100 calls, p
 
 **Overhead: {(exported / bare - 1) * 100:+.1f}%** per call (the export itself runs on the
 processor's thread; flushing the rest at shutdown took {flush * 1000:.0f} ms).
+
+Trails' own exporter: the per-span cost of `SpanEmitter` turning recorded completions and tool
+invocations (content included) into spans, against the plain OpenTelemetry SDK making the same
+spans with a tracer and the same attributes, both through a `SimpleSpanProcessor` into an
+exporter that encodes every span as OTLP/protobuf; 4,000 spans, medians of 7 alternating rounds:
+
+| spans made by | per span |
+| --- | ---: |
+| the SDK's tracer (`start_as_current_span`) | {plain * 1e6:.1f} µs |
+| trails' `SpanEmitter` (event -> span) | {ours * 1e6:.1f} µs |
+
+**Ratio trails / SDK: {cost_ratio:.2f}x** per span.
 """
     write_section("otel", markdown)
     print(markdown)

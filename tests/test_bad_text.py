@@ -141,8 +141,8 @@ def test_a_completion_text_that_is_not_unicode_is_a_failed_completion(
     ) as info:
         client.complete("hi", ctx=ctx)
     rows = store.query(
-        f"SELECT ?a ?status ?err WHERE {{ GRAPH ?g {{ ?a {T.status.n3()} ?status ; "
-        f"{T.errorMessage.n3()} ?err }} }}",
+        f"SELECT ?a ?status ?err WHERE {{ GRAPH ?g {{ ?a {T.status.n3()} ?status }} "
+        f"GRAPH ?cg {{ ?a {T.errorMessage.n3()} ?err }} }}",
         {"a": IRI(info.value.activity_iri)},  # type: ignore[attr-defined]
     )
     assert isinstance(rows, Solutions)

@@ -309,6 +309,30 @@ def test_the_instruction_count_of_a_run_is_the_difference_past_the_warm_up(
     assert "| **a sealed run, all of it** | **50.00** | 100% |" in md
     assert "| raw: the same writes built as pyoxigraph quads | 6.00 | 12% |" in md
     assert "| what trails runs beyond raw (sealed run less raw) | 44.00 | 88% |" in md
+    assert f"the target is 45 M ({50 - 45:.2f} M to go)" in md
+
+
+def test_a_sealed_run_above_the_ceiling_is_a_regression(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    counts = {"sealed": 50e6, "unsealed": 34e6, "unrecorded": 13e6, "raw": 6e6}
+    assert bench_react_cpu.over_ceiling(counts, 50e6) is None  # at the ceiling: fine
+    why = bench_react_cpu.over_ceiling(counts, 49.5e6)
+    assert why is not None and "50.00 M" in why and "by 0.50 M" in why
+    assert bench_react_cpu.CEILING >= bench_react_cpu.TARGET
+    md = bench_react_cpu.render({**counts, "sealed": 44e6}, 20, 49.5e6)
+    assert "may cost at most **49.50 M**" in md and "the target is 45 M (met)" in md
+
+    # the script itself exits 1 above the ceiling, after writing its section
+    monkeypatch.setattr(bench_react_cpu, "per_run", lambda mode, runs: counts[mode])
+    written: list[str] = []
+    monkeypatch.setattr(bench_react_cpu, "write_section", lambda name, md: written.append(name))
+    monkeypatch.setattr(sys, "argv", ["bench_react_cpu.py", "--runs", "1", "--ceiling", "49.5"])
+    assert bench_react_cpu.main() == 1
+    assert written == ["react-cpu"]
+    assert "FAILED: a sealed ReAct run costs 50.00 M" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "argv", ["bench_react_cpu.py", "--runs", "1", "--ceiling", "50"])
+    assert bench_react_cpu.main() == 0
 
 
 @pytest.mark.parametrize("mode", bench_react_cpu.MODES)

@@ -40,6 +40,9 @@ READING: dict[str, list[str]] = {
     "sessions": ["sessions"],
     "query": ["query", "sessions"],
     "report": ["report", NO_SESSION, "--out", "report.html"],
+    "logs": ["logs"],
+    "prove": ["prove", NO_SESSION, "--out", "proof.json"],
+    "head": ["head", "--out", "head.json"],
     "verify": ["verify"],
     "verify-session": ["verify", "--session", NO_SESSION],
     "export": ["export", "--all", "--out", "all.trig"],
@@ -120,8 +123,10 @@ def refused(done: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_every_command_is_listed_as_reading_or_as_creating() -> None:
-    creating = {"demo", "init", "import", "otlp", "memory"}  # memory: learn only
-    assert set(COMMANDS) == {argv[0] for argv in READING.values()} | creating
+    # memory: learn only; mcp: serve and proxy record the calls they carry
+    creating = {"demo", "init", "import", "otlp", "memory", "mcp"}
+    storeless = {"capabilities"}  # prints what a program registers; opens no store
+    assert set(COMMANDS) == {argv[0] for argv in READING.values()} | creating | storeless
 
 
 @pytest.mark.parametrize("command", sorted(READING))

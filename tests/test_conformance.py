@@ -543,7 +543,7 @@ BROKEN: dict[str, tuple[Mutation, list[str]]] = {
         ["trails:sha256", "64 lower-case hexadecimal digits"],
     ),
     "failed call without error message": (
-        _remove("failed_invocation", T.errorMessage),
+        _remove("failed_invocation", T.errorMessageSha256),
         ["records trails:errorMessage", "tsh:InvocationErrorShape"],
     ),
     "successful call without output": (

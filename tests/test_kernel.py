@@ -44,7 +44,7 @@ def invocations(store: Store) -> list[dict[str, Any]]:
                prov:qualifiedAssociation/prov:hadPlan/trails:capabilityId ?cap ;
                prov:used ?in .
             GRAPH ?cg1 { ?in prov:value ?input }
-            OPTIONAL { ?a trails:errorMessage ?error }
+            OPTIONAL { GRAPH ?errorMessageGraph1 { ?a trails:errorMessage ?error } }
             OPTIONAL { ?out prov:wasGeneratedBy ?a . GRAPH ?cg2 { ?out prov:value ?output } }
             OPTIONAL { ?a prov:wasInformedBy ?parent }
           }

@@ -34,7 +34,8 @@ false``, then its recovery of sessions a stopped process left open
 (``RECOVERY``, which ``[audit] recover = false`` turns off), and, when
 ``[otel] endpoint`` is set (or ``[otel] export = true``, the endpoint then
 coming from the standard ``OTEL_EXPORTER_OTLP_*`` variables), the span
-exporter (``OTEL_EXPORTER``), so the recorder never imports the evidence room: data flows one way,
+exporter (``OTEL_EXPORTER``), and, when ``[[mcp.servers]]`` lists MCP servers, their
+mount (``MCP_SERVERS``), so the recorder never imports the evidence room: data flows one way,
 events -> quads -> store -> evidence -> audit, and the top level connects them.
 """
 
@@ -54,6 +55,7 @@ from trails.errors import ConfigError
 __all__ = [
     "DEFAULT_STORE",
     "KNOWN_KEYS",
+    "MCP_SERVERS",
     "OTEL_EXPORTER",
     "RECOVERY",
     "SEALER",
@@ -68,6 +70,10 @@ SEALER = "trails.evidence.seal:install_sealer"
 
 OTEL_EXPORTER = "trails.otel.exporter:install"
 """The recorder plugin that sends trails' runs as OTel spans (``[otel] endpoint`` or ``export``)."""
+
+MCP_SERVERS = "trails.mcp.mounts:install"
+"""The plugin that mounts the ``[[mcp.servers]]`` of trails.toml (once per process): a
+recorder plugin, also called by planners before they build their catalogue."""
 
 RECOVERY = "trails.evidence.recovery:recover_on_open"
 """The recorder plugin that ends, as interrupted, sessions a stopped process left open."""
@@ -103,7 +109,17 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
     "prov": frozenset({"base_iri", "record_content", "recorder_plugins", "masking"}),
     "agent": frozenset({"strategy", "principal"}),
     "audit": frozenset(
-        {"domain", "no_cross_domain", "redact", "seal", "signing_key", "verify_key", "recover"}
+        {
+            "domain",
+            "no_cross_domain",
+            "redact",
+            "seal",
+            "signing_key",
+            "verify_key",
+            "recover",
+            "timestamp_url",
+            "timestamp_cert",
+        }
     ),
     "serve": frozenset(
         {
@@ -118,14 +134,23 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "processes",
             "threads",
             "max_pending",
+            "snapshot_interval",
         }
     ),
     "memory": frozenset({"max_content_chars", "weights", "ranker"}),
     "retention": frozenset(
-        {"content_days", "structure_days", "allow_short_structure", "principals", "planners"}
+        {
+            "content_days",
+            "structure_days",
+            "allow_short_structure",
+            "principals",
+            "planners",
+            "access_log_days",
+        }
     ),
     "llm": None,
     "otel": None,
+    "mcp": None,
 }
 _log = logging.getLogger("trails.config")
 _warned: set[tuple[str, str]] = set()
@@ -181,7 +206,8 @@ class Settings:
             sealer = [SEALER] if self.section("audit").get("seal", True) else []
             otel = self.section("otel")
             exporter = [OTEL_EXPORTER] if otel.get("endpoint") or otel.get("export") else []
-            return [*sealer, RECOVERY, *exporter]
+            mcp = [MCP_SERVERS] if self.section("mcp").get("servers") else []
+            return [*sealer, RECOVERY, *exporter, *mcp]
         if not isinstance(explicit, list) or not all(isinstance(p, str) for p in explicit):
             raise ConfigError("[prov] recorder_plugins must be a list of 'module:function' strings")
         return list(explicit)

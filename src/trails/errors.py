@@ -29,6 +29,7 @@ Every error trails raises on purpose is a ``TrailsError``. Backend exceptions
     │   ├── QueryTimeout           a query ran past its time limit and was stopped
     │   ├── StoreError             the store failed or refused
     │   │   ├── StoreLockedError   the directory is held by another process
+    │   │   ├── StoreReadOnlyError a write asked of a read-only snapshot
     │   │   └── RemoteStoreError   a SPARQL server failed: HTTP status and its message
     │   ├── ModelAPIError          an LLM provider failed (subclasses per kind)
     │   ├── ReplayMismatch         a replayed run asked for an unrecorded completion
@@ -36,6 +37,7 @@ Every error trails raises on purpose is a ``TrailsError``. Backend exceptions
     │   └── VerificationError      a seal or ledger check could not run
     └── Signal                     control flow, not failure
         ├── PolicyDenied           a tool policy said no
+        ├── PreconditionFailed     a capability's precondition did not hold
         └── BudgetExceeded         a budget would be crossed
 """
 
@@ -53,6 +55,7 @@ __all__ = [
     "ModelAPIError",
     "NotAStore",
     "PolicyDenied",
+    "PreconditionFailed",
     "QueryError",
     "QueryParameterError",
     "QueryRefused",
@@ -68,6 +71,7 @@ __all__ = [
     "Signal",
     "StoreError",
     "StoreLockedError",
+    "StoreReadOnlyError",
     "TrailsError",
     "UnknownCapability",
     "UnknownQuery",
@@ -237,6 +241,10 @@ class StoreLockedError(StoreError):
     """An on-disk store is already opened by another process."""
 
 
+class StoreReadOnlyError(StoreError):
+    """A write was asked of a store opened read-only (a snapshot another process is writing)."""
+
+
 class RemoteStoreError(StoreError):
     """A SPARQL server refused a request or could not be reached.
 
@@ -311,6 +319,15 @@ class PolicyDenied(Signal):
         self.capability_id = capability_id
         self.reason = reason
         super().__init__(f"policy denied {capability_id!r}: {reason}")
+
+
+class PreconditionFailed(Signal):
+    """A capability's precondition did not hold, so the call was refused (and recorded)."""
+
+    def __init__(self, capability_id: str, condition: str) -> None:
+        self.capability_id = capability_id
+        self.condition = condition
+        super().__init__(f"{capability_id!r} refused: precondition not met: {condition}")
 
 
 class BudgetExceeded(Signal):

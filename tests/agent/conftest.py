@@ -34,7 +34,7 @@ SELECT ?run ?step ?action ?input ?output ?status ?error WHERE {
     ?in a trails:CapabilityInput . GRAPH ?cg1 { ?in prov:value ?input }
     OPTIONAL { ?out a trails:CapabilityOutput ; prov:wasGeneratedBy ?inv .
                GRAPH ?cg2 { ?out prov:value ?output } }
-    OPTIONAL { ?inv trails:errorMessage ?error }
+    OPTIONAL { GRAPH ?errorMessageGraph1 { ?inv trails:errorMessage ?error } }
   }
 } ORDER BY ?step
 """
@@ -54,7 +54,7 @@ SELECT ?run ?cls ?strategy ?goal ?stop ?answer ?error ?parent ?session ?principa
     OPTIONAL { ?run trails:stopReason ?stop }
     GRAPH ?cg1 { ?run trails:goal ?goal }
     OPTIONAL { GRAPH ?cg2 { ?run trails:answer ?answer } }
-    OPTIONAL { ?run trails:errorMessage ?error }
+    OPTIONAL { GRAPH ?errorMessageGraph2 { ?run trails:errorMessage ?error } }
     FILTER (?cls != trails:PlanRun && ?cls != prov:Activity)
   }
 }

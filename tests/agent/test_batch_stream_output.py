@@ -279,7 +279,7 @@ RUN_END = (
     + """
 SELECT ?stop ?error WHERE { GRAPH ?g {
   ?run a trails:ReActPlan ; trails:stopReason ?stop .
-  OPTIONAL { ?run trails:errorMessage ?error }
+  OPTIONAL { GRAPH ?errorMessageGraph1 { ?run trails:errorMessage ?error } }
 } }
 """
 )

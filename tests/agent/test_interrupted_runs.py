@@ -48,7 +48,7 @@ SELECT $call ?session ?sessionStatus ?status ?error ?ended ?terminatedBy ?runSto
           trails:wasTerminatedBy ?terminatedBy .
     ?terminatedBy a trails:Interruption .
     ?session trails:wasTerminatedBy ?terminatedBy .
-    OPTIONAL { $call trails:errorMessage ?error }
+    OPTIONAL { GRAPH ?errorMessageGraph1 { $call trails:errorMessage ?error } }
     OPTIONAL { $call prov:endedAtTime ?ended }
     OPTIONAL { ?run a trails:PlanRun ; trails:stopReason ?runStop }
   }

@@ -46,10 +46,10 @@ SELECT ?kind ?node ?status ?error ?reason ?terminatedBy WHERE {
       ?node a trails:CapabilityInvocation ; trails:capability/trails:capabilityId ?id .
       BIND(?id AS ?kind)
       OPTIONAL { ?node trails:status ?status }
-      OPTIONAL { ?node trails:errorMessage ?error }
+      OPTIONAL { GRAPH ?errorMessageGraph1 { ?node trails:errorMessage ?error } }
     } UNION {
       ?node a trails:PlanRun ; trails:stopReason ?status . BIND("run" AS ?kind)
-      OPTIONAL { ?node trails:errorMessage ?error }
+      OPTIONAL { GRAPH ?errorMessageGraph2 { ?node trails:errorMessage ?error } }
     }
     OPTIONAL { ?node trails:wasTerminatedBy/a ?terminatedBy }
   }

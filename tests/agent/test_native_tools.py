@@ -123,7 +123,7 @@ SELECT ?inv ?id ?completion ?step ?status ?error ?cap WHERE {
          prov:wasInformedBy ?completion ; trails:stepIndex ?step ;
          trails:capability/trails:capabilityId ?cap .
     ?completion a trails:LLMCompletion ; trails:toolCallId ?id .
-    OPTIONAL { ?inv trails:errorMessage ?error }
+    OPTIONAL { GRAPH ?errorMessageGraph1 { ?inv trails:errorMessage ?error } }
   }
 } ORDER BY ?id
 """
@@ -270,8 +270,8 @@ def test_a_call_past_tool_timeout_s_is_recorded_failed_and_shown_to_the_model(
     rows = store.query(
         PREFIXES
         + """SELECT ?status ?error WHERE { GRAPH ?g {
-             ?inv a trails:CapabilityInvocation ; trails:status ?status ;
-                  trails:errorMessage ?error } }"""
+             ?inv a trails:CapabilityInvocation ; trails:status ?status }
+             GRAPH ?cg { ?inv trails:errorMessage ?error } }"""
     )
     assert isinstance(rows, Solutions)
     [(status, error)] = [(to_python(r["status"]), to_python(r["error"])) for r in rows]
@@ -479,8 +479,8 @@ def test_every_planner_takes_tool_timeout_s(
     rows = store.query(
         PREFIXES
         + """SELECT ?status ?error WHERE { GRAPH ?g {
-             ?inv a trails:CapabilityInvocation ; trails:status ?status ;
-                  trails:errorMessage ?error } }"""
+             ?inv a trails:CapabilityInvocation ; trails:status ?status }
+             GRAPH ?cg { ?inv trails:errorMessage ?error } }"""
     )
     assert isinstance(rows, Solutions)
     [(status, error)] = [(to_python(r["status"]), to_python(r["error"])) for r in rows]

@@ -68,12 +68,12 @@ SELECT ?inv ?capability ?error ?args ?step ?completion WHERE {
   GRAPH ?g {
     ?inv a trails:CapabilityInvocation, prov:Activity ;
          trails:status "refused" ;
-         trails:errorMessage ?error ;
          trails:stepIndex ?step ;
          prov:wasInformedBy ?completion ;
          prov:used ?input ;
          prov:qualifiedAssociation/prov:hadPlan/trails:capabilityId ?capability .
     ?completion a trails:LLMCompletion .
+    GRAPH ?content { ?inv trails:errorMessage ?error }
     ?input a trails:CapabilityInput .
   }
   GRAPH ?cg { ?input prov:value ?args }

@@ -224,7 +224,8 @@ PLANNERS = {
 
 RUN_ENDS = """
 SELECT ?run ?stop ?error WHERE { GRAPH ?g {
-  ?run a trails:PlanRun ; trails:stopReason ?stop ; trails:errorMessage ?error .
+  ?run a trails:PlanRun ; trails:stopReason ?stop .
+  GRAPH ?content { ?run trails:errorMessage ?error }
   FILTER NOT EXISTS { ?run prov:wasInformedBy ?parent . ?parent a trails:PlanRun }
 } }
 """

@@ -352,8 +352,12 @@ def test_a_receipt_counts_only_when_it_is_sealed(store: Store) -> None:
     report = verify(store)
     missing = sorted(f.subject for f in report.findings if f.kind == "content-missing")
     assert recorded.input in missing and len(missing) == 4
-    assert all(f.session == recorded.session for f in report.findings)
-    assert all("its receipt is not sealed" in f.detail for f in report.findings)
+    content = [f for f in report.findings if f.kind != "foreign"]
+    assert all(f.session == recorded.session for f in content)
+    assert all("its receipt is not sealed" in f.detail for f in content)
+    # and the receipt's graph itself is accounted for by nothing: foreign
+    (foreign,) = [f for f in report.findings if f.kind == "foreign"]
+    assert "erasure/" in foreign.subject and "without a seal" in foreign.detail
     assert not verify(store, session=recorded.session).ok
 
 
@@ -424,13 +428,13 @@ def test_in_a_hash_only_store_what_was_kept_is_still_checked(store: Store) -> No
     ]
 
 
-# -- incremental verification -----------------------------------------------------------------
+# -- the quick mode and the default ---------------------------------------------------------
 
 
 @pytest.mark.allow_nonconforming  # tampered on purpose
-def test_incremental_verification_reads_all_content(tmp_path: Path) -> None:
-    """A checkpoint vouches for sealed graphs, never for content (no seal covers it): the
-    default, incremental ``trails verify`` reads every value, of graphs verified before too."""
+def test_the_quick_mode_reads_new_content_and_the_default_reads_all(tmp_path: Path) -> None:
+    """A checkpoint vouches for nothing: ``--quick`` reads the content of what was sealed
+    since it (and says what it left), a plain ``trails verify`` reads every value."""
     path = tmp_path / "store"
     store = open_store(path)
     try:
@@ -443,21 +447,24 @@ def test_incremental_verification_reads_all_content(tmp_path: Path) -> None:
         with Context.open(ALICE, recorder=recorder) as ctx:
             invoke("triage", {"priority": "urgent"}, ctx=ctx)
             new = IRI.trusted(str(ctx.session))
-        quick = verify(store, incremental=True)
-        assert quick.ok and quick.mode == "incremental" and quick.graphs_checked == 1
-        assert quick.content.graphs == 4  # the three sessions and the memory graph
+        quick = verify(store, quick=True)
+        assert quick.ok and quick.mode == "quick" and quick.graphs_checked == 1
+        assert quick.content.graphs == 1 and quick.not_rechecked == 2
         fresh = input_of(store, new)
         replace_text(store, value_of(store, new, fresh), "urgent", "routine")  # sealed since
-        changed(store, recorded)  # verified before: an edit in place, same counts
-        found = sorted((f.kind, f.subject) for f in verify(store, incremental=True).findings)
+        changed(store, recorded)  # verified before: not read by the quick mode
+        found = sorted((f.kind, f.subject) for f in verify(store, quick=True).findings)
+        assert found == [("content-altered", fresh)]
+        found = sorted((f.kind, f.subject) for f in verify(store).findings)
         assert found == sorted([("content-altered", fresh), ("content-altered", recorded.input)])
     finally:
         set_default_store(None)
         store.close()
-    done = trails_cli(path, "verify")  # the default mode, from the checkpoint
+    done = trails_cli(path, "verify")  # the default: the full check
     assert done.returncode == 1, done.stdout
     assert f"CONTENT-ALTERED {recorded.input} in {recorded.session}: " in done.stdout
-    assert "incremental since" in done.stdout
+    quick_run = trails_cli(path, "verify", "--quick")
+    assert quick_run.returncode == 1 and "NOT RECHECKED: 2 graph(s)" in quick_run.stdout
 
 
 @pytest.mark.allow_nonconforming  # tampered on purpose

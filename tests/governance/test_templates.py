@@ -150,9 +150,10 @@ def test_each_executor_pass_sees_only_the_last_history_entries_before_it(store: 
     assert result.answer == "done"
     first, second, third = executor_requests(client)
     user_texts = [[m.content for m in r.messages if m.role != "system"] for r in (first, second)]
-    # the pass's own entries (its goal, reply, observation) are whole; before it, only 2
-    assert user_texts[0] == ["earlier question 2", "earlier question 3", "Goal: Step one"]
-    assert user_texts[1][:3] == ["earlier question 2", "earlier question 3", "Goal: Step one"]
+    # the pass's own entries (its goal, reply, observation) are whole; before it, only 2:
+    # the last earlier question and the run's objective (a run writes it to the history)
+    assert user_texts[0] == ["earlier question 3", "Go on.", "Goal: Step one"]
+    assert user_texts[1][:3] == ["earlier question 3", "Go on.", "Goal: Step one"]
     assert user_texts[1][-1].startswith("Observation: error:")
     # the second pass sees the last 2 entries before it: the first pass's last turn
     third_texts = [m.content for m in third.messages if m.role != "system"]

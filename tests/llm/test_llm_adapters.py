@@ -132,7 +132,7 @@ def recorded(store: Store, activity: str) -> dict[str, Any]:
         f"""SELECT ?a ?status ?retries ?rid ?err ?text ?usd WHERE {{ GRAPH ?g {{
               ?a {T.status.n3()} ?status ; {T.retries.n3()} ?retries .
               OPTIONAL {{ ?a {T.requestId.n3()} ?rid }}
-              OPTIONAL {{ ?a {T.errorMessage.n3()} ?err }}
+              OPTIONAL {{ GRAPH ?errorMessageGraph1 {{ ?a {T.errorMessage.n3()} ?err }} }}
               OPTIONAL {{ ?a {T.costUSD.n3()} ?usd }}
               OPTIONAL {{ ?c a {T.Completion.n3()} ; <http://www.w3.org/ns/prov#wasGeneratedBy> ?a .
                          GRAPH ?cg {{ ?c <http://www.w3.org/ns/prov#value> ?text }} }}

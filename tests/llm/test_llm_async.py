@@ -115,7 +115,7 @@ def test_astream_abandoned_by_the_consumer_is_recorded(ctx: Context, store: Stor
     assert asyncio.run(first_only()) == "a long a"
     result = store.query(
         f"SELECT ?err WHERE {{ GRAPH ?g {{ ?a a {T.LLMCompletion.n3()} ; "
-        f"{T.status.n3()} 'error' ; {T.errorMessage.n3()} ?err }} }}"
+        f"{T.status.n3()} 'error' }} GRAPH ?cg {{ ?a {T.errorMessage.n3()} ?err }} }}"
     )
     assert isinstance(result, Solutions)
     [row] = list(result)

@@ -135,7 +135,8 @@ def test_provider_failure_records_failed_completion(ctx: Context, store: Store) 
     row = completion(store, error.activity_iri)  # type: ignore[attr-defined]
     assert row["status"] == "error" and "text" not in row and "usd" not in row
     message = store.query(
-        f"SELECT ?a ?e ?rid WHERE {{ GRAPH ?g {{ ?a {T.errorMessage.n3()} ?e ; {T.requestId.n3()} ?rid }} }}",
+        f"SELECT ?a ?e ?rid WHERE {{ GRAPH ?g {{ ?a {T.requestId.n3()} ?rid }} "
+        f"GRAPH ?cg {{ ?a {T.errorMessage.n3()} ?e }} }}",
         {"a": IRI(error.activity_iri)},  # type: ignore[attr-defined]
     )
     assert isinstance(message, Solutions)

@@ -116,7 +116,7 @@ def recorded(store: Store, activity: str) -> dict[str, Any]:
         f"""SELECT ?a ?status ?err ?text ?out WHERE {{ GRAPH ?g {{
               ?a a {T.LLMCompletion.n3()} ; {T.status.n3()} ?status ;
                  {T.outputTokens.n3()} ?out .
-              OPTIONAL {{ ?a {T.errorMessage.n3()} ?err }}
+              OPTIONAL {{ GRAPH ?errorMessageGraph1 {{ ?a {T.errorMessage.n3()} ?err }} }}
               OPTIONAL {{ ?c a {T.Completion.n3()} ; <http://www.w3.org/ns/prov#wasGeneratedBy> ?a .
                          GRAPH ?cg {{ ?c <http://www.w3.org/ns/prov#value> ?text }} }}
             }} }}""",

@@ -40,12 +40,12 @@ WHERE { GRAPH $session {
   ?switch a trails:ProviderFallback , prov:Activity ;
           prov:wasInformedBy ?failed ;
           trails:failedProvider ?from ;
-          trails:nextProvider ?to ;
-          trails:errorMessage ?switchError .
+          trails:nextProvider ?to .
+  GRAPH ?content1 { ?switch trails:errorMessage ?switchError }  # content: erasable
   ?failed a trails:LLMCompletion ;
           trails:status ?failedStatus ;
-          trails:errorMessage ?failedError ;
           prov:wasAssociatedWith [ a trails:Model ; trails:modelId ?failedModel ] .
+  GRAPH ?content2 { ?failed trails:errorMessage ?failedError }
   OPTIONAL { ?failed prov:wasInformedBy ?parent . ?parent a trails:PlanRun }
   OPTIONAL {
     ?answer prov:wasInformedBy ?switch ;
@@ -183,7 +183,8 @@ def test_when_every_provider_fails_each_attempt_is_recorded(ctx: Context, store:
         """PREFIX prov: <http://www.w3.org/ns/prov#>
         PREFIX trails: <https://w3id.org/trails/ns#>
         SELECT $session ?c ?error ?after WHERE { GRAPH $session {
-          ?c a trails:LLMCompletion ; trails:status "error" ; trails:errorMessage ?error .
+          ?c a trails:LLMCompletion ; trails:status "error" .
+          GRAPH ?content { ?c trails:errorMessage ?error }
           OPTIONAL { ?c prov:wasInformedBy ?after . ?after a trails:LLMCompletion }
         } } ORDER BY ?error""",
         {"session": ctx.session},
@@ -256,7 +257,8 @@ REFUSALS = """
 PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT $session ?c ?status ?error ?who ?budget ?limit ?observed ?model WHERE { GRAPH $session {
-  ?c a trails:LLMCompletion ; trails:status ?status ; trails:errorMessage ?error ;
+  GRAPH ?content { ?c trails:errorMessage ?error }
+  ?c a trails:LLMCompletion ; trails:status ?status ;
      prov:wasAssociatedWith [ a trails:Principal ; trails:principalId ?who ] ,
                             [ a trails:Model ; trails:modelId ?model ] ;
      prov:wasEndedBy ?breach .

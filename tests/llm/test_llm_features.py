@@ -104,7 +104,7 @@ def test_response_cache_hit_books_usage_and_is_recorded(ctx: Context, store: Sto
     assert len(client.requests) == 1  # the second never reached the model
     envelopes = ctx.tracker.envelopes()
     assert len(envelopes) == 2
-    assert envelopes[1].input_tokens == 7 and envelopes[1].usd == 0.0  # tokens served, nothing paid
+    assert envelopes[1].input_tokens == 7 and envelopes[1].usd == 0.5  # the answer's original cost
     assert second.activity_iri != first.activity_iri
     assert cache_hits(store) == [False, True]
     assert_conforms(store)
@@ -141,7 +141,7 @@ def test_store_lookup_answers_from_a_recorded_completion(ctx: Context, store: St
     replaying = LLMClient.mock(response=["fresh answer"], store_cache=True)
     hit = replaying.complete("same question", ctx=ctx, max_tokens=99)
     assert hit.text == "recorded answer" and hit.cache_hit
-    assert (hit.input_tokens, hit.output_tokens, hit.usd) == (3, 4, 0.0)
+    assert (hit.input_tokens, hit.output_tokens, hit.usd) == (3, 4, 0.0)  # a local model: 0 then
     assert replaying.requests == []
     miss = replaying.complete("same question", ctx=ctx, max_tokens=100)  # other params: other hash
     assert miss.text == "fresh answer" and not miss.cache_hit
@@ -360,7 +360,8 @@ def test_stream_closed_early_records_a_failed_completion(ctx: Context, store: St
     assert isinstance(next(stream), Chunk)
     stream.close()  # type: ignore[attr-defined]
     result = store.query(
-        f'SELECT ?e WHERE {{ GRAPH ?g {{ ?a {T.status.n3()} "error" ; {T.errorMessage.n3()} ?e }} }}'
+        f'SELECT ?e WHERE {{ GRAPH ?g {{ ?a {T.status.n3()} "error" }} '
+        f"GRAPH ?cg {{ ?a {T.errorMessage.n3()} ?e }} }}"
     )
     assert isinstance(result, Solutions) and "closed by the consumer" in str(
         to_python(result.rows[0][0])
@@ -369,9 +370,9 @@ def test_stream_closed_early_records_a_failed_completion(ctx: Context, store: St
     assert_conforms(store)
 
 
-def test_stream_from_the_response_cache(ctx: Context) -> None:
-    client = LLMClient.mock(response=["cached text"], response_cache=True)
-    client.complete("q", ctx=ctx)
+def test_stream_from_the_store_lookup(ctx: Context) -> None:
+    LLMClient.mock(response=["recorded text"]).complete("q", ctx=ctx)
+    client = LLMClient.mock(response=["live text"], store_cache=True)
     parts = list(client.stream("q", ctx=ctx))
-    assert [p.text for p in parts] == ["cached text", "cached text"]
+    assert [p.text for p in parts] == ["recorded text", "recorded text"]
     assert isinstance(parts[-1], Response) and parts[-1].cache_hit

@@ -41,7 +41,7 @@ def statuses(store: Store) -> list[tuple[str, str | None]]:
         f"""SELECT ?a ?status ?err ?start WHERE {{ GRAPH ?g {{
               ?a a {T.LLMCompletion.n3()} ; {T.status.n3()} ?status ;
                  <http://www.w3.org/ns/prov#startedAtTime> ?start .
-              OPTIONAL {{ ?a {T.errorMessage.n3()} ?err }} }} }} ORDER BY ?start"""
+              OPTIONAL {{ GRAPH ?errorMessageGraph1 {{ ?a {T.errorMessage.n3()} ?err }} }} }} }} ORDER BY ?start"""
     )
     assert isinstance(result, Solutions)
     rows = [{k: to_python(v) for k, v in r.items()} for r in result]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -11,6 +12,7 @@ import trails.memory as memory
 from trails.kernel import Context, get_capability, invoke
 from trails.memory import service
 from trails.prov import PROV, Recorder, T, sparql_prefixes
+from trails.prov.content import sha256_hex
 from trails.store import IRI, Solutions, Store, to_python
 from trails.testing import assert_conforms, assert_prov_readable
 
@@ -101,8 +103,16 @@ def test_memory_is_provenance_in_a_scope_graph(ctx: Context) -> None:
         s=ctx.session,
     )
     assert op == {"parent": inv["inv"], "session": ctx.session}
-    tags = rows(ctx.store, "SELECT ?m ?tag WHERE { GRAPH ?g { ?m trails:tag ?tag } }", m=IRI(m.id))
-    assert sorted(r["tag"] for r in tags) == ["deploy", "policy"]
+    # topic and tags are content (they may name a person): in the content graph, with
+    # their digests in the memory graph, so erasure removes them
+    [tags] = rows(
+        ctx.store,
+        """SELECT ?m ?tags ?digest WHERE { GRAPH ?cg { ?m trails:tags ?tags }
+            GRAPH ?g { ?m trails:tagsSha256 ?digest } FILTER (STRENDS(STR(?cg), ":content")) }""",
+        m=IRI(m.id),
+    )
+    assert sorted(json.loads(tags["tags"])) == ["deploy", "policy"]
+    assert tags["digest"] == sha256_hex(tags["tags"])
     assert_conforms(ctx.store)
     assert_prov_readable(ctx.store, entities={m.id})
 
@@ -298,8 +308,9 @@ def test_every_recall_is_recorded_even_when_empty(ctx: Context) -> None:
     memory.recall("nothing here", scope="shared", ctx=ctx)
     [row] = rows(
         ctx.store,
-        """SELECT ?s ?q ?scope WHERE { GRAPH ?s { ?a a trails:MemoryRecall ; trails:recallQuery ?q ;
-            trails:scope ?scope . FILTER NOT EXISTS { ?a prov:used ?m } } }""",
+        """SELECT ?s ?q ?scope WHERE { GRAPH ?s { ?a a trails:MemoryRecall ;
+            trails:recallQuerySha256 ?d ; trails:scope ?scope . FILTER NOT EXISTS { ?a prov:used ?m } }
+            GRAPH ?content { ?a trails:recallQuery ?q } }""",
         s=ctx.session,
     )
     assert row == {"q": "nothing here", "scope": "shared"}

@@ -14,6 +14,7 @@ from tests.server.conftest import serving
 
 from trails.otel.ingest import Ingestor
 from trails.prov import Recorder
+from trails.server.logs import mount_logs
 from trails.server.traces import receiver_app
 from trails.server.write_tokens import WriteTokens
 from trails.store import Store
@@ -36,11 +37,21 @@ def make_receiver(store: Store) -> Iterator[Callable[..., Receiver]]:
     stack: list[Any] = []
 
     def start(
-        *, tokens: WriteTokens | None = None, target: Store | None = None, idle: float = 300.0
+        *,
+        tokens: WriteTokens | None = None,
+        target: Store | None = None,
+        idle: float = 300.0,
+        log_wait: float = 0.0,
+        group_window: float | None = None,
     ) -> Receiver:
         where = target if target is not None else store
-        ingestor = Ingestor(Recorder.from_settings(store=where), idle_timeout=idle)
-        ctx = serving(receiver_app(ingestor, tokens=tokens, sweep_every=3600))
+        recorder = Recorder.from_settings(store=where)
+        ingestor = Ingestor(
+            recorder, idle_timeout=idle, log_wait=log_wait, group_window=group_window
+        )
+        app = receiver_app(ingestor, tokens=tokens, sweep_every=3600)
+        mount_logs(app, ingestor, tokens=tokens)  # as `trails otlp` mounts it
+        ctx = serving(app)
         url = ctx.__enter__()
         stack.append(ctx)
         return Receiver(url, ingestor, where)

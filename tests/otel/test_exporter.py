@@ -48,6 +48,8 @@ SELECT ?sc ?p ?oc (COUNT(*) AS ?n) WHERE {
 CLASSES = """
 SELECT ?c (COUNT(DISTINCT ?s) AS ?n) WHERE {
   GRAPH ?g { ?s a ?c FILTER (!CONTAINS(STR(?s), ":projection")) }
+  # what the receiver adds: each span as it came (trails:SpanRecord), nothing else
+  FILTER NOT EXISTS { GRAPH ?g2 { ?s a trails:SpanRecord } }
 } GROUP BY ?c"""
 
 

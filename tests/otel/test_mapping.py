@@ -136,7 +136,7 @@ def test_memory_tool_error_and_plain_spans(store: Store) -> None:
     ]
     failed = rows(
         store,
-        "SELECT ?status ?type ?msg WHERE { GRAPH ?g { ?a trails:capability ?c ; trails:status ?status ; trails:errorType ?type ; trails:errorMessage ?msg } }",
+        "SELECT ?status ?type ?msg WHERE { GRAPH ?g { ?a trails:capability ?c ; trails:status ?status ; trails:errorType ?type } GRAPH ?cg { ?a trails:errorMessage ?msg } }",
     )
     assert failed == [{"status": "error", "type": "TimeoutError", "msg": "TimeoutError"}]
     assert [

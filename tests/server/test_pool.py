@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,16 +31,16 @@ from tests.server.conftest import (
 )
 from tests.server.test_live import LOG_QUERY
 
-from trails.errors import StoreError
 from trails.prov.vocab import T
 from trails.server import EndpointConfig, create_app
 from trails.server.auth import TokenTable, load_tokens
-from trails.server.pool import ProcessPool
+from trails.server.pool import ProcessPool, QueryJob
 from trails.store import IRI, Literal, Quad, Solutions, open_store
 from trails.testing import assert_conforms
 
 # A cross product of 150 triples with itself three times: millions of rows to count.
 SLOW = "SELECT (COUNT(*) AS ?n) WHERE { GRAPH ?g { ?a ?b ?c . ?d ?e ?f . ?h ?i ?j } }"
+G9 = IRI("urn:example:g9")
 FAST = "SELECT DISTINCT ?g WHERE { GRAPH ?g { ?s ?p ?o } } ORDER BY ?g"
 
 
@@ -102,14 +103,30 @@ def test_slow_query_is_stopped_and_the_others_are_served(
         assert sum(r["status"]["value"] == "ok" for r in rows) == 25
 
 
-def test_a_locked_store_fails_at_start_with_a_clear_message(
+def test_a_store_another_process_holds_is_served_as_snapshots(
     on_disk: tuple[Path, Seeded], token_table: TokenTable
 ) -> None:
-    held = open_store(on_disk[0])
+    held = open_store(on_disk[0])  # an agent recording into it
     try:
-        pool = ProcessPool(str(on_disk[0]), threads=1, start_timeout=60)
-        with pytest.raises(StoreError, match="already open"):
-            pool.start()
+        pool = ProcessPool(str(on_disk[0]), threads=1, start_timeout=60, snapshot_interval=0.2)
+        pool.start()
+        try:
+            grant = token_table.authenticate(f"Bearer {TOKENS['admin']}")
+            assert grant is not None
+            job = QueryJob(FAST, grant=grant, reserved=None)
+            before = pool.submit(job, 30).result(timeout=60)
+            assert before.kind == "ok", before.message
+            late = Quad(IRI("urn:example:late"), IRI("urn:example:says"), Literal("new"), G9)
+            held.write([late])
+            for _ in range(300):  # a newer snapshot shows what the writer added since
+                after = pool.submit(job, 30).result(timeout=60)
+                if b"urn:example:g9" in after.data:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError("the served snapshot never showed the new graph")
+        finally:
+            pool.close()
     finally:
         held.close()
 

@@ -186,8 +186,11 @@ class Session:
         fallback: the strategy ``run`` switches to when a run of ``strategy`` stops
             with an error; the second run is recorded informed by the failed one.
         summarize_on_trim: ``fn(entries) -> str``, called when the history window
-            drops entries: the text stands in for them in the window. Every
-            eviction is recorded either way (``trails.agent.evictions``).
+            drops entries: the text stands in for them in the window; or an LLM
+            client, asked for that summary (its completion recorded in the
+            session). Every eviction is recorded either way (``trails.agent.evictions``).
+        max_messages: the most unpinned entries the history window keeps (None:
+            only ``max_tokens`` bounds it).
 
     Raises:
         UserError: an empty principal, a bad budget or an unknown strategy.
@@ -214,7 +217,8 @@ class Session:
         approval_timeout_s: float | None = None,
         observers: Any = (),
         fallback: str | None = None,
-        summarize_on_trim: Summarizer | None = None,
+        summarize_on_trim: Summarizer | Any = None,
+        max_messages: int | None = None,
     ) -> None:
         if not isinstance(principal, str) or not principal.strip():
             raise UserError(f"Session principal must be a non-empty str, not {principal!r}")
@@ -224,7 +228,9 @@ class Session:
             check_session_id(session_id, "Session session_id")
         self.principal = principal
         self.id = session_id or str(uuid.uuid4())
-        self.history = TokenWindow(max_tokens=max_tokens, pin_head=pin_head)
+        self.history = TokenWindow(
+            max_tokens=max_tokens, pin_head=pin_head, max_messages=max_messages
+        )
         self.history.on_evict = EvictionRecorder(self, summarize_on_trim)
         self.invocations: list[InvocationRecord] = []
         self.metadata: dict[str, Any] = {}

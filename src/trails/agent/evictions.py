@@ -14,6 +14,9 @@ the previous summary first when there is one) returns the text that stands in
 for them: it enters the window as a summary entry, and the graph holds it as a
 ``trails:HistorySummary`` the eviction generated, ``prov:wasDerivedFrom`` each
 entry it summarises (the previous summary is invalidated by the eviction too).
+``summarize_on_trim`` may also be an LLM client (seed 002's
+``summarize_provider``): it is asked for the summary (``SUMMARY_PROMPT``), and
+that request is a completion recorded in the session like any other.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,6 +32,7 @@ from trails.agent.history import HistoryEntry, TokenWindow
 from trails.errors import UserError
 from trails.kernel.context import now
 from trails.kernel.observe import notify
+from trails.llm.types import Message
 from trails.prov.builder import QuadBuilder
 from trails.prov.events import Event
 from trails.prov.iri import Minter
@@ -38,7 +42,14 @@ from trails.store.terms import IRI
 if TYPE_CHECKING:
     from trails.kernel.context import Context
 
-__all__ = ["EvictedEntry", "EvictionRecorder", "HistoryEvicted", "Summarizer", "WindowOwner"]
+__all__ = [
+    "SUMMARY_PROMPT",
+    "EvictedEntry",
+    "EvictionRecorder",
+    "HistoryEvicted",
+    "Summarizer",
+    "WindowOwner",
+]
 
 Summarizer = Callable[[list[HistoryEntry]], str]
 """``summarize_on_trim(entries) -> str``: the summary of the entries a window dropped."""
@@ -113,6 +124,25 @@ class HistoryEvicted(Event):
                 b.add(s, PROV.wasDerivedFrom, e)
 
 
+SUMMARY_PROMPT = (
+    "Summarise the conversation below in a few sentences, keeping names, figures and "
+    "decisions; it replaces these messages in the agent's memory. Reply with the summary only."
+)
+
+
+def _model_summarizer(client: Any, session: Callable[[], Any]) -> Summarizer:
+    """``summarize_on_trim`` for a model client: it is asked for the summary, in the session."""
+
+    def summarize(entries: list[HistoryEntry]) -> str:
+        owner = session()
+        text = "\n".join(f"{e.role}: {e.content}" for e in entries)
+        messages = [Message("system", SUMMARY_PROMPT), Message("user", text)]
+        ctx = owner.context if owner is not None and not owner.closed else None
+        return str(client.complete(messages, ctx=ctx, max_tokens=512).text)
+
+    return summarize
+
+
 class EvictionRecorder:
     """A session window's ``on_evict``: records each eviction, summarising when asked.
 
@@ -124,11 +154,14 @@ class EvictionRecorder:
         UserError: ``summarize`` is not a function.
     """
 
-    def __init__(self, session: WindowOwner, summarize: Summarizer | None = None) -> None:
+    def __init__(self, session: WindowOwner, summarize: Summarizer | Any = None) -> None:
         if summarize is not None and not callable(summarize):
-            raise UserError(
-                f"summarize_on_trim= must be a function (entries) -> str, not {summarize!r}"
-            )
+            if not callable(getattr(summarize, "complete", None)):
+                raise UserError(
+                    f"summarize_on_trim= must be a function (entries) -> str or an LLM "
+                    f"client, not {summarize!r}"
+                )
+            summarize = _model_summarizer(summarize, weakref.ref(session))
         # weak: the session holds its window, which holds this; a strong reference
         # back would keep a dropped session alive (and unended) until a GC cycle
         self._session = weakref.ref(session)

@@ -56,8 +56,9 @@ class TokenWindow:
     """A FIFO message window with a pinned head and running-total eviction.
 
     The first ``pin_head`` entries are never evicted. When the running token
-    total passes ``max_tokens``, the oldest unpinned entries are dropped until
-    it fits again; the newest entry is always kept, however large.
+    total passes ``max_tokens``, or the unpinned entries outnumber
+    ``max_messages``, the oldest unpinned entries are dropped until it fits
+    again; the newest entry is always kept, however large.
 
     Each time entries are dropped, ``on_evict(dropped)`` is called (a ``Session``
     records the eviction there, ``trails.agent.evictions``); when it returns a
@@ -68,12 +69,15 @@ class TokenWindow:
     Args:
         max_tokens: the token budget of the window.
         pin_head: how many leading entries are pinned (usually the system prompt).
+        max_messages: how many unpinned entries the window keeps at most (a
+            summary of evicted ones not counted); None: no message cap.
         count_tokens: how to count the tokens of a text (default: ``estimate_tokens``).
         on_evict: called with the entries each eviction dropped, oldest first;
             returns the summary to keep in their place, or None.
 
     Raises:
-        UserError: ``max_tokens`` is not a positive int or ``pin_head`` is negative.
+        UserError: ``max_tokens`` or ``max_messages`` is not a positive int, or
+            ``pin_head`` is negative.
     """
 
     def __init__(
@@ -83,12 +87,20 @@ class TokenWindow:
         pin_head: int = 1,
         count_tokens: Callable[[str], int] | None = None,
         on_evict: Callable[[list[HistoryEntry]], str | None] | None = None,
+        max_messages: int | None = None,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise UserError(f"TokenWindow max_tokens must be a positive int, not {max_tokens!r}")
         if isinstance(pin_head, bool) or not isinstance(pin_head, int) or pin_head < 0:
             raise UserError(f"TokenWindow pin_head must be an int >= 0, not {pin_head!r}")
+        if max_messages is not None and (
+            isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1
+        ):
+            raise UserError(
+                f"TokenWindow max_messages must be a positive int or None, not {max_messages!r}"
+            )
         self.max_tokens = max_tokens
+        self.max_messages = max_messages
         self.pin_head = pin_head
         self.count_tokens = count_tokens or estimate_tokens
         self._entries: list[HistoryEntry] = []
@@ -178,7 +190,7 @@ class TokenWindow:
 
     def _evict(self) -> None:
         dropped: list[HistoryEntry] = []
-        while self._total > self.max_tokens:
+        while self._total > self.max_tokens or self._too_many():
             index = next(
                 (i for i, e in enumerate(self._entries[:-1]) if not (e.pinned or e.summary)),
                 None,
@@ -193,6 +205,12 @@ class TokenWindow:
             text = self.on_evict(dropped)
             if text is not None:
                 self._summarise(text)
+
+    def _too_many(self) -> bool:
+        if self.max_messages is None:
+            return False
+        kept = sum(1 for e in self._entries if not (e.pinned or e.summary))
+        return kept > self.max_messages
 
     def _summarise(self, text: str) -> None:
         """Put ``text`` in the window as the summary, in place of the previous one."""

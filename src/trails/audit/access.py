@@ -3,32 +3,40 @@
 Recording commands create their store on first use; an auditor who mistypes a
 path should instead get "there is no store here", not an empty result from a
 store that was just created (nor RocksDB files written into a folder of source
-code). ``trails.store.location`` says what a store is. ``memory:`` means the
+code). ``trails.store.location`` says what a store is. A store another process
+holds (an agent recording, a notebook) is read as a snapshot of the moment it is
+opened, said on stderr: readers never wait for a writer. ``memory:`` means the
 process's own store (the one the application, or a test, is recording into);
 an ``http(s)://`` store exists when it answers.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from trails.config import load_settings
-from trails.errors import NotAStore
+from trails.errors import NotAStore, StoreLockedError
 from trails.store import Store, default_store, open_store
 from trails.store.location import check_existing
 
-__all__ = ["check_reading", "existing_store", "reading", "writing"]
+__all__ = ["changing", "check_reading", "existing_store", "reading", "writing"]
 
 
-def existing_store(location: str | None, *, create: bool = False) -> tuple[Store, bool]:
+def existing_store(
+    location: str | None, *, create: bool = False, snapshot: bool = True
+) -> tuple[Store, bool]:
     """Open the store at ``location`` (default: the configured one) if it exists.
 
     Args:
         location: ``memory:``, ``http(s)://...``, a directory, or None for the settings.
         create: a recording command: create the directory store when it is missing or
             empty. Otherwise nothing is written: a folder that is not a store is refused.
+        snapshot: a directory store another process holds is opened read-only, as it
+            is at this moment (said on stderr). False for a command that changes the
+            store: it is refused with ``StoreLockedError`` instead.
 
     Returns:
         The store and whether the caller owns it (and must close it).
@@ -36,6 +44,7 @@ def existing_store(location: str | None, *, create: bool = False) -> tuple[Store
     Raises:
         NotAStore: the directory is not a store (reading), or it is a folder of other
             files that a store must not be created in (``create``).
+        StoreLockedError: another process holds the store and ``snapshot`` is False.
         StoreError: the store cannot be opened.
     """
     settings = load_settings()
@@ -55,6 +64,19 @@ def existing_store(location: str | None, *, create: bool = False) -> tuple[Store
         if create:
             raise
         raise _advised(exc, path) from None
+    except StoreLockedError:
+        if create or not snapshot:
+            raise
+    # another process is writing the store: read it as it is at this moment
+    store = open_store(path, settings=settings, create=False, read_only=True)
+    seen = getattr(store, "snapshot_at", None)
+    moment = f" as of {seen:%H:%M:%S} UTC" if seen is not None else ""
+    print(
+        f"trails: {path} is being written by another process; reading a snapshot{moment} "
+        f"(what is recorded after it is not shown)",
+        file=sys.stderr,
+    )
+    return store, True
 
 
 def check_reading(location: str) -> None:
@@ -121,6 +143,27 @@ def writing(location: str | None) -> Iterator[Store]:
         The store.
     """
     store, owned = existing_store(location, create=True)
+    try:
+        yield store
+    finally:
+        if owned:
+            store.close()
+
+
+@contextmanager
+def changing(location: str | None) -> Iterator[Store]:
+    """``reading`` for a command that changes an existing store (erase, holds, recovery).
+
+    It needs the writer's lock: a store another process holds is refused, never read
+    as a snapshot the change could not be written to.
+
+    Args:
+        location: as for ``existing_store``.
+
+    Yields:
+        The store.
+    """
+    store, owned = existing_store(location, snapshot=False)
     try:
         yield store
     finally:

@@ -12,6 +12,9 @@ everything needed to check them on another machine:
 - ``keys/NNNN.pem``: the public keys recorded in those seals and rotations;
 - ``answers/*.csv``: the pack queries' answers over the bundled graphs (a
   query that needs a session is answered once per session);
+- ``log/proofs.json``: the transparency log's newest signed tree head and the
+  inclusion proof of each bundled seal in it (``trails.evidence.transparency``),
+  when the store has a log;
 - ``manifest.json``: what is where, with each file's SHA-256 and size.
 
 The archive is written in one canonical layout (entries stored uncompressed,
@@ -67,6 +70,9 @@ from trails.evidence.ledger import (
     ledger_iri,
     read_ledger,
 )
+from trails.evidence.proofs import ProofError, ProofReport, check_log_proofs
+from trails.evidence.timestamp import timestamp_checker
+from trails.evidence.transparency import log_iri, log_proofs
 from trails.evidence.verify import Finding, VerifyReport, _check_seal, trusted_keys
 from trails.prov.content import content_graph, is_content_graph, structure_graph
 from trails.prov.iri import Minter
@@ -80,6 +86,7 @@ BUNDLE_FORMAT = "trails-bundle/1"
 
 _MANIFEST = "manifest.json"
 _SEGMENT = "ledger/segment.nq"
+_PROOFS = "log/proofs.json"
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 _ROWS = "SELECT ?s ?p ?o $ledger WHERE { GRAPH $ledger { ?s ?p ?o } }"
 _SESSION_TYPE = """
@@ -245,7 +252,9 @@ def write_bundle(
     ledger = ledger_iri(minter)
     present = set(store.graphs())
     # a session's content graph goes in its session's file (not sealed, not a session)
-    graphs = sorted(g for g in set(graphs) if g != ledger and not is_content_graph(g))
+    # the ledger and the transparency log travel as the segment and the proofs, not whole
+    apart = {ledger, log_iri(minter)}
+    graphs = sorted(g for g in set(graphs) if g not in apart and not is_content_graph(g))
     if not graphs:
         raise ExportError("the selection is empty: no session graph to bundle")
     # the sealed receipts of content erased or retained away go with the sessions they name
@@ -278,6 +287,9 @@ def write_bundle(
     )
     for i, key in enumerate(keys, start=1):
         entries[f"keys/{i:04d}.pem"] = _pem(key)
+    proofs = log_proofs(store, minter, [s.iri for s in segment])
+    if proofs is not None:
+        entries[_PROOFS] = (json.dumps(proofs, indent=2, sort_keys=True) + "\n").encode()
 
     scratch = _scratch(entries)
     try:
@@ -350,7 +362,8 @@ def _describe_sessions(
 
 
 _NAMES = re.compile(
-    r"manifest\.json|ledger/segment\.nq|sessions/\d{4,}\.trig|keys/\d{4,}\.pem"
+    r"manifest\.json|ledger/segment\.nq|log/proofs\.json"
+    r"|sessions/\d{4,}\.trig|keys/\d{4,}\.pem"
     r"|answers/[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/\d{4,})?\.csv"
 )
 """Every name ``write_bundle`` gives an entry; an archive with any other is refused unread."""
@@ -623,7 +636,45 @@ def verify_bundle(
         trusted=public_key is not None,
         heads=expect_heads,
     )
+    _check_log(entries, contents, public_key, report)
     return report
+
+
+def _check_log(
+    entries: dict[str, bytes], contents: LedgerContents, public_key: Any, report: BundleReport
+) -> None:
+    """The bundled tree head and the bundled seals' inclusion proofs in the log."""
+    data = entries.get(_PROOFS)
+    if data is None:
+        report.does_not_prove.append(
+            "that the bundled seals are in a transparency log: the bundle carries no log "
+            "proofs (its store had no tree head yet)"
+        )
+        return
+    seals = {str(s.iri): s for s in contents.seals}
+    inner = ProofReport()
+    try:
+        proved = check_log_proofs(
+            json.loads(data), seals, inner, public_key=public_key, timestamp=timestamp_checker()
+        )
+    except (ValueError, ProofError, RecursionError) as exc:
+        report.findings.append(Finding("proof", _PROOFS, f"unreadable: {exc}"))
+        return
+    report.findings.extend(inner.findings)
+    head = inner.head
+    if head is not None and not inner.findings:
+        report.proves.append(
+            f"{len(proved)} bundled seal(s) are leaves of the transparency log whose tree head "
+            f"({head.size} leaves, root {head.root[:16]}…) is bundled (RFC 9162 inclusion proofs)"
+        )
+    report.proves.extend(inner.proves)
+    report.does_not_prove.extend(inner.does_not_prove)
+    outside = sorted(set(seals) - proved)
+    if outside:
+        report.does_not_prove.append(
+            f"that {len(outside)} bundled seal(s) are in the log (sealed after its newest tree "
+            f"head, e.g. {outside[0]})"
+        )
 
 
 def _check_content(

@@ -10,8 +10,10 @@ included) written in one format:
 - ``turtle`` holds one graph only; ``jsonld`` holds the dataset with its graphs,
   in expanded form: every IRI in full, every literal with its datatype and
   lexical form, so any JSON-LD 1.1 processor reads back the same quads;
-- ``provn`` and ``provjson`` go through the ``prov`` package (one bundle per
-  graph) for PROV tools that do not read RDF; they are for reading, not import.
+- ``provn`` and ``provjson`` (one bundle per session) are for PROV tools that do
+  not read RDF; they are for reading, not import. ``trails.audit.provn`` writes
+  them from the quads, as the ``prov`` package reads PROV-O; a graph it does not
+  map exactly goes through the ``prov`` package (one conversion per session).
   No prefix is named like the scheme of an IRI in the export (``agent`` becomes
   ``agent1`` next to ``agent:bob``), since the ``prov`` package would read
   ``agent:bob`` as a qualified name; an IRI whose scheme is one of its own
@@ -48,6 +50,7 @@ from typing import Any, BinaryIO
 
 from trails.audit.files import write_file
 from trails.audit.jsonld import jsonld_to_nquads, nquads_to_jsonld
+from trails.audit.provn import Unsupported, write_prov
 from trails.audit.querypack import get_query
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
@@ -392,7 +395,7 @@ _RESERVED = frozenset({"prov", "xsd"})  # the prov package's own prefixes, never
 
 def _schemes(nquads: bytes) -> frozenset[str]:
     """The IRI schemes of an N-Quads text, lower-cased."""
-    return frozenset(m.decode("ascii").lower() for m in _SCHEME.findall(nquads))
+    return frozenset(m.decode("ascii").lower() for m in set(_SCHEME.findall(nquads)))
 
 
 def _new_prefixes(
@@ -525,7 +528,8 @@ def export(
         )
         return stats
     buffer = io.BytesIO()
-    _stream(store, graphs, buffer, "nquads", targets=targets, stats=stats, progress=progress)
+    staged = progress if format in ("turtle", "jsonld") else None  # PROV: counted as converted
+    _stream(store, graphs, buffer, "nquads", targets=targets, stats=stats, progress=staged)
     if format == "turtle":
         scratch = open_store("memory:")
         try:
@@ -549,45 +553,70 @@ def export(
             f"the prov package reads them as its own prefix (prov:erin would become "
             f"{PROV}erin); export as trig, nquads or jsonld"
         )
-    trig = io.BytesIO()
     structure = [g for g in graphs if not is_content_graph(g)]
-    if len(structure) == len(graphs):
-        _stream(
-            store,
-            graphs,
-            trig,
-            "trig",
-            targets=targets,
-            stats=ExportStats(),
-            progress=None,
-            minter=minter,
+    # Written straight from the quads (trails.audit.provn), as the prov package reads them;
+    # a graph that writer cannot map exactly goes through the prov package instead.
+    direct = io.BytesIO()
+    try:
+        write_prov(
+            buffer.getvalue(),
+            direct,
+            format=format,
+            bundles=[str(g) for g in structure],
+            prefixes=_prefixes(minter, schemes),
             avoid=schemes,
+            progress=None if progress is None else lambda i, n: progress(i, n, stats.quads),
         )
-    else:  # one bundle per session: its content merged back into it (already redacted)
-        scratch = open_store("memory:")
-        try:
-            scratch.load(buffer.getvalue(), format="nquads")
+    except Unsupported:
+        pass
+    else:
+        out.write(direct.getvalue())
+        return stats
+    # Each session is converted on its own (the prov package's RDF reading slows down with
+    # every graph it holds at once: converting them together was superlinear), then the
+    # bundles are gathered in one document, and progress counts the sessions converted.
+    document = ProvDocument()
+    merged = None if len(structure) == len(graphs) else open_store("memory:")
+    try:
+        if merged is not None:  # one bundle per session: its content merged back into it
+            merged.load(buffer.getvalue(), format="nquads")  # already redacted
             for g in graphs:
                 if is_content_graph(g):
-                    data = scratch.dump(format="ntriples", graph=g) or b""
-                    scratch.load(data, format="ntriples", graph=structure_graph(g))
-                    scratch.clear(g)
+                    data = merged.dump(format="ntriples", graph=g) or b""
+                    merged.load(data, format="ntriples", graph=structure_graph(g))
+                    merged.clear(g)
+        source, names = (store, graphs) if merged is None else (merged, structure)
+        for done, g in enumerate(names, 1):
+            trig = io.BytesIO()
             _stream(
-                scratch,
-                structure,
+                source,
+                [g],
                 trig,
                 "trig",
-                targets={},
+                targets=targets if merged is None else {},
                 stats=ExportStats(),
                 progress=None,
                 minter=minter,
                 avoid=schemes,
             )
-        finally:
-            scratch.close()
-    document = ProvDocument.deserialize(
-        content=trig.getvalue().decode("utf-8"), format="rdf", rdf_format="trig"
-    )
+            piece = ProvDocument.deserialize(
+                content=trig.getvalue().decode("utf-8"), format="rdf", rdf_format="trig"
+            )
+            for record in piece.get_records():
+                document.add_record(record)
+            for bundle in piece.bundles:
+                # prefixes travel with their bundle (another session may give a generated
+                # prefix such as ns15 another IRI); the document declares the bundle's name
+                for namespace in piece.namespaces:
+                    bundle.add_namespace(namespace)
+                if bundle.identifier is not None:
+                    document.add_namespace(bundle.identifier.namespace)
+                document.add_bundle(bundle)
+            if progress is not None:
+                progress(done, len(names), stats.quads)
+    finally:
+        if merged is not None:
+            merged.close()
     text = document.serialize(format="provn" if format == "provn" else "json")
     if isinstance(text, bytes):
         text = text.decode("utf-8")
@@ -601,20 +630,20 @@ def _drop_unused_prefixes(text: str, *, provn: bool) -> str:
     if provn:
         lines = text.splitlines(keepends=True)
         body = "".join(line for line in lines if not _PROVN_PREFIX.match(line))
+        used = set(_PROVN_USE.findall(body))  # one pass: linear in the document's size
         kept = [
-            line
-            for line in lines
-            if not (m := _PROVN_PREFIX.match(line)) or f"{m.group(1)}:" in body
+            line for line in lines if not (m := _PROVN_PREFIX.match(line)) or m.group(1) in used
         ]
         return "".join(kept)
     document = json.loads(text)
     rest = json.dumps({k: v for k, v in document.items() if k != "prefix"})
+    used = set(_PROVN_USE.findall(rest))  # one pass, as for PROV-N
 
     def prune(node: Any) -> None:
         if isinstance(node, dict):
             prefixes = node.get("prefix")
             if isinstance(prefixes, dict):
-                node["prefix"] = {p: iri for p, iri in prefixes.items() if f"{p}:" in rest}
+                node["prefix"] = {p: iri for p, iri in prefixes.items() if p in used}
             for value in node.values():
                 prune(value)
 
@@ -623,6 +652,7 @@ def _drop_unused_prefixes(text: str, *, provn: bool) -> str:
 
 
 _PROVN_PREFIX = re.compile(r"^\s*prefix\s+([A-Za-z_][\w.-]*)\s+<")
+_PROVN_USE = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*):")  # a prefix where it is used
 
 
 def export_to_path(write: Callable[[BinaryIO], ExportStats], path: Path) -> ExportStats:

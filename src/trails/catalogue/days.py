@@ -40,6 +40,8 @@ __all__ = [
     "keep_through",
     "kept_through",
     "running_quads",
+    "start_day_iri",
+    "start_quads_of",
     "stored_quads",
 ]
 
@@ -117,6 +119,35 @@ def dated_mark(catalogue: IRI) -> Quad:
 def day_iri(catalogue: IRI, day: date) -> IRI:
     """The IRI of a catalogue day (``<catalogue>:day:YYYY-MM-DD``)."""
     return Minter.part(catalogue, f"day:{day.isoformat()}")
+
+
+def start_day_iri(catalogue: IRI, day: date) -> IRI:
+    """The IRI of a start day (``<catalogue>:started:YYYY-MM-DD``)."""
+    return Minter.part(catalogue, f"started:{day.isoformat()}")
+
+
+def start_quads_of(catalogue: IRI, entry: IRI, started: Any) -> list[Quad]:
+    """Where the sessions page finds an entry by its start: its UTC minute, in its UTC day.
+
+    ``<catalogue>:started:2026-11-27T1403`` (a ``trails:StartMinute``) belongs to
+    ``<catalogue>:started:2026-11-27`` (a ``trails:StartDay``); both IRIs sort in time
+    order, so the newest sessions are found by walking days, then minutes, from the
+    newest, never by sorting every entry. Nothing for a start that is no dateTime.
+    """
+    value = to_python(started) if isinstance(started, Literal) else started
+    if not isinstance(value, datetime):
+        return []
+    at = (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+    day = start_day_iri(catalogue, at.date())
+    minute = Minter.part(catalogue, f"started:{at:%Y-%m-%dT%H%M}")
+    return [
+        Quad(entry, T.startedInMinute, minute, catalogue),
+        Quad(minute, RDF.type, T.StartMinute, catalogue),
+        Quad(minute, RDF.type, PROV.Entity, catalogue),
+        Quad(minute, T.minuteOf, day, catalogue),
+        Quad(day, RDF.type, T.StartDay, catalogue),
+        Quad(day, RDF.type, PROV.Entity, catalogue),
+    ]
 
 
 def day_of(node: IRI | str) -> date | None:

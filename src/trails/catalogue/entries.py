@@ -39,6 +39,7 @@ from trails.catalogue.days import (
     day_totals,
     ended_day,
     exact_sum,
+    start_quads_of,
     stored_quads,
 )
 from trails.prov.iri import Minter
@@ -99,6 +100,10 @@ CATALOGUE_TERMS: tuple[IRI, ...] = (
     totalOutputTokens,
     totalCostUSD,
     T.CatalogueDay,
+    T.startedInMinute,
+    T.StartMinute,
+    T.StartDay,
+    T.minuteOf,
     T.DailyTotal,
     T.endedOn,
     T.day,
@@ -162,6 +167,7 @@ def start_quads(
     )
     return [
         *described,
+        *start_quads_of(catalogue, entry, started),
         Quad(entry, RDF.type, SessionSummary, catalogue),
         Quad(entry, RDF.type, PROV.Entity, catalogue),
         Quad(entry, RDFS.label, Literal(f"summary of {label}"), catalogue),

@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "import": ("exporting", "load an export (TriG, N-Quads, JSON-LD ...) into the store"),
     "verify": ("verify", "check that recorded sessions still match their seals"),
+    "prove": ("prove", "write a session's inclusion proofs in the transparency log"),
+    "head": ("prove", "write the transparency log's newest signed tree head"),
     "recover": (
         "recover",
         "end sessions left open by a process that stopped (as interrupted) and seal them",
@@ -57,10 +59,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "move content out of sealed graphs into content graphs, recorded and re-sealed",
     ),
     "report": ("report", "write the HTML audit report of a session"),
+    "logs": ("logs", "show sessions as conversations (prompts, answers, calls)"),
     "replay": ("replay", "print a persisted session; --rerun checks it still runs"),
     "diff": ("replay", "where two recorded sessions diverge"),
     "serve": ("serve", "run the authenticated read-only SPARQL endpoint"),
     "otlp": ("otlp", "receive OpenTelemetry GenAI traces (OTLP/HTTP) as provenance"),
+    "mcp": ("mcp", "trails over MCP (serve) and a recording MCP proxy (proxy)"),
+    "capabilities": ("capabilities", "print the capability manifest (JSON-LD, JSON or MCP tools)"),
 }
 
 _STORE_HELP = "store location: a path, memory:, or http(s)://... (default: settings)"

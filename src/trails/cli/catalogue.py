@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from trails.audit.access import reading
+from trails.audit.access import changing
 from trails.catalogue.entries import rebuild
 from trails.catalogue.totals import RollupResult, rollup
 from trails.config import load_settings
@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Run the command; see ``register``."""
     minter = Minter(load_settings().base_iri)
-    with reading(args.store) as store:
+    with changing(args.store) as store:
         if args.action == "rollup":
             _say(rollup(store, minter), args.json)
             return 0

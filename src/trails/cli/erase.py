@@ -6,15 +6,18 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
+from pathlib import Path
 
-from trails.audit.access import reading
+from trails.audit.access import changing
 from trails.cli.common import session_arg
+from trails.compliance.access_log import AccessLogErasure, erase_from_access_log
 from trails.compliance.erasure import erase
 from trails.compliance.migration import migrate
-from trails.config import load_settings
+from trails.config import Settings, load_settings
+from trails.prov.iri import Minter
 from trails.prov.recorder import Recorder
 
-__all__ = ["register", "run_erase", "run_migrate"]
+__all__ = ["access_log_location", "register", "run_erase", "run_migrate"]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,7 +30,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "structure and each value's sha256 stay, every seal still verifies, and a "
         "trails:Erasure receipt (who, when, why, which digests) is recorded and sealed. "
         "Sessions under a legal hold are skipped and each hold is named. The embedded "
-        "store's files are rewritten so no erased text survives in them.",
+        "store's files are rewritten so no erased text survives in them. The endpoint's "
+        "access log loses the text of every logged query that mentions a --principal or "
+        "a --mention.",
     )
     p.add_argument(
         "--principal",
@@ -56,6 +61,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="do not rewrite the store's files now (compact later)",
     )
+    p.add_argument(
+        "--mention",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="also remove from the endpoint's access log every logged query text that "
+        "mentions TEXT (an e-mail, a name; each --principal is a mention too) (repeatable)",
+    )
+    p.add_argument(
+        "--access-log",
+        metavar="LOCATION",
+        help="the endpoint's access-log store (default: [serve] access_log, or the one "
+        "beside a directory store, when it exists)",
+    )
     p.add_argument("--json", action="store_true", help="print the receipt as JSON")
     p.set_defaults(func=run_erase)
     m = subparsers.add_parser(
@@ -75,7 +94,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_erase(args: argparse.Namespace) -> int:
     """Run ``trails erase``."""
     settings = load_settings()
-    with reading(args.store) as store:
+    with changing(args.store) as store:
         recorder = Recorder.from_settings(settings, store=store)
         receipt = erase(
             recorder,
@@ -87,9 +106,11 @@ def run_erase(args: argparse.Namespace) -> int:
             by=args.by or settings.principal,
             compact=not args.no_compact,
         )
+    logged = _erase_access_log(args, settings)
     if args.json:
         data = asdict(receipt)
         data["skipped"] = [{"target": s.target, "hold": asdict(s.hold)} for s in receipt.skipped]
+        data["access_log"] = asdict(logged) if logged is not None else None
         print(json.dumps(data, indent=2))
         return 0
     for skipped in receipt.skipped:
@@ -103,13 +124,51 @@ def run_erase(args: argparse.Namespace) -> int:
         f"in {receipt.graph}, sealed by {receipt.seal or '(not sealed)'}"
         + ("; store files rewritten" if receipt.compacted else "")
     )
+    if logged is not None:
+        print(
+            f"access log: removed the text of {logged.entries} logged query(ies) that "
+            f"mention(s) them ({logged.values} value(s))"
+            + ("; its files rewritten" if logged.compacted else "")
+        )
     return 0
+
+
+def access_log_location(args: argparse.Namespace, settings: Settings) -> str | None:
+    """The endpoint's access log a command also covers (erasure, retention): named,
+    configured, or beside a directory store; None when there is none (an in-memory or
+    remote store without one named)."""
+    given = getattr(args, "access_log", None) or settings.section("serve").get("access_log")
+    if given:
+        text = str(given)
+        return text if text.startswith(("http://", "https://")) else str(Path(text))
+    where = args.store or settings.store
+    if where.startswith(("http://", "https://", "memory:")):
+        return None
+    data = settings.resolve_path(where) if not args.store else Path(where)
+    beside = data.with_name(data.name + ".access-log")
+    return str(beside) if beside.is_dir() else None
+
+
+def _erase_access_log(args: argparse.Namespace, settings: Settings) -> AccessLogErasure | None:
+    mentions = [*args.principal, *args.mention]
+    location = access_log_location(args, settings)
+    if not mentions or location is None:
+        return None
+    with changing(location) as log:
+        return erase_from_access_log(
+            log,
+            mentions=mentions,
+            reason=args.reason,
+            by=args.by or settings.principal,
+            minter=Minter(settings.base_iri),
+            compact=not args.no_compact,
+        )
 
 
 def run_migrate(args: argparse.Namespace) -> int:
     """Run ``trails migrate``."""
     settings = load_settings()
-    with reading(args.store) as store:
+    with changing(args.store) as store:
         recorder = Recorder.from_settings(settings, store=store)
         receipt = migrate(recorder, by=args.by or settings.principal)
     if args.json:

@@ -6,7 +6,7 @@ import argparse
 import json
 from dataclasses import asdict
 
-from trails.audit.access import reading
+from trails.audit.access import changing, reading
 from trails.cli.common import session_arg
 from trails.compliance.holds import Hold, list_holds, place_hold, release_holds
 from trails.config import load_settings
@@ -66,7 +66,7 @@ def _print(holds: list[Hold]) -> None:
 def run_add(args: argparse.Namespace) -> int:
     """Run ``trails hold add``."""
     settings = load_settings()
-    with reading(args.store) as store:
+    with changing(args.store) as store:
         recorder = Recorder.from_settings(settings, store=store)
         hold = place_hold(
             recorder, session_arg(args.target), reason=args.reason, by=args.by or settings.principal
@@ -78,7 +78,7 @@ def run_add(args: argparse.Namespace) -> int:
 def run_remove(args: argparse.Namespace) -> int:
     """Run ``trails hold remove``."""
     settings = load_settings()
-    with reading(args.store) as store:
+    with changing(args.store) as store:
         recorder = Recorder.from_settings(settings, store=store)
         released = release_holds(
             recorder, session_arg(args.target), reason=args.reason, by=args.by or settings.principal

@@ -1,4 +1,4 @@
-"""``trails otlp``: receive OpenTelemetry traces (OTLP/HTTP) into the provenance store.
+"""``trails otlp``: receive OpenTelemetry traces and GenAI logs (OTLP/HTTP) as provenance.
 
 A thin shell over ``trails.server.traces``: loopback without a token, like a
 local collector; with ``--tokens FILE``, or on any other address (where a
@@ -30,14 +30,21 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "otlp",
         help="receive OpenTelemetry GenAI traces (OTLP/HTTP) as provenance",
-        description="Accept POST /v1/traces (protobuf or JSON) and record the spans as PROV-O "
-        "sessions in the store.",
+        description="Accept POST /v1/traces and /v1/logs (protobuf or JSON) and record the "
+        "spans, and the message content their log records carry, as PROV-O sessions in the store.",
     )
     p.add_argument("--host", help="address to bind (default 127.0.0.1, [otel] host)")
     p.add_argument("--port", type=int, help="port (default 4318, [otel] port)")
     p.add_argument("--tokens", help="tokens file; entries need write = true ([otel] tokens)")
     p.add_argument("--idle", type=float, help="seconds before an idle session is ended (300)")
     p.add_argument("--max-bytes", type=int, help="largest request body (default 16 MiB)")
+    p.add_argument(
+        "--group-window",
+        type=float,
+        metavar="SECONDS",
+        help="one session for the root-less traces of a service and user arriving within "
+        "SECONDS of each other ([otel] group_window; default: one session per trace)",
+    )
     p.set_defaults(func=run)
 
 
@@ -55,8 +62,9 @@ def run(args: argparse.Namespace) -> int:
     """
     import uvicorn
 
-    from trails.otel.ingest import Ingestor
+    from trails.otel.ingest import Ingestor, ingest_options
     from trails.prov.recorder import Recorder
+    from trails.server.logs import mount_logs
     from trails.server.traces import DEFAULT_MAX_BYTES, receiver_app
     from trails.server.write_tokens import load_write_tokens
     from trails.store import open_store
@@ -83,10 +91,16 @@ def run(args: argparse.Namespace) -> int:
         open_store(args.store, settings=settings) if args.store else open_store(settings=settings)
     )
     recorder = Recorder.from_settings(settings, store=store)
-    ingestor = Ingestor(recorder, idle_timeout=idle)
+    options = ingest_options(section)
+    if args.group_window is not None:
+        if args.group_window <= 0:
+            raise ConfigError("--group-window must be a positive number of seconds")
+        options["group_window"] = args.group_window
+    ingestor = Ingestor(recorder, idle_timeout=idle, **options)
     app = receiver_app(ingestor, tokens=tokens, max_bytes=args.max_bytes or DEFAULT_MAX_BYTES)
+    mount_logs(app, ingestor, tokens=tokens, max_bytes=args.max_bytes or DEFAULT_MAX_BYTES)
     print(
-        f"trails otlp: http://{host}:{port}/v1/traces, "
+        f"trails otlp: http://{host}:{port}/v1/traces and /v1/logs, "
         f"{'tokens with write = true' if tokens is not None else 'no token (loopback)'}, "
         f"idle sessions end after {idle:g} s",
         file=sys.stderr,

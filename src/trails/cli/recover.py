@@ -13,7 +13,7 @@ import json
 import re
 from datetime import timedelta
 
-from trails.audit.access import reading
+from trails.audit.access import changing
 from trails.config import load_settings
 from trails.errors import UserError
 from trails.evidence.recovery import recover
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the command; see ``register``."""
     older_than = parse_age(args.older_than) if args.older_than is not None else None
     settings = load_settings()
-    with reading(args.store) as store:
+    with changing(args.store) as store:
         recorder = Recorder(store, base_iri=settings.base_iri, content=settings.record_content)
         report = recover(recorder, older_than=older_than, settings=settings)
     if args.json:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from trails.audit.access import reading
+from trails.audit.access import changing, reading
+from trails.cli.erase import access_log_location
+from trails.compliance.access_log import erase_from_access_log
 from trails.compliance.retention import RetentionPlan, RetentionPolicy, apply, plan
-from trails.config import load_settings
+from trails.config import Settings, load_settings
 from trails.errors import UserError
 from trails.prov.iri import Minter
 from trails.prov.recorder import Recorder
@@ -115,11 +117,34 @@ def run_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _access_log(args: argparse.Namespace, settings: Settings, now: datetime | None) -> None:
+    """``[retention] access_log_days``: the query texts the endpoint logged before then go."""
+    days = settings.section("retention").get("access_log_days")
+    location = access_log_location(args, settings)
+    if days is None or location is None:
+        return
+    if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+        raise UserError(f"[retention] access_log_days must be a whole number >= 0, not {days!r}")
+    before = (now or datetime.now(UTC)) - timedelta(days=days)
+    with changing(location) as log:
+        done = erase_from_access_log(
+            log,
+            before=before,
+            reason=f"access_log_days = {days}: {args.reason}",
+            by=args.by or settings.principal,
+            minter=Minter(settings.base_iri),
+        )
+    print(
+        f"access log: removed the text of {done.entries} query(ies) logged before "
+        f"{before.isoformat()} (access_log_days = {days})"
+    )
+
+
 def run_apply(args: argparse.Namespace) -> int:
     """Run ``trails retention apply``."""
     settings = load_settings()
     policy = RetentionPolicy.from_settings(settings, allow_short_structure=args.short_structure)
-    with reading(args.store) as store:
+    with changing(args.store) as store:
         recorder = Recorder.from_settings(settings, store=store)
         result = apply(
             recorder,
@@ -128,8 +153,14 @@ def run_apply(args: argparse.Namespace) -> int:
             reason=args.reason,
             now=_now(args.now),
         )
+    _access_log(args, settings, _now(args.now))
     for skipped in result.plan.skipped:
         print(f"skipped {skipped.removal.session} ({skipped.removal.what}): {skipped.describe()}")
+    for kept in result.recovered:
+        print(
+            f"kept {kept.session} ({kept.what}): recovery ended it as interrupted in this run, "
+            f"after the plan was read; a later run applies the plan to it"
+        )
     if result.run is None:
         print("nothing is past its retention period")
         return 0

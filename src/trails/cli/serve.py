@@ -77,6 +77,15 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--audit", action="store_true", help="with --hash-token: may read the access log"
     )
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first: the capabilities it registers are listed at "
+        "/.well-known/capabilities (repeatable)",
+    )
     p.set_defaults(func=run)
 
 
@@ -146,6 +155,10 @@ def run(args: argparse.Namespace) -> int:
         return _hash_token(args)
     import uvicorn
 
+    from trails.cli.capabilities import import_modules
+
+    import_modules(getattr(args, "imports", []))
+
     settings = load_settings()
     section = settings.section("serve")
     tokens_path = args.tokens or section.get("tokens")
@@ -191,15 +204,21 @@ def run(args: argparse.Namespace) -> int:
             )
         except TrailsError as exc:
             raise _StartupError(_one_line(exc)) from None
-        from trails.server.traces import mount_traces  # POST /v1/traces, tokens with write = true
+        from trails.server.logs import mount_logs  # POST /v1/logs, through the same writer
+        from trails.server.traces import (  # POST /v1/traces, tokens with write = true
+            end_received_sessions,
+            mount_traces,
+        )
 
-        mount_traces(
+        tokens_file = args.tokens or str(settings.resolve_path(str(tokens_path)))
+        writer = mount_traces(
             endpoint.app,
             location,
-            args.tokens or str(settings.resolve_path(str(tokens_path))),
+            tokens_file,
             settings,
             evaluator=endpoint.evaluator,  # on a directory store, its worker writes the spans
         )
+        mount_logs(endpoint.app, writer, tokens_file=tokens_file)
         # workers open the store now, not after the banner; they ignore Ctrl-C (the
         # terminal sends it to them too): this process stops them on its way out
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -219,12 +238,24 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        server = uvicorn.Server(uvicorn.Config(endpoint.app, log_level="warning"))
+        server = uvicorn.Server(
+            uvicorn.Config(
+                endpoint.app,
+                log_level="warning",
+                # an idle keep-alive connection is closed after 5 s, at most 256 connections
+                # are served at once (503 beyond), and a request head may hold 64 KiB: a
+                # crowd of slow clients cannot hold the server (bodies: BODY_SECONDS)
+                timeout_keep_alive=5,
+                limit_concurrency=256,
+                h11_max_incomplete_event_size=64 * 1024,
+            )
+        )
         # uvicorn stops gracefully on SIGINT and SIGTERM, then re-raises the signal to the
         # handler it found: SIGTERM then ends like Ctrl-C, with "stopped" and status 0
         signal.signal(signal.SIGTERM, _interrupted)
         with contextlib.suppress(KeyboardInterrupt):  # re-raised after the graceful stop
             server.run(sockets=[sock])
+        end_received_sessions(writer)  # the sessions the receiver wrote end with it
         print("trails serve: stopped", file=sys.stderr)
     finally:
         sock.close()

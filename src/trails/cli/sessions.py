@@ -1,7 +1,8 @@
 """``trails sessions``: the sessions in the store, newest first, a page at a time.
 
 Answered from the catalogue graph (the ``sessions`` pack query, see
-``trails.catalogue.entries``): by default the newest 20, ``--limit N`` for
+``trails.catalogue.entries``), a page read minute by minute from the newest
+(``trails.audit.sessions_page``): by default the newest 20, ``--limit N`` for
 another page size, ``--all`` for every one; filters by principal, start-time
 range and end status (one of ``STATUSES``). The table fits the terminal's
 width (long cells cut with an ellipsis, the last columns left out when even
@@ -21,6 +22,7 @@ import sys
 from trails.audit.access import reading
 from trails.audit.querypack import get_query
 from trails.audit.render import table
+from trails.audit.sessions_page import PAGE_MARKER, paged, sessions_page, sessions_page_to
 from trails.catalogue.entries import has_entries
 from trails.errors import UserError
 from trails.store import QueryResult, Solutions
@@ -32,17 +34,6 @@ STATUSES = ("ok", "error", "interrupted")
 """The end statuses a session is recorded with."""
 
 DEFAULT_LIMIT = 20
-PAGE_MARKER = "#PAGE"
-"""The line of ``queries/sessions.rq`` where the page's ``LIMIT`` goes (inside its subquery)."""
-
-
-def paged(text: str, limit: int | None) -> str:
-    """The ``sessions`` query text limited to the newest ``limit`` sessions (None: all)."""
-    if limit is None:
-        return text
-    if PAGE_MARKER not in text:
-        raise UserError("the sessions query has no place for a page limit")
-    return text.replace(PAGE_MARKER, f"LIMIT {int(limit)}", 1)
 
 
 def _limit(text: str) -> int:
@@ -91,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         k: getattr(args, k) for k in ("principal", "since", "until", "status") if getattr(args, k)
     }
     bound = query.bind(values)
-    text = paged(query.text_for(bound), None if args.all else args.limit)
+    limit = None if args.all else args.limit
     with reading(args.store) as store:
         catalogued, recorded = has_entries(store)
         if recorded and not catalogued:
@@ -101,10 +92,10 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         if args.format == "table":
-            result = _without_default_labels(store.query(text, bound))
+            result = _without_default_labels(sessions_page(store, bound, limit))
             print(table(result, hide=set(query.params) - set(bound), fit=_terminal_width()))
             return 0
-        data = store.query_to(text, bound, format=args.format)
+        data = sessions_page_to(store, bound, limit, format=args.format)
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
     return 0

@@ -7,10 +7,14 @@ history, memory text) is checked against the digest its sealed graph keeps
 ``CONTENT-FOREIGN`` findings name the entity and its session; content removed under a
 sealed erasure or retention receipt is listed with the receipt, not a finding.
 
-By default verification is incremental: it starts from the latest verification
-checkpoint, rehashes the graphs sealed since and counts the quads of the others
-(``--full`` rehashes every graph); a verification that finds nothing records a
-new checkpoint (``--no-checkpoint`` leaves the store untouched).
+A plain ``trails verify`` is the full check: every sealed graph rehashed, all content
+recomputed, every graph of the store accounted for, in one pass (a progress bar on a
+terminal's stderr, sessions and quads per second in its last line). ``--quick`` (for
+scheduled runs between full ones) checks only what was sealed since the latest
+verification checkpoint, and says what it did not recheck and when the last full
+verification ran (``trails.evidence.quick``). ``--full`` is the default, kept as a name.
+A verification that finds nothing records a new checkpoint (``--no-checkpoint`` leaves the
+store untouched).
 
 Exit 0: nothing was altered (open and interrupted sessions are listed, not
 failures, unless ``--strict``, which also names each capability call that
@@ -18,6 +22,10 @@ started and did not finish: ``trails.evidence.interruptions``). Exit 1: at least
 one integrity finding (or, with ``--strict``, anything unfinished). Exit 2:
 bad usage (an empty or malformed ``--session``, a malformed ``--expect-head``,
 an unreadable key, a session that does not exist).
+
+``--proof FILE`` checks an inclusion proof of ``trails prove`` with no store (with
+``--session-file``, the session's exported TriG too); ``--since-head FILE`` proves that
+the transparency log extends a tree head kept elsewhere (``trails.cli.prove``).
 """
 
 from __future__ import annotations
@@ -26,17 +34,21 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
 from trails.audit.access import reading
 from trails.audit.bundle import verify_bundle
 from trails.cli.common import session_arg
+from trails.cli.prove import print_report, report_json, run_proof, since_head_check
 from trails.config import load_settings
 from trails.errors import StoreError, UserError
-from trails.evidence.checkpoint import record_checkpoint
+from trails.evidence.checkpoint import FULL, INCREMENTAL, read_checkpoint, record_checkpoint
 from trails.evidence.findings import Finding
 from trails.evidence.interruptions import calls_cut_short
+from trails.evidence.ledger import ledger_iri
+from trails.evidence.quick import QUICK
 from trails.evidence.seal import configured_signing_key
 from trails.evidence.verify import VerifyReport, load_public_key, verify
 from trails.prov.iri import Minter
@@ -58,15 +70,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "content value (prompts, completions, tool inputs and outputs, goals, answers, memory "
         "text), check each seal chain, its anchors and signatures, and list altered, missing "
         "and unsealed graphs and altered, missing and foreign content. "
-        "Incremental by default: graphs sealed since the latest verification checkpoint are "
-        "rehashed, earlier ones counted; --full rehashes everything. A verification that "
-        "finds nothing records a checkpoint. "
+        "Every graph and all content are read, in one pass; --quick checks only what was "
+        "sealed since the latest verification checkpoint. A verification that finds nothing "
+        "records a checkpoint. "
         "Exits 0 when nothing was altered, 1 on any finding, 2 on bad usage.",
     )
     p.add_argument(
         "--full",
         action="store_true",
-        help="rehash every sealed graph, not only those sealed since the latest checkpoint",
+        help="the full check (the default): every sealed graph and all content",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="only the graphs sealed since the latest checkpoint and their links (for "
+        "scheduled runs between full ones); says what it did not recheck",
     )
     p.add_argument(
         "--no-checkpoint",
@@ -88,6 +106,30 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "that started and did not finish",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument(
+        "--proof",
+        metavar="FILE",
+        help="check an inclusion proof (trails prove) offline instead of a store; "
+        "no store is opened",
+    )
+    p.add_argument(
+        "--session-file",
+        metavar="FILE",
+        help="with --proof: the session's exported TriG, its graph and content checked "
+        "against the proved seal",
+    )
+    p.add_argument(
+        "--since-head",
+        metavar="FILE",
+        help="a tree head kept elsewhere (trails head): prove with a consistency proof "
+        "that the transparency log still extends it",
+    )
+    p.add_argument(
+        "--tsa-cert",
+        metavar="PEM",
+        help="the time-stamping authority's certificate: check tree heads' RFC 3161 "
+        "tokens against it (default: [audit] timestamp_cert)",
+    )
     p.add_argument(
         "--bundle",
         metavar="FILE",
@@ -125,6 +167,10 @@ def run(args: argparse.Namespace) -> int:
         if session is not None:
             raise UserError("--session checks a store; a bundle is checked whole")
         return _run_bundle(args, public_key, heads)
+    if args.proof or args.session_file:
+        if not args.proof or session is not None or args.since_head:
+            raise UserError("--session-file goes with --proof, which checks a proof file alone")
+        return run_proof(args, public_key)
     with reading(args.store) as store:
         report = verify(
             store,
@@ -132,14 +178,17 @@ def run(args: argparse.Namespace) -> int:
             minter=Minter(settings.base_iri),
             public_key=public_key,
             expect_heads=heads,
-            incremental=not args.full,
+            quick=args.quick,
+            progress=_progress_bar() if session is None and not args.quick else None,
         )
         cut = calls_cut_short(store, session) if args.strict else []
+        since = since_head_check(store, args, public_key) if args.since_head else None
         recorded = None
-        if report.ok and session is None and not args.no_checkpoint:
+        if report.ok and session is None and not args.no_checkpoint and (not since or since.ok):
             recorded = _checkpoint(store, report)
     unfinished = report.open_sessions + report.interrupted_sessions
     failed = not report.ok or (args.strict and bool(unfinished or cut))
+    failed = failed or (since is not None and not since.ok)
     if args.json:
         print(
             json.dumps(
@@ -153,9 +202,15 @@ def run(args: argparse.Namespace) -> int:
                     "heads": report.heads,
                     "mode": report.mode,
                     "graphs_counted": report.graphs_counted,
+                    "not_rechecked": report.not_rechecked,
+                    "last_full": report.last_full or None,
+                    "sessions_checked": report.sessions_checked,
+                    "quads_read": report.quads_read,
+                    "seconds": round(report.seconds, 3),
                     "checkpoint": recorded,
                     "open_sessions": report.open_sessions,
                     "interrupted_sessions": report.interrupted_sessions,
+                    "projections": report.projections,
                     "interrupted_calls": [asdict(c) for c in cut],
                     "removed_by_retention": [asdict(r) for r in report.removed],
                     "erasures": report.erasures,
@@ -166,11 +221,14 @@ def run(args: argparse.Namespace) -> int:
                         "removed_on_record": report.content.lines(),
                     },
                     "findings": [_finding(f) for f in report.findings],
+                    "since_head": report_json(since) if since is not None else None,
                 },
                 indent=2,
             )
         )
         return 1 if failed else 0
+    if since is not None:
+        print_report(since, f"the log against the tree head {args.since_head}")
     for finding in report.findings:
         print(finding)
     for removed in report.removed:
@@ -181,12 +239,16 @@ def run(args: argparse.Namespace) -> int:
         print(call)
     for graph in report.open_sessions:
         print(f"OPEN      {graph}: not ended yet, so not sealed yet")
+    for graph in report.projections:
+        print(f"PROJECTION {graph}: a session persisted for replay (not sealed evidence)")
     for erasure in report.erasures:
         print(f"ERASED    {erasure}")
     for line in report.content.lines():
         print(f"ACCOUNTED {line}")
     if not report.ok:
         verdict = f"FAILED: {len(report.findings)} finding(s)"
+    elif since is not None and not since.ok:
+        verdict = f"FAILED: the transparency log does not extend {args.since_head}"
     elif failed:
         verdict = (
             f"FAILED (--strict): {len(unfinished)} open or interrupted session(s), "
@@ -194,22 +256,61 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         verdict = "OK"
-    since = ""
-    if report.mode == "incremental" and report.checkpoint is not None:
-        since = (
-            f" (incremental since {report.checkpoint.at}; {report.graphs_counted} earlier "
-            "graph(s) counted, not rehashed: --full rehashes them)"
-        )
+    scope = ""
+    if report.mode == QUICK and report.checkpoint is not None:
+        print(_not_rechecked(report))
+        scope = f" (quick, since the checkpoint of {report.checkpoint.at})"
     elif report.note and session is None:
-        since = f" (full: {report.note})"
+        scope = f" (full: {report.note})"
     if recorded is not None:
         print(f"checkpoint recorded: {recorded}")
+    if session is None and report.mode != QUICK:
+        print(_throughput(report))
     print(
-        f"{verdict}. {report.graphs_checked} sealed graph(s) recomputed{since}; "
+        f"{verdict}. {report.graphs_checked} sealed graph(s) recomputed{scope}; "
         f"{_content_line(report)}; {report.seals} "
         f"seal(s) in {report.chains} chain(s), {report.signed} signed; head {report.head}"
     )
     return 1 if failed else 0
+
+
+def _not_rechecked(report: VerifyReport) -> str:
+    """The quick mode's one line on what it did not look at."""
+    full = report.last_full or "never (run trails verify without --quick)"
+    return (
+        f"NOT RECHECKED: {report.not_rechecked} graph(s), their content and catalogue "
+        "entries verified before, seals before the checkpoint, sessions ended without a seal "
+        f"and graphs that are not sessions; last full verification: {full}"
+    )
+
+
+def _throughput(report: VerifyReport) -> str:
+    """The full pass's figures: what it read and how fast."""
+    seconds = max(report.seconds, 1e-9)
+    return (
+        f"read {report.sessions_checked} session(s) and {report.quads_read} quad(s) in "
+        f"{report.seconds:.2f} s: {report.sessions_checked / seconds:.0f} sessions/s, "
+        f"{report.quads_read / seconds:.0f} quads/s"
+    )
+
+
+def _progress_bar() -> Callable[[int, int], None] | None:
+    """A progress bar on stderr when stderr is a terminal (None otherwise)."""
+    if not sys.stderr.isatty():
+        return None
+    shown = [-1]
+
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = width * done // max(total, 1)
+        if filled == shown[0] and done < total:
+            return
+        shown[0] = filled
+        bar = "#" * filled + "." * (width - filled)
+        end = "\n" if done >= total else ""
+        print(f"\rverifying [{bar}] {done}/{total} graphs", end=end, file=sys.stderr, flush=True)
+
+    return show
 
 
 def _content_line(report: VerifyReport) -> str:
@@ -239,12 +340,13 @@ def _checkpoint(store: Store, report: VerifyReport) -> str | None:
         signing_key = configured_signing_key(settings)
         iri = record_checkpoint(
             recorder,
-            mode=report.mode,
+            mode=INCREMENTAL if report.mode == QUICK else FULL,
             seals=report.seals,
-            graphs=report.graphs_checked + report.graphs_counted,
+            graphs=report.graphs_checked + report.not_rechecked,
             verified=report.chain_tips,
-            previous=report.checkpoint,
+            previous=report.checkpoint or read_checkpoint(store, ledger_iri(recorder.minter)),
             signing_key=signing_key,
+            last_full=report.last_full if report.mode == QUICK else "",
         )
     except StoreError as exc:
         print(f"note: no checkpoint recorded ({exc})", file=sys.stderr)

@@ -52,12 +52,13 @@ from trails.errors import UserError
 from trails.evidence.content import content_entity
 from trails.evidence.erasures import ErasureRecord, list_erasures
 from trails.prov.builder import QuadBuilder
-from trails.prov.content import CONTENT_DIGESTS, content_graph, sha256_hex
+from trails.prov.content import CONTENT_DIGESTS, LEGACY_INLINE, content_graph, sha256_hex
 from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal, Quad, Term
+from trails.text import check_text
 
 if TYPE_CHECKING:
     from trails.prov.recorder import Recorder
@@ -82,6 +83,10 @@ _VALUES = (
     + " ".join(f"({p.n3()} {d.n3()})" for p, d in CONTENT_DIGESTS.items())
     + " }"
 )
+
+# content kinds that older stores kept in sealed structure (no digest): not a sign of a
+# store that needs migrating (see docs/compliance.md for what they leave behind)
+_LEGACY = ", ".join(p.n3() for p in sorted(LEGACY_INLINE))
 
 _IS_SESSION = f"ASK {{ GRAPH $g {{ $g a {T.Session.n3()} }} }}"
 
@@ -120,7 +125,7 @@ _CONTENT_OF = f"""
 SELECT ?s ?p ?o ?d ?old $g $cg WHERE {{
   {{ {_VALUES} GRAPH $cg {{ ?s ?p ?o }} OPTIONAL {{ GRAPH $g {{ ?s ?dp ?d }} }} }}
   UNION
-  {{ {_VALUES} GRAPH $g {{ ?s ?p ?o }} BIND(true AS ?old) }}
+  {{ {_VALUES} GRAPH $g {{ ?s ?p ?o }} FILTER (?p NOT IN ({_LEGACY})) BIND(true AS ?old) }}
 }}
 """
 
@@ -441,6 +446,15 @@ def erase(
     """
     principals, sessions = _names(principal), _names(session)
     memories, digests = _names(memory), _names(digest)
+    for value, name in (
+        (reason, "reason"),
+        (by, "by"),
+        *((p, "principal") for p in principals),
+        *((s, "session") for s in sessions),
+        *((m, "memory") for m in memories),
+        *((d, "digest") for d in digests),
+    ):
+        check_text(value, name)  # a UserError naming the field, before anything is read
     if not (principals or sessions or memories or digests):
         raise UserError("say what to erase: a principal, a session, a memory or a digest")
     reason = reason.strip()

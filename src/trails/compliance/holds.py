@@ -36,6 +36,7 @@ from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Term
 from trails.store.terms import Literal as RDFLiteral
+from trails.text import check_text
 
 if TYPE_CHECKING:
     from trails.prov.recorder import Recorder
@@ -230,6 +231,12 @@ def active_holds_for(
     return covering
 
 
+def _checked(reason: str, by: str, target: str) -> None:
+    """Refuse text no record can hold (an unpaired surrogate), naming the field."""
+    for value, field in ((reason, "reason"), (by, "by"), (target, "target")):
+        check_text(value, field)
+
+
 def _reason(reason: str) -> str:
     reason = reason.strip()
     if not reason:
@@ -261,8 +268,10 @@ def place_hold(recorder: Recorder, target: str, *, reason: str, by: str, seal: b
         The hold.
 
     Raises:
-        UserError: an empty reason, or a target that is neither a session nor a principal.
+        UserError: an empty reason, or a target that is neither a session nor a principal,
+            or text that cannot be recorded (an unpaired surrogate).
     """
+    _checked(reason, by, target)
     reason = _reason(reason)
     kind, name = resolve_target(recorder.store, target)
     graph = holds_graph(recorder.minter)
@@ -292,8 +301,10 @@ def release_holds(
         The holds released.
 
     Raises:
-        UserError: an empty reason, or no active hold matches.
+        UserError: an empty reason, no active hold matches, or text that cannot be
+            recorded (an unpaired surrogate).
     """
+    _checked(reason, by, target)
     reason = _reason(reason)
     graph = holds_graph(recorder.minter)
     active = list_holds(recorder.store, recorder.minter)

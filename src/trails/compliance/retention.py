@@ -54,15 +54,17 @@ from trails.compliance.erasure import erase
 from trails.compliance.holds import Hold, active_holds_for, list_holds
 from trails.errors import ConfigError, UserError
 from trails.evidence.ledger import ledger_iri
+from trails.evidence.recovery import recovered_here
 from trails.evidence.seal import install_sealer
 from trails.prov.builder import QuadBuilder
-from trails.prov.content import content_graph
+from trails.prov.content import CONTENT_DIGESTS, content_graph
 from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI
 from trails.store.terms import Literal as RDFLiteral
+from trails.text import check_text
 
 if TYPE_CHECKING:
     from trails.prov.recorder import Recorder
@@ -257,14 +259,13 @@ PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT DISTINCT ?g ?planner WHERE { GRAPH ?g { ?run trails:inSession ?g ; trails:strategy ?planner } }
 """
 
-_WITH_CONTENT = """
-PREFIX prov: <http://www.w3.org/ns/prov#>
-PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT DISTINCT ?g WHERE {
-  GRAPH ?g { ?e trails:sha256 ?digest }
-  GRAPH ?c { ?e prov:value ?value }  # its content graph (or, before migration, ?g itself)
-}
-"""
+# every kind of content (a prompt's value, an error message, a session's label ...): its
+# digest in the graph, its value in the content graph (or, before migration, ?g itself)
+_WITH_CONTENT = (
+    "SELECT DISTINCT ?g WHERE {\n  VALUES (?p ?dp) { "
+    + " ".join(f"({p.n3()} {d.n3()})" for p, d in CONTENT_DIGESTS.items())
+    + " }\n  GRAPH ?g { ?e ?dp ?digest }\n  GRAPH ?c { ?e ?p ?value }\n}"
+)
 
 
 def _when(term: Any) -> datetime | None:
@@ -417,6 +418,9 @@ class RetentionResult:
     plan: RetentionPlan
     content_values: int = 0
     compacted: bool = False
+    recovered: list[Removal] = field(default_factory=list)
+    """Removals left for a later run: their sessions were ended as interrupted by this
+    process's recovery (the recorder's), after the plan it applies was read."""
 
     @property
     def removed(self) -> list[Removal]:
@@ -488,7 +492,9 @@ def apply(
     now: datetime | None = None,
     compact: bool = True,
 ) -> RetentionResult:
-    """Remove what ``plan`` lists, recorded and sealed first; held sessions are skipped.
+    """Remove what ``plan`` lists, recorded and sealed first; held sessions are skipped,
+    and so are sessions the recorder's recovery ended as interrupted when it was opened
+    (``RetentionResult.recovered``: they were open when the plan was shown).
 
     Args:
         recorder: writes the run and removes (its store and minter).
@@ -505,12 +511,19 @@ def apply(
         UserError: an empty reason.
         StoreError: the store failed; what was recorded before says what was intended.
     """
+    check_text(reason, "reason")
+    check_text(by, "by")
     reason = reason.strip()
     if not reason:
         raise UserError("a retention run needs a reason")
     store, minter = recorder.store, recorder.minter
     the_plan = plan(store, minter, policy, now=now)
-    result = RetentionResult(None, None, the_plan)
+    # sessions the recorder's recovery just ended were open when `plan` was shown: never
+    # removed by the run that ended them (their interruption has not been seen yet)
+    ended_now = recovered_here(store)
+    recovered = [r for r in the_plan.removals if r.session in ended_now]
+    the_plan.removals = [r for r in the_plan.removals if r.session not in ended_now]
+    result = RetentionResult(None, None, the_plan, recovered=recovered)
     if not the_plan.removals:
         return result
     run_id = str(uuid.uuid4())

@@ -14,10 +14,13 @@ hash), how many seals and graphs it checked, the mode (``full`` or
     graphs=<graphs verified>
     verified=<seal IRI>=<seal hash>,... (sorted)
     previous=<previous checkpoint's hash, 64 zeros for the first>
+    last-full=<time of the last full verification> (a quick one's only; absent otherwise)
 
 and, when ``[audit] signing_key`` is configured, an Ed25519 signature over
 that hash (``trails:signature``). The ledger's ``trails:latestCheckpoint``
-pointer names the newest checkpoint (read in constant time).
+pointer names the newest checkpoint (read in constant time). The same write
+appends the seals not yet in the transparency log and records its new signed
+tree head (``trails.evidence.transparency``).
 
 What an incremental verification does with it is in ``trails.evidence.verify``
 and ``docs/audit.md``.
@@ -33,6 +36,8 @@ from typing import Any
 
 from trails.evidence.canonical import normal_lexical
 from trails.evidence.ledger import GENESIS, ledger_iri, sha256_hex
+from trails.evidence.timestamp import configured_stamper
+from trails.evidence.transparency import extend_log
 from trails.prov.builder import QuadBuilder
 from trails.prov.events import Event
 from trails.prov.iri import Minter
@@ -60,9 +65,11 @@ def checkpoint_message(
     graphs: int,
     verified: list[tuple[str, str]],
     previous: str,
+    last_full: str = "",
 ) -> bytes:
     """The bytes a checkpoint's hash covers (see the module docstring)."""
     pairs = ",".join(f"{s}={h}" for s, h in sorted(verified))
+    full = f"last-full={normal_lexical(last_full, str(XSD.dateTime))}\n" if last_full else ""
     return (
         "trails-verify-checkpoint/1\n"
         f"time={normal_lexical(at, str(XSD.dateTime))}\n"
@@ -71,6 +78,7 @@ def checkpoint_message(
         f"graphs={graphs}\n"
         f"verified={pairs}\n"
         f"previous={previous}\n"
+        f"{full}"
     ).encode()
 
 
@@ -87,6 +95,7 @@ class VerificationCheckpointed(Event):
     previous: str | None = None
     checkpoint_hash: str
     signature: str | None = None
+    last_full: str = ""
 
     def emit(self, b: QuadBuilder) -> None:
         c = IRI.trusted(self.checkpoint)
@@ -104,6 +113,9 @@ class VerificationCheckpointed(Event):
             b.add(c, T.previousCheckpoint, IRI.trusted(self.previous))
         b.value(c, T.checkpointHash, self.checkpoint_hash)
         b.value(c, T.signature, self.signature)
+        if self.last_full:
+            full = datetime.fromisoformat(self.last_full.replace("Z", "+00:00"))
+            b.value(c, T.lastFullVerification, full)
 
 
 @dataclass
@@ -120,6 +132,8 @@ class CheckpointRecord:
     previous: IRI | None = None
     previous_hash: str = GENESIS
     signature: str | None = None
+    last_full: str = ""
+    """When the last full verification ran (recorded by a quick one)."""
     malformed: bool = False
     """Some field is missing, repeated or unpaired (the checkpoint cannot be trusted)."""
 
@@ -131,6 +145,7 @@ class CheckpointRecord:
             graphs=self.graphs,
             verified=[(str(s), h) for s, h in self.verified.items()],
             previous=self.previous_hash,
+            last_full=self.last_full,
         )
 
     def intact(self) -> bool:
@@ -194,6 +209,7 @@ def _parse(iri: IRI, read: _Read) -> CheckpointRecord:
         checkpoint_hash=hash_ or "",
         previous=IRI.trusted(str(previous[0])) if len(previous) == 1 else None,
         signature=_one(props, T.signature),
+        last_full=_one(props, T.lastFullVerification) or "",
         verified={s: (h if h in recorded else "") for s, h in read.seal_hashes.items()},
     )
     record.malformed = (
@@ -251,6 +267,7 @@ def record_checkpoint(
     verified: list[tuple[IRI, str]],
     previous: CheckpointRecord | None,
     signing_key: Any = None,
+    last_full: str = "",
 ) -> IRI:
     """Write a checkpoint and move the ledger's pointer to it, in one atomic write.
 
@@ -262,6 +279,7 @@ def record_checkpoint(
         verified: the newest seal of each chain, with its hash.
         previous: the checkpoint this verification started from (None for the first).
         signing_key: an Ed25519 private key to sign the checkpoint's hash with, or None.
+        last_full: for a quick verification, when the last full one ran (kept, signed).
 
     Returns:
         The checkpoint's IRI.
@@ -284,6 +302,7 @@ def record_checkpoint(
             graphs=graphs,
             verified=pairs,
             previous=previous_hash,
+            last_full=last_full,
         )
     )
     signature = None
@@ -303,9 +322,15 @@ def record_checkpoint(
         previous=previous.iri if previous is not None else None,
         checkpoint_hash=checkpoint_hash,
         signature=signature,
+        last_full=last_full,
     )
     remove = []
     if previous is not None:
         remove.append(Quad(ledger, T.latestCheckpoint, previous.iri, ledger))
-    recorder.record(event, remove=remove)
+    stamp = configured_stamper()
+    with recorder.locked():  # the seals not yet in the transparency log, and its new head
+        logged, replaced = extend_log(
+            recorder.store, minter, signing_key=signing_key, stamp=stamp, tips=verified or None
+        )
+        recorder.record(event, remove=[*remove, *replaced], also=[logged])
     return iri

@@ -42,7 +42,7 @@ SELECT ?call $session ?capability ?sideEffects ?status ?started ?error WHERE {
       BIND("unfinished" AS ?status)
     }
     OPTIONAL { ?plan trails:sideEffects ?sideEffects }
-    OPTIONAL { ?call trails:errorMessage ?error }
+    OPTIONAL { GRAPH ?errorMessageGraph1 { ?call trails:errorMessage ?error } }
   }
 }
 ORDER BY $session ?started ?call

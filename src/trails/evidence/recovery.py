@@ -69,6 +69,7 @@ __all__ = [
     "recover",
     "recover_on_open",
     "recover_registered",
+    "recovered_here",
     "register_iri",
     "register_open_sessions",
     "seal_ended",
@@ -443,6 +444,18 @@ def interrupted_sessions(store: Store) -> list[IRI]:
 
 
 _recovered: weakref.WeakSet[Any] = weakref.WeakSet()
+# the sessions each store's recovery on open ended as interrupted, in this process
+_ended_here: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def recovered_here(store: Store) -> frozenset[str]:
+    """The sessions this process's recovery on open ended as interrupted in ``store``.
+
+    An operation that removes evidence (retention) leaves them alone in the run that
+    ended them: nobody has seen that they were interrupted yet, and the plan shown
+    before the run (read without recovering) did not list them.
+    """
+    return _ended_here.get(store, frozenset())
 
 
 def recover_on_open(recorder: Recorder, settings: Settings | None = None) -> None:
@@ -472,6 +485,7 @@ def recover_on_open(recorder: Recorder, settings: Settings | None = None) -> Non
     except TrailsError:
         log.warning("could not recover the sessions left open in %r", store, exc_info=True)
         return
+    _ended_here[store] = frozenset(str(s) for s in report.interrupted)
     if report.interrupted or report.sealed:
         log.warning(
             "recovered %r: %d session(s) left open by a process that stopped were ended as "

@@ -418,7 +418,8 @@ class Sealer:
     def start_summary_quads(self, recorder: Recorder, event: SessionStarted) -> list[Quad]:
         """The catalogue entry of a session that starts, written with its start."""
         minter = recorder.minter
-        label = event.label or f"session {minter.session_id(event.graph)}"
+        # the identifier, never the caller's label: that is content (erasure removes it)
+        label = f"session {minter.session_id(event.graph)}"
         principal = minter.agent(event.principal)
         catalogue = catalogue_iri(minter)
         return start_quads(

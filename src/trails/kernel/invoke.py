@@ -2,7 +2,8 @@
 
 Every call is recorded as one ``trails:CapabilityInvocation`` activity written
 complete when the call ends, whatever the outcome: ``ok``, ``invalid``
-(arguments rejected), ``error`` (the handler raised) or, via the policy, a
+(arguments rejected), ``refused`` (a callable precondition of the capability
+did not hold: ``PreconditionFailed``), ``error`` (the handler raised) or, via the policy, a
 ``trails:PolicyDecision``. A capability with ``side_effects=True`` is also
 written *ahead*: once its arguments are valid and the policy allowed it, its
 start (inputs, principal, plan, start time) is recorded before the handler
@@ -31,12 +32,18 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-from trails.errors import CapabilityError, PolicyDenied, TrailsError, ValidationError
+from trails.errors import (
+    CapabilityError,
+    PolicyDenied,
+    PreconditionFailed,
+    TrailsError,
+    ValidationError,
+)
 from trails.kernel.context import Context, InvocationRecord, _current, current_context, now
 from trails.kernel.handlers import caller_loop, run_handler
 from trails.kernel.lifecycle import INTERRUPTED, interruption, mark_interrupted
 from trails.kernel.observe import notify
-from trails.kernel.registry import CapabilitySpec, get_capability
+from trails.kernel.registry import CapabilitySpec, get_capability, unmet_precondition
 from trails.kernel.riders import Riders
 from trails.prov.content import canonical_json, sha256_hex, unicode_problem
 from trails.prov.events import CapabilityInvoked, CapabilityStarted, Event, PolicyDecided
@@ -69,6 +76,8 @@ def invoke(
         UnknownCapability: no capability has that id.
         ValidationError: the arguments do not fit (recorded as ``invalid``).
         PolicyDenied: the context's tool policy refused the call (recorded).
+        PreconditionFailed: a callable precondition of the capability did not hold
+            (recorded as ``refused``, the handler did not run).
         CapabilityError: the handler raised (recorded as ``error``).
         StoreError: the invocation could not be recorded (for a capability with
             side effects whose start could not be written, the handler did not run).
@@ -111,6 +120,21 @@ def invoke(
             args_text=args_text,
         )
         raise
+    unmet = unmet_precondition(spec)
+    if unmet is not None:
+        refused = PreconditionFailed(spec.id, unmet)
+        _finish(
+            ctx,
+            spec,
+            activity,
+            started,
+            status="refused",
+            args=raw_args,
+            result=None,
+            error=str(refused),
+            args_text=args_text,
+        )
+        raise refused
     decided: list[Event] = []  # an allowing decision is written with the call it let run
     if ctx.policy is not None:
         decided.append(_ask_policy(ctx, spec, kwargs, raw_args, activity))

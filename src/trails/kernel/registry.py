@@ -30,10 +30,17 @@ __all__ = [
     "all_capabilities",
     "capability",
     "get_capability",
+    "precondition_text",
+    "register_spec",
+    "unmet_precondition",
     "unregister",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+Precondition = str | Callable[[], Any]
+"""A condition a capability needs: words for people and planners, or a zero-argument
+callable checked before each call (a falsy result or an exception: not met)."""
 
 _handlers: dict[str, CapabilitySpec] = {}
 _lock = threading.Lock()
@@ -87,6 +94,7 @@ class CapabilitySpec:
     annotations: Mapping[str, Any] = field(default_factory=dict)
     timeout_s: float | None = None
     parallel_safe: bool = True
+    preconditions: tuple[Precondition, ...] = ()
 
     @property
     def is_async(self) -> bool:
@@ -134,6 +142,7 @@ class CapabilitySpec:
             "annotations": dict(self.annotations),
             "timeout_s": self.timeout_s,
             "parallel_safe": self.parallel_safe,
+            "preconditions": [precondition_text(p) for p in self.preconditions],
         }
 
     def metadata(self) -> dict[str, Any]:
@@ -152,7 +161,52 @@ class CapabilitySpec:
             "side_effects": self.side_effects,
             "terminal": self.terminal,
             "parallel_safe": self.parallel_safe,
+            "preconditions": manifest["preconditions"],
         }
+
+
+def precondition_text(condition: Precondition) -> str:
+    """How a precondition reads: its words, or a callable's docstring (first line) or name."""
+    if isinstance(condition, str):
+        return condition
+    doc = (inspect.getdoc(condition) or "").strip()
+    return doc.split("\n")[0] if doc else getattr(condition, "__name__", repr(condition))
+
+
+def unmet_precondition(spec: CapabilitySpec) -> str | None:
+    """The first callable precondition of ``spec`` that does not hold now (its text, and
+    the exception when it raised); None when every one holds."""
+    for condition in spec.preconditions:
+        if isinstance(condition, str):
+            continue
+        try:
+            held = condition()
+        except Exception as exc:  # a check that cannot run does not hold
+            return f"{precondition_text(condition)} ({type(exc).__name__}: {exc})"
+        if not held:
+            return precondition_text(condition)
+    return None
+
+
+def _preconditions(capability_id: str, value: Any) -> tuple[Precondition, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or callable(value) or not isinstance(value, list | tuple):
+        raise UserError(
+            f"capability {capability_id!r}: preconditions must be a list of strings "
+            f"or zero-argument callables, not {type(value).__name__}"
+        )
+    for item in value:
+        if isinstance(item, str):
+            check_text(item, f"capability {capability_id!r} precondition")
+            if not item.strip():
+                raise UserError(f"capability {capability_id!r}: a precondition is empty")
+        elif not callable(item):
+            raise UserError(
+                f"capability {capability_id!r}: a precondition must be a string or a "
+                f"callable, not {item!r}"
+            )
+    return tuple(value)
 
 
 def _type_name(annotation: Any) -> str:
@@ -174,6 +228,7 @@ def _build_spec(
     annotations: Mapping[str, Any] | None,
     timeout_s: float | None = None,
     parallel_safe: bool = True,
+    preconditions: tuple[Precondition, ...] = (),
 ) -> CapabilitySpec:
     signature = inspect.signature(fn)
     try:
@@ -223,6 +278,7 @@ def _build_spec(
         annotations=dict(annotations or {}),
         timeout_s=timeout_s,
         parallel_safe=parallel_safe,
+        preconditions=preconditions,
     )
 
 
@@ -236,6 +292,7 @@ def capability(
     annotations: Mapping[str, Any] | None = None,
     timeout_s: float | None = None,
     parallel_safe: bool = True,
+    preconditions: list[Precondition] | tuple[Precondition, ...] | None = None,
 ) -> Callable[[F], F]:
     """Register a function as a capability that ``invoke`` can dispatch to.
 
@@ -251,6 +308,10 @@ def capability(
             finish in its worker thread: Python cannot stop a thread).
         parallel_safe: False: when a model asks for several tool calls in one
             turn, a call of this capability runs alone, never beside another.
+        preconditions: what must hold for a call: strings (listed to planners and in
+            the manifest) and zero-argument callables, checked before each call (a
+            falsy result or an exception refuses the call, recorded ``refused``; a
+            planner does not offer the capability while one fails).
 
     Raises:
         UserError: an empty id, an unsupported signature, or an id or description
@@ -268,6 +329,7 @@ def capability(
 
     if not isinstance(parallel_safe, bool):
         raise UserError(f"capability {id!r}: parallel_safe must be True or False")
+    conditions = _preconditions(id, preconditions)
 
     def register(fn: F) -> F:
         spec = _build_spec(
@@ -280,11 +342,10 @@ def capability(
             annotations=annotations,
             timeout_s=None if timeout_s is None else float(timeout_s),
             parallel_safe=parallel_safe,
+            preconditions=conditions,
         )
         check_text(spec.description, f"capability {id!r} description")
-        with _lock:
-            _handlers.pop(id, None)
-            _handlers[id] = spec
+        register_spec(spec)
         fn.__trails_capability__ = spec  # type: ignore[attr-defined]
         return fn
 
@@ -328,6 +389,14 @@ def all_capabilities() -> list[CapabilitySpec]:
     """Every registered capability, in registration order."""
     with _lock:
         return list(_handlers.values())
+
+
+def register_spec(spec: CapabilitySpec) -> CapabilitySpec:
+    """Register a built spec (a tool mounted from elsewhere), replacing one of its id."""
+    with _lock:
+        _handlers.pop(spec.id, None)
+        _handlers[spec.id] = spec
+    return spec
 
 
 def unregister(capability_id: str) -> None:

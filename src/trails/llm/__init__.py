@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from trails.kernel.cost import CostTracker
 from trails.llm.cache import (
+    CacheBackend,
     CacheStats,
     ResponseCache,
     lookup_recorded,
@@ -56,6 +57,7 @@ from trails.llm.types import (
 __all__ = [
     "Adapter",
     "AsyncAdapter",
+    "CacheBackend",
     "CacheStats",
     "Catalogue",
     "Chunk",

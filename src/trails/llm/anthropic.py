@@ -361,9 +361,25 @@ class _Stream:
         self.stop_reason: str | None = None
         self.stopped = False
         self.tools: dict[int, dict[str, Any]] = {}
+        self.blocks: dict[int, str] = {}  # index -> type of each content block started
+
+    def _delta_block(self, event: Any, expected: str) -> None:
+        """Refuse a delta for a block that was never started, or of another kind: merging
+        it would record an answer the model did not give."""
+        started = self.blocks.get(event.index)
+        if started != expected:
+            what = "was never started" if started is None else f"is a {started} block"
+            raise MalformedResponseError(
+                f"anthropic: a {event.delta.type} for content block {event.index}, which "
+                f"{what}: the stream is not a well-formed answer",
+                provider=self.adapter.provider,
+                request_id=self.request_id,
+            )
 
     def feed(self, event: Any) -> list[Chunk]:
         kind = getattr(event, "type", "")
+        if kind == "content_block_start":
+            self.blocks[event.index] = event.content_block.type
         if kind == "message_stop":
             self.stopped = True
         elif kind == "message_start":
@@ -378,8 +394,10 @@ class _Stream:
             block = event.content_block
             self.tools[event.index] = {"id": block.id, "name": block.name, "json": ""}
         elif kind == "content_block_delta" and event.delta.type == "input_json_delta":
+            self._delta_block(event, "tool_use")
             self.tools.setdefault(event.index, {"json": ""})["json"] += event.delta.partial_json
         elif kind == "content_block_delta" and event.delta.type == "text_delta":
+            self._delta_block(event, "text")
             self.parts.append(event.delta.text)
             return [Chunk(event.delta.text)]
         elif kind == "message_delta":

@@ -18,8 +18,13 @@ the envelope and the replay alike. Every completion records it as
 replay harness and the store lookup find completions by it. Changing this
 function changes every recorded hash: treat it as a file format.
 
-``ResponseCache`` is a thread-safe LRU with per-entry TTL. ``lookup_recorded``
-answers a request from a successful completion already in the store.
+``ResponseCache`` is a thread-safe LRU with per-entry TTL. Any other object
+with the same four methods (``get(key)``, ``set(key, value)``, ``delete(key)``,
+``clear()``; ``stats`` optional), a ``CacheBackend``, can stand in for it: a
+shared or persistent backend the application owns. ``cache_backend`` checks
+one and refuses anything else with a ``UserError`` rather than ignoring it.
+``lookup_recorded`` answers a request from a successful completion already in
+the store.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from trails.errors import UserError
 from trails.llm.types import Message, Request, Response, ToolCall
@@ -40,8 +45,10 @@ from trails.store.base import Solutions, Store
 from trails.store.terms import Literal, Term, to_python
 
 __all__ = [
+    "CacheBackend",
     "CacheStats",
     "ResponseCache",
+    "cache_backend",
     "lookup_recorded",
     "request_hash",
     "request_params",
@@ -196,8 +203,54 @@ class ResponseCache:
             return CacheStats(self._hits, self._misses, self._evictions, len(self._data))
 
 
+@runtime_checkable
+class CacheBackend(Protocol):
+    """What the client needs of a response cache: four methods, keyed by request hash.
+
+    ``set`` is called with two arguments (a backend may take an optional TTL
+    after them); the value is the recorded ``Response``, which a backend
+    storing bytes pickles or serialises itself. ``stats`` is optional.
+    """
+
+    def get(self, key: str) -> Any: ...
+
+    def set(self, key: str, value: Any) -> Any: ...
+
+    def delete(self, key: str) -> Any: ...
+
+    def clear(self) -> Any: ...
+
+
+def cache_backend(cache: object) -> CacheBackend | None:
+    """The response cache a client uses: ``True`` for a new ``ResponseCache``, None/False for none.
+
+    Args:
+        cache: a ``ResponseCache``, any ``CacheBackend``, ``True``, ``False`` or None.
+
+    Returns:
+        The cache to ask and fill, or None.
+
+    Raises:
+        UserError: ``cache`` lacks one of ``get``/``set``/``delete``/``clear``
+            (a cache is never silently dropped).
+    """
+    if cache is None or cache is False:
+        return None
+    if cache is True:
+        return ResponseCache()
+    missing = [
+        m for m in ("get", "set", "delete", "clear") if not callable(getattr(cache, m, None))
+    ]
+    if missing:
+        raise UserError(
+            f"response_cache must be a ResponseCache, True, or an object with "
+            f"get/set/delete/clear methods; {type(cache).__name__} has no {', '.join(missing)}"
+        )
+    return cache  # type: ignore[return-value]
+
+
 _LOOKUP = f"""
-SELECT ?a ?hash ?text ?provider ?model ?in ?out ?cr ?cw ?rid ?ended WHERE {{
+SELECT ?a ?hash ?text ?provider ?model ?in ?out ?cr ?cw ?usd ?rid ?ended WHERE {{
   GRAPH ?g {{
     ?a a {T.LLMCompletion.n3()} ;
        {T.requestHash.n3()} ?hash ;
@@ -212,6 +265,7 @@ SELECT ?a ?hash ?text ?provider ?model ?in ?out ?cr ?cw ?rid ?ended WHERE {{
     OPTIONAL {{ ?a {T.outputTokens.n3()} ?out }}
     OPTIONAL {{ ?a {T.cacheReadTokens.n3()} ?cr }}
     OPTIONAL {{ ?a {T.cacheWriteTokens.n3()} ?cw }}
+    OPTIONAL {{ ?a {T.costUSD.n3()} ?usd }}
     OPTIONAL {{ ?a {T.requestId.n3()} ?rid }}
   }}
 }} ORDER BY DESC(?ended) LIMIT 1
@@ -245,7 +299,8 @@ def lookup_recorded(store: Store, hash_hex: str) -> Response | None:
     """A response rebuilt from the newest successful completion recorded with this request hash.
 
     Completions recorded with ``record_content = "hash"`` hold no text and are
-    never used. The response comes back with ``cache_hit=True`` and ``usd=0``.
+    never used. The response comes back with ``cache_hit=True`` and the
+    recorded completion's ``usd`` (what that answer cost when it was paid for).
 
     Args:
         store: the store to search (every session graph).
@@ -270,7 +325,7 @@ def lookup_recorded(store: Store, hash_hex: str) -> Response | None:
             output_tokens=int(get("out") or 0),
             cache_read_tokens=int(get("cr") or 0),
             cache_write_tokens=int(get("cw") or 0),
-            usd=0.0,
+            usd=None if get("usd") is None else float(get("usd")),
             cache_hit=True,
             request_id=get("rid"),
             provider=str(get("provider")),

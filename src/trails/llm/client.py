@@ -4,7 +4,8 @@ The adapter speaks a provider's wire format; the client owns what trails must
 own around every call, once, for every provider:
 
 1. the principal's budget is checked before the call (``BudgetExceeded``);
-2. the response cache and, when enabled, the store are asked first;
+2. the response cache (never for a stream) and, when enabled, the store are
+   asked first; a hit is booked and recorded at its original cost, marked a hit;
 3. the adapter is called with retries (backoff + jitter, ``retry-after``);
 4. a cost envelope tagged ``llm:<model>`` is booked for the principal into
    ``ctx.tracker`` (the module tracker unless the context says otherwise),
@@ -36,7 +37,7 @@ from trails.errors import UserError
 from trails.kernel.context import Context
 from trails.kernel.cost import CostTracker, default_tracker
 from trails.llm.batch import Progress, arun_batch, run_batch
-from trails.llm.cache import ResponseCache
+from trails.llm.cache import CacheBackend, cache_backend
 from trails.llm.catalogue import Catalogue, ModelSpec, default_catalogue
 from trails.llm.envelope import Call, Envelope, Prompt, to_messages
 from trails.llm.errors import StructuredOutputError
@@ -59,7 +60,10 @@ class LLMClient(Envelope):
     Args:
         adapter: the provider adapter.
         retry: the retry policy (default: 2 retries, 0.5 s base, jitter).
-        response_cache: an in-memory cache, ``True`` for a default one, or None.
+        response_cache: an in-memory ``ResponseCache``, ``True`` for a default
+            one, any object with ``get``/``set``/``delete``/``clear`` (a
+            ``CacheBackend``), or None. Anything else is refused (``UserError``).
+            Streams are never answered from it nor written to it.
         store_cache: answer a request from a successful completion already
             recorded in the context's store with the same request hash.
         catalogue: where prices come from (default: the shipped catalogue).
@@ -70,17 +74,13 @@ class LLMClient(Envelope):
         adapter: Adapter,
         *,
         retry: RetryPolicy | None = None,
-        response_cache: ResponseCache | bool | None = None,
+        response_cache: CacheBackend | bool | None = None,
         store_cache: bool = False,
         catalogue: Catalogue | None = None,
     ) -> None:
         self.adapter = adapter
         self.retry = retry if retry is not None else RetryPolicy()
-        if response_cache is True:
-            response_cache = ResponseCache()
-        self.response_cache: ResponseCache | None = (
-            response_cache if isinstance(response_cache, ResponseCache) else None
-        )
+        self.response_cache: CacheBackend | None = cache_backend(response_cache)
         self.store_cache = store_cache
         self.catalogue = catalogue if catalogue is not None else default_catalogue()
 
@@ -93,7 +93,7 @@ class LLMClient(Envelope):
         *,
         model: str = "mock",
         retry: RetryPolicy | None = None,
-        response_cache: ResponseCache | bool | None = None,
+        response_cache: CacheBackend | bool | None = None,
         store_cache: bool = False,
         catalogue: Catalogue | None = None,
     ) -> LLMClient:
@@ -136,7 +136,7 @@ class LLMClient(Envelope):
         base_url: str | None = None,
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
-        response_cache: ResponseCache | bool | None = None,
+        response_cache: CacheBackend | bool | None = None,
         store_cache: bool = False,
         catalogue: Catalogue | None = None,
     ) -> LLMClient:
@@ -178,7 +178,7 @@ class LLMClient(Envelope):
         host: str | None = None,
         timeout: float = 120.0,
         retry: RetryPolicy | None = None,
-        response_cache: ResponseCache | bool | None = None,
+        response_cache: CacheBackend | bool | None = None,
         store_cache: bool = False,
         catalogue: Catalogue | None = None,
     ) -> LLMClient:
@@ -221,7 +221,7 @@ class LLMClient(Envelope):
         provider: str | None = None,
         timeout: float = 120.0,
         retry: RetryPolicy | None = None,
-        response_cache: ResponseCache | bool | None = None,
+        response_cache: CacheBackend | bool | None = None,
         store_cache: bool = False,
         catalogue: Catalogue | None = None,
     ) -> LLMClient:
@@ -266,7 +266,7 @@ class LLMClient(Envelope):
         max_failures: int = 3,
         cooldown_seconds: float = 60.0,
         on_fallback: Callable[..., object] | None = None,
-        response_cache: ResponseCache | bool | None = None,
+        response_cache: CacheBackend | bool | None = None,
         store_cache: bool = False,
     ) -> LLMClient:
         """Try clients in order; a client that fails ``max_failures`` times in a row is skipped

@@ -37,7 +37,7 @@ from trails.errors import BudgetExceeded, ModelAPIError, TrailsError, UserError
 from trails.kernel.context import Context, current_context, now
 from trails.kernel.observe import notify, observing, off_loop
 from trails.llm.batch import hold_slot, release_slot
-from trails.llm.cache import ResponseCache, lookup_recorded, request_hash, request_params_of
+from trails.llm.cache import CacheBackend, lookup_recorded, request_hash, request_params_of
 from trails.llm.catalogue import Catalogue, ModelSpec
 from trails.llm.errors import IncompleteStreamError, MalformedResponseError
 from trails.llm.evidence import BudgetRefused, ProviderFellBack
@@ -135,6 +135,8 @@ class Call:
     invalid: str | None = None
     after: str | None = None
     """The last failover record of this call (a switch, or the last failed member)."""
+    stream: bool = False
+    """A stream: never answered from, nor written to, the response cache."""
 
     @property
     def informed_by(self) -> list[str]:
@@ -146,7 +148,7 @@ class Envelope:
 
     adapter: Adapter
     retry: RetryPolicy
-    response_cache: ResponseCache | None
+    response_cache: CacheBackend | None
     store_cache: bool
     catalogue: Catalogue
 
@@ -299,9 +301,11 @@ class Envelope:
         return told
 
     def _cached(self, call: Call) -> Response | None:
-        if self.response_cache is not None:
+        # a stream never asks the response cache (docs/llm.md, Caching); the store lookup,
+        # an explicit opt-in to answers already recorded, serves streams too
+        if self.response_cache is not None and not call.stream:
             hit = self.response_cache.get(call.hash)
-            if hit is not None:
+            if isinstance(hit, Response):  # a backend's own miss marker is a miss
                 return hit
         if self.store_cache:
             return lookup_recorded(call.ctx.store, call.hash)
@@ -396,8 +400,8 @@ class Envelope:
             error = f"invalid answer (attempt {call.attempt} of {call.attempts}): {invalid}"
             if call.attempt >= call.attempts:
                 error += "; no attempts left"
-        if cache_hit:
-            usd: float | None = 0.0
+        if cache_hit:  # the cost of the answer when it was paid for, marked as a hit
+            usd: float | None = response.usd
         elif response.usd is not None:
             usd = response.usd
         else:
@@ -446,8 +450,14 @@ class Envelope:
                 informed_by=call.informed_by,
             )
         )
-        if invalid is None and not cache_hit and self.response_cache is not None:
-            self.response_cache.set(call.hash, response)
+        answered = replace(response, provider=provider, model=model, usd=usd)
+        if (
+            invalid is None
+            and not cache_hit
+            and not call.stream
+            and self.response_cache is not None
+        ):
+            self.response_cache.set(call.hash, answered)
         if cache_hit:
             notify(ctx, "cache_hit", call_id=call.activity, model=model)
         tokens = {"input_tokens": response.input_tokens, "output_tokens": response.output_tokens}
@@ -544,7 +554,8 @@ class Envelope:
         return self._succeed(call, item, retries=retries, cache_hit=False)
 
     def _stream(self, call: Call) -> Iterator[Chunk | Response]:
-        cached = self._cached(call)
+        call.stream = True
+        cached = self._cached(call)  # only the store lookup, when it is on
         if cached is not None:
             if cached.text:
                 yield Chunk(cached.text)
@@ -552,7 +563,7 @@ class Envelope:
             return
 
         def open_stream() -> tuple[Iterator[Chunk | Response], Chunk | Response | None]:
-            it = iter(self.adapter.stream(call.request))
+            it = _sync_iter(self.adapter, call.request)
             return it, next(it, None)
 
         try:
@@ -584,6 +595,7 @@ class Envelope:
 
     async def _astream(self, call: Call) -> AsyncIterator[Chunk | Response]:
         """``_stream`` over asyncio: the adapter's ``astream``, else its ``stream`` in a thread."""
+        call.stream = True
         cached = self._cached(call)
         if cached is not None:
             if cached.text:
@@ -645,11 +657,39 @@ async def _from_thread(adapter: Adapter, request: Request) -> AsyncIterator[Chun
         _close(it)
 
 
+def _whole(response: Response) -> Iterator[Chunk | Response]:
+    """A whole answer as a stream: its text as one chunk, then the response."""
+    if response.text:
+        yield Chunk(response.text)
+    yield response
+
+
+def _sync_iter(adapter: Adapter, request: Request) -> Iterator[Chunk | Response]:
+    """The adapter's stream; an adapter with only ``complete`` answers as one chunk."""
+    stream = getattr(adapter, "stream", None)
+    if stream is None:
+        return _whole(adapter.complete(request))
+    return iter(stream(request))
+
+
+async def _awhole(adapter: Adapter, request: Request) -> AsyncIterator[Chunk | Response]:
+    """``_whole`` over asyncio: the adapter's ``acomplete``, else ``complete`` in a thread."""
+    acomplete = getattr(adapter, "acomplete", None)
+    if acomplete is not None:
+        response: Response = await acomplete(request)
+    else:
+        response = await asyncio.to_thread(adapter.complete, request)
+    for item in _whole(response):
+        yield item
+
+
 def _aiter(adapter: Adapter, request: Request) -> AsyncIterator[Chunk | Response]:
     astream = getattr(adapter, "astream", None)
     if astream is not None:
         result: AsyncIterator[Chunk | Response] = astream(request)
         return result
+    if getattr(adapter, "stream", None) is None:
+        return _awhole(adapter, request)
     return _from_thread(adapter, request)
 
 

@@ -49,7 +49,7 @@ class ProviderFellBack(Event):
         b.add(s, PROV.wasAssociatedWith, b.agent(self.failed.principal))
         b.value(s, T.failedProvider, failed)
         b.value(s, T.nextProvider, self.next_provider)
-        b.value(s, T.errorMessage, self.failed.error)
+        b.content_text(s, T.errorMessage, self.failed.error)
         b.value(s, T.stepIndex, self.failed.step)
         b.label(s, f"fallback from {failed} to {self.next_provider}")
 

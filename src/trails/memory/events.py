@@ -32,6 +32,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from trails.prov.builder import QuadBuilder
+from trails.prov.content import canonical_json
 from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
@@ -128,9 +129,10 @@ class MemoryLearned(Event):
         mg.content_value(m, self.content)
         mg.value(m, T.confidence, float(self.confidence))
         mg.value(m, T.scope, self.scope)
-        mg.value(m, T.topic, self.topic)
-        for tag in self.tags:
-            mg.value(m, T.tag, tag)
+        # topic and tags may name a person: content, erased with the memory's value
+        mg.content_text(m, T.topic, self.topic)
+        if self.tags:
+            mg.content_text(m, T.tags, canonical_json(list(self.tags)))
         mg.value(m, T.validFrom, self.valid_from)
         mg.value(m, T.validUntil, self.valid_until)
         mg.add(m, PROV.wasGeneratedBy, a)
@@ -244,7 +246,7 @@ class MemoryRecalled(Event):
             ended=self.ended,
             label=f"recall {self.scope} memory",
         )
-        b.value(a, T.recallQuery, self.query)
+        b.content_text(a, T.recallQuery, self.query)
         b.value(a, T.scope, self.scope)
         for rank, (memory, score) in enumerate(self.hits, start=1):
             m = _iri(memory)

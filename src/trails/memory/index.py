@@ -36,6 +36,7 @@ import atexit
 import contextlib
 import dataclasses
 import heapq
+import json
 import logging
 import threading
 import uuid
@@ -72,7 +73,7 @@ WHERE {
        prov:generatedAtTime ?t ; prov:wasGeneratedBy ?act ; prov:wasAttributedTo ?agent .
     ?agent trails:principalId ?agentId .
     OPTIONAL { ?act trails:inSession ?session }
-    OPTIONAL { ?m trails:topic ?topic }
+    OPTIONAL { GRAPH ?topicGraph { ?m trails:topic ?topic } }  # content (or, older, structure)
     OPTIONAL { ?m trails:validFrom ?vf }
     OPTIONAL { ?m trails:validUntil ?vu }
     OPTIONAL { ?m prov:wasRevisionOf ?rev }
@@ -84,8 +85,9 @@ WHERE {
 )
 _TAGS = (
     _PREFIXES
-    + """SELECT ?m ?tag ?since WHERE {
-  GRAPH ?g { ?m trails:tag ?tag ; prov:generatedAtTime ?t . }
+    + """SELECT ?m ?tag ?tags ?since WHERE {
+  GRAPH ?g { ?m a trails:Memory ; prov:generatedAtTime ?t . }
+  { GRAPH ?g { ?m trails:tag ?tag } } UNION { GRAPH ?cg { ?m trails:tags ?tags } }
   %s
 }"""
 )
@@ -100,6 +102,15 @@ _INVALIDATIONS = (
 }"""
 )
 _HEAD = _PREFIXES + "SELECT ?token WHERE { ?head trails:memoryRevision ?token }"
+
+
+def _tag_list(text: str) -> list[Any]:
+    """The tags a ``trails:tags`` value lists (the text itself if masking cut its JSON)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return [text]
+    return value if isinstance(value, list) else [text]
 
 
 @runtime_checkable
@@ -292,7 +303,10 @@ class MemoryIndex:
         rows = self._select(_MEMORIES, since, "t")
         tags: dict[str, list[str]] = {}
         for row in self._select(_TAGS, since, "t"):
-            tags.setdefault(str(row["m"]), []).append(str(_py(row["tag"])))
+            # one JSON list in the content graph; memories learned earlier: one triple a tag
+            listed = row.get("tags")
+            found = _tag_list(str(_py(listed))) if listed is not None else [_py(row["tag"])]
+            tags.setdefault(str(row["m"]), []).extend(str(t) for t in found)
         fresh: list[Memory] = []
         ids: set[str] = set()
         for row in rows:

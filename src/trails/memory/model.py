@@ -17,7 +17,9 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic_core import to_jsonable_python
 
 from trails.errors import MemoryInputError
 from trails.store.terms import IRI
@@ -102,6 +104,18 @@ class Memory:
             return False
         return self.invalidated_at is None or self.invalidated_at > when
 
+    def __trails_json__(self) -> Any:
+        """Its JSON-able form for ``canonical_json``: pydantic's, computed once.
+
+        A memory is frozen and the index hands out the same object to every recall,
+        so a recall's recorded result does not convert the memories it returns again.
+        """
+        cached = self.__dict__.get("_json")
+        if cached is None:
+            cached = to_jsonable_python(self)
+            object.__setattr__(self, "_json", cached)
+        return cached
+
     def valid_at(self, when: datetime) -> bool:
         """True when ``when`` lies in the fact's validity interval (open ends allowed)."""
         if self.valid_from is not None and when < self.valid_from:
@@ -125,6 +139,15 @@ class Recalled:
     @property
     def id(self) -> str:
         return self.memory.id
+
+    def __trails_json__(self) -> Any:
+        """Its JSON-able form for ``canonical_json`` (what pydantic gives), its memory's kept."""
+        return {
+            "memory": self.memory.__trails_json__(),
+            "score": self.score,
+            "relevance": self.relevance,
+            "rank": self.rank,
+        }
 
     @property
     def content(self) -> str:

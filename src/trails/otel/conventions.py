@@ -63,8 +63,8 @@ class Reading:
     response_model: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
     reasoning_tokens: int | None = None
     conversation_id: str | None = None
     agent_id: str | None = None
@@ -89,6 +89,7 @@ class Reading:
     principal: str | None = None
     query: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    request: dict[str, Any] = field(default_factory=dict)
 
 
 def _first(attrs: Mapping[str, Any], *names: str) -> Any:
@@ -158,8 +159,9 @@ def _parts_text(parts: Any) -> tuple[str, list[dict[str, Any]]]:
             calls.append(
                 {"id": part.get("id"), "name": part.get("name"), "arguments": part.get("arguments")}
             )
-        elif kind == "tool_call_response":
-            texts.append(_text({"tool_call_id": part.get("id"), "response": part.get("response")}))
+        elif kind == "tool_call_response":  # pydantic-ai names the response ``result``
+            response = part["response"] if "response" in part else part.get("result")
+            texts.append(_text({"tool_call_id": part.get("id"), "response": response}))
         elif kind is not None:
             texts.append(_text(part))
     return "".join(texts), calls
@@ -258,6 +260,44 @@ def _content_events(span: Span) -> dict[str, Any]:
     return merged
 
 
+_MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+
+
+def _event_messages(span: Span) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(input, output) messages of the 1.30 per-message events, in the events' shape.
+
+    Their message is the event's body (``gen_ai.event.body``, as the log records
+    carry it); a body without content (content capture off) gives no message.
+    """
+    inputs: list[dict[str, Any]] = []
+    outputs: list[dict[str, Any]] = []
+    for event in span.events:
+        body = event.attributes.get("gen_ai.event.body")
+        if not isinstance(body, dict):
+            continue
+        if event.name == "gen_ai.choice":
+            message = body.get("message")
+            if isinstance(message, dict) and ("content" in message or "tool_calls" in message):
+                outputs.append({"role": "assistant", **message})
+            continue
+        role = _MESSAGE_EVENTS.get(event.name)
+        if role is None or not ("content" in body or "tool_calls" in body):
+            continue
+        if role == "tool":
+            response = {"type": "tool_call_response", "id": body.get("id")}
+            inputs.append(
+                {"role": "tool", "parts": [{**response, "response": body.get("content")}]}
+            )
+        else:
+            inputs.append({"role": body.get("role") or role, **body})
+    return inputs, outputs
+
+
 def _messages(
     span: Span, attrs: Mapping[str, Any]
 ) -> tuple[list[dict[str, Any]] | None, str | None, list[dict[str, Any]]]:
@@ -265,6 +305,15 @@ def _messages(
     messages: list[dict[str, Any]] | None = None
     output: str | None = None
     calls: list[dict[str, Any]] = []
+    if span.events and not any(k in attrs for k in ("gen_ai.input.messages", "gen_ai.prompt")):
+        event_inputs, event_outputs = _event_messages(span)
+        if event_inputs:
+            messages = _current_messages(event_inputs)[0]
+        if event_outputs:
+            out_msgs, calls = _current_messages(event_outputs)
+            output = "".join(m["content"] for m in out_msgs)
+        if messages is not None or output is not None:
+            return messages, output, calls
     system = _first(attrs, "gen_ai.system_instructions")
     inputs = _first(attrs, "gen_ai.input.messages", "gen_ai.prompt")
     outputs = _first(attrs, "gen_ai.output.messages", "gen_ai.completion")
@@ -343,6 +392,9 @@ def read_span(span: Span) -> Reading:
         )
     )
     finish = _first(attrs, "gen_ai.response.finish_reasons")
+    if finish is None:  # the older per-choice form
+        rows = _indexed(attrs, "gen_ai.completion")
+        finish = [r["finish_reason"] for r in rows if r.get("finish_reason")] or None
     stop = _first(attrs, "gen_ai.request.stop_sequences")
     principal = _first(attrs, "enduser.id", "user.id", "gen_ai.user.id") or _first(
         span.resource, "enduser.id", "user.id"
@@ -354,7 +406,19 @@ def read_span(span: Span) -> Reading:
     if category == "tool":
         tool_args = _json(tool_args if tool_args is not None else attrs.get("input.value"))
         tool_result = _json(tool_result if tool_result is not None else attrs.get("output.value"))
+    request = {
+        k.removeprefix("gen_ai.request."): v
+        for k, v in attrs.items()
+        if k.startswith("gen_ai.request.") and k != "gen_ai.request.model" and v is not None
+    }
+    for old in ("max_tokens", "temperature"):
+        if old not in request and attrs.get(f"llm.request.{old}") is not None:
+            request[old] = attrs[f"llm.request.{old}"]
+    tools = _json(attrs.get("gen_ai.tool.definitions"))
+    if tools is not None:  # what the model was offered is part of its request
+        request["tools"] = tools
     return Reading(
+        request=request,
         operation=op or "span",
         category=category,
         provider=_lower(
@@ -375,8 +439,7 @@ def read_span(span: Span) -> Reading:
                 "gen_ai.usage.cache_read_input_tokens",
                 "llm.token_count.prompt_details.cache_read",
             )
-        )
-        or 0,
+        ),
         cache_write_tokens=_int(
             _first(
                 attrs,
@@ -384,8 +447,7 @@ def read_span(span: Span) -> Reading:
                 "gen_ai.usage.cache_creation_input_tokens",
                 "llm.token_count.prompt_details.cache_write",
             )
-        )
-        or 0,
+        ),
         reasoning_tokens=_int(
             _first(
                 attrs,

@@ -37,7 +37,7 @@ SELECT ?s ?a ?end ?message ?type WHERE {{
     {{ ?a {T.status.n3()} "error" }} UNION {{ ?a {T.stopReason.n3()} "error" }}
     UNION {{ ?a {T.errorType.n3()} ?anyType }}
     FILTER (?a != ?s)
-    OPTIONAL {{ ?a {T.errorMessage.n3()} ?message }}
+    OPTIONAL {{ GRAPH ?errorMessageGraph1 {{ ?a {T.errorMessage.n3()} ?message }} }}
     OPTIONAL {{ ?a {T.errorType.n3()} ?type }}
   }}
 }} ORDER BY ?end ?a LIMIT 1"""

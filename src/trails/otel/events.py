@@ -16,7 +16,7 @@ twice writes the same quads: nothing is duplicated.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from trails.prov.builder import QuadBuilder
 from trails.prov.events import (
@@ -44,6 +44,12 @@ __all__ = [
     "span_activity",
 ]
 
+_COUNTS = {
+    "input": T.inputTokens,
+    "output": T.outputTokens,
+    "cache_read": T.cacheReadTokens,
+    "cache_write": T.cacheWriteTokens,
+}
 _MEMORY_CLASSES: dict[str, IRI] = {
     "create_memory": T.MemoryLearn,
     "update_memory": T.MemoryLearn,
@@ -60,15 +66,24 @@ class SpanIdentity(Event):
     span_id: str
     operation: str
     error_type: str | None = None
+    record: dict[str, Any] | None = None
 
     def identify(self, b: QuadBuilder, a: IRI) -> None:
-        """Write the span's identity on activity ``a`` (plain strings: no literal dispatch)."""
+        """Write the span's identity on activity ``a`` (plain strings: no literal dispatch).
+
+        ``record``, the span as it was sent, becomes a ``trails:SpanRecord``
+        entity of the activity (its JSON is content, like a prompt's).
+        """
         g = b.graph
         b.quads.append(Quad(a, T.traceId, RDFLiteral(self.trace_id), g))
         b.quads.append(Quad(a, T.spanId, RDFLiteral(self.span_id), g))
         b.quads.append(Quad(a, T.operationName, RDFLiteral(self.operation), g))
         if self.error_type is not None:
             b.quads.append(Quad(a, T.errorType, RDFLiteral(self.error_type), g))
+        if self.record is not None:
+            record = Minter.part(a, "span")
+            b.entity(record, T.SpanRecord, self.record)
+            b.add(a, T.spanRecord, record)
 
 
 class SpanOfSession(SpanIdentity):
@@ -103,11 +118,17 @@ class SpanCompletion(LLMCompleted, SpanIdentity):
     tool_call_ids: tuple[str, ...] = ()
     finish_reasons: tuple[str, ...] = ()
     agent_name: str | None = None
+    request_model: str | None = None
+    unknown: tuple[str, ...] = ()
 
     def emit(self, b: QuadBuilder) -> None:
         super().emit(b)
         a = IRI.trusted(self.activity)
+        unknown = {_COUNTS[name] for name in self.unknown}
+        if unknown:  # a count the span did not give is unrecorded, never 0
+            b.quads[:] = [q for q in b.quads if not (q.subject == a and q.predicate in unknown)]
         self.identify(b, a)
+        b.value(a, T.requestModel, self.request_model)
         b.value(a, T.reasoningTokens, self.reasoning_tokens)
         b.value(a, T.agentName, self.agent_name)
         for call in self.tool_call_ids:
@@ -206,14 +227,14 @@ class SpanMemoryOperation(SpanIdentity):
             b.types(memory, PROV.Entity)
             b.add(a, PROV.invalidated, memory)
         elif cls == T.MemoryRecall:
-            b.value(a, T.recallQuery, self.query or "")
+            b.content_text(a, T.recallQuery, self.query or "")
         b.activity(a, cls, self.started, self.ended)
         b.types(a, T.MemoryOperation)
         b.child_of(a, IRI.trusted(self.parent) if self.parent else None, self.graph)
         b.add(a, PROV.wasAssociatedWith, b.agent(self.principal))
         b.label(a, self.operation.replace("_", " "))
         b.value(a, T.status, self.status)
-        b.value(a, T.errorMessage, self.error)
+        b.content_text(a, T.errorMessage, self.error)
         self.identify(b, a)
 
 
@@ -236,7 +257,7 @@ class SpanActivity(SpanIdentity):
         b.add(a, PROV.wasAssociatedWith, b.agent(self.principal))
         b.label(a, self.name or "span")
         b.value(a, T.status, self.status)
-        b.value(a, T.errorMessage, self.error)
+        b.content_text(a, T.errorMessage, self.error)
         self.identify(b, a)
 
 

@@ -4,8 +4,12 @@ The session's activities are read back from its graph with SPARQL, rebuilt as
 the events that recorded them and passed through the same ``SpanEmitter`` the
 live exporter uses, so a session exported later and one exported as it ran
 give the same spans. The payload is an ``ExportTraceServiceRequest`` in
-OTLP/JSON: POST it to any OTLP/HTTP receiver (``trails otlp`` included) with
-``content-type: application/json``.
+OTLP/JSON: POST it with ``content-type: application/json`` to a receiver that
+takes JSON (``trails otlp`` does; some take protobuf only).
+
+Activities received over OTLP keep the span they came as (a ``trails:SpanRecord``):
+they go out as that span again, with its own ids, name, attributes and events,
+and a received session gets no session span its app never sent.
 """
 
 from __future__ import annotations
@@ -31,14 +35,16 @@ from trails.prov.events import (
     SessionStarted,
 )
 from trails.prov.vocab import sparql_prefixes
-from trails.store.base import Store, select
+from trails.store.base import Store, ask, select
 from trails.store.terms import IRI, Term, to_python
 
 __all__ = ["session_otlp_json", "session_spans"]
 
 _SESSION = """
 SELECT ?g ?start ?end ?label ?status ?who WHERE { GRAPH ?g {
-  ?g a trails:Session ; prov:startedAtTime ?start ; rdfs:label ?label .
+  ?g a trails:Session ; prov:startedAtTime ?start ; rdfs:label ?named .
+  OPTIONAL { GRAPH ?labelGraph { ?g trails:sessionLabel ?given } }
+  BIND(COALESCE(?given, ?named) AS ?label)
   OPTIONAL { ?g prov:endedAtTime ?end }
   OPTIONAL { ?g trails:status ?status }
   OPTIONAL { ?g prov:wasAssociatedWith/trails:principalId ?who }
@@ -48,7 +54,7 @@ SELECT ?g ?a ?start ?end ?parent ?strategy ?goal ?stop ?error ?who WHERE { GRAPH
   ?a a trails:PlanRun ; prov:startedAtTime ?start ; trails:strategy ?strategy .
   OPTIONAL { GRAPH ?cg0 { ?a trails:goal ?goal } }
   OPTIONAL { ?a prov:endedAtTime ?end } OPTIONAL { ?a prov:wasInformedBy ?parent }
-  OPTIONAL { ?a trails:stopReason ?stop } OPTIONAL { ?a trails:errorMessage ?error }
+  OPTIONAL { ?a trails:stopReason ?stop } OPTIONAL { GRAPH ?errorMessageGraph1 { ?a trails:errorMessage ?error } }
   OPTIONAL { ?a prov:wasAssociatedWith/trails:principalId ?who }
 } }"""
 _COMPLETIONS = """
@@ -63,7 +69,7 @@ SELECT ?g ?a ?start ?end ?parent ?provider ?model ?prompt ?text ?in ?out ?cr ?cw
   OPTIONAL { ?a prov:wasInformedBy ?parent  # the caller, not the failover that led here
              FILTER NOT EXISTS { ?parent a ?after FILTER(?after IN (trails:ProviderFallback,
                                                                      trails:LLMCompletion)) } }
-  OPTIONAL { ?a trails:errorMessage ?error } OPTIONAL { ?a trails:inputTokens ?in } OPTIONAL { ?a trails:outputTokens ?out }
+  OPTIONAL { GRAPH ?errorMessageGraph2 { ?a trails:errorMessage ?error } } OPTIONAL { ?a trails:inputTokens ?in } OPTIONAL { ?a trails:outputTokens ?out }
   OPTIONAL { ?a trails:cacheReadTokens ?cr } OPTIONAL { ?a trails:cacheWriteTokens ?cw }
   OPTIONAL { ?a trails:requestId ?rid }
 } }"""
@@ -74,7 +80,7 @@ SELECT ?g ?a ?start ?end ?parent ?cap ?description ?input ?output ?status ?error
   ?c trails:capabilityId ?cap . OPTIONAL { ?c rdfs:comment ?description }
   OPTIONAL { ?a prov:used ?i . ?i a trails:CapabilityInput . GRAPH ?cg3 { ?i prov:value ?input } }
   OPTIONAL { ?o prov:wasGeneratedBy ?a ; a trails:CapabilityOutput . GRAPH ?cg4 { ?o prov:value ?output } }
-  OPTIONAL { ?a prov:wasInformedBy ?parent } OPTIONAL { ?a trails:errorMessage ?error }
+  OPTIONAL { ?a prov:wasInformedBy ?parent } OPTIONAL { GRAPH ?errorMessageGraph3 { ?a trails:errorMessage ?error } }
   OPTIONAL { ?a prov:wasAssociatedWith/trails:principalId ?who }
 } }"""
 _MEMORY = """
@@ -82,9 +88,14 @@ SELECT ?g ?a ?class ?start ?end ?parent ?query ?who WHERE { GRAPH ?g {
   ?a a trails:MemoryOperation , ?class ; prov:startedAtTime ?start ; trails:inSession ?g .
   FILTER (?class IN (trails:MemoryLearn, trails:MemoryRecall, trails:MemoryForget))
   OPTIONAL { ?a prov:endedAtTime ?end } OPTIONAL { ?a prov:wasInformedBy ?parent }
-  OPTIONAL { ?a trails:recallQuery ?query }
+  OPTIONAL { GRAPH ?recallQueryGraph4 { ?a trails:recallQuery ?query } }
   OPTIONAL { ?a prov:wasAssociatedWith/trails:principalId ?who }
 } }"""
+_RECORDS = """
+SELECT ?g ?a ?record WHERE { GRAPH ?g {
+  ?a trails:spanRecord ?r . GRAPH ?cg5 { ?r prov:value ?record }
+} }"""
+_SESSION_SPAN = "ASK { GRAPH ?g { ?g trails:spanId ?id } }"
 _MEMORY_OPERATIONS = {
     "MemoryLearn": "create_memory",
     "MemoryRecall": "search_memory",
@@ -101,7 +112,14 @@ def _json(text: Any) -> Any:
     return json.loads(text) if isinstance(text, str) else None
 
 
-def _events(store: Store, session: IRI) -> tuple[list[Event], list[SpanData], bool]:
+def _events(
+    store: Store, session: IRI, uncounted: set[str] | None = None
+) -> tuple[list[Event], list[SpanData], bool]:
+    """The session's events, its memory spans, and whether content was recorded.
+
+    ``uncounted`` collects the completions recorded without token counts (their
+    spans then say none, rather than 0).
+    """
     found = _rows(store, _SESSION, session)
     if not found:
         from trails.errors import SessionError
@@ -138,6 +156,8 @@ def _events(store: Store, session: IRI) -> tuple[list[Event], list[SpanData], bo
             )
         )
     for r in _rows(store, _COMPLETIONS, session):
+        if uncounted is not None and (r.get("in") is None or r.get("out") is None):
+            uncounted.add(str(r["a"]))
         prompt = _json(r.get("prompt")) or {}
         content = content and r.get("prompt") is not None
         events.append(
@@ -209,6 +229,39 @@ class _Collect:
         self.spans.append(span)
 
 
+def _nanos(text: str) -> int:
+    return int(datetime.fromisoformat(text).timestamp() * 1_000_000) * 1000
+
+
+def _received(record: Mapping[str, Any]) -> ReadableSpan:
+    """A received span again, as it was sent: its ids, name, kind, status, attributes, events."""
+    from opentelemetry.sdk.trace import Event as SpanEventData
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+    from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+    trace = int(record["trace_id"], 16)
+    flags = TraceFlags(TraceFlags.SAMPLED)
+    parent = record.get("parent_id")
+    code = {"ok": StatusCode.OK, "error": StatusCode.ERROR}.get(record["status"], StatusCode.UNSET)
+    message = record.get("status_message") or None
+    return ReadableSpan(
+        name=record["name"],
+        context=SpanContext(trace, int(record["span_id"], 16), False, flags),
+        parent=SpanContext(trace, int(parent, 16), False, flags) if parent else None,
+        resource=Resource(record.get("resource") or {}),
+        attributes=record.get("attributes") or {},
+        events=[
+            SpanEventData(e["name"], e.get("attributes") or {}, _nanos(e["time"]))
+            for e in record.get("events") or []
+        ],
+        kind=SpanKind(max(0, int(record.get("kind") or 0) - 1)),  # OTLP counts from unspecified
+        status=Status(code, message if code == StatusCode.ERROR else None),
+        start_time=_nanos(record["start"]),
+        end_time=_nanos(record["end"]),
+        instrumentation_scope=InstrumentationScope(record.get("scope") or ""),
+    )
+
+
 def session_spans(
     store: Store, session: str, *, resource: Resource | None = None
 ) -> list[ReadableSpan]:
@@ -228,11 +281,26 @@ def session_spans(
     resource = resource or Resource.create({"service.name": "trails"})
     collect = _Collect()
     emitter = SpanEmitter(collect, resource=resource)  # type: ignore[arg-type]
-    events, memory, content = _events(store, IRI(session))
-    spans = [readable_span(data, resource) for data in memory]
+    uncounted: set[str] = set()
+    events, memory, content = _events(store, IRI(session), uncounted)
+    # spans received over OTLP go out as they came in: their own ids, names and values
+    records = {str(r["a"]): json.loads(r["record"]) for r in _rows(store, _RECORDS, IRI(session))}
+    spans = [_received(record) for record in records.values()]
+    received = bool(records) and not ask(
+        store, sparql_prefixes() + _SESSION_SPAN, {"g": IRI(session)}
+    )
+    spans.extend(readable_span(data, resource) for data in memory if data.activity not in records)
     for event in events:
+        if str(getattr(event, "activity", "")) in records:
+            continue
+        if received and isinstance(event, SessionEnded):
+            continue  # the app sent no span for the session: none is made up
         data = emitter.span_data(event, content=content)
         if data is not None:
+            if data.activity in uncounted:  # unknown counts are not sent as 0
+                data.attributes = {
+                    k: v for k, v in data.attributes.items() if not k.startswith("gen_ai.usage.")
+                }
             spans.append(readable_span(data, resource))
     return spans
 

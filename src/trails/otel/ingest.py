@@ -36,18 +36,28 @@
 
 Spans a trails exporter sent for a session itself (``trails.kind = session``)
 are not activities: they carry the session's start, end and status.
+
+``Ingestor.ingest_logs(records)`` is what ``POST /v1/logs`` calls: GenAI log
+records (``trails.otel.logs``) become content of their span's completion,
+whichever arrives first (the records wait for their span; a completion of an
+open session is rewritten when they come after it). ``group_window`` puts the
+root-less traces of one service and end user into one session, for apps that
+start no span around their work.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
+from trails.errors import ConfigError, StoreError
 from trails.llm.catalogue import Catalogue, default_catalogue
 from trails.otel.conventions import Reading, read_span
 from trails.otel.ends import session_end
@@ -58,8 +68,10 @@ from trails.otel.events import (
     SpanSessionStarted,
     span_activity,
 )
+from trails.otel.logs import LogRecord, genai_events
 from trails.otel.mapping import EndUsers, span_event
-from trails.otel.otlp import Span
+from trails.otel.otlp import Span, SpanEvent
+from trails.otel.refusals import SpansRefused, refusals_graph
 from trails.otel.replayable import projection_of
 from trails.prov.events import SessionEnded
 from trails.prov.recorder import Recorder
@@ -67,7 +79,10 @@ from trails.prov.vocab import PROV, T
 from trails.store.base import ask, select
 from trails.store.terms import IRI, Literal, Quad, to_python
 
-__all__ = ["IngestResult", "Ingestor"]
+__all__ = ["MAX_WAITING_LOGS", "IngestResult", "Ingestor", "ingest_options"]
+
+MAX_WAITING_LOGS = 100_000
+"""Log records kept while their span has not arrived; beyond, new ones are refused."""
 
 _RECORDED = f"""
 SELECT ?g ?sid ?trace WHERE {{
@@ -84,10 +99,37 @@ SELECT ?s (MAX(?end) AS ?last) WHERE {{
     ?a {T.spanId.n3()} ?id ; {PROV.endedAtTime.n3()} ?end .
   }}
 }} GROUP BY ?s"""
+_UNLINKED_CALLS = f"""
+SELECT ?g ?t ?call WHERE {{
+  GRAPH ?g {{ ?t a {T.CapabilityInvocation.n3()} ; {T.toolCallId.n3()} ?call .
+             FILTER NOT EXISTS {{ ?t {T.requestedBy.n3()} ?any }} }}
+}}"""
 _REQUESTER = f"""
 SELECT ?a ?g ?call WHERE {{
   GRAPH ?g {{ ?a a {T.LLMCompletion.n3()} ; {T.toolCallId.n3()} ?call }}
 }} LIMIT 1"""
+
+
+def ingest_options(section: dict[str, Any]) -> dict[str, Any]:
+    """The ``Ingestor`` options of an ``[otel]`` settings section.
+
+    ``log_wait`` (seconds, default 5: the receivers mount ``/v1/logs``) and
+    ``group_window`` (seconds, default none).
+
+    Raises:
+        ConfigError: a value that is not a non-negative number of seconds.
+    """
+    out: dict[str, Any] = {"log_wait": 5.0, "group_window": None}
+    for name in out:
+        value = section.get(name, out[name])
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ConfigError(
+                f"[otel] {name} must be a non-negative number of seconds, not {value!r}"
+            )
+        out[name] = float(value)
+    return out
 
 
 @dataclass
@@ -100,12 +142,21 @@ class IngestResult:
     ended: list[str] = field(default_factory=list)
     rejected: int = 0
     refusals: list[str] = field(default_factory=list)
+    ignored: int = 0
 
 
 @dataclass
 class _Open:
     last_seen: float
     last_end: datetime
+
+
+@dataclass
+class _Kept:
+    """A completion of an open session, as written: log records may add to its content."""
+
+    span: Span
+    event: SpanCompletion
 
 
 def _literal(text: str) -> Literal:
@@ -137,6 +188,14 @@ class Ingestor:
         clock: monotonic seconds (tests pass their own).
         replayable: write each session's projection when it ends, so
             ``Session.replay`` rebuilds it (``trails.otel.replayable``).
+        group_window: for apps that send no root span (one trace per model call):
+            traces without ``gen_ai.conversation.id`` from the same service and end
+            user go to one session while they arrive less than this many seconds
+            after its last span did (the session then ends on ``idle_timeout``); None
+            (the default) keys each such trace's session by its trace id.
+        log_wait: seconds a session keyed by its trace stays open after its root
+            span arrived when a completion of it carried no content, for the log
+            records that may bring it (``sweep`` ends it then); 0 ends it at once.
     """
 
     def __init__(
@@ -148,6 +207,8 @@ class Ingestor:
         principal: str | None = None,
         clock: Callable[[], float] = time.monotonic,
         replayable: bool = True,
+        log_wait: float = 0.0,
+        group_window: float | None = None,
     ) -> None:
         self.recorder = recorder
         self.idle_timeout = idle_timeout
@@ -155,11 +216,20 @@ class Ingestor:
         self.principal = principal
         self.clock = clock
         self.replayable = replayable
+        self.log_wait = log_wait
+        self.group_window = group_window
+        self._groups: dict[tuple[str, str, str], str] = {}  # (namespace, service, user) -> key
+        self._grouped_sessions: set[str] = set()
+        self._closing: dict[str, tuple[float, datetime]] = {}  # root arrived, ends after log_wait
         self._lock = threading.Lock()
         self._open: dict[str, _Open] = {}
         # who spans without enduser.id act for (their ancestor's), kept per token namespace:
         # a span of one token never names the end user of another's spans
         self._users_of: defaultdict[str, EndUsers] = defaultdict(EndUsers)
+        # GenAI log records, by (namespace, trace, span): waiting for their span, and the
+        # completions of open sessions they may still add content to
+        self._waiting_logs: dict[tuple[str, str, str], list[tuple[float, SpanEvent]]] = {}
+        self._kept: dict[tuple[str, str, str], _Kept] = {}
 
     @property
     def base(self) -> str:
@@ -189,6 +259,21 @@ class Ingestor:
             return ""
         digest = hashlib.sha256(token_principal.encode("utf-8", "surrogatepass")).hexdigest()
         return f"otlp-{digest[:16]}-"
+
+    def _refused(
+        self, session: str, spans: Sequence[Span], why: str, principal: str | None
+    ) -> SpansRefused:
+        """The record of spans refused for ``session`` (written with the batch)."""
+        return SpansRefused(
+            session=str(refusals_graph(self.recorder.minter)),
+            activity=str(self.recorder.minter.activity()),
+            refused_session=session,
+            spans=len(spans),
+            trace_ids=tuple(sorted({s.trace_id for s in spans})),
+            reason=why,
+            principal=principal,
+            at=datetime.now(UTC),
+        )
 
     def _exists(self, session: str) -> bool:
         return ask(self.recorder.store, _IS_SESSION, {"s": IRI.trusted(session)})
@@ -229,7 +314,8 @@ class Ingestor:
             What was written.
 
         Raises:
-            StoreError: the store failed; nothing of the batch was written.
+            StoreError: the store did not confirm the write (it may have committed: its
+                sessions are tracked and ended like any other).
         """
         with self._lock:
             return self._ingest(spans, principal)
@@ -251,11 +337,12 @@ class Ingestor:
         touched: dict[str, datetime] = {}
         keyed_by_trace: set[str] = set()
         rewrites: list[tuple[SpanIdentity, SpanIdentity]] = []
+        refused: list[SpansRefused] = []  # recorded, so the refusal is evidence too
         namespace = self._namespace(token_principal)
         users = self._users_of[namespace]
         for trace_id, group in by_trace.items():
             earlier_session, recorded = self._recorded(trace_id, namespace)
-            fresh = [s for s in group if s.span_id not in recorded]
+            fresh = [self._with_logs(namespace, s) for s in group if s.span_id not in recorded]
             result.duplicates += len(group) - len(fresh)
             if not fresh:
                 continue
@@ -264,24 +351,34 @@ class Ingestor:
                 (r.conversation_id for r in readings.values() if r.conversation_id), None
             )
             key = str(conversation) if conversation else trace_id
+            grouped = None
+            if not conversation and earlier_session is None and self.group_window is not None:
+                grouped = self._group_of(namespace, fresh, readings, token_principal)
+                if grouped in self._groups and grouped in self._open_groups():
+                    key = self._groups[grouped]  # a trace of the same service and user, soon after
             session = earlier_session or str(self.recorder.minter.session(namespace + key))
             if session not in started and self._received(session) and self._ended(session):
                 key = f"{key}~{trace_id}"
                 session = str(self.recorder.minter.session(namespace + key))
                 if self._ended(session):
+                    why = f"session {session} has ended and was sealed; its spans arrived too late"
                     result.rejected += len(fresh)
-                    result.refusals.append(
-                        f"session {session} has ended and was sealed; its spans arrived too late"
-                    )
+                    result.refusals.append(why)
+                    refused.append(self._refused(session, fresh, why, token_principal))
                     continue
             if session not in started and self._exists(session) and not self._received(session):
-                result.rejected += len(fresh)  # a session of the Python API, or of anything else
-                result.refusals.append(
+                why = (
                     f"session {session} was not started by this receiver; "
                     f"its spans are not written into it"
                 )
+                result.rejected += len(fresh)  # a session of the Python API, or of anything else
+                result.refusals.append(why)
+                refused.append(self._refused(session, fresh, why, token_principal))
                 continue
-            if not conversation:
+            if grouped is not None:  # ended on idle time, like a conversation
+                self._groups[grouped] = key
+                self._grouped_sessions.add(session)
+            elif not conversation and session not in self._grouped_sessions:
                 keyed_by_trace.add(session)
             session_spans = {
                 s.span_id for s in fresh if s.attributes.get("trails.kind") == "session"
@@ -354,6 +451,7 @@ class Ingestor:
                 if isinstance(event, SpanCompletion):
                     for call in event.tool_call_ids:
                         calls[call] = event.activity
+                    self._kept[(namespace, trace_id, span.span_id)] = _Kept(span, event)
                 events.append(event)
                 if users.of(trace_id, span.span_id) is None:
                     users.wait(event)
@@ -366,13 +464,26 @@ class Ingestor:
             quads.extend(self.recorder.quads(opened))
         for event in events:
             quads.extend(self.recorder.quads(event))
+        for refusal in refused:
+            quads.extend(self.recorder.quads(refusal))
         stale: list[Quad] = []
         for as_written, as_now in rewrites:  # an ancestor named the end user after them
+            kept = self._kept.get((namespace, as_now.trace_id, as_now.span_id))
+            if kept is not None and isinstance(as_now, SpanCompletion):
+                kept.event = as_now
             now_quads = self.recorder.quads(as_now)
             stale.extend(_only_in(self.recorder.quads(as_written), now_quads, as_written))
             quads.extend(now_quads)
         if quads:
-            self.recorder.store.write(quads, remove=stale)  # the whole batch, atomically
+            try:
+                self.recorder.store.write(quads, remove=stale)  # the whole batch, atomically
+            except StoreError:
+                # a write that timed out may still have been committed: its sessions are
+                # tracked all the same, so the sweep (or shutdown) ends those that exist
+                now = self.clock()
+                for session, last in touched.items():
+                    self._open.setdefault(session, _Open(now, last))
+                raise
         now = self.clock()
         for session, last in touched.items():
             state = self._open.get(session)
@@ -383,6 +494,9 @@ class Ingestor:
         for session, root in roots.items():
             if session in keyed_by_trace or root.attributes.get("trails.kind") == "session":
                 own = root.attributes.get("trails.kind") == "session"  # its status, as sent
+                if not own and self.log_wait > 0 and self._awaits_content(session):
+                    self._closing[session] = (now, root.end)  # its content may come as logs
+                    continue
                 self._end(
                     session,
                     root.end,
@@ -391,10 +505,159 @@ class Ingestor:
                 result.ended.append(session)
         return result
 
+    # -- grouping traces without a root ---------------------------------------------
+
+    def _group_of(
+        self,
+        namespace: str,
+        spans: Sequence[Span],
+        readings: dict[str, Reading],
+        token_principal: str | None,
+    ) -> tuple[str, str, str]:
+        """(namespace, service, end user) of a trace: what ``group_window`` groups by."""
+        first = min(spans, key=lambda s: s.start)
+        user = next((r.principal for r in readings.values() if r.principal), None)
+        service = str(first.resource.get("service.name") or "")
+        return namespace, service, str(user or token_principal or "")
+
+    def _open_groups(self) -> set[tuple[str, str, str]]:
+        """The groups whose session is open and had a span within ``group_window`` seconds."""
+        window = self.group_window or 0.0
+        now = self.clock()
+        out = set()
+        for group, key in self._groups.items():
+            session = str(self.recorder.minter.session(group[0] + key))
+            state = self._open.get(session)
+            if state is not None and now - state.last_seen <= window:
+                out.add(group)
+        return out
+
+    # -- log records --------------------------------------------------------------
+
+    def _link_calls(self, completion: SpanCompletion, call: str) -> list[Quad]:
+        """``requestedBy`` for the recorded tool executions of ``call`` not yet linked."""
+        graph = IRI.trusted(completion.session)
+        requester = IRI.trusted(completion.activity)
+        found = select(self.recorder.store, _UNLINKED_CALLS, {"g": graph, "call": _literal(call)})
+        out = []
+        for row in found:
+            tool = IRI.trusted(str(row["t"]))
+            out += [
+                Quad(tool, T.requestedBy, requester, graph),
+                Quad(tool, PROV.wasInfluencedBy, requester, graph),
+            ]
+        return out
+
+    def _awaits_content(self, session: str) -> bool:
+        """Whether a completion of ``session`` was recorded without its prompt's messages."""
+        return any(
+            kept.event.session == session and not kept.event.messages
+            for kept in self._kept.values()
+        )
+
+    def _with_logs(self, namespace: str, span: Span) -> Span:
+        """``span`` with the GenAI log records that arrived for it before it did, as events."""
+        waiting = self._waiting_logs.pop((namespace, span.trace_id, span.span_id), None)
+        if not waiting:
+            return span
+        return dataclasses.replace(span, events=(*span.events, *(e for _, e in waiting)))
+
+    def ingest_logs(
+        self, records: Sequence[LogRecord], *, principal: str | None = None
+    ) -> IngestResult:
+        """Record the content GenAI log records carry as content of their span's completion.
+
+        A record whose completion is recorded in an open session rewrites that
+        completion (its prompt, completion text and request hash) in one atomic
+        write; a record whose span has not arrived waits for it (until
+        ``idle_timeout`` without another record for that span); a record whose
+        span's session has ended is refused (a sealed graph is never written
+        again). Records that are not GenAI events, or name no span, are ignored.
+
+        Args:
+            records: the decoded log records of one request.
+            principal: the principal of the request's bearer token (its namespace).
+
+        Returns:
+            ``written``: records recorded or kept for their span; ``ignored``:
+            records that are not GenAI events of a span; ``rejected`` and
+            ``refusals``: refused records.
+
+        Raises:
+            StoreError: the store failed; nothing of the batch was written.
+        """
+        with self._lock:
+            return self._ingest_logs(records, principal)
+
+    def _ingest_logs(
+        self, records: Sequence[LogRecord], token_principal: str | None
+    ) -> IngestResult:
+        result = IngestResult()
+        namespace = self._namespace(token_principal)
+        found = genai_events(records)
+        result.ignored = len(records) - len(found)
+        by_span: dict[tuple[str, str, str], list[SpanEvent]] = defaultdict(list)
+        for trace_id, span_id, event in found:
+            by_span[(namespace, trace_id, span_id)].append(event)
+        now = self.clock()
+        quads: list[Quad] = []
+        stale: list[Quad] = []
+        rewritten: dict[tuple[str, str, str], _Kept] = {}
+        for key, events in by_span.items():
+            _, trace_id, span_id = key
+            kept = rewritten.get(key) or self._kept.get(key)
+            if kept is None:
+                session, recorded = self._recorded(trace_id, namespace)
+                if session is not None and span_id in recorded:
+                    result.rejected += len(events)
+                    result.refusals.append(
+                        f"span {span_id} of trace {trace_id} is not a completion of a session "
+                        f"this receiver holds open; its log records are not written"
+                    )
+                    continue
+                waiting = sum(len(w) for w in self._waiting_logs.values())
+                if waiting + len(events) > MAX_WAITING_LOGS:
+                    result.rejected += len(events)
+                    result.refusals.append(
+                        f"{waiting} log records already wait for their spans; send the spans"
+                    )
+                    continue
+                self._waiting_logs.setdefault(key, []).extend((now, e) for e in events)
+                result.written += len(events)
+                continue
+            span = dataclasses.replace(kept.span, events=(*kept.span.events, *events))
+            old = kept.event
+            new = span_event(
+                span,
+                read_span(span),
+                session=old.session,
+                base=self.base,
+                principal=old.principal,
+                parent=old.parent,
+                catalogue=self.catalogue,
+            )
+            assert isinstance(new, SpanCompletion)
+            new_quads = self.recorder.quads(new)
+            stale.extend(_only_in(self.recorder.quads(old), new_quads, old))
+            quads.extend(new_quads)
+            for call in set(new.tool_call_ids) - set(old.tool_call_ids):
+                quads.extend(self._link_calls(new, call))  # tool spans that came before
+            rewritten[key] = _Kept(span, new)
+            result.written += len(events)
+        if quads:
+            self.recorder.store.write(quads, remove=stale)  # the whole batch, atomically
+        for key, kept in rewritten.items():
+            self._kept[key] = kept
+            self._users_of[key[0]].replace(kept.event)
+            state = self._open.get(kept.event.session)
+            if state is not None:
+                state.last_seen = now
+        return result
+
     def _end(self, session: str, at: datetime, status: str | None, *, idle: bool = False) -> None:
         """End ``session``: with ``status``, else as its spans say (``trails.otel.ends``)."""
         state = self._open.get(session)
-        if not self._ended(session):
+        if not self._ended(session) and self._exists(session):  # (a failed write: nothing)
             if state is not None:
                 at = max(at, state.last_end)
             if self.replayable:  # before the end, so the seal covers it
@@ -407,8 +670,15 @@ class Ingestor:
             )
             self.recorder.record(ended)
         self._open.pop(session, None)
+        self._closing.pop(session, None)
+        self._grouped_sessions.discard(session)
+        for group, group_key in list(self._groups.items()):
+            if str(self.recorder.minter.session(group[0] + group_key)) == session:
+                del self._groups[group]
         for users in self._users_of.values():
             users.forget(session)
+        for key in [k for k, kept in self._kept.items() if kept.event.session == session]:
+            del self._kept[key]
 
     def sweep(self, now: float | None = None) -> list[str]:
         """End the sessions that received no span for ``idle_timeout`` seconds.
@@ -428,6 +698,13 @@ class Ingestor:
             for session in idle:
                 state = self._open[session]
                 self._end(session, state.last_end, None, idle=True)
+            for session, (since, at) in list(self._closing.items()):
+                if now - since >= self.log_wait and session in self._open:
+                    self._end(session, at, None)
+                    idle.append(session)
+            for key, waiting in list(self._waiting_logs.items()):  # their span never came
+                if now - waiting[-1][0] >= self.idle_timeout:
+                    del self._waiting_logs[key]
             return idle
 
     def adopt_open_sessions(self) -> list[str]:

@@ -45,9 +45,10 @@ from trails.otel.events import (
     SpanMemoryOperation,
     span_activity,
 )
+from trails.otel.logs import LOG_MARK
 from trails.otel.otlp import Span
 
-__all__ = ["EndUsers", "span_event"]
+__all__ = ["EndUsers", "span_event", "span_record"]
 
 
 @dataclass
@@ -111,16 +112,61 @@ class EndUsers:
                 out.append((event, event.model_copy(update={"principal": user})))
         return out
 
+    def replace(self, event: SpanIdentity) -> None:
+        """Keep ``event`` instead of the one waiting for the same span, if one waits."""
+        trace = self._traces.get(event.trace_id)
+        if trace is not None and event.span_id in trace.waiting:
+            trace.waiting[event.span_id] = event
+
     def forget(self, session: str) -> None:
         """Drop what is kept of the traces of an ended session."""
         for trace_id in [t for t, trace in self._traces.items() if trace.session == session]:
             del self._traces[trace_id]
 
 
-def _hash(
-    reading: Reading, model: str, messages: list[dict[str, Any]], params: dict[str, Any]
-) -> str:
+def _hash(reading: Reading, model: str, messages: list[dict[str, Any]]) -> str:
+    """The replay key: trails' request defaults stand in for absent params here, and only here.
+
+    ``ReplayLLM`` hashes a request with its max_tokens and temperature, so the key
+    needs them; the prompt's recorded ``params`` keep what the span said, nothing more.
+    """
+    params = request_params(
+        reading.max_tokens if reading.max_tokens is not None else 1024,
+        reading.temperature if reading.temperature is not None else 0.0,
+        reading.stop,
+    )
     return request_hash(model, messages, params)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def span_record(span: Span) -> dict[str, Any]:
+    """The span as it was sent, for its ``trails:SpanRecord`` (events from log records left out)."""
+    return {
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+        "parent_id": span.parent_id,
+        "name": span.name,
+        "kind": span.kind,
+        "start": span.start.isoformat(),
+        "end": span.end.isoformat(),
+        "status": span.status,
+        "status_message": span.status_message,
+        "attributes": _plain(span.attributes),
+        "events": [
+            {"name": e.name, "time": e.time.isoformat(), "attributes": _plain(e.attributes)}
+            for e in span.events
+            if LOG_MARK not in e.attributes
+        ],
+        "resource": _plain(span.resource),
+        "scope": span.scope,
+    }
 
 
 def span_event(
@@ -156,19 +202,18 @@ def span_event(
         "span_id": span.span_id,
         "operation": reading.operation,
         "error_type": reading.error_type,
+        "record": span_record(span),
     }
     error = (reading.error_message or "the span ended with an error") if reading.failed else None
     if reading.category == "inference":
         provider = str(reading.provider or "unknown")
         model = str(reading.response_model or reading.request_model or "unknown")
         messages = reading.messages if reading.messages is not None else []
-        params = request_params(
-            reading.max_tokens if reading.max_tokens is not None else 1024,
-            reading.temperature if reading.temperature is not None else 0.0,
-            reading.stop,
-        )
+        params = dict(reading.request)  # what the span asked for; absent stays absent
         total_in = reading.input_tokens or 0
-        uncached = max(0, total_in - reading.cache_read_tokens - reading.cache_write_tokens)
+        cache_read = reading.cache_read_tokens or 0
+        cache_write = reading.cache_write_tokens or 0
+        uncached = max(0, total_in - cache_read - cache_write)
         out = reading.output_tokens or 0
         usd = None
         if catalogue is not None:
@@ -178,9 +223,7 @@ def span_event(
             if spec is None:  # a local provider costs 0; anything else stays unknown (None)
                 spec = catalogue.spec_for(provider, model)
             if reading.input_tokens is not None:
-                usd = spec.cost(
-                    uncached, out, reading.cache_read_tokens, reading.cache_write_tokens
-                )
+                usd = spec.cost(uncached, out, cache_read, cache_write)
         hashed = span.attributes.get("trails.request_hash")
         return SpanCompletion(
             **common,
@@ -193,12 +236,12 @@ def span_event(
             ended=span.end,
             messages=messages,
             params=params,
-            request_hash=str(hashed) if hashed else _hash(reading, model, messages, params),
+            request_hash=str(hashed) if hashed else _hash(reading, model, messages),
             text=None if reading.failed else reading.output_text,
             input_tokens=uncached,
             output_tokens=out,
-            cache_read_tokens=reading.cache_read_tokens,
-            cache_write_tokens=reading.cache_write_tokens,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
             usd=usd,
             latency_ms=(span.end - span.start).total_seconds() * 1000.0,
             request_id=reading.response_id,
@@ -208,6 +251,17 @@ def span_event(
             tool_call_ids=reading.requested_tool_calls,
             finish_reasons=reading.finish_reasons,
             agent_name=reading.agent_name,
+            request_model=str(reading.request_model) if reading.request_model else None,
+            unknown=tuple(
+                name
+                for name, value in (
+                    ("input", reading.input_tokens),
+                    ("output", reading.output_tokens),
+                    ("cache_read", reading.cache_read_tokens),
+                    ("cache_write", reading.cache_write_tokens),
+                )
+                if value is None
+            ),
         )
     if reading.category == "tool":
         return SpanInvocation(

@@ -28,6 +28,7 @@ __all__ = [
     "SpanEvent",
     "decode_json",
     "decode_protobuf",
+    "json_body",
     "spans_to_json",
 ]
 
@@ -235,10 +236,7 @@ def decode_json(body: bytes) -> list[Span]:
     """
     from google.protobuf import json_format
 
-    try:
-        data = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise OTLPDecodeError(f"not JSON: {exc}") from exc
+    data = json_body(body)
     if not isinstance(data, dict):
         raise OTLPDecodeError("an OTLP/JSON request is a JSON object with resourceSpans")
     request = _request_class()()
@@ -247,6 +245,36 @@ def decode_json(body: bytes) -> list[Span]:
     except json_format.ParseError as exc:
         raise OTLPDecodeError(f"not an OTLP ExportTraceServiceRequest (JSON): {exc}") from exc
     return _spans(request)
+
+
+MAX_DEPTH = 64
+"""How deeply an OTLP/JSON body may nest (an attribute's value nests a few levels; a
+body nested deeper is refused before anything walks it)."""
+
+
+def json_body(body: bytes) -> Any:
+    """The JSON value of an OTLP/JSON body, refused when it is not JSON or nests deeper
+    than ``MAX_DEPTH`` (arrays and objects), so no reader recurses without bound.
+
+    Raises:
+        OTLPDecodeError: not UTF-8 JSON, or nested too deeply.
+    """
+    too_deep = OTLPDecodeError(f"the JSON body nests deeper than {MAX_DEPTH} levels")
+    try:
+        data = json.loads(body.decode("utf-8"))
+    except RecursionError:  # the parser's own bound, far beyond ours
+        raise too_deep from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise OTLPDecodeError(f"not JSON: {exc}") from exc
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:  # iterative: walking the value must not recurse either
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise too_deep
+        children = list(node.values()) if isinstance(node, dict) else node
+        if isinstance(children, list):
+            stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return data
 
 
 def _json_ids(node: Any) -> Any:

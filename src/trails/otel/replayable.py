@@ -50,7 +50,7 @@ SELECT ?g ?a ?cap ?args ?argsHash ?result ?resultHash ?status ?error ?start ?end
   OPTIONAL { GRAPH ?cg3 { ?i prov:value ?args } }
   OPTIONAL { ?o prov:wasGeneratedBy ?a ; a trails:CapabilityOutput ; trails:sha256 ?resultHash .
              OPTIONAL { GRAPH ?cg4 { ?o prov:value ?result } } }
-  OPTIONAL { ?a trails:errorMessage ?error }
+  OPTIONAL { GRAPH ?errorMessageGraph1 { ?a trails:errorMessage ?error } }
 } } ORDER BY ?start ?a"""
 _PRINCIPAL = """
 SELECT ?g ?who WHERE { GRAPH ?g { ?g prov:wasAssociatedWith/trails:principalId ?who } } LIMIT 1"""

@@ -54,6 +54,7 @@ _UNMASKED = frozenset(
         T.maskingRule,
         T.memoryRevision,
         T.erasedDigest,
+        *CONTENT_DIGESTS.values(),
     }
 )
 

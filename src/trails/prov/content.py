@@ -8,7 +8,8 @@ dataclasses), or their ``str`` as the last resort.
 
 Content lives apart from structure: the quads holding content values
 (``CONTENT_PROPERTIES``: ``prov:value``, a plan run's goal and answer, a persisted
-envelope's arguments and result) are written to the *content graph* of the graph
+envelope's arguments and result, error messages, recall queries, a memory's topic and
+tags, the label a session's caller gave it: whatever may hold personal data) are written to the *content graph* of the graph
 their event belongs to (``content_graph``: the graph's IRI plus ``:content``), in
 the same atomic write; the graph itself keeps the structure and each value's
 sha256. Seals cover the structure graph only, so content can be erased
@@ -31,6 +32,7 @@ __all__ = [
     "CONTENT_DIGESTS",
     "CONTENT_PROPERTIES",
     "CONTENT_SUFFIX",
+    "LEGACY_INLINE",
     "canonical_json",
     "content_graph",
     "erasure_of",
@@ -50,12 +52,23 @@ CONTENT_DIGESTS: dict[IRI, IRI] = {
     T.answer: T.answerSha256,
     T.arguments: T.argumentsSha256,
     T.result: T.resultSha256,
+    T.errorMessage: T.errorMessageSha256,
+    T.recallQuery: T.recallQuerySha256,
+    T.topic: T.topicSha256,
+    T.tags: T.tagsSha256,
+    T.sessionLabel: T.sessionLabelSha256,
 }
 """Each content property and the structure property holding its value's sha256 (for
 ``trails:arguments``/``trails:result``, of the canonical JSON of the value)."""
 
 CONTENT_PROPERTIES = frozenset(CONTENT_DIGESTS)
 """The properties whose values are content, kept in content graphs."""
+
+LEGACY_INLINE = frozenset({T.errorMessage, T.recallQuery, T.topic})
+"""Content properties that stores written before they became content hold in their
+structure graphs, sealed, with no digest: such a value is structure of its graph (the seal
+proves it; ``trails migrate`` moves it to content), and does not make the graph one that
+still needs migrating."""
 
 
 def content_graph(graph: str) -> IRI:
@@ -76,6 +89,9 @@ def structure_graph(graph: str) -> IRI:
 
 
 def _fallback(value: Any) -> Any:
+    own = getattr(type(value), "__trails_json__", None)
+    if own is not None:  # a trails value that keeps its (pydantic-equal) form itself
+        return own(value)
     try:
         return to_jsonable_python(value)
     except Exception:  # pydantic raises its own error for unknown types
@@ -83,7 +99,11 @@ def _fallback(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
-    """The one canonical JSON text of ``value``."""
+    """The one canonical JSON text of ``value``.
+
+    A value whose class defines ``__trails_json__`` (a recalled memory) gives its
+    JSON-able form itself, the form pydantic gives, kept instead of converted again.
+    """
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_fallback
     )

@@ -100,7 +100,10 @@ class SessionStarted(Event):
         s = self.graph
         b.activity(s, T.Session, self.started)
         b.associate(s, b.agent(self.principal))
-        b.label(s, self.label or f"session {b.minter.session_id(s)}")
+        # the label names the session by its identifier; the caller's label may be personal
+        # data, so it is content (erasure removes it, its digest stays sealed)
+        b.label(s, f"session {b.minter.session_id(s)}")
+        b.content_text(s, T.sessionLabel, self.label)
         b.value(s, T.assuranceLevel, self.assurance_level)
         b.value(s, T.domain, self.domain)
 
@@ -241,7 +244,7 @@ class CapabilityInvoked(Event):
             b.activity(a, T.CapabilityInvocation, self.started, self.ended)
             _invocation_body(b, a, self.graph, self, inputs_text)
         b.value(a, T.status, self.status)
-        b.value(a, T.errorMessage, self.error)
+        b.content_text(a, T.errorMessage, self.error)
         if self.status == "interrupted":
             _cut_short(b, a, self.graph)
         if self.status == "ok":
@@ -331,9 +334,9 @@ class LLMCompleted(Event):
         b.associate(a, model)
         b.add(a, PROV.wasAssociatedWith, principal)
         b.label(a, f"completion by {self.provider}:{self.model}")
+        b.content_text(a, T.errorMessage, self.error)
         for prop, value in (
             (T.status, self.status),
-            (T.errorMessage, self.error),
             (T.inputTokens, self.input_tokens),
             (T.outputTokens, self.output_tokens),
             (T.cacheReadTokens, self.cache_read_tokens),
@@ -397,7 +400,7 @@ class PlanRunEnded(Event):
         b.value(a, PROV.endedAtTime, self.ended)
         b.value(a, T.stopReason, self.stop_reason)
         b.content_text(a, T.answer, self.answer)
-        b.value(a, T.errorMessage, self.error)
+        b.content_text(a, T.errorMessage, self.error)
         if self.stop_reason == "interrupted":
             _cut_short(b, a, self.graph)
 

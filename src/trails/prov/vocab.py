@@ -110,6 +110,7 @@ class T:
     contentPolicy = TRAILS.contentPolicy
     status = TRAILS.status
     errorMessage = TRAILS.errorMessage
+    errorMessageSha256 = TRAILS.errorMessageSha256
     goal = TRAILS.goal
     goalSha256 = TRAILS.goalSha256
     strategy = TRAILS.strategy
@@ -137,6 +138,10 @@ class T:
     budgetKind = TRAILS.budgetKind
     decision = TRAILS.decision
     reason = TRAILS.reason
+    # spans a receiver refused (their session had ended, or was not its own)
+    SpansRefused = TRAILS.SpansRefused
+    refusedSession = TRAILS.refusedSession
+    refusedSpanCount = TRAILS.refusedSpanCount
     matchedRule = TRAILS.matchedRule
     reviewOutcome = TRAILS.reviewOutcome
     approvalTimeoutS = TRAILS.approvalTimeoutS
@@ -147,6 +152,22 @@ class T:
     assuranceLevel = TRAILS.assuranceLevel
     domain = TRAILS.domain
     principalId = TRAILS.principalId
+    mcpClientName = TRAILS.mcpClientName
+    mcpClientVersion = TRAILS.mcpClientVersion
+    # MCP: a mounted server's tools, and the capability manifest (trails.mcp)
+    McpServer = TRAILS.McpServer
+    McpTool = TRAILS.McpTool
+    mcpServerName = TRAILS.mcpServerName
+    mcpServerVersion = TRAILS.mcpServerVersion
+    mcpTransport = TRAILS.mcpTransport
+    mcpToolName = TRAILS.mcpToolName
+    CapabilityManifest = TRAILS.CapabilityManifest
+    offers = TRAILS.offers
+    inputSchema = TRAILS.inputSchema
+    outputSchema = TRAILS.outputSchema
+    costEstimate = TRAILS.costEstimate
+    precondition = TRAILS.precondition
+    mcpProjection = TRAILS.mcpProjection
     # audit: seals in the ledger graph, redaction on export
     Seal = TRAILS.Seal
     sealedGraph = TRAILS.sealedGraph
@@ -177,14 +198,30 @@ class T:
     verifiedSealHash = TRAILS.verifiedSealHash
     checkpointHash = TRAILS.checkpointHash
     verificationMode = TRAILS.verificationMode
+    lastFullVerification = TRAILS.lastFullVerification
     sealsVerified = TRAILS.sealsVerified
     graphsVerified = TRAILS.graphsVerified
+    # evidence: the transparency log over the seals (trails.evidence.transparency)
+    TreeHead = TRAILS.TreeHead
+    latestTreeHead = TRAILS.latestTreeHead
+    treeSize = TRAILS.treeSize
+    rootHash = TRAILS.rootHash
+    headHash = TRAILS.headHash
+    timestampToken = TRAILS.timestampToken
+    nodeHash = TRAILS.nodeHash
+    leafSeal = TRAILS.leafSeal
+    leafIndex = TRAILS.leafIndex
+    loggedSeal = TRAILS.loggedSeal
     redaction = TRAILS.redaction
     # audit: the session catalogue (one summary per session, in its own graph)
     SessionSummary = TRAILS.SessionSummary
     AgentUsage = TRAILS.AgentUsage
     summaryOf = TRAILS.summaryOf
     sessionStarted = TRAILS.sessionStarted
+    startedInMinute = TRAILS.startedInMinute
+    StartMinute = TRAILS.StartMinute
+    StartDay = TRAILS.StartDay
+    minuteOf = TRAILS.minuteOf
     sessionEnded = TRAILS.sessionEnded
     sessionStatus = TRAILS.sessionStatus
     sessionStopReason = TRAILS.sessionStopReason
@@ -258,11 +295,17 @@ class T:
     MemoryForget = TRAILS.MemoryForget
     scope = TRAILS.scope
     topic = TRAILS.topic
+    topicSha256 = TRAILS.topicSha256
     tag = TRAILS.tag
+    tags = TRAILS.tags
+    tagsSha256 = TRAILS.tagsSha256
     confidence = TRAILS.confidence
     validFrom = TRAILS.validFrom
     validUntil = TRAILS.validUntil
     recallQuery = TRAILS.recallQuery
+    recallQuerySha256 = TRAILS.recallQuerySha256
+    sessionLabel = TRAILS.sessionLabel
+    sessionLabelSha256 = TRAILS.sessionLabelSha256
     rank = TRAILS.rank
     score = TRAILS.score
     memoryRevision = TRAILS.memoryRevision
@@ -326,3 +369,6 @@ class T:
     conversationId = TRAILS.conversationId
     errorType = TRAILS.errorType
     finishReason = TRAILS.finishReason
+    requestModel = TRAILS.requestModel
+    SpanRecord = TRAILS.SpanRecord
+    spanRecord = TRAILS.spanRecord

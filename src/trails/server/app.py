@@ -14,6 +14,11 @@ without access to the machine that holds it:
   (with a token, like every route but the service description).
 - ``/access-log/sparql``: the same protocol over the access log, for tokens
   with ``audit = true`` only.
+- ``/console/`` (and ``/``, which leads there): the web console, for a browser
+  logged in with one of the same tokens (``console``).
+- ``/.well-known/capabilities``: the capability manifest (JSON-LD, the trails
+  vocabulary as context) of every capability registered in the server's process,
+  open like the service description (``trails.mcp.manifest``).
 
 Every query needs a bearer token (``auth``); it is evaluated over the
 graphs the token may read and nothing else (the store's dataset restriction:
@@ -58,6 +63,7 @@ from trails.errors import (
 )
 from trails.prov.iri import Minter
 from trails.server.auth import Grant, TokenTable
+from trails.server.limits import BODY_SECONDS, FailureThrottle, Throttled
 from trails.server.log import (
     ACCESS_LOG,
     AccessLog,
@@ -144,6 +150,8 @@ class EndpointConfig:
         processes: worker processes for a SPARQL server store.
         threads: queries each worker (or the in-process evaluator) runs at once.
         max_pending: queries allowed to wait for a free worker.
+        snapshot_interval: seconds between snapshots of a directory store another
+            process is writing (read-only; a new one shows what was recorded since).
         base_iri: the one base IRI: of minted IRIs (principals, the access-log
             graph), and the base relative IRIs in queries resolve against (in
             ``FROM`` here, and in the stores the workers open).
@@ -157,6 +165,7 @@ class EndpointConfig:
     processes: int = 2
     threads: int = 4
     max_pending: int = 256
+    snapshot_interval: float = 2.0
     base_iri: str = "urn:trails:"
     record_content: str = "full"
 
@@ -180,6 +189,7 @@ class EndpointConfig:
             ("processes", int),
             ("threads", int),
             ("max_pending", int),
+            ("snapshot_interval", float),
         ):
             raw = overrides.get(name)
             if raw is None:
@@ -288,6 +298,7 @@ class _Record:
     results: int | None = None
     message: str | None = None
     fields: dict[str, list[str]] = field(default_factory=dict)
+    unlogged: bool = False  # a throttled request after the first: not written to the log
 
 
 def _now() -> datetime:
@@ -328,14 +339,32 @@ class Endpoint:
         self.log_graph = self.minter.graph(ACCESS_LOG)
         self._started = False
         self._start_lock = asyncio.Lock()
+        self.throttle = FailureThrottle()
         self.app = Starlette(
             routes=[
                 Route("/sparql", self.sparql, methods=["GET", "POST"]),
                 Route("/access-log/sparql", self.access_log_sparql, methods=["GET", "POST"]),
                 Route("/queries", self.list_queries, methods=["GET"]),
                 Route("/queries/{name}", self.pack_query, methods=["GET"]),
+                Route("/.well-known/capabilities", self.capabilities, methods=["GET"]),
             ],
             lifespan=self._lifespan,
+        )
+        from trails.server.console import mount_console  # the web console, /console/
+
+        self.console = mount_console(
+            self.app,
+            evaluator,
+            tokens,
+            self.pack,
+            self.log_graph,
+            base_iri=self.config.base_iri,
+            time_limit=self.config.time_limit,
+            max_results=self.config.max_results,
+            max_query_bytes=self.config.max_query_bytes,
+            start=self.start,
+            log=self.log_console,
+            throttle=self.throttle,  # failed logins count like failed bearer tokens
         )
 
     # -- life cycle -------------------------------------------------------------
@@ -358,6 +387,35 @@ class Endpoint:
             if not self._started:
                 await asyncio.to_thread(self.evaluator.start)
                 self._started = True
+
+    async def log_console(
+        self,
+        principal: str,
+        query: str,
+        *,
+        query_name: str | None = None,
+        params: dict[str, Any] | None = None,
+        results: int | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Write the access-log entry of a query a reader ran from the console.
+
+        Raises:
+            StoreError: the entry could not be written (the console withholds the answer).
+        """
+        record = _Record(
+            received=_now(),
+            principal=principal,
+            query=query,
+            query_name=query_name,
+            params=params,
+            results=results,
+            message=message,
+        )
+        if message is not None:
+            record.status, record.http_status = "invalid", 400
+        if (await self._logged(record, Response())).status_code == 500:
+            raise StoreError("the access log could not be written, so the answer is withheld")
 
     def close(self) -> None:
         """Stop the evaluator, then the access log (after the writes already queued)."""
@@ -402,6 +460,14 @@ class Endpoint:
             endpoint = str(request.url.replace(query="", fragment=""))
             text = convert_rdf(text, "turtle", fmt, endpoint)
         return Response(text, media_type=_MEDIA[fmt])
+
+    def capabilities(self, request: Request) -> Response:
+        """The capability manifest (JSON-LD), open like the service description."""
+        from trails.mcp.manifest import capability_manifest
+
+        return JSONResponse(
+            capability_manifest(self.config.base_iri), media_type="application/ld+json"
+        )
 
     async def pack_query(self, request: Request) -> Response:
         """Run a query of the pack by name, its parameters from the URL."""
@@ -508,19 +574,27 @@ class Endpoint:
             )
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise QueryRefused(
-                    f"the request body is over the limit of {limit} bytes", status=413
-                )
-            chunks.append(chunk)
+        try:  # a body trickled in slowly holds a connection: cut off at BODY_SECONDS
+            async with asyncio.timeout(BODY_SECONDS):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > limit:
+                        raise QueryRefused(
+                            f"the request body is over the limit of {limit} bytes", status=413
+                        )
+                    chunks.append(chunk)
+        except TimeoutError:
+            late = f"the request body did not arrive within {BODY_SECONDS:g} s"
+            raise QueryRefused(late, status=408) from None
         return b"".join(chunks)
 
     def _authenticate(self, request: Request, record: _Record) -> Grant:
+        client = request.client.host if request.client else ""
+        self.throttle.check(client)  # too many failures from there: 429 before any check
         header = request.headers.get("authorization")
         grant = self.tokens.authenticate(header)
         if grant is None:
+            self.throttle.failed(client)
             scheme, _, token = (header or "").strip().partition(" ")
             raise _Unauthorized("unknown token" if scheme.lower() == "bearer" and token else "")
         record.principal = grant.principal
@@ -596,7 +670,11 @@ class Endpoint:
     def _error(self, record: _Record, exc: Exception) -> Response:
         headers: dict[str, str] = {}
         status: Status
-        if isinstance(exc, _Unauthorized):
+        if isinstance(exc, Throttled):
+            status, code, message = "unauthorized", 429, str(exc)
+            headers["Retry-After"] = str(exc.retry_after)
+            record.unlogged = not exc.first  # the log records a block once, not each guess
+        elif isinstance(exc, _Unauthorized):
             status, code = "unauthorized", 401
             message = str(exc) or "a bearer token is required: send 'Authorization: Bearer TOKEN'"
             headers["WWW-Authenticate"] = 'Bearer realm="trails"'
@@ -621,6 +699,8 @@ class Endpoint:
 
     async def _logged(self, record: _Record, response: Response) -> Response:
         """Write the access-log entry, then release the response (or withhold it)."""
+        if record.unlogged:
+            return response
         if record.status == "ok":
             record.http_status = response.status_code
         event = QueryReceived(
@@ -712,6 +792,7 @@ def create_app(
             processes=config.processes,
             threads=config.threads,
             max_pending=config.max_pending,
+            snapshot_interval=config.snapshot_interval,
             base_iri=config.base_iri,
         )
     return Endpoint(evaluator, tokens, config, pack, access_log=log)

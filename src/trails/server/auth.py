@@ -26,7 +26,6 @@ pattern reaches: only a token with ``audit = true`` reads it, at
 from __future__ import annotations
 
 import hashlib
-import hmac
 import re
 import secrets
 import tomllib
@@ -138,11 +137,10 @@ class TokenTable:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             return None
-        digest = hash_token(token)
-        for known, grant in self._grants.items():
-            if hmac.compare_digest(known, digest):
-                return grant
-        return None
+        # One dict lookup, whatever the number of tokens: the key compared is the
+        # digest, which a client cannot steer without a SHA-256 preimage, so its
+        # timing tells nothing about a stored digest.
+        return self._grants.get(hash_token(token))
 
 
 def _grant(entry: Any, where: str) -> tuple[str, Grant]:
@@ -213,6 +211,20 @@ def load_tokens(source: str | Path | Mapping[str, Any]) -> TokenTable:
     return TokenTable(grants)
 
 
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string: quotes, backslashes and every control character
+    (a newline included) escaped, so no value can end its line and start an entry."""
+    out = []
+    for char in text:
+        if char in ('"', "\\"):
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
 def token_entry(
     token: str, principal: str, graphs: Sequence[str] = (OWN_SESSIONS,), *, audit: bool = False
 ) -> str:
@@ -227,8 +239,8 @@ def token_entry(
     Returns:
         TOML text to append to the tokens file.
     """
-    quoted = ", ".join('"' + g.replace("\\", "\\\\").replace('"', '\\"') + '"' for g in graphs)
-    name = principal.replace("\\", "\\\\").replace('"', '\\"')
+    quoted = ", ".join(_toml_string(g) for g in graphs)
+    name = _toml_string(principal)[1:-1]
     lines = [
         "[[token]]",
         f'principal = "{name}"',

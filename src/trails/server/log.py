@@ -11,8 +11,11 @@ sha256), when (start and end), how many results were sent and how it ended
 The log is a store of its own, apart from the data the endpoint serves
 (``AccessLog``): the server process opens it and writes one entry per request
 from a thread of its own, before the answer is released; the worker processes
-never see it. Ordinary tokens cannot reach it at all, since it is in no
-dataset they query; tokens with ``audit = true`` query it at
+never see it. Entries that arrive while a write is under way are committed
+together in the next one (group commit): an answer still waits until its own
+entry is stored, but concurrent requests share one store transaction instead
+of queueing for one each. Ordinary tokens cannot reach the log at all, since
+it is in no dataset they query; tokens with ``audit = true`` query it at
 ``/access-log/sparql``, and those queries are logged too.
 ``access_log_location`` says where it lives by default: beside a directory
 store (``PATH.access-log``), in memory for an in-memory store or a store
@@ -21,6 +24,7 @@ object, and in ``.trails/access-log`` for a SPARQL server store.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
@@ -176,6 +180,11 @@ class AccessLog:
         self.owned = owned
         self.reader = InlineEvaluator(store, threads=threads)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="trails-access-log")
+        self._lock = threading.Lock()
+        self._queued: list[tuple[list[Quad], Future[None]]] = []
+        self._draining = False
+        self._closed = False
+        self.commits = 0  # store writes made (fewer than entries when they are grouped)
 
     @classmethod
     def open(cls, location: str, *, threads: int = 2) -> AccessLog:
@@ -187,11 +196,62 @@ class AccessLog:
         return cls(open_store(location), owned=True, threads=threads)
 
     def write(self, quads: Sequence[Quad]) -> Future[None]:
-        """Write one entry's quads atomically, in the log's writer thread."""
-        return self._writer.submit(self.store.write, quads)
+        """Queue one entry's quads; the future resolves once they are in the store.
+
+        Entries queued while the writer thread is busy are committed together, in
+        one atomic write (group commit): each entry is whole or absent, and a
+        future resolves only after the write that holds its entry has returned,
+        so no entry is acknowledged before it is stored. When a grouped write
+        fails, each of its entries is written again alone, so one bad entry fails
+        only its own request.
+
+        Raises:
+            RuntimeError: the log is closed.
+        """
+        future: Future[None] = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the access log is closed")
+            self._queued.append((list(quads), future))
+            if not self._draining:
+                self._writer.submit(self._drain)  # raises once the log is closed
+                self._draining = True
+        return future
+
+    def _drain(self) -> None:
+        """The writer thread: commit what is queued, group by group, until nothing is."""
+        while True:
+            with self._lock:
+                batch, self._queued = self._queued, []
+                if not batch:
+                    self._draining = False
+                    return
+            # an entry whose caller gave up (cancelled) is not written
+            live = [(q, f) for q, f in batch if f.set_running_or_notify_cancel()]
+            if len(live) > 1:
+                try:
+                    self.store.write([quad for quads, _ in live for quad in quads])
+                    grouped = True
+                except Exception:  # each entry is tried alone below
+                    grouped = False
+                if grouped:
+                    self.commits += 1
+                    for _, future in live:
+                        future.set_result(None)
+                    continue
+            for quads, future in live:
+                try:
+                    self.store.write(quads)
+                except BaseException as exc:  # the request answers 500, never unlogged
+                    future.set_exception(exc)
+                else:
+                    self.commits += 1
+                    future.set_result(None)
 
     def close(self) -> None:
         """Finish the writes already queued, stop the readers, close an owned store."""
+        with self._lock:
+            self._closed = True
         self._writer.shutdown(wait=True)
         self.reader.close()
         if self.owned:

@@ -57,12 +57,15 @@ from trails.errors import (
     QuerySyntaxError,
     QueryTimeout,
     StoreError,
+    StoreLockedError,
     TrailsError,
 )
 from trails.server.auth import Grant
 from trails.server.graphs import GRAPH_LIST_TTL, GraphCache, dataset
 from trails.store import Store, open_store
+from trails.store.base import DEFAULT_BASE_IRI
 from trails.store.results import count_results
+from trails.store.snapshot import SNAPSHOT_EVERY, LiveSnapshot
 from trails.store.terms import IRI, Term
 
 __all__ = [
@@ -266,6 +269,7 @@ def _worker_main(
     graph_ttl: float,
     base_iri: str | None,
     make_writer: Callable[[Store], Writer] | None = None,
+    snapshot_interval: float = SNAPSHOT_EVERY,
 ) -> None:
     """A worker process: open the store, then run queries (and writes) until the pipe closes.
 
@@ -286,6 +290,7 @@ def _worker_main(
             graph_ttl=graph_ttl,
             base_iri=base_iri,
             make_writer=make_writer,
+            snapshot_interval=snapshot_interval,
         )
 
 
@@ -297,9 +302,17 @@ def _serve_jobs(
     graph_ttl: float,
     base_iri: str | None,
     make_writer: Callable[[Store], Writer] | None,
+    snapshot_interval: float = SNAPSHOT_EVERY,
 ) -> None:
     try:
-        store = open_store(location, base_iri=base_iri, create=False)  # serving reads
+        try:
+            store = open_store(location, base_iri=base_iri, create=False)  # serving reads
+        except StoreLockedError:
+            # an agent is recording into it: serve snapshots, renewed every few seconds
+            store = LiveSnapshot(
+                location, base_iri=base_iri or DEFAULT_BASE_IRI, interval=snapshot_interval
+            )
+            make_writer = None  # spans go to the process that writes the store
         writer = make_writer(store) if make_writer is not None else None
     except Exception as exc:  # reported to the pool, which explains it to the operator
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
@@ -311,6 +324,13 @@ def _serve_jobs(
     stopping = threading.Event()
 
     def write(payload: Any) -> Outcome:
+        if isinstance(store, LiveSnapshot):
+            return Outcome(
+                "store",
+                message="the store is being written by another process and is served as "
+                "read-only snapshots: nothing was written (record into that process's "
+                "store, or share one store through a SPARQL server)",
+            )
         if writer is None:
             return Outcome("store", message="this endpoint takes no writes")
         try:
@@ -391,6 +411,8 @@ class ProcessPool:
         graph_ttl: seconds each worker keeps the store's graph list.
         base_iri: the base relative IRIs in queries resolve against (default:
             the configured one).
+        snapshot_interval: a directory store another process writes is served as
+            read-only snapshots, a new one every this many seconds.
     """
 
     stops_queries = True
@@ -405,8 +427,10 @@ class ProcessPool:
         start_timeout: float = 60.0,
         graph_ttl: float = GRAPH_LIST_TTL,
         base_iri: str | None = None,
+        snapshot_interval: float = SNAPSHOT_EVERY,
     ) -> None:
         self.base_iri = base_iri
+        self.snapshot_interval = snapshot_interval
         remote = location.startswith(("http://", "https://"))
         self.location = location
         self.processes = max(1, processes) if remote else 1
@@ -557,6 +581,7 @@ class ProcessPool:
                 "graph_ttl": self.graph_ttl,
                 "base_iri": self.base_iri,
                 "make_writer": self._make_writer,
+                "snapshot_interval": self.snapshot_interval,
             },
             name="trails-endpoint-worker",
             daemon=True,

@@ -10,9 +10,13 @@ the OpenTelemetry SDK's exporters retry exactly when they should:
   or one ended too long ago), the response's ``partial_success`` says how
   many (``rejected_spans``) and why (``error_message``), as the OTLP
   specification asks, and the rest of the batch is written;
-- 503 with ``Retry-After`` when the store failed: nothing was written, the
-  exporter sends the batch again, and spans are idempotent by trace and span id;
-- 400 with the reason for a payload that cannot be read, 413 over the size
+- 503 with ``Retry-After`` when the store did not confirm the write (it failed, or
+  timed out after it may have committed): the outcome is unknown and said so, the
+  exporter sends the batch again, which is safe because spans are idempotent by trace
+  and span id; the store's error (which may name a folder or a server) is logged, never
+  sent;
+- 400 with the reason for a payload that cannot be read (nested deeper than
+  ``trails.otel.otlp.MAX_DEPTH`` included), 413 over the size
   limit (compressed or not), 415 for another content type;
 - 401 without a known bearer token and 403 for a token without the write
   scope, when the receiver has tokens (``tokens=None``: no authentication, for
@@ -45,13 +49,23 @@ from starlette.routing import Route
 
 from trails.config import Settings
 from trails.errors import QueryRefused, StoreError, UserError
-from trails.otel.ingest import Ingestor, IngestResult
+from trails.otel.ingest import Ingestor, IngestResult, ingest_options
 from trails.otel.otlp import OTLPDecodeError, Span, decode_json, decode_protobuf
+from trails.server.limits import BODY_SECONDS
 from trails.server.pool import Evaluator, Outcome, ProcessPool, WriteJob
 from trails.server.write_tokens import WriteTokens
 from trails.store.base import Store
 
-__all__ = ["DEFAULT_MAX_BYTES", "TRACES_PATH", "mount_traces", "receiver_app", "traces_route"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "TRACES_PATH",
+    "authorised_body",
+    "end_received_sessions",
+    "mount_traces",
+    "receiver_app",
+    "store_failed",
+    "traces_route",
+]
 
 TRACES_PATH = "/v1/traces"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
@@ -59,6 +73,13 @@ log = logging.getLogger(__name__)
 
 _PROTOBUF = "application/x-protobuf"
 _JSON = "application/json"
+
+
+_UNKNOWN = (
+    "the store did not confirm the write: the batch may or may not have been recorded; "
+    "retrying is safe because spans and their log records are recorded once by trace and "
+    "span id (sent again, they write the same quads)"
+)
 
 
 class _Refused(Exception):
@@ -74,11 +95,15 @@ async def _body(request: Request, limit: int) -> bytes:
         raise _Refused(413, f"the request body is {declared} bytes, over the limit of {limit}")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _Refused(413, f"the request body is over the limit of {limit} bytes")
-        chunks.append(chunk)
+    try:  # a body trickled in slowly holds a connection: cut off
+        async with asyncio.timeout(BODY_SECONDS):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise _Refused(413, f"the request body is over the limit of {limit} bytes")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise _Refused(408, f"the request body did not arrive within {BODY_SECONDS:g} s") from None
     raw = b"".join(chunks)
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding in ("", "identity"):
@@ -93,6 +118,51 @@ async def _body(request: Request, limit: int) -> bytes:
     if len(body) > limit or inflater.unconsumed_tail:
         raise _Refused(413, f"the decompressed body is over the limit of {limit} bytes")
     return body
+
+
+async def authorised_body(
+    request: Request, tokens: WriteTokens | None, max_bytes: int, what: str
+) -> tuple[str | None, str, bytes]:
+    """What every OTLP route checks first: the write token, the content type, the body.
+
+    Args:
+        request: the request.
+        tokens: the write tokens (None: no token needed, a loopback receiver).
+        max_bytes: the largest body accepted (inflated).
+        what: what the route writes (``spans``, ``logs``), for the refusal.
+
+    Returns:
+        ``(principal the token speaks for or None, content type, body)``.
+
+    Raises:
+        _Refused: 401, 403, 415, 413, 408 or 400, with what to do about it.
+    """
+    principal = None
+    if tokens is not None:
+        grant = tokens.authenticate(request.headers.get("authorization"))
+        if grant is None:
+            raise _Refused(
+                401,
+                "a bearer token is required: send 'Authorization: Bearer TOKEN'",
+                {"WWW-Authenticate": 'Bearer realm="trails"'},
+            )
+        if not grant.write:
+            raise _Refused(403, f"this token may not write {what} (it needs write = true)")
+        principal = grant.principal
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind not in (_PROTOBUF, _JSON):
+        raise _Refused(
+            415, f"unsupported content type {kind or 'none'!r}: send {_PROTOBUF} or {_JSON}"
+        )
+    return principal, kind, await _body(request, max_bytes)
+
+
+def store_failed(exc: StoreError, what: str) -> _Refused:
+    """The 503 for a write the store failed: the store's own words (a server's address, a
+    folder) go to the log only, and a write that timed out may have been committed, so the
+    answer never says nothing was written."""
+    log.warning("%s maybe not written, the exporter will retry: %s", what, exc)
+    return _Refused(503, _UNKNOWN, {"Retry-After": "1"})
 
 
 def _response(kind: str, result: IngestResult) -> Response:
@@ -123,10 +193,13 @@ class _SpanWriter:
     def __init__(self, ingestor: Ingestor) -> None:
         self.ingestor = ingestor
 
-    def write(self, payload: tuple[list[Span], str | None]) -> Outcome:
-        spans, principal = payload
+    def write(self, payload: tuple[Any, ...]) -> Outcome:
+        items, principal = payload[-2:]
         try:
-            result = self.ingestor.ingest(spans, principal=principal)
+            if payload[0] == "logs":
+                result = self.ingestor.ingest_logs(items, principal=principal)
+            else:
+                result = self.ingestor.ingest(items, principal=principal)
         except UserError as exc:
             return Outcome("parameter", message=str(exc))
         except StoreError as exc:
@@ -149,7 +222,11 @@ def _span_writer(settings: Settings, idle: float, store: Store) -> _SpanWriter:
     """Built in the worker (picklable by name): the ingester over the worker's store."""
     from trails.prov.recorder import Recorder
 
-    ingestor = Ingestor(Recorder.from_settings(settings, store=store), idle_timeout=idle)
+    ingestor = Ingestor(
+        Recorder.from_settings(settings, store=store),
+        idle_timeout=idle,
+        **ingest_options(settings.section("otel")),
+    )
     ingestor.adopt_open_sessions()  # a worker killed by an overrunning query left them
     return _SpanWriter(ingestor)
 
@@ -161,8 +238,11 @@ class _PoolIngestor:
         self.pool = pool
 
     def ingest(self, spans: list[Span], *, principal: str | None = None) -> IngestResult:
+        return self._submit((spans, principal))
+
+    def _submit(self, payload: tuple[Any, ...]) -> IngestResult:
         try:
-            outcome = self.pool.submit(WriteJob((spans, principal)), None).result()
+            outcome = self.pool.submit(WriteJob(payload), None).result()
         except QueryRefused as exc:  # too many requests waiting: the exporter retries later
             raise StoreError(str(exc)) from exc
         if outcome.kind == "parameter":
@@ -173,6 +253,9 @@ class _PoolIngestor:
         return IngestResult(
             written=outcome.count, rejected=data["rejected"], refusals=data["refusals"]
         )
+
+    def ingest_logs(self, records: list[Any], *, principal: str | None = None) -> IngestResult:
+        return self._submit(("logs", records, principal))
 
     def sweep(self) -> list[str]:
         return []  # the worker ends idle sessions itself
@@ -216,37 +299,17 @@ def traces_route(
 
     async def receive(request: Request) -> Response:
         try:
-            principal = None
-            if tokens is not None:
-                grant = tokens.authenticate(request.headers.get("authorization"))
-                if grant is None:
-                    raise _Refused(
-                        401,
-                        "a bearer token is required: send 'Authorization: Bearer TOKEN'",
-                        {"WWW-Authenticate": 'Bearer realm="trails"'},
-                    )
-                if not grant.write:
-                    raise _Refused(403, "this token may not write spans (it needs write = true)")
-                principal = grant.principal
-            kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-            if kind not in (_PROTOBUF, _JSON):
-                raise _Refused(
-                    415, f"unsupported content type {kind or 'none'!r}: send {_PROTOBUF} or {_JSON}"
-                )
-            body = await _body(request, max_bytes)
+            principal, kind, body = await authorised_body(request, tokens, max_bytes, "spans")
             try:
                 spans = decode_protobuf(body) if kind == _PROTOBUF else decode_json(body)
             except OTLPDecodeError as exc:
                 raise _Refused(400, str(exc)) from exc
+            except RecursionError:  # a reader's bound the depth check did not foresee
+                raise _Refused(400, "the payload nests too deeply to be read") from None
             try:
                 result = await asyncio.to_thread(ingest, spans, principal)
             except StoreError as exc:
-                log.warning("spans not written, the exporter will retry: %s", exc)
-                raise _Refused(
-                    503,
-                    f"the store failed, nothing was written; retry: {exc}",
-                    {"Retry-After": "1"},
-                ) from exc
+                raise store_failed(exc, "spans") from exc
             except UserError as exc:
                 raise _Refused(400, str(exc)) from exc
             if result.rejected:  # the exporter is told; the operator too
@@ -316,7 +379,7 @@ def mount_traces(
     settings: Settings,
     *,
     evaluator: Evaluator | None = None,
-) -> None:
+) -> Callable[[], Any] | None:
     """Add ``POST /v1/traces`` to another app (``trails serve``), writing to ``location``.
 
     Without a tokens file nothing is mounted (a served store is never
@@ -331,9 +394,13 @@ def mount_traces(
         tokens_file: the tokens file; entries need ``write = true``.
         settings: IRI base, content policy, sealing, ``[otel] idle_timeout``.
         evaluator: the endpoint's evaluator, whose worker may hold the store.
+
+    Returns:
+        What the route writes through (made on first use), for ``/v1/logs`` to
+        share; None when nothing was mounted.
     """
     if not tokens_file:
-        return
+        return None
     from trails.prov.recorder import Recorder
     from trails.server.write_tokens import load_write_tokens
     from trails.store import open_store
@@ -348,14 +415,50 @@ def mount_traces(
         evaluator.attach_writer(functools.partial(_span_writer, settings, idle))
         pool_ingestor = _PoolIngestor(evaluator)
         app.router.routes.append(traces_route(lambda: pool_ingestor, tokens=tokens))
-        return
+        return lambda: pool_ingestor
 
-    def make() -> Ingestor:
+    def build() -> Ingestor:
         store = (  # the store being served: it exists (serving never creates one)
             location
             if isinstance(location, Store)
             else open_store(location, settings=settings, create=False)
         )
-        return Ingestor(Recorder.from_settings(settings, store=store), idle_timeout=idle)
+        recorder = Recorder.from_settings(settings, store=store)
+        return Ingestor(recorder, idle_timeout=idle, **ingest_options(settings.section("otel")))
 
+    make = _Once(build)
     app.router.routes.append(traces_route(make, tokens=tokens))
+    return make
+
+
+class _Once:
+    """Makes the ingester on first use (one for the traces and the logs routes), and ends
+    every session it wrote when the server stops (``close``)."""
+
+    def __init__(self, build: Callable[[], Ingestor]) -> None:
+        self.build = build
+        self.made: Ingestor | None = None
+        self.lock = threading.Lock()
+
+    def __call__(self) -> Ingestor:
+        with self.lock:
+            if self.made is None:
+                self.made = self.build()
+            return self.made
+
+    def close(self) -> None:
+        """End the sessions the ingester wrote and did not end yet (the server stops)."""
+        with self.lock:
+            if self.made is not None:
+                self.made.sweep(float("inf"))
+
+
+def end_received_sessions(writer: Callable[[], Any] | None) -> None:
+    """At shutdown: end every session the receiver ``mount_traces`` mounted wrote and left
+    open (on a directory store the worker holding it does so as it stops)."""
+    close = getattr(writer, "close", None)
+    if callable(close):
+        try:
+            close()
+        except StoreError:  # the next receiver adopts them (``adopt_open_sessions``)
+            log.exception("ending the received sessions at shutdown failed")

@@ -62,6 +62,7 @@ def open_store(
     settings: Settings | None = None,
     base_iri: str | None = None,
     create: bool = True,
+    read_only: bool = False,
 ) -> Store:
     """Open the store at ``location`` (default: the configured one).
 
@@ -73,6 +74,8 @@ def open_store(
         create: create a directory store that does not exist yet (what recording
             wants); False for readers, which must find an existing store there.
             ``memory:`` and ``http(s)://`` locations are opened either way.
+        read_only: a directory store opened as a snapshot, without its lock, while
+            another process writes it (nothing can be written through it).
 
     Raises:
         NotAStore: the directory is not a store and ``create`` is False, or it is a
@@ -96,7 +99,7 @@ def open_store(
     from trails.store.oxigraph import OxigraphStore
 
     path = Path(where) if location is not None else settings.resolve_path(where)
-    return OxigraphStore(path, base_iri=settings.base_iri, create=create)
+    return OxigraphStore(path, base_iri=settings.base_iri, create=create, read_only=read_only)
 
 
 def default_store() -> Store:

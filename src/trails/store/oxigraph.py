@@ -37,6 +37,7 @@ from trails.errors import (
     RDFSyntaxError,
     StoreError,
     StoreLockedError,
+    StoreReadOnlyError,
 )
 from trails.store import _layout
 from trails.store._sparql_bind import bind_params, prebinds
@@ -276,6 +277,9 @@ class OxigraphStore(Store):
         base_iri: the base relative IRIs in queries resolve against.
         create: False for a reader: ``path`` must already be a store (nothing is
             written to a folder that is not one).
+        read_only: open a snapshot of the store as it is now, without its lock, while
+            another process writes it: nothing can be written through it, and it
+            does not see what is written after it was opened (``snapshot_at``).
 
     Raises:
         NotAStore: ``path`` is not a store and ``create`` is False, or it is a file or a
@@ -296,16 +300,19 @@ class OxigraphStore(Store):
         *,
         base_iri: str = DEFAULT_BASE_IRI,
         create: bool = True,
+        read_only: bool = False,
     ) -> None:
         self.base_iri = _base(base_iri)
         self.path = Path(path) if path is not None else None
         if self.path is not None:
-            if create:
+            if create and not read_only:
                 check_creatable(self.path)
             else:
                 check_existing(self.path)
         #: when this process took the directory's lock (None in memory: nothing before us)
         self.exclusive_since: datetime | None = None
+        #: a read-only snapshot: the moment it shows (None for a store this process writes)
+        self.snapshot_at: datetime | None = None
         self._changes = 0
         self._changes_lock = threading.Lock()
         self._store: ox.Store | None = None
@@ -313,7 +320,12 @@ class OxigraphStore(Store):
         #: where the data directory is (None in memory)
         self._disk: _layout.Layout | None = None
         if self.path is None:
+            if read_only:
+                raise StoreError("an in-memory store cannot be opened read-only")
             self._store = ox.Store()
+            return
+        if read_only:
+            self._open_snapshot(self.path)
             return
         try:
             self.path.mkdir(parents=True, exist_ok=True)
@@ -339,6 +351,40 @@ class OxigraphStore(Store):
             self.close()
             raise
         self.exclusive_since = datetime.now(UTC)
+
+    def _open_snapshot(self, root: Path) -> None:
+        """Open the data directory the pointer names read-only, without the lock.
+
+        RocksDB's read-only mode sees the store as it is when opened, while the
+        process that holds the lock goes on writing. A compaction there may switch
+        data directories between reading the pointer and opening the one it named:
+        the pointer is then read again, once.
+        """
+        for attempt in (1, 2):
+            version = _layout.read_pointer(root)
+            self._disk = _layout.Layout(root, version)
+            self.snapshot_at = datetime.now(UTC)
+            try:
+                self._store = ox.Store.read_only(str(self._disk.data))
+                return
+            except OSError as exc:
+                if attempt == 2 or _layout.read_pointer(root) == version:
+                    raise StoreError(f"cannot open store at {root} read-only: {exc}") from exc
+
+    @property
+    def read_only(self) -> bool:
+        """Whether this is a read-only snapshot (``snapshot_at`` says of when)."""
+        return self.snapshot_at is not None
+
+    def _writable(self, what: str) -> ox.Store:
+        """The pyoxigraph store to change, or a refusal for a read-only snapshot."""
+        if self.snapshot_at is not None:
+            raise StoreReadOnlyError(
+                f"{what} refused: the store at {self.path} is open read-only (a snapshot "
+                f"as of {self.snapshot_at:%Y-%m-%d %H:%M:%S} UTC, while another process "
+                f"writes it); nothing was written"
+            )
+        return self.raw
 
     def _locked(self, exc: OSError) -> StoreLockedError:
         return StoreLockedError(
@@ -387,7 +433,7 @@ class OxigraphStore(Store):
     # -- writing ---------------------------------------------------------------
 
     def write(self, quads: Iterable[Quad], *, remove: Iterable[Quad] = ()) -> None:
-        store = self.raw
+        store = self._writable("write")
         try:
             converted = _convert_quads(quads)
             removed = _convert_quads(remove)
@@ -491,7 +537,7 @@ class OxigraphStore(Store):
         return sorted(IRI.trusted(g.value) for g in names if isinstance(g, ox.NamedNode))
 
     def clear(self, graph: IRI) -> None:
-        store = self.raw
+        store = self._writable("clear")
         self._call("clear", lambda: store.remove_graph(_named(graph)))
         self._changed()
 
@@ -515,7 +561,7 @@ class OxigraphStore(Store):
     def load(
         self, data: bytes | BinaryIO | Path, *, format: str = "trig", graph: IRI | None = None
     ) -> None:
-        store = self.raw
+        store = self._writable("load")
         fmt = rdf_format(format)
         if graph is None and format not in DATASET_FORMATS:
             raise StoreError(f"{format} holds triples: say which graph to load them into")
@@ -555,6 +601,7 @@ class OxigraphStore(Store):
                 the store was rewritten but the copy from before it, which still holds
                 what was removed, could not be deleted (the message names it).
         """
+        self._writable("compact")
         if self.path is None:
             fresh = ox.Store()
             self._call("compact", lambda: fresh.bulk_extend(self._all_quads()))
@@ -648,8 +695,9 @@ class OxigraphStore(Store):
     def close(self) -> None:
         if self._store is not None:
             store, self._store = self._store, None
-            with contextlib.suppress(OSError):
-                store.flush()
+            if self.snapshot_at is None:  # a read-only snapshot has nothing to flush
+                with contextlib.suppress(OSError):
+                    store.flush()
             del store
         if self._lock is not None:  # after RocksDB let go of the data directory
             lock, self._lock = self._lock, None

@@ -73,7 +73,7 @@ WHERE {{
       ?c {PROV.wasGeneratedBy.n3()} ?a ; a {T.Completion.n3()} .
       OPTIONAL {{ GRAPH ?cg2 {{ ?c {PROV.value.n3()} ?text }} }}
     }}
-    OPTIONAL {{ ?a {T.errorMessage.n3()} ?error }}
+    OPTIONAL {{ GRAPH ?errorMessageGraph1 {{ ?a {T.errorMessage.n3()} ?error }} }}
     OPTIONAL {{ ?a {T.inputTokens.n3()} ?in }}
     OPTIONAL {{ ?a {T.outputTokens.n3()} ?out }}
     OPTIONAL {{ ?a {T.cacheReadTokens.n3()} ?cr }}

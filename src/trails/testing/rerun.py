@@ -80,7 +80,7 @@ WHERE {{
     }}
     ?a {T.inSession.n3()} ?g ; {PROV.startedAtTime.n3()} ?started ; {T.status.n3()} ?status .
     OPTIONAL {{ ?a {T.stepIndex.n3()} ?step }}
-    OPTIONAL {{ ?a {T.errorMessage.n3()} ?error }}
+    OPTIONAL {{ GRAPH ?errorMessageGraph1 {{ ?a {T.errorMessage.n3()} ?error }} }}
   }}
 }} ORDER BY ?started ?a
 """
@@ -94,7 +94,7 @@ SELECT ?g ?run ?parent ?strategy ?goal ?started ?stop ?answer ?error ?limit WHER
     OPTIONAL {{ GRAPH ?cg1 {{ ?run {T.goal.n3()} ?goal }} }}
     OPTIONAL {{ ?run {T.stopReason.n3()} ?stop }}
     OPTIONAL {{ GRAPH ?cg2 {{ ?run {T.answer.n3()} ?answer }} }}
-    OPTIONAL {{ ?run {T.errorMessage.n3()} ?error }}
+    OPTIONAL {{ GRAPH ?errorMessageGraph2 {{ ?run {T.errorMessage.n3()} ?error }} }}
     OPTIONAL {{ ?run {T.wasTerminatedBy.n3()} ?t . ?t {T.limit.n3()} ?limit }}
   }}
 }} ORDER BY ?started ?run

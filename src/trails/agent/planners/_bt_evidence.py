@@ -56,10 +56,17 @@ class NodeEvidence:
         self.plan = plan
         self._recorded: set[str] = set()
         self._lock = threading.Lock()  # parallel children end concurrently
+        self._pass = ""
+
+    def next_pass(self, number: int) -> None:
+        """Start pass ``number`` of the adaptive loop: its nodes are new activities."""
+        with self._lock:
+            self._recorded.clear()
+            self._pass = f"pass{number}-"
 
     def iri(self, node_id: str) -> str:
-        """The IRI of the node ``node_id`` of this run."""
-        return str(Minter.part(str(self.plan.activity), f"node{node_id}"))
+        """The IRI of the node ``node_id`` of this run (of this pass, after the first)."""
+        return str(Minter.part(str(self.plan.activity), f"{self._pass}node{node_id}"))
 
     def record(
         self,

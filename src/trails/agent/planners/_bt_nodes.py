@@ -8,11 +8,19 @@ are read by one parser here so they obey the same rules (known node types,
 non-empty children, a bounded size and depth). Keeping the node types apart
 from the run loop keeps each module small and lets callers import the node
 classes without the loop.
+
+New node types are compositions: ``register_node_type(name, build)`` teaches
+the reader a JSON ``type`` whose ``build(spec)`` returns the built-in nodes
+(objects or dicts) standing for it, read with the usual checks. A custom control flow ("retry three times", "ask two
+experts, then a judge") and a custom agent node ("a reviewer with these tools
+and this instruction") are written that way, and every node that runs is one
+of the built-in kinds, so each is recorded like any other (no Python code runs
+between the nodes outside the evidence).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -32,12 +40,19 @@ __all__ = [
     "Parallel",
     "Sequence",
     "SequenceWithEarlyExit",
+    "Stage",
     "TreeConfig",
     "build_tree",
+    "check_node_tools",
     "child_id",
     "count_nodes",
+    "iter_nodes",
+    "node_types",
     "parse_tree_reply",
+    "register_node_type",
+    "staged_tree",
     "tree_to_dict",
+    "unregister_node_type",
 ]
 
 #: The most nodes a tree may hold (controls and leaves).
@@ -51,6 +66,27 @@ CONTROL_TYPES: tuple[str, ...] = ("sequence", "sequence_early_exit", "fallback",
 
 
 @dataclass(frozen=True)
+class Stage:
+    """One stage of a tree built from stages (seed 004's ``StageConfig``).
+
+    Attributes:
+        name: the stage's name (shown to its agent node).
+        instruction: what this stage does with the goal.
+        model: the model of its turns (seed's ``TaskType``; None: the client's own).
+    """
+
+    name: str
+    instruction: str
+    model: str | ModelSpec | None = None
+
+    def __post_init__(self) -> None:
+        for what in ("name", "instruction"):
+            value = getattr(self, what)
+            if not isinstance(value, str) or not value.strip():
+                raise UserError(f"Stage {what} must be a non-empty str, not {value!r}")
+
+
+@dataclass(frozen=True)
 class TreeConfig:
     """The limits of one behaviour-tree run (seed 004's ``TreeConfig``).
 
@@ -59,6 +95,14 @@ class TreeConfig:
         max_decisions_per_node: the LLM-turn cap of an agent node without its own
             ``max_turns`` (a node's own ``max_turns`` is capped by it too).
         max_total_nodes: how many nodes a tree may hold.
+        stages: without ``tree=``, run these stages in order instead of asking the
+            model for a tree: a ``SequenceWithEarlyExit`` of one agent node per
+            stage, each working on the goal under its stage's instruction and
+            seeing the earlier stages' results (a stage that finishes without a
+            tool call completes the task; the rest are skipped).
+        max_iterations: the adaptive loop: tick the whole tree again, up to this
+            many times, while the last pass called a tool and succeeded (a pass
+            without a tool call has nothing left to do); 1: tick once.
 
     The defaults are trails' long-standing limits (8, 5, 64), not the seed's
     ``DefaultTreeConfig`` (3, 10, 20): a model-built tree of three levels is
@@ -73,12 +117,18 @@ class TreeConfig:
     max_depth: int = 8
     max_decisions_per_node: int = 5
     max_total_nodes: int = 64
+    stages: tuple[Stage, ...] = ()
+    max_iterations: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("max_depth", "max_decisions_per_node", "max_total_nodes"):
+        for name in ("max_depth", "max_decisions_per_node", "max_total_nodes", "max_iterations"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UserError(f"TreeConfig {name} must be an int >= 1, not {value!r}")
+        stages = tuple(self.stages)
+        if not all(isinstance(st, Stage) for st in stages):
+            raise UserError(f"TreeConfig stages must be Stage objects, not {self.stages!r}")
+        object.__setattr__(self, "stages", stages)
 
     @classmethod
     def seed_defaults(cls) -> TreeConfig:
@@ -110,6 +160,9 @@ class AgentNode:
     Attributes:
         goal: the sub-goal text.
         max_turns: the node's cap on LLM turns (None: the run's ``agent_max_turns``).
+        tools: the capability ids this node may call, a subset of the run's (None:
+            all of them); a call of another is refused and recorded as refused.
+        instruction: the node's own system instruction, added to its prompt.
         model: the model this node's turns use (a cheaper or a stronger one than the
             run's): a model id the run's client is asked for, or a ``ModelSpec``,
             which may name another provider (served by the client configured for
@@ -120,6 +173,8 @@ class AgentNode:
     goal: str
     max_turns: int | None = None
     model: str | ModelSpec | None = None
+    tools: tuple[str, ...] | None = None
+    instruction: str | None = None
 
 
 @dataclass(frozen=True, init=False)
@@ -177,6 +232,43 @@ _CONTROLS: dict[str, type[_Control]] = {
 }
 
 
+NodeBuilder = Callable[[Mapping[str, Any]], Any]
+"""``build(spec)``: a custom JSON node as built-in nodes (node objects or dicts)."""
+
+_CUSTOM: dict[str, NodeBuilder] = {}
+
+
+def register_node_type(name: str, build: NodeBuilder) -> None:
+    """Teach tree reading a new JSON ``type``, built from the built-in nodes.
+
+    Args:
+        name: the ``type`` value (not a built-in one).
+        build: ``build(spec)`` returns the node standing for ``spec`` (a node
+            object or a dict, its children may be either); it is read with the
+            usual checks, and counts as one more node against ``max_total_nodes``.
+
+    Raises:
+        UserError: a built-in or already registered name, or ``build`` not callable.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise UserError(f"a node type name must be a non-empty str, not {name!r}")
+    if name in (*CONTROL_TYPES, *LEAF_TYPES) or name in _CUSTOM:
+        raise UserError(f"node type {name!r} already exists")
+    if not callable(build):
+        raise UserError(f"build must be callable, not {build!r}")
+    _CUSTOM[name] = build
+
+
+def unregister_node_type(name: str) -> None:
+    """Forget a type ``register_node_type`` added (a no-op for an unknown name)."""
+    _CUSTOM.pop(name, None)
+
+
+def node_types() -> tuple[str, ...]:
+    """Every JSON ``type`` a tree may use: built-in, then registered."""
+    return (*CONTROL_TYPES, *LEAF_TYPES, *_CUSTOM)
+
+
 def child_id(parent: str, index: int) -> str:
     """The id of a parent's ``index``-th child (0-based): ``"1.2"`` for ``("1", 1)``."""
     return f"{parent}.{index + 1}"
@@ -205,7 +297,7 @@ class _Reader:
         if isinstance(value, Action):
             return self._action(value.action, value.action_input, where)
         if isinstance(value, AgentNode):
-            return self._agent(value.goal, value.max_turns, where, value.model)
+            return self._agent(value.goal, value.max_turns, where, value.model, value)
         if not isinstance(value, Mapping):
             raise self.fail(where, f"must be a node or a JSON object, not {value!r}")
         kind = value.get("type")
@@ -217,8 +309,17 @@ class _Reader:
         if kind == "action":
             return self._action(value.get("action"), value.get("action_input", {}), where)
         if kind == "agent":
-            return self._agent(value.get("goal"), value.get("max_turns"), where, value.get("model"))
-        known = ", ".join((*CONTROL_TYPES, *LEAF_TYPES))
+            goal, turns, model = value.get("goal"), value.get("max_turns"), value.get("model")
+            return self._agent(goal, turns, where, model, value)
+        if isinstance(kind, str) and kind in _CUSTOM:
+            try:
+                built = _CUSTOM[kind](value)
+            except TrailsError:
+                raise
+            except Exception as exc:  # a builder's bug, told as this node's problem
+                raise self.fail(where, f"node type {kind!r} failed: {exc}") from exc
+            return self.read(built, where, depth)
+        known = ", ".join(node_types())
         raise self.fail(where, f"'type' must be one of {known}, not {kind!r}")
 
     def _control(self, cls: type[_Control], children: Any, where: str, depth: int) -> Node:
@@ -238,14 +339,33 @@ class _Reader:
             raise self.fail(where, f"'action_input' must be a JSON object, not {action_input!r}")
         return Action(action.strip(), dict(action_input))
 
-    def _agent(self, goal: Any, max_turns: Any, where: str, model: Any = None) -> AgentNode:
+    def _agent(
+        self, goal: Any, max_turns: Any, where: str, model: Any = None, given: Any = None
+    ) -> AgentNode:
         if not isinstance(goal, str) or not goal.strip():
             raise self.fail(where, f"'goal' must be a non-empty string, not {goal!r}")
         if max_turns is not None and (
             isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1
         ):
             raise self.fail(where, f"'max_turns' must be an int >= 1, not {max_turns!r}")
-        return AgentNode(goal.strip(), max_turns, self._model(model, where))
+        tools, instruction = _field(given, "tools"), _field(given, "instruction")
+        if tools is not None and (
+            isinstance(tools, str)
+            or not isinstance(tools, list | tuple)
+            or not all(isinstance(t, str) and t.strip() for t in tools)
+        ):
+            raise self.fail(where, f"'tools' must be a list of capability ids, not {tools!r}")
+        if instruction is not None and (
+            not isinstance(instruction, str) or not instruction.strip()
+        ):
+            raise self.fail(where, f"'instruction' must be a non-empty string, not {instruction!r}")
+        return AgentNode(
+            goal.strip(),
+            max_turns,
+            self._model(model, where),
+            None if tools is None else tuple(t.strip() for t in tools),
+            None if instruction is None else instruction.strip(),
+        )
 
     def _model(self, model: Any, where: str) -> str | ModelSpec | None:
         if model is None or isinstance(model, ModelSpec):
@@ -330,6 +450,10 @@ def tree_to_dict(node: Node, node_id: str = "1") -> dict[str, Any]:
             out["model"] = {"provider": node.model.provider, "model": node.model.model}
         elif node.model is not None:
             out["model"] = node.model
+        if node.tools is not None:
+            out["tools"] = list(node.tools)
+        if node.instruction is not None:
+            out["instruction"] = node.instruction
         return out
     return {
         "id": node_id,
@@ -340,6 +464,47 @@ def tree_to_dict(node: Node, node_id: str = "1") -> dict[str, Any]:
 
 def count_nodes(node: Node) -> int:
     """How many nodes the tree holds."""
-    if isinstance(node, Action | AgentNode):
-        return 1
-    return 1 + sum(count_nodes(c) for c in node.children)
+    return sum(1 for _ in iter_nodes(node))
+
+
+def iter_nodes(node: Node) -> Iterator[Node]:
+    """Every node of the tree, the root first (depth first, in child order)."""
+    yield node
+    if not isinstance(node, Action | AgentNode):
+        for child in node.children:
+            yield from iter_nodes(child)
+
+
+def _field(given: Any, name: str) -> Any:
+    """A field of a node given as a dict or as an object (None when it has none)."""
+    if isinstance(given, Mapping):
+        return given.get(name)
+    return getattr(given, name, None)
+
+
+def staged_tree(goal: str, stages: tuple[Stage, ...]) -> Node:
+    """The tree of ``TreeConfig.stages``: one agent node per stage, exiting early when done."""
+    return SequenceWithEarlyExit(
+        *(
+            AgentNode(
+                goal, model=st.model, instruction=f"You are the {st.name} stage. {st.instruction}"
+            )
+            for st in stages
+        )
+    )
+
+
+def check_node_tools(root: Node | None, offered: list[str]) -> None:
+    """Refuse a tree whose agent node names a tool the run does not offer.
+
+    Raises:
+        UserError: naming the node and the tools it may not have.
+    """
+    for node in iter_nodes(root) if root is not None else ():
+        if isinstance(node, AgentNode) and node.tools is not None:
+            missing = [t for t in node.tools if t not in offered]
+            if missing:
+                raise UserError(
+                    f"agent node {node.goal!r} names tools the run does not offer: "
+                    f"{', '.join(missing)} (offered: {', '.join(offered) or 'none'})"
+                )

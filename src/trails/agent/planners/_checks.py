@@ -8,6 +8,7 @@ budgets), ``per_call_tokens`` (either spelling of the per-call token cap) and
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from trails.errors import UserError
@@ -55,9 +56,14 @@ def _check_limit(name: str, value: Any) -> float | None:
 
 
 def check_limits(
-    *, max_cost_usd: Any, max_tokens: Any, max_wall_time_s: Any
+    *, max_cost_usd: Any, max_tokens: Any, max_wall_time_s: Any, per_call: int | None = None
 ) -> dict[str, float | None]:
     """Validate the cumulative-budget keywords before anything is recorded.
+
+    ``max_tokens`` is the whole run's token budget. A budget no larger than one
+    call's completion cap (``per_call``) is almost surely meant as that cap (other
+    frameworks spell the per-response cap ``max_tokens``): a ``UserWarning`` says
+    so, naming ``max_tokens_per_call``, and the run goes on with the budget given.
 
     Returns:
         The keywords as floats (None: unlimited).
@@ -65,11 +71,22 @@ def check_limits(
     Raises:
         UserError: a negative or non-numeric limit.
     """
-    return {
+    limits = {
         "max_cost_usd": _check_limit("max_cost_usd", max_cost_usd),
         "max_tokens": _check_limit("max_tokens", max_tokens),
         "max_wall_time_s": _check_limit("max_wall_time_s", max_wall_time_s),
     }
+    budget = limits["max_tokens"]
+    if budget is not None and per_call is not None and budget <= per_call:
+        warnings.warn(
+            f"max_tokens={max_tokens} is the whole run's token budget (prompts and "
+            f"replies of every call), not one reply's cap; it is no larger than one "
+            f"call's cap ({per_call}). For a cap on each reply pass "
+            f"max_tokens_per_call={max_tokens}.",
+            UserWarning,
+            stacklevel=4,
+        )
+    return limits
 
 
 def per_call_tokens(max_tokens_per_step: Any, max_tokens_per_call: Any) -> int:

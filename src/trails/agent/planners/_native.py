@@ -251,6 +251,7 @@ def native_loop(
     max_steps: int,
     per_call: int,
     temperature: float,
+    preamble: str | None = None,
 ) -> Loop:
     """ReAct with native tool calls: ask, run the calls (concurrently), feed results back.
 
@@ -263,7 +264,10 @@ def native_loop(
         The run's ``PlanResult``.
     """
     goal = plan.goal if announce_goal else None
-    window = open_pass(plan.session.history, native_system_prompt(plan.goal), goal, history_limit)
+    system = native_system_prompt(plan.goal)
+    if preamble:  # the caller's role for this pass (Plan-Execute-Reflect's executor)
+        system = f"{preamble}\n\n{system}"
+    window = open_pass(plan.session.history, system, goal, history_limit)
     turns = NativeTurns(plan, offered(tool_specs), options, window.messages())
     for turn in range(max_steps):
         breach = budget.breach()

@@ -7,7 +7,7 @@ prompts and templates of the Plan-Execute-Reflect planner with the seed's
 structure: a planner template for the first turn, a reflect template for the
 turns after a step ran, and a planner-with-history template for a first turn
 in a session that already holds conversation; ``inject_datetime`` adds the
-current date and time to the system prompt.
+current date and time to the system prompts (the planner's and the executor's).
 """
 
 from __future__ import annotations
@@ -189,10 +189,15 @@ class PERPrompts:
 
     def system(self, now: datetime | None = None) -> str:
         """The system prompt, with the date and time when ``inject_datetime``."""
+        return self.dated(self.system_prompt, now)
+
+    def dated(self, prompt: str, now: datetime | None = None) -> str:
+        """``prompt`` with the current date and time appended when ``inject_datetime``
+        (the planner's system prompt and the executor's alike)."""
         if not self.inject_datetime:
-            return self.system_prompt
+            return prompt
         stamp = (now or datetime.now(UTC)).strftime(self.datetime_format)
-        return f"{self.system_prompt}\n\nCurrent date and time: {stamp}"
+        return f"{prompt}\n\nCurrent date and time: {stamp}"
 
     def user(
         self,

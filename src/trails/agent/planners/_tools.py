@@ -8,8 +8,9 @@ Ids nobody registered stay in the list, marked ``(unregistered)``, so the model
 sees the gap instead of a silently shorter catalogue. ``granted_by`` then keeps
 only what the session's agent card grants (ADR-0015: the card decides which
 capabilities a calling agent may see), and ``render_catalogue`` shows each
-tool's side effects and cost estimate, so the model can prefer cheaper, safer
-steps (ADR-0018).
+tool's side effects, cost estimate and preconditions, so the model can prefer
+cheaper, safer steps (ADR-0018); a capability whose callable precondition does
+not hold now is not offered at all.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
+from trails.config import MCP_SERVERS, load_settings
 from trails.errors import UnknownCapability, UserError
-from trails.kernel.registry import all_capabilities, get_capability
+from trails.kernel.registry import all_capabilities, get_capability, unmet_precondition
 
 __all__ = [
     "SOFT_TOOL_CAP",
@@ -128,7 +130,8 @@ def discover_tools(
             description (case-insensitive). An empty string keeps everything.
 
     Returns:
-        The tools, in registration order (or the order given).
+        The tools, in registration order (or the order given), without those whose
+        callable precondition does not hold now.
 
     Raises:
         UserError: ``tools`` is a bool, a negative int, a str, or holds non-str ids;
@@ -147,8 +150,17 @@ def discover_tools(
             UserWarning,
             stacklevel=2,
         )
-    pairs = [(cid, _metadata(cid)) for cid in ids]
+    pairs = [(cid, _metadata(cid)) for cid in ids if _holds(cid)]
     return [(cid, meta) for cid, meta in pairs if keep(meta)]
+
+
+def _holds(capability_id: str) -> bool:
+    """Whether every callable precondition of the capability holds now (unknown ids: yes)."""
+    try:
+        spec = get_capability(capability_id)
+    except UnknownCapability:
+        return True
+    return unmet_precondition(spec) is None
 
 
 def card_grants(card: Any) -> tuple[str, ...] | None:
@@ -195,10 +207,20 @@ def offered_tools(
     session: Any, tools: ToolsSpec, tool_filter: ToolFilter
 ) -> list[tuple[str, dict[str, Any]]]:
     """The tools a planner run offers: ``discover_tools(tools, tool_filter=...)``, cut to
-    what the session's agent card grants."""
+    what the session's agent card grants. The MCP servers of ``[[mcp.servers]]`` are
+    mounted first (once per process), so their tools are in the first run's catalogue."""
+    _mount_configured()
     return granted_by(
         getattr(session, "card", None), discover_tools(tools, tool_filter=tool_filter)
     )
+
+
+def _mount_configured() -> None:
+    """Mount the configured MCP servers through the plugin path the settings name (this
+    room imports no MCP code: the path connects the rooms, as recorder plugins do)."""
+    settings = load_settings()
+    if settings.section("mcp").get("servers"):
+        settings.plugin(MCP_SERVERS)(None, settings)
 
 
 def _traits(meta: dict[str, Any]) -> str:
@@ -208,11 +230,15 @@ def _traits(meta: dict[str, Any]) -> str:
     cost = meta.get("cost_estimate")
     if cost:
         notes.append("estimated cost " + ", ".join(f"{k} {v:g}" for k, v in cost.items()))
+    conditions = meta.get("preconditions")
+    if conditions:
+        notes.append("preconditions: " + "; ".join(conditions))
     return f" [{'; '.join(notes)}]" if notes else ""
 
 
 def render_catalogue(tool_specs: Sequence[tuple[str, dict[str, Any]]]) -> str:
-    """The tool list of a planner prompt: id, description, side effects, cost, parameters.
+    """The tool list of a planner prompt: id, description, side effects, cost,
+    preconditions, parameters.
 
     Args:
         tool_specs: ``(capability_id, metadata)`` pairs from ``discover_tools``.

@@ -39,6 +39,14 @@ Every node is a ``trails:TreeNode`` activity written when it ends (``_bt_evidenc
 its id, kind and outcome (success, failure, skipped, stopped), informed by its
 children (a control node) or by the calls and completions it made (a leaf), a
 parallel node with its vote tally.
+
+Seed 004's agent-node options: an ``AgentNode`` may name its own ``tools`` (a
+call of another is refused, and recorded as refused) and ``instruction``; its
+prompt is rebuilt every turn, so a tool whose ``tool_budgets`` share is spent
+leaves it (named under "Budget exhausted"). ``TreeConfig(stages=...)`` runs
+stages instead of a model-built tree; ``TreeConfig(max_iterations=N)`` ticks the
+tree again while a pass called a tool. ``session.metadata["node_count"]`` holds
+the tree's size; new node types are registered compositions (``_bt_nodes``).
 """
 
 from __future__ import annotations
@@ -61,11 +69,17 @@ from trails.agent.planners._bt_nodes import (
     Parallel,
     Sequence,
     SequenceWithEarlyExit,
+    Stage,
     TreeConfig,
     build_tree,
+    check_node_tools,
     child_id,
+    count_nodes,
     parse_tree_reply,
+    register_node_type,
+    staged_tree,
     tree_to_dict,
+    unregister_node_type,
 )
 from trails.agent.planners._drive import (
     Gather,
@@ -93,6 +107,7 @@ from trails.agent.planners._loop import (
 from trails.agent.planners._native import DEFAULT_MAX_PARALLEL_TOOLS, check_tool_calling
 from trails.agent.planners._outcome import check_output, guarded
 from trails.agent.planners._parse import parse_step
+from trails.agent.planners._refused import record_refused
 from trails.agent.planners._tools import (
     ToolFilter,
     ToolsSpec,
@@ -126,6 +141,7 @@ __all__ = [
     "Parallel",
     "Sequence",
     "SequenceWithEarlyExit",
+    "Stage",
     "TreeConfig",
     "abatch",
     "arun",
@@ -133,9 +149,11 @@ __all__ = [
     "batch",
     "build_tree",
     "parse_tree_reply",
+    "register_node_type",
     "run",
     "stream",
     "tree_to_dict",
+    "unregister_node_type",
 ]
 
 #: The strategy name (``Session(strategy=...)``, ``trails:strategy``).
@@ -292,7 +310,10 @@ def _steps(
     per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
     tooling = check_tool_calling("json", DEFAULT_MAX_PARALLEL_TOOLS, tool_timeout_s)
     limits = check_limits(
-        max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
+        max_cost_usd=max_cost_usd,
+        max_tokens=max_tokens,
+        max_wall_time_s=max_wall_time_s,
+        per_call=per_call,
     )
     max_steps = check_positive_int("max_steps", max_steps)
     agent_turns = check_positive_int("agent_max_turns", agent_max_turns)
@@ -301,7 +322,10 @@ def _steps(
     if tree_config is not None:
         agent_turns = tree_config.max_decisions_per_node
     root = None if tree is None else build_tree(tree, config=tree_config)
+    if root is None and tree_config is not None and tree_config.stages:
+        root = build_tree(staged_tree(goal, tree_config.stages), config=tree_config)
     tool_specs = offered_tools(session, tools, tool_filter)
+    check_node_tools(root, [cid for cid, _ in tool_specs])
     memory = _working_memory(working_memory)
     if episodic is not None and not (
         callable(getattr(episodic, "store", None)) and callable(getattr(episodic, "retrieve", None))
@@ -422,6 +446,7 @@ class _TreeRun:
         self.budgets = plan.guards.budgets
         self.calls = plan.guards.calls  # counted by the run's guards at each dispatch
         self.tree_by: str | None = None
+        self.dispatched = 0  # dispatches so far: the adaptive loop stops at a pass with none
         self._claiming = threading.Lock()  # parallel children claim steps concurrently
         self.evidence = NodeEvidence(plan)
 
@@ -438,8 +463,18 @@ class _TreeRun:
                 index = 0
             document = tree_to_dict(root)
             plan.session.metadata.setdefault("plans", []).append(document)
+            plan.session.metadata["node_count"] = count_nodes(root)
             plan.record_entity("PlanDocument", document, generated_by=self.tree_by, index=index)
-            outcome = yield from self._tick(root, "1")
+            passes = self.config.max_iterations if self.config is not None else 1
+            for iteration in range(1, passes + 1):
+                dispatched = self.dispatched
+                if iteration > 1:
+                    self.evidence.next_pass(iteration)
+                outcome = yield from self._tick(root, "1")
+                if not outcome.success or self.dispatched == dispatched:
+                    break  # failed, or nothing left to do: no tool was called
+                if iteration < passes:
+                    self.memory.set("iteration", f"{iteration} of {passes} done: {outcome.output}")
         except _Stop as stop:
             if stop.provider is not None:
                 return plan.provider_failed(stop.provider)
@@ -618,6 +653,7 @@ class _TreeRun:
         self, action: str, action_input: dict[str, Any], *, informed_by: str | None
     ) -> Generator[Request, Any, tuple[Any, str | None, bool]]:
         index = self._claim()
+        self.dispatched += 1
         found: tuple[Any, str | None, bool] = yield self.plan.act(
             action, action_input, informed_by=informed_by, step=index
         )
@@ -628,23 +664,32 @@ class _TreeRun:
         if self.plan.terminal is not None:  # (a parallel sibling's, possibly)
             raise _Stop("goal_achieved", answer=stringify(self.plan.terminal[1]))
 
-    def _agent_messages(self, node: AgentNode) -> list[Message]:
-        specs = [
-            (cid, meta)
-            for cid, meta in self.tool_specs
-            if cid not in self.budgets or self.calls[cid] < self.budgets[cid]
-        ]
-        system = (
-            f"{AGENT_PROMPT}\n\nOverall goal: {self.plan.goal}\nYour sub-goal: {node.goal}"
+    def _agent_system(self, node: AgentNode) -> str:
+        """An agent node's system prompt as of now: a tool whose budget is spent leaves it."""
+        mine = [(c, m) for c, m in self.tool_specs if node.tools is None or c in node.tools]
+        spent = [c for c, _ in mine if c in self.budgets and self.calls[c] >= self.budgets[c]]
+        specs = [(c, m) for c, m in mine if c not in spent]
+        system = AGENT_PROMPT
+        if node.instruction is not None:
+            system += f"\n\nInstruction: {node.instruction}"
+        system += (
+            f"\n\nOverall goal: {self.plan.goal}\nYour sub-goal: {node.goal}"
             f"\n\nTools:\n{render_catalogue(specs)}"
         )
+        if spent:
+            system += f"\n\nBudget exhausted (do not call): {', '.join(spent)}"
+        return system
+
+    def _agent_context(self, node: AgentNode) -> str:
+        """What an agent node is shown once, after its system prompt: memory and episodes."""
+        extra = ""
         if len(self.memory):
-            system += f"\n\nWorking memory (results of earlier nodes):\n{self.memory.render()}"
+            extra += f"\n\nWorking memory (results of earlier nodes):\n{self.memory.render()}"
         episodes = self.episodic.retrieve(node.goal, k=3) if self.episodic is not None else []
         if episodes:
             past = "\n\n".join(e.render() for e in episodes)
-            system += f"\n\nPast episodes of similar sub-goals:\n{past}"
-        return [Message("system", system), Message("user", f"Sub-goal: {node.goal}")]
+            extra += f"\n\nPast episodes of similar sub-goals:\n{past}"
+        return extra
 
     def _agent(
         self, node: AgentNode, node_id: str, made: list[str]
@@ -667,13 +712,16 @@ class _TreeRun:
     def _agent_turns(
         self, node: AgentNode, node_id: str, tried: list[str], made: list[str]
     ) -> Generator[Request, Any, _Outcome]:
-        messages = self._agent_messages(node)
+        extra = self._agent_context(node)
+        messages = [Message("system", ""), Message("user", f"Sub-goal: {node.goal}")]
         turns = node.max_turns or self.agent_turns
         if self.config is not None:
             turns = min(turns, self.config.max_decisions_per_node)
         nudged = False
         last: str | None = None
         for _ in range(turns):
+            # rebuilt every turn: a tool whose budget ran out leaves the prompt at once
+            messages[0] = Message("system", self._agent_system(node) + extra)
             response, _index = yield from self._complete(messages, node.model)
             messages.append(Message("assistant", response.text))
             try:
@@ -699,9 +747,21 @@ class _TreeRun:
                     return _Outcome(True, parsed["final_answer"], no_tools=not tried)
                 reason = stringify(action_input.get("reason") or thought or "failed")
                 return _Outcome(False, reason, node_id)
-            observation, activity, _failed = yield from self._dispatch(
-                action, action_input, informed_by=completion
-            )
+            activity: str | None
+            if node.tools is not None and action not in node.tools:
+                reason = f"capability {action!r} is not among node {node_id}'s tools"
+                observation, activity, _failed = record_refused(
+                    self.plan,
+                    action,
+                    action_input,
+                    reason=f"{reason} ({', '.join(node.tools) or 'none'})",
+                    informed_by=completion,
+                    step=self._claim(),
+                )
+            else:
+                observation, activity, _failed = yield from self._dispatch(
+                    action, action_input, informed_by=completion
+                )
             if activity is not None:
                 made.append(activity)
             self._step(PlanStep(thought, action, action_input, observation, activity or completion))

@@ -5,7 +5,11 @@ ordered list of ``{action, action_input, rationale}`` entries ending with a
 ``finish`` step. Execute: each step runs through ``invoke``. When a step fails
 with a ``TrailsError`` (unknown id, validation failure, policy denial), the
 failure is shown to the model and it is asked for a revised plan, at most
-``max_replans`` times. ``max_steps`` caps executed actions across all plans.
+``max_replans`` times. With ``replan_after=N`` (ADR-0018's "replans on error
+or completion") the model is also asked to revise the rest of the plan after
+every N steps that succeeded, seeing their observations; those revisions do
+not count against ``max_replans``. ``max_steps`` caps executed actions across
+all plans.
 A successful call of a ``terminal=True`` capability ends the run there, with its
 result as the answer; the rest of the plan is not executed.
 Budgets are checked at the top of every planned step and before paying for a
@@ -98,6 +102,14 @@ REPLAN = (
 )
 
 
+REVIEW = (
+    "{count} step(s) of the plan are done; their observations are above.\n"
+    "Revise the plan given what they returned: reply with a new fenced ```json "
+    '{{"plan": [...]}} of the remaining steps, ending with "finish" (a plan of only '
+    '"finish" when the goal is reached).'
+)
+
+
 def build_system_prompt(goal: str, tool_specs: Sequence[tuple[str, dict[str, Any]]]) -> str:
     """Assemble the planning system prompt: the plan format contract, the goal, the tools.
 
@@ -121,6 +133,7 @@ def _steps(
     tools: ToolsSpec = None,
     tool_filter: ToolFilter = None,
     max_replans: int = 3,
+    replan_after: int | None = None,
     max_tokens_per_call: int | None = None,
     temperature: float = 0.0,
     max_cost_usd: float | None = None,
@@ -151,6 +164,8 @@ def _steps(
         tools: which capabilities to expose (see ``react.discover_tools``).
         tool_filter: a post-filter on them.
         max_replans: how many revised plans a failing step may trigger.
+        replan_after: ask for a revised plan after every this many successful
+            steps too (None: only after a failure).
         max_tokens_per_call: the completion-token cap of each LLM call (default 1024).
         temperature: the sampling temperature.
         max_cost_usd: USD the run may spend.
@@ -191,10 +206,15 @@ def _steps(
     per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
     tooling = check_tool_calling("json", DEFAULT_MAX_PARALLEL_TOOLS, tool_timeout_s)
     limits = check_limits(
-        max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
+        max_cost_usd=max_cost_usd,
+        max_tokens=max_tokens,
+        max_wall_time_s=max_wall_time_s,
+        per_call=per_call,
     )
     max_steps = check_positive_int("max_steps", max_steps)
     max_replans = check_positive_int("max_replans", max_replans, minimum=0)
+    if replan_after is not None:
+        replan_after = check_positive_int("replan_after", replan_after)
     tool_specs = offered_tools(session, tools, tool_filter)
     plan = PlanRun(
         NAME,
@@ -222,6 +242,7 @@ def _steps(
         system=system,
         max_steps=max_steps,
         max_replans=max_replans,
+        replan_after=replan_after,
         per_call=per_call,
         temperature=temperature,
     )
@@ -290,6 +311,7 @@ def _loop(
     system: str,
     max_steps: int,
     max_replans: int,
+    replan_after: int | None = None,
     per_call: int,
     temperature: float,
 ) -> Loop:
@@ -304,6 +326,7 @@ def _loop(
         if isinstance(got, PlanResult):
             return got
         steps, completion = got
+        since_plan = 0
         for number, entry in enumerate(steps, 1):
             breach = budget.breach()
             if breach is not None:
@@ -330,6 +353,11 @@ def _loop(
             ended = plan.finish_terminal()
             if ended is not None:
                 return ended
+            if not failed:
+                since_plan += 1
+                if replan_after is not None and since_plan >= replan_after:
+                    history.append("user", REVIEW.format(count=since_plan))
+                    break  # ask for the rest of the plan again, on completion
             if failed:
                 if replans >= max_replans:
                     return plan.finish(

@@ -7,12 +7,22 @@ objective, and the steps completed so far with their results) answers
 ``goal_achieved``; otherwise only the first step is executed, by a ReAct
 executor pass whose goal is the step text (``executor_max_iterations`` turns),
 and its answer joins the completed steps the planner reflects on next.
-``max_steps`` caps executed steps. Budgets are checked before every planner
+``max_steps`` caps executed steps; a run stopped there answers with the seed's
+"Max Steps Limit Reached" message (``max_steps_message``): the completed steps
+with their results, and how to continue. Budgets are checked before every planner
 call and what is left of them is passed to each executor pass. An executor pass
 ended by a ``terminal=True`` capability ends the run with its result.
 
+The executor's system prompt opens with ``executor_system_prompt`` (default the
+seed's ``EXECUTOR_RESPONSIBILITY``, with the date when ``inject_datetime``),
+followed by the ReAct reply contract and tool list trails parses replies by. A
+run writes its objective and its final answer (or the max-steps message) into
+the session's history, so a later run on the same session, of any strategy,
+sees this one (seed 003's conversation memory, ``memory_id``).
+
 Prompts follow seed 003: a system prompt (``PLANNER_PROMPT``, the seed's
-planner responsibility and response format, condensed), then a user message
+planner responsibility and response format, condensed, and its final-result
+instructions, ``FINAL_RESULT_INSTRUCTIONS``, verbatim), then a user message
 from a template with ``${parameters.*}`` substitution: the planner template on
 the first turn, the reflect template after each step, the planner-with-history
 template on a first turn in a session that already holds conversation (its last
@@ -73,7 +83,7 @@ from trails.agent.planners._tools import (
 )
 from trails.agent.planners.base import BUDGET_STOPS, PlanStep
 from trails.agent.strategies import register_strategy
-from trails.errors import ModelAPIError, ReplyParseError
+from trails.errors import ModelAPIError, ReplyParseError, UserError
 from trails.llm.types import Message
 from trails.store.terms import IRI
 
@@ -86,6 +96,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EXECUTOR",
+    "EXECUTOR_RESPONSIBILITY",
+    "FINAL_RESULT_INSTRUCTIONS",
     "NAME",
     "PLANNER_PROMPT",
     "abatch",
@@ -93,6 +105,7 @@ __all__ = [
     "astream",
     "batch",
     "build_planner_messages",
+    "max_steps_message",
     "parse_reflection",
     "run",
     "stream",
@@ -104,16 +117,82 @@ NAME = "plan_execute_reflect"
 #: The ``PlanStep.action`` of a step run by the ReAct executor.
 EXECUTOR = "executor"
 
-PLANNER_PROMPT = """\
+#: Seed 003's FINAL_RESULT_RESPONSE_INSTRUCTIONS, verbatim: how the final result reads.
+FINAL_RESULT_INSTRUCTIONS = """\
+When you deliver your final result, include a comprehensive report. This report must:
+1. List every analysis or step you performed.
+2. Summarize the inputs, methods, tools, and data used at each step.
+3. Include key findings from all intermediate steps — do NOT omit them.
+4. Clearly explain how the steps led to your final conclusion. Only mention the completed steps.
+5. Return the full analysis and conclusion in the 'result' field, even if some of this was \
+mentioned earlier. Ensure that special characters are escaped in the 'result' field.
+6. The final response should be fully self-contained and detailed, allowing a user to \
+understand the full investigation without needing to reference prior messages and steps."""
+
+PLANNER_PROMPT = (
+    """\
 You are a thoughtful and analytical planner agent in a plan-execute-reflect framework. \
 Break the objective into an ordered list of atomic, self-contained steps that, if \
 executed, lead to the final result. Each step states what to do and which tool to use; \
 you do not execute tools. Use only the provided tools. After each executed step you \
 will see its result and update the plan.
 
+Step examples:
+Good example: "Use Tool to sample documents from index: 'my-index'"
+Bad example: "Use Tool to sample documents from each index"
+
 Respond only with one JSON object:
 {"steps": ["<step>", ...], "result": ""}   when more steps are needed, or
-{"steps": [], "result": "<final answer>"}   when you know the final result."""
+{"steps": [], "result": "<final answer>"}   when you know the final result.
+
+"""
+    + FINAL_RESULT_INSTRUCTIONS
+)
+
+#: Seed 003's EXECUTOR_RESPONSIBILITY: the default ``executor_system_prompt``. Its
+#: first sentence says "a planner/executor framework" where the seed names the
+#: framework, so the planner's prompt stays the one that says plan-execute-reflect
+#: (scripted test models tell the two roles apart by it).
+EXECUTOR_RESPONSIBILITY = """\
+You are a precise and reliable executor agent in a planner/executor framework. Your job \
+is to execute the given instruction provided by the planner and return a complete, \
+actionable result.
+
+Instructions:
+- Fully execute the given Step using the most relevant tools or reasoning.
+- Include all relevant raw tool outputs (e.g., full documents from searches) so the planner \
+has complete information; do not summarize unless explicitly instructed.
+- Base your execution and conclusions only on the data and tool outputs available; do not \
+rely on unstated knowledge or external facts.
+- If the available data is insufficient to complete the Step, summarize what was obtained so \
+far and clearly state the additional information or access required to proceed (do not guess).
+- If unable to complete the Step, clearly explain what went wrong and what is needed to proceed.
+- Avoid making assumptions and relying on implicit knowledge.
+- Your response must be self-contained and ready for the planner to use without \
+modification. Never end with a question.
+- Break complex searches into simpler queries when appropriate."""
+
+
+def max_steps_message(limit: int, completed: Sequence[tuple[str, str | None]]) -> str:
+    """The answer of a run stopped by ``max_steps``: what was done, and how to go on.
+
+    Args:
+        limit: the ``max_steps`` reached.
+        completed: ``(step, result)`` pairs executed.
+
+    Returns:
+        The message (seed 003's "Max Steps Limit Reached" with continuation instructions).
+    """
+    done = "\n".join(
+        f"{i}. {step}\n   result: {result}" for i, (step, result) in enumerate(completed, 1)
+    )
+    return (
+        f"Max Steps Limit ({limit}) Reached. Completed steps and their results:\n"
+        f"{done or '(none)'}\n\n"
+        "To continue, run again on the same session (its history holds this run), "
+        "or with a larger max_steps."
+    )
+
 
 NUDGE = (
     "Your last reply could not be used ({problem}). Respond only with one JSON object "
@@ -199,6 +278,7 @@ def _steps(
     tool_filter: ToolFilter = None,
     executor_max_iterations: int = 20,
     system_prompt: str | None = None,
+    executor_system_prompt: str | None = None,
     planner_prompt: str | None = None,
     reflect_prompt: str | None = None,
     planner_prompt_template: str | None = None,
@@ -242,6 +322,9 @@ def _steps(
         tool_filter: a post-filter on them.
         executor_max_iterations: ``max_steps`` of each ReAct executor pass.
         system_prompt: the planner's system prompt (default ``PLANNER_PROMPT``).
+        executor_system_prompt: the executor's role, the start of each executor
+            pass's system prompt (default ``EXECUTOR_RESPONSIBILITY``); the ReAct
+            reply contract and the tool list follow it.
         planner_prompt: ``${parameters.planner_prompt}`` (default: the seed's).
         reflect_prompt: ``${parameters.reflect_prompt}`` (default: the seed's).
         planner_prompt_template: the first planner turn's template.
@@ -251,7 +334,8 @@ def _steps(
         message_history_limit: how many earlier history entries the planner sees.
         executor_message_history_limit: how many session history entries from before
             its pass each executor pass sees (seed 003's executor memory limit).
-        inject_datetime: add the current date and time to the system prompt.
+        inject_datetime: add the current date and time to the planner's and the
+            executor's system prompts.
         datetime_format: its ``strftime`` format.
         parameters: further ``${parameters.*}`` values for custom templates.
         max_tokens_per_call: the completion-token cap of each LLM call (default 1024).
@@ -299,10 +383,19 @@ def _steps(
     per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
     tooling = check_tool_calling(tool_calling, max_parallel_tools, tool_timeout_s)
     limits = check_limits(
-        max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
+        max_cost_usd=max_cost_usd,
+        max_tokens=max_tokens,
+        max_wall_time_s=max_wall_time_s,
+        per_call=per_call,
     )
     max_steps = check_positive_int("max_steps", max_steps)
     inner_steps = check_positive_int("executor_max_iterations", executor_max_iterations)
+    if executor_system_prompt is not None and (
+        not isinstance(executor_system_prompt, str) or not executor_system_prompt.strip()
+    ):
+        raise UserError(
+            f"executor_system_prompt= must be a non-empty str, not {executor_system_prompt!r}"
+        )
     given = {
         "system_prompt": system_prompt or PLANNER_PROMPT,
         "planner_prompt": planner_prompt,
@@ -354,6 +447,7 @@ def _steps(
         prompts=prompts,
         history=history,
         tooling=tooling,
+        executor=prompts.dated(executor_system_prompt or EXECUTOR_RESPONSIBILITY),
     )
     return guarded(plan, body)
 
@@ -378,8 +472,11 @@ def _loop(
     prompts: PERPrompts,
     history: list[str],
     tooling: ToolCalling | None = None,
+    executor: str | None = None,
 ) -> Loop:
     completed: list[tuple[str, str | None]] = []
+    conversation = plan.session.history
+    conversation.append("user", plan.goal)  # a later run on this session sees this one
     position = 0
     nudged = False
     messages = build_planner_messages(
@@ -414,9 +511,13 @@ def _loop(
         plan.record_entity("PlanDocument", reply, generated_by=completion, index=index)
         if reply["result"].strip():
             plan.add_step(PlanStep("reflect", "finish", {}, None, completion))
+            conversation.append("assistant", reply["result"])
             return plan.finish("goal_achieved", answer=reply["result"])
         if len(completed) >= max_steps:
-            return plan.finish("max_steps", breach=Breach("max_steps", max_steps, len(completed)))
+            message = max_steps_message(max_steps, completed)
+            conversation.append("assistant", message)
+            breach = Breach("max_steps", max_steps, len(completed))
+            return plan.finish("max_steps", breach=breach, answer=message)
         step = reply["steps"][0]
         inner = yield from react._run(
             step,
@@ -433,6 +534,7 @@ def _loop(
             guards=plan.guards,
             tooling=tooling,
             history_limit=prompts.executor_message_history_limit,
+            preamble=executor,
         )
         plan.add_step(PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri))
         if inner.terminated_by is not None:  # a terminal capability ended the executor

@@ -213,7 +213,10 @@ def _steps(
         per_call=per_call,
         temperature=temperature,
         limits=check_limits(
-            max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
+            max_cost_usd=max_cost_usd,
+            max_tokens=max_tokens,
+            max_wall_time_s=max_wall_time_s,
+            per_call=per_call,
         ),
         announce_goal=True,
         guards=check_guards(
@@ -255,11 +258,14 @@ def _run(
     output: Output | None = None,
     tooling: ToolCalling | None = None,
     history_limit: int | None = None,
+    preamble: str | None = None,
 ) -> Loop:
     """``run`` after argument parsing, as a loop; Reflexion and PER nest it (``yield from``).
 
     ``history_limit``: how many session history entries from before the pass its
     turns see (Plan-Execute-Reflect's executor); None: the whole window.
+    ``preamble``: text put before the pass's system prompt (the executor's role,
+    for Plan-Execute-Reflect); the reply contract and tool list follow it.
     """
     tooling = tooling if tooling is not None else ToolCalling()
     max_steps = check_positive_int("max_steps", max_steps)
@@ -288,9 +294,12 @@ def _run(
             max_steps=max_steps,
             per_call=per_call,
             temperature=temperature,
+            preamble=preamble,
         )
         return guarded(plan, native)
     system = build_system_prompt(goal, tool_specs)
+    if preamble:
+        system = f"{preamble}\n\n{system}"
     body = _loop(
         plan,
         budget,

@@ -7,6 +7,10 @@ agent's chat), which answers ``{"verdict": "accept" | "retry", "critique"}``.
 to the session as ``[reflexion critique #<n>]`` and runs ReAct again.
 ``max_outer_iterations`` exhausted returns the latest inner result with
 ``stopped="max_steps"``. Inner errors and budget stops end the run unchanged.
+``critique_every=N`` (ADR-0018's "critique-every-N cycles") has the critic
+review after at most N think/act/observe cycles instead of only when a pass
+ends: a pass cut there is judged on its trajectory so far, and after a retry
+verdict the next pass continues the same conversation.
 An inner pass ended by a ``terminal=True`` capability ends the run with its
 result, without a critic turn.
 Budgets are checked at the top of each outer iteration, and what is left of
@@ -124,6 +128,7 @@ def _steps(
     tools: ToolsSpec = None,
     tool_filter: ToolFilter = None,
     max_outer_iterations: int = 3,
+    critique_every: int | None = None,
     max_tokens_per_call: int | None = None,
     temperature: float = 0.0,
     max_cost_usd: float | None = None,
@@ -154,6 +159,8 @@ def _steps(
         tools: which capabilities to expose (resolved once, for every pass).
         tool_filter: a post-filter on them.
         max_outer_iterations: how many ReAct passes the critic may ask for.
+        critique_every: the critic reviews after at most this many ReAct cycles
+            of a pass (None: when the pass ends, within ``max_steps``).
         max_tokens_per_call: the completion-token cap of each LLM call (default 1024).
         temperature: the sampling temperature.
         max_cost_usd: USD the whole run may spend.
@@ -194,10 +201,15 @@ def _steps(
     per_call = per_call_tokens(max_tokens_per_step, max_tokens_per_call)
     tooling = check_tool_calling("json", DEFAULT_MAX_PARALLEL_TOOLS, tool_timeout_s)
     limits = check_limits(
-        max_cost_usd=max_cost_usd, max_tokens=max_tokens, max_wall_time_s=max_wall_time_s
+        max_cost_usd=max_cost_usd,
+        max_tokens=max_tokens,
+        max_wall_time_s=max_wall_time_s,
+        per_call=per_call,
     )
     max_steps = check_positive_int("max_steps", max_steps)
     outer = check_positive_int("max_outer_iterations", max_outer_iterations)
+    if critique_every is not None:
+        max_steps = min(max_steps, check_positive_int("critique_every", critique_every))
     tool_ids = [cid for cid, _ in offered_tools(session, tools, tool_filter)]
     plan = PlanRun(
         NAME,

@@ -1,0 +1,389 @@
+"""The full verification's one pass: every quad of the store read once, in one stream.
+
+Rehashing each sealed graph with a read of its own costs a call, a decoding and a
+conversion per graph. On the embedded store the full verification instead asks the
+store for its whole dataset as N-Quads, once (``Sweep``: a file-like object the store
+writes into, so memory holds one graph at a time, not the dump). The embedded store
+writes each named graph's quads together, so the stream is cut into graphs as it
+arrives and each graph is handed on as canonical N-Triples (what ``digest_ntriples``
+hashes, what ``structure_from_ntriples`` reads digests from): the same bytes, the same
+hash as a dump of that graph alone.
+
+This module also says what every graph of a trails store is (``graph_kind``), so that
+nothing in the store goes unaccounted: a graph that is none of the kinds trails writes
+is ``FOREIGN``. And it recomputes a session's catalogue entry from the session graph
+(``entry_lines``, ``stored_entries``), so an edited or deleted entry is a finding.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from trails.catalogue.entries import catalogue_iri, entry_iri, existing_entry, summarise
+from trails.evidence.canonical import canonical_term
+from trails.evidence.checks import VerifyReport
+from trails.evidence.findings import Finding
+from trails.evidence.ledger import _term as _ledger_term
+from trails.evidence.ledger import _unescape
+from trails.prov.content import is_content_graph
+from trails.prov.iri import Minter
+from trails.prov.vocab import PROV, RDF, T
+from trails.store.base import Store
+from trails.store.terms import IRI, Literal, Term
+
+__all__ = [
+    "CATALOGUE",
+    "FOREIGN",
+    "SUMMARY_PREDICATES",
+    "Scattered",
+    "Sweep",
+    "check_entry",
+    "entry_lines",
+    "graph_kind",
+    "ntriples_rows",
+    "session_state",
+    "stored_entries",
+    "summary_triples",
+]
+
+FOREIGN = "foreign"
+"""The finding kind of something in the store that trails did not write there: a graph of
+no known kind, triples in the default graph."""
+
+#: the graphs trails writes besides sessions, their content graphs and the ledger, by the
+#: name that follows ``<base>graph:`` (``trails.prov.iri.Minter.graph``): what each is and
+#: how verification checks it
+UNSEALED_KINDS: dict[str, str] = {
+    "catalogue": "catalogue",  # each entry recomputed from its sealed session
+    "memory/": "memory",  # memory text checked against its digests
+    "memory-state": "memory-state",  # the memory index's position: derived, rebuilt
+    "session-claims": "claims",  # session ids claimed at start
+    "open-sessions": "open-sessions",  # sessions recovery is to end
+    "holds": "holds",  # legal holds (what they hold is sealed elsewhere)
+    "access-log": "access-log",  # who asked the SPARQL endpoint what
+    "otlp-refusals": "otlp-refusals",  # spans the OTLP receiver refused (trails.otel.refusals)
+    "batch/": "batch",  # a planner batch's bookkeeping
+    "transparency": "transparency",  # the log over the seals (its own proofs check it)
+}
+#: graphs that are receipts: each must be sealed
+RECEIPT_KINDS: dict[str, str] = {
+    "erasure/": "erasure",
+    "retention:": "retention",
+    "migration/": "migration",
+}
+
+
+def graph_kind(graph: str, base: str) -> str:
+    """What ``graph`` is by its name: ``ledger``, ``content``, one of ``UNSEALED_KINDS``'
+    and ``RECEIPT_KINDS``' values, or ``other`` (a session graph, or something unknown:
+    the graph itself tells which)."""
+    if is_content_graph(graph):
+        return "content"
+    prefix = f"{base}graph:"
+    if not graph.startswith(prefix):
+        return "other"
+    name = graph[len(prefix) :]
+    if name == "ledger":
+        return "ledger"
+    for table in (UNSEALED_KINDS, RECEIPT_KINDS):
+        for start, kind in table.items():
+            if name == start or (start[-1] in "/:" and name.startswith(start)):
+                return kind
+    return "other"
+
+
+_TYPE = f" <{RDF.type}> <{T.Session}> .".encode()
+_ENDED = f" <{PROV.endedAtTime}> ".encode()
+_STATUS = f" <{T.status}> ".encode()
+
+
+def session_state(graph: str, ntriples: bytes) -> tuple[bool, bool, str]:
+    """``(is a session, has ended, status)`` of a graph from its N-Triples: the session's
+    own ``a trails:Session``, ``prov:endedAtTime`` and ``trails:status`` lines."""
+    me = f"<{graph}>".encode()
+    if me + _TYPE not in ntriples:
+        return False, False, ""
+    ended = me + _ENDED in ntriples
+    status = ""
+    at = ntriples.find(me + _STATUS)
+    if at >= 0:
+        start = at + len(me) + len(_STATUS)
+        end = ntriples.find(b"\n", start)
+        text = ntriples[start : end if end >= 0 else len(ntriples)]
+        if text.startswith(b'"') and text.endswith(b'" .'):
+            status = text[1:-3].decode("utf-8", "replace")
+    return True, ended, status
+
+
+SUMMARY_PREDICATES = frozenset(
+    f"<{p}>".encode()
+    for p in (
+        RDF.type,
+        *(
+            PROV.startedAtTime,
+            PROV.endedAtTime,
+            PROV.wasAssociatedWith,
+            PROV.wasInformedBy,
+            PROV.actedOnBehalfOf,
+            T.status,
+            T.strategy,
+            T.stopReason,
+            T.inSession,
+            T.inputTokens,
+            T.outputTokens,
+            T.costUSD,
+            T.principalId,
+            T.provider,
+            T.modelId,
+            IRI.trusted("http://www.w3.org/2000/01/rdf-schema#label"),
+        ),
+    )
+)
+
+
+_SUMMARY_LINE = re.compile(
+    rb"^(\S+) (" + b"|".join(re.escape(p) for p in sorted(SUMMARY_PREDICATES)) + rb") (.*) \.$",
+    re.MULTILINE,
+)
+
+
+def summary_triples(ntriples: bytes) -> list[tuple[str, str, str | Term]]:
+    """The triples of a session graph that its catalogue entry is made of (only those lines
+    are decoded)."""
+    # IRIs stay plain text (an IRI equals its text; ``summarise`` compares them as such)
+    return [
+        (
+            s[1:-1].decode(),
+            p[1:-1].decode(),
+            o[1:-1].decode() if o[:1] == b"<" else _term(o.decode()),
+        )
+        for s, p, o in _SUMMARY_LINE.findall(ntriples)
+    ]
+
+
+_JSON = json.JSONDecoder(strict=False)
+
+
+def _unescaped(text: str) -> str:
+    """An N-Triples string's text. Its escapes are JSON's (``\\uXXXX``, ``\\n``, ``\\"`` ...)
+    but for ``\\UXXXXXXXX`` and ``\\'``: those go to the ledger's general reader, the rest
+    is decoded as a JSON string, at C speed."""
+    if "\\" not in text:
+        return text
+    if "\\U" in text or "\\'" in text:
+        return _unescape(text)
+    try:
+        value = _JSON.decode('"' + text + '"')
+    except ValueError:
+        return _unescape(text)
+    return value if isinstance(value, str) else _unescape(text)
+
+
+def _term(text: str) -> Term:
+    if text[:1] == '"' and text[-1:] == '"':
+        return Literal(_unescaped(text[1:-1]))
+    return _ledger_term(text)
+
+
+def ntriples_rows(ntriples: bytes) -> list[tuple[Term, Term, Term]]:
+    """``(s, p, o)`` of canonical N-Triples (as the embedded store writes them)."""
+    rows: list[tuple[Term, Term, Term]] = []
+    for line in ntriples.decode("utf-8").split("\n"):
+        if line:
+            s, p, o = line[:-2].split(" ", 2)
+            rows.append((_term(s), _term(p), _term(o)))
+    return rows
+
+
+CATALOGUE = "catalogue"
+"""The finding kind of a catalogue entry that is not what its sealed session gives."""
+
+#: what an entry says (and its usage nodes): the predicates ``summarise`` writes for them
+#: (its label is not: the start of a session may name it otherwise than its graph does)
+_ENTRY = frozenset(
+    str(p)
+    for p in (
+        RDF.type,
+        PROV.wasAttributedTo,
+        T.summaryOf,
+        T.sessionStarted,
+        T.sessionEnded,
+        T.sessionStatus,
+        T.sessionStopReason,
+        T.endedOn,
+        T.sealed,
+        T.planner,
+        T.usedModel,
+        T.usage,
+        T.usedAgent,
+        T.actingFor,
+        T.activityCount,
+        T.completionCount,
+        T.unpricedCount,
+        T.totalInputTokens,
+        T.totalOutputTokens,
+        T.totalCostUSD,
+    )
+)
+
+
+def _lines(quads: Iterable[Sequence[Any]]) -> frozenset[str]:
+    return frozenset(
+        " ".join(canonical_term(t, normalise=True) for t in q[:3])
+        for q in quads
+        if str(q[1]) in _ENTRY
+    )
+
+
+def _names(lines: Iterable[str]) -> list[str]:
+    """The local names of the predicates of canonical lines."""
+    return sorted({line.split(" ", 2)[1].rstrip(">").rsplit("#", 1)[-1] for line in lines})
+
+
+def check_entry(store: Store, ledger: IRI, session: IRI, report: VerifyReport) -> None:
+    """A sealed session's catalogue entry, read now, against the one its graph gives now
+    (read again, so that an entry rewritten with a reseal meanwhile is no finding)."""
+    base = str(ledger)[: -len("graph:ledger")]
+    catalogue = catalogue_iri(Minter(base))
+    data = store.dump(format="ntriples", graph=session) or b""
+    expected = entry_lines(session, ntriples_rows(data), catalogue)
+    stored = existing_entry(store, session, catalogue)
+    have = _lines((q.subject, q.predicate, q.object) for q in stored)
+    if have == expected:
+        return
+    entry = entry_iri(session)
+    if not have:
+        detail = "the catalogue has no entry for this sealed session (deleted?)"
+    else:
+        changed = _names(have ^ expected)
+        detail = (
+            "the catalogue entry is not the one its sealed graph gives "
+            f"(differs in {', '.join(changed)})"
+        )
+    report.findings.append(Finding(CATALOGUE, entry, detail, session=session))
+
+
+def _owned(entry: str, subject: str) -> bool:
+    return subject == entry or subject.startswith(entry + ":usage:")
+
+
+def entry_lines(session: IRI, triples: Iterable[Sequence[Any]], catalogue: str) -> frozenset[str]:
+    """The entry a sealed session's graph gives (the entry and its usage nodes, as
+    canonical lines; agent descriptions and day totals, shared by entries, are left out)."""
+    entry = str(entry_iri(session))
+    quads = summarise(session, triples, IRI.trusted(catalogue), is_sealed=True)
+    return _lines((q.subject, q.predicate, q.object) for q in quads if _owned(entry, q.subject))
+
+
+def stored_entries(ntriples: bytes) -> dict[str, frozenset[str]]:
+    """The entries of the catalogue graph (given as the embedded store's N-Triples) by
+    session: the lines of the entry and its usage nodes, as written (the store writes terms
+    in canonical form; a line that ``entry_lines`` would write otherwise makes the entry
+    read again, term by term, by ``check_entry``)."""
+    owned: dict[str, list[str]] = defaultdict(list)
+    sessions: dict[str, str] = {}
+    summary_of = f"<{T.summaryOf}>"
+    for line in ntriples.decode("utf-8").split("\n"):
+        if not line:
+            continue
+        s, p, o = line[:-2].split(" ", 2)
+        if p[1:-1] not in _ENTRY:
+            continue
+        owned[s[1:-1].split(":usage:", 1)[0]].append(line[:-2])
+        if p == summary_of:
+            sessions[s[1:-1]] = o[1:-1]
+    return {session: frozenset(owned[entry]) for entry, session in sessions.items()}
+
+
+class Scattered(Exception):
+    """The store wrote a graph's quads in several places: read it again, kept ``whole``."""
+
+
+class Sweep:
+    """A binary file the embedded store dumps N-Quads into; calls ``on_graph(graph,
+    ntriples, quads)`` once per named graph as soon as its quads have all arrived.
+
+    Args:
+        on_graph: what to do with each graph (its IRI, its quads as N-Triples, how many).
+        skip: the lines to pass over (the default graph's triples, as N-Triples lines).
+        whole: keep every graph's lines until ``close`` (for a store that does not write
+            each graph's quads together, as the in-memory one); by default a graph that
+            comes back after another raises ``Scattered``.
+    """
+
+    def __init__(
+        self,
+        on_graph: Callable[[str, bytes, int], None],
+        *,
+        skip: frozenset[bytes] = frozenset(),
+        whole: bool = False,
+    ) -> None:
+        self.on_graph = on_graph
+        self.skip = skip
+        self.whole = whole
+        self.rest = b""
+        self.tail = b""
+        self.lines: list[bytes] = []
+        self.kept: dict[bytes, list[bytes]] = {}
+        self.done: set[bytes] = set()
+        self.quads = 0
+        self.bytes = 0
+
+    def write(self, data: bytes) -> int:
+        """Take the next bytes of the dump; returns how many (all of them)."""
+        taken = len(data)
+        self.bytes += taken
+        if self.rest:
+            data = self.rest + data
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            self.rest = data
+            return taken
+        self.rest = data[cut + 1 :]
+        tail, lines = self.tail, self.lines
+        for line in data[:cut].split(b"\n"):
+            if self.skip and line in self.skip:
+                continue
+            if tail and line.endswith(tail):
+                lines.append(line)
+                continue
+            self._flush()
+            at = line.rindex(b" <", 0, len(line) - 2)
+            tail = self.tail = line[at:]
+            lines = self.lines = [line]
+        return taken
+
+    def flush(self) -> None:
+        """Nothing to do: graphs are handed on when complete (``close``)."""
+
+    def close(self) -> None:
+        """Hand on the last graph (every graph, when kept ``whole``)."""
+        if self.rest:
+            self.write(b"\n")
+        self._flush()
+        for tail, lines in sorted(self.kept.items()):
+            self._hand_on(tail, lines)
+        self.kept = {}
+
+    def _flush(self) -> None:
+        if not self.lines:
+            return
+        tail, lines = self.tail, self.lines
+        self.lines = []
+        if self.whole:
+            self.kept.setdefault(tail, []).extend(lines)
+            return
+        if tail in self.done:
+            raise Scattered(tail[2:-3].decode("utf-8", "replace"))
+        self.done.add(tail)
+        self._hand_on(tail, lines)
+
+    def _hand_on(self, tail: bytes, lines: list[bytes]) -> None:
+        graph = tail[2:-3].decode("utf-8")
+        joined = b"\n".join(lines) + b"\n"
+        self.quads += len(lines)
+        self.on_graph(graph, joined.replace(tail + b"\n", b" .\n"), joined.count(b"\n"))
