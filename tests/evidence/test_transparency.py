@@ -38,6 +38,7 @@ from trails.evidence.transparency import (
     read_head,
     since_head,
 )
+from trails.evidence.verify import verify
 from trails.kernel import Context
 from trails.prov import Minter, Recorder
 from trails.prov.vocab import T
@@ -314,6 +315,8 @@ def test_check_log_finds_an_edited_node_and_proofs_through_it_fail(
         remove=[Quad(node, T.nodeHash, h, LOG)],  # type: ignore[arg-type]
     )
     assert [f.subject for f in check_log(store, MINTER)] == [str(node)]
+    # a plain full verification runs the log's check too
+    assert [(f.kind, f.subject) for f in verify(store).findings] == [("log", str(node))]
     by_seal = {str(s.iri): s.graph for s in read_seals(store, LEDGER)}
     session = by_seal[leaf_order(store)[2]]
     path = tmp_path / "proof.json"

@@ -108,6 +108,7 @@ from trails.evidence.sweep import (
     stored_entries,
     summary_triples,
 )
+from trails.evidence.transparency import check_log
 from trails.prov.content import structure_graph
 from trails.prov.iri import Minter
 from trails.prov.vocab import RDF, T
@@ -513,6 +514,7 @@ def _verify_full(
         progress(state.total, state.total)  # done (the store may have listed a graph more)
     report.quads_read = sweep.quads + len(loose)
     state.finish(ledger, removed)
+    report.findings.extend(check_log(store, minter))  # the log's own check: every node again
     report.sessions_checked = len(state.sessions)
     report.findings.sort(key=lambda f: (f.kind, f.session, f.subject))
     return report
