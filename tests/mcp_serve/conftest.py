@@ -116,37 +116,6 @@ class Served:
 
 
 @pytest.fixture
-def server(workdir: Path) -> Iterator[Served]:
-    """``trails mcp serve --http 127.0.0.1:0`` with three tokens."""
-    tokens = workdir / "tokens.toml"
-    tokens.write_text(
-        token_entry(TOKENS[ALICE], ALICE)
-        + token_entry(TOKENS[BOB], BOB)
-        + token_entry(TOKENS[AUDITOR], AUDITOR, ["*"])
-    )
-    store = workdir / "store"
-    assert trails("--store", str(store), "init", cwd=workdir).returncode == 0
-    command = [TRAILS, "--store", str(store), "mcp", "serve", "--import", "mcpcaps"]
-    process = subprocess.Popen(
-        [*command, "--http", "127.0.0.1:0", "--tokens", str(tokens)],
-        cwd=workdir,
-        env=environment(),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    banner = process.stderr.readline()
-    found = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", banner)
-    assert found, banner
-    served = Served(found.group(1), store, process)
-    try:
-        yield served
-    finally:
-        served.stop()
-        process.stderr.close()
-
-
-@pytest.fixture
 def served(workdir: Path) -> Iterator[Served]:
     """``trails mcp serve --http 127.0.0.1:0`` with three tokens, on a store of its own."""
     tokens = workdir / "tokens.toml"

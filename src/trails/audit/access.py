@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from trails.config import load_settings
@@ -115,43 +115,40 @@ def _advised(exc: NotAStore, path: Path) -> NotAStore:
 
 
 @contextmanager
-def reading(location: str | None) -> Iterator[Store]:
+def _closing(store: Store, owned: bool) -> Iterator[Store]:
+    """``store`` for a ``with`` block, closed after it when the caller opened it."""
+    try:
+        yield store
+    finally:
+        if owned:
+            store.close()
+
+
+def reading(location: str | None) -> AbstractContextManager[Store]:
     """``existing_store`` as a context manager that closes what it opened.
 
     Args:
         location: as for ``existing_store``.
 
-    Yields:
-        The store.
+    Returns:
+        The store, as a context manager that closes what it opened.
     """
-    store, owned = existing_store(location)
-    try:
-        yield store
-    finally:
-        if owned:
-            store.close()
+    return _closing(*existing_store(location))
 
 
-@contextmanager
-def writing(location: str | None) -> Iterator[Store]:
+def writing(location: str | None) -> AbstractContextManager[Store]:
     """``reading`` for a command that records: the directory store is created if missing or empty.
 
     Args:
         location: as for ``existing_store``.
 
-    Yields:
-        The store.
+    Returns:
+        The store, as a context manager that closes what it opened.
     """
-    store, owned = existing_store(location, create=True)
-    try:
-        yield store
-    finally:
-        if owned:
-            store.close()
+    return _closing(*existing_store(location, create=True))
 
 
-@contextmanager
-def changing(location: str | None) -> Iterator[Store]:
+def changing(location: str | None) -> AbstractContextManager[Store]:
     """``reading`` for a command that changes an existing store (erase, holds, recovery).
 
     It needs the writer's lock: a store another process holds is refused, never read
@@ -160,12 +157,7 @@ def changing(location: str | None) -> Iterator[Store]:
     Args:
         location: as for ``existing_store``.
 
-    Yields:
-        The store.
+    Returns:
+        The store, as a context manager that closes what it opened.
     """
-    store, owned = existing_store(location, snapshot=False)
-    try:
-        yield store
-    finally:
-        if owned:
-            store.close()
+    return _closing(*existing_store(location, snapshot=False))

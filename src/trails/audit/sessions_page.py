@@ -83,7 +83,7 @@ def _minutes(store: Store, params: Mapping[str, Term]) -> Iterator[IRI]:
     days = store.query(_DAYS)
     assert isinstance(days, Solutions)
     for (day,) in days.rows:
-        when = day_of(str(day).replace(":started:", ":day:"))
+        when = day_of(str(day), part="started")
         if when is None or (until is not None and when > until.astimezone(UTC).date()):
             continue
         if since is not None and when < since.astimezone(UTC).date():

@@ -150,9 +150,10 @@ def start_quads_of(catalogue: IRI, entry: IRI, started: Any) -> list[Quad]:
     ]
 
 
-def day_of(node: IRI | str) -> date | None:
-    """The date a day IRI names (``None`` for another IRI)."""
-    _, _, tail = str(node).rpartition(":day:")
+def day_of(node: IRI | str, *, part: str = "day") -> date | None:
+    """The date a day IRI names (``None`` for another IRI); ``part="started"`` for a start
+    day (``start_day_iri``)."""
+    _, _, tail = str(node).rpartition(f":{part}:")
     try:
         return date.fromisoformat(tail)
     except ValueError:

@@ -32,6 +32,8 @@ from trails.otel.ingest import IngestResult
 from trails.otel.logs import LogRecord, decode_logs_json, decode_logs_protobuf
 from trails.otel.otlp import OTLPDecodeError
 from trails.server.traces import (
+    _JSON,
+    _PROTOBUF,
     DEFAULT_MAX_BYTES,
     _Refused,
     authorised_body,
@@ -43,9 +45,6 @@ __all__ = ["LOGS_PATH", "LogIngestor", "logs_route", "mount_logs"]
 
 LOGS_PATH = "/v1/logs"
 log = logging.getLogger(__name__)
-
-_PROTOBUF = "application/x-protobuf"
-_JSON = "application/json"
 
 
 class LogIngestor(Protocol):
