@@ -1,28 +1,35 @@
-"""The web console's pages at 1k and 10k sessions, as ratios to 1k: sessions page, a session, search.
+"""The web console's pages at 1k and 10k sessions (and a larger store), as ratios to the smallest.
 
 Each size is a store of real recorded sessions (``_scale_store``: ReAct runs over a
-scripted model, sealed, with a catalogue entry each), served the way ``trails serve``
-serves it: ``create_app`` over the store's folder (one worker process holds it) with
-the console mounted, driven in-process through ``httpx.ASGITransport`` by a
-logged-in browser's requests. Timed, each the median of ``--rounds``:
+scripted model, sealed, with a catalogue entry each), copied (table files
+hard-linked, so the cached original is never written: the search index is a file
+beside the store) and served the way ``trails serve`` serves it: ``create_app``
+over the copy's folder (one worker process holds it) with the console mounted,
+driven in-process through ``httpx.ASGITransport`` by a logged-in browser's
+requests. Timed, each the median of ``--rounds``:
 
-- the sessions page (the first 25, newest first, and the totals of the filter);
+- the sessions page (the first 25, newest first, and every session's totals);
 - one session's page (timeline, provenance graph, I/O, seal verification), the
   session in the middle of the store;
-- a search for a word recorded in every session (stops at the first 50 hits) and
-  for a word recorded nowhere (scans every readable literal: the worst case).
+- a search for a word recorded in every session (the newest 50 hits) and for a
+  word recorded nowhere, each with the index's catch-up with the store first;
+- once: the first search, which builds the search index of the whole store.
 
-Usage: ``python benchmarks/bench_console.py [--sizes 1000,10000] [--rounds 5] [--no-doc]``
-(it writes its section of docs/benchmarks.md unless told not to).
+Usage: ``python benchmarks/bench_console.py [--sizes 1000,10000] [--store PATH]
+[--rounds 5] [--no-doc]``: ``--store`` adds a store of any size (a folder; its
+sessions are counted from its catalogue). It writes its section of
+docs/benchmarks.md unless told not to.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
+import tempfile
 import time
 import tomllib
 from pathlib import Path
@@ -53,7 +60,25 @@ def _listing(path: Path, rounds: int) -> float:
         store.close()
 
 
-async def _measure(path: Path, rounds: int) -> dict[str, float]:
+def _count(path: Path) -> int:
+    """How many sessions the store at ``path`` holds (its catalogue entries)."""
+    from trails.store import Solutions, open_store
+
+    store = open_store(path, create=False)
+    try:
+        found = store.query(
+            "PREFIX trails: <https://w3id.org/trails/ns#> SELECT (COUNT(?e) AS ?n) "
+            "WHERE { GRAPH ?c { ?e a trails:SessionSummary } }"
+        )
+        assert isinstance(found, Solutions)
+        return int(str(found.rows[0][0]))
+    finally:
+        store.close()
+
+
+async def _measure(paths: list[Path], rounds: int) -> list[dict[str, float]]:
+    """Every page's median time on each store; the stores are served side by side and each
+    round asks every store in turn, so a busy machine weighs on every size alike."""
     import httpx
 
     from trails.server import EndpointConfig, create_app
@@ -61,58 +86,92 @@ async def _measure(path: Path, rounds: int) -> dict[str, float]:
     from trails.store import Solutions
 
     tokens = load_tokens(tomllib.loads(token_entry(TOKEN, "did:example:auditor", ["*"])))
-    endpoint = create_app(
-        str(path), tokens, EndpointConfig(processes=1, time_limit=600), access_log="memory:"
-    )
-    await endpoint.start()
-    try:
-        sessions = endpoint.console.system.query(
-            "PREFIX trails: <https://w3id.org/trails/ns#> "
-            "SELECT ?s WHERE { GRAPH ?c { ?e trails:summaryOf ?s ; trails:sealed true } } "
-            "ORDER BY ?s"
+    endpoints = [
+        create_app(
+            str(path), tokens, EndpointConfig(processes=1, time_limit=900), access_log="memory:"
         )
-        assert isinstance(sessions, Solutions)
-        middle = str(sessions.rows[len(sessions.rows) // 2][0])
-        transport = httpx.ASGITransport(app=endpoint.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+        for path in paths
+    ]
+    async with contextlib.AsyncExitStack() as stack:
+        clients: list[httpx.AsyncClient] = []
+        middles: list[str] = []
+        for endpoint in endpoints:
+            await endpoint.start()
+            stack.push_async_callback(asyncio.to_thread, endpoint.close)
+            sessions = endpoint.console.system.query(
+                "PREFIX trails: <https://w3id.org/trails/ns#> "
+                "SELECT ?s WHERE { GRAPH ?c { ?e trails:summaryOf ?s ; trails:sealed true } } "
+                "ORDER BY ?s"
+            )
+            assert isinstance(sessions, Solutions)
+            middles.append(str(sessions.rows[len(sessions.rows) // 2][0]))
+            transport = httpx.ASGITransport(app=endpoint.app)
+            client = await stack.enter_async_context(
+                httpx.AsyncClient(transport=transport, base_url="http://bench", timeout=None)
+            )
             login = await client.post("/console/login", data={"token": TOKEN})
             assert login.status_code == 303, login.text
-            pages = {
-                "sessions page": "/console/",
-                "session page": "/console/session?s=" + quote(middle, safe=""),
-                "search, 50 hits": f"/console/search?q={COMMON}",
-                "search, no hit": f"/console/search?q={NOWHERE}",
-            }
-            out: dict[str, float] = {}
-            for name, url in pages.items():
-                first = await client.get(url)  # warm: templates, caches
-                assert first.status_code == 200, (url, first.text[-500:])
-                times = []
-                for _ in range(rounds):
+            clients.append(client)
+        out: list[dict[str, float]] = [{} for _ in paths]
+        for index, client in enumerate(clients):
+            start = time.perf_counter()
+            built = await client.get(f"/console/search?q={COMMON}")
+            assert built.status_code == 200, built.text[-500:]
+            out[index]["search index built (the first search, once)"] = time.perf_counter() - start
+        pages = {
+            "sessions page": lambda i: "/console/",
+            "session page": lambda i: "/console/session?s=" + quote(middles[i], safe=""),
+            "search, 50 hits": lambda i: f"/console/search?q={COMMON}",
+            "search, no hit": lambda i: f"/console/search?q={NOWHERE}",
+        }
+        for name, url in pages.items():
+            times: list[list[float]] = [[] for _ in paths]
+            for index, client in enumerate(clients):
+                first = await client.get(url(index))  # warm: templates, caches
+                assert first.status_code == 200, (url(index), first.text[-500:])
+            for _ in range(rounds):
+                for index, client in enumerate(clients):
                     start = time.perf_counter()
-                    response = await client.get(url)
-                    times.append(time.perf_counter() - start)
+                    response = await client.get(url(index))
+                    times[index].append(time.perf_counter() - start)
                     assert response.status_code == 200
-                out[name] = statistics.median(times)
-            return out
-    finally:
-        await asyncio.to_thread(endpoint.close)
+            for index in range(len(paths)):
+                out[index][name] = statistics.median(times[index])
+        return out
 
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print (and write the docs section)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--store", type=Path, default=None, help="a larger store to add")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-doc", action="store_true")
     args = parser.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
+    from bench_scale import snapshot
+
+    stores: list[tuple[int | None, Path]] = [
+        (int(s), _scale_store.cached_store(int(s), reuse_any_digest=True)[0])
+        for s in args.sizes.split(",")
+    ]
+    if args.store is not None:
+        stores.append((None, args.store.expanduser()))  # counted from its copy
     results: dict[int, dict[str, float]] = {}
-    for size in sizes:
-        path, _ = _scale_store.cached_store(size, reuse_any_digest=True)
-        results[size] = asyncio.run(_measure(path, args.rounds))
-        results[size]["(the store's graph list)"] = _listing(path, args.rounds)
-        print(size, {k: f"{v * 1000:.1f} ms" for k, v in results[size].items()}, flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-console-") as scratch:
+        # copies, so the originals are never written (the index is a file beside the store)
+        paths = [
+            snapshot(original, Path(scratch) / f"store-{n}")
+            for n, (_, original) in enumerate(stores)
+        ]
+        sizes = [
+            size if size is not None else _count(path)
+            for (size, _), path in zip(stores, paths, strict=True)
+        ]
+        measured = asyncio.run(_measure(paths, args.rounds))
+        for size, path, figures in zip(sizes, paths, measured, strict=True):
+            figures["(the store's graph list, off the request path)"] = _listing(path, args.rounds)
+            results[size] = figures
+            print(size, {k: f"{v * 1000:.1f} ms" for k, v in figures.items()}, flush=True)
     base = sizes[0]
     names = list(results[base])
     head = "| page | " + " | ".join(f"{s:,} sessions" for s in sizes) + " | ratio |"
@@ -122,14 +181,21 @@ def main(argv: list[str] | None = None) -> int:
         "Stores of real recorded sessions (`_scale_store`), served by `create_app` as "
         "`trails serve` serves them (one worker process holds the store) and read by a "
         "logged-in `*` token; the median of "
-        f"{args.rounds} requests each, after one to warm up. The ratio is the largest store's "
+        f"{args.rounds} requests each, after one to warm up, the stores served side by side "
+        "and asked in turn each round (a busy machine weighs on every size alike). The ratio is the largest store's "
         f"time over the {base:,}-session store's. What each page reads: the sessions page, the "
-        "newest 25 catalogue entries and the totals of the filter (every matching entry's "
-        "cost and tokens: linear in the sessions); a session's page, the report's data "
-        "(`report_data`: one session's graphs, its seal, and pack queries such as `batches` "
-        "that read every graph), plus the endpoint's graph list, relisted once a second; "
-        "search, the content of the newest 1,000 sessions (no index, so erased content is "
-        "never found).",
+        "catalogue's start days from the newest and the entries of the newest one or two "
+        "(the minute walk of `trails sessions`), and every session's totals from the "
+        "catalogue's daily totals (one row per model) with a count of the entries; a "
+        "session's page, the report's data (one session's graphs, its seal; `batches` read "
+        "from the session outward) and the grant checked for that graph alone (a `*` token's "
+        "queries no longer wait for a list of the store's graphs); search, the SQLite FTS5 "
+        "index beside the store (`trails.audit.search`), brought up to date with the store "
+        "before each search (the end days since the last one, erasure and retention "
+        "receipts). Building the index (the first search on a store) reads every session "
+        "once. The sessions count is an index count of the catalogue's entries, the one "
+        "figure of the sessions page that grows with the store. A larger store is added "
+        "as a column with `--store PATH` (its sessions counted from its catalogue).",
         "",
         head,
         "|---" * (len(sizes) + 2) + "|",
@@ -147,7 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         f"(worst {worst:.2f}x). Load average (1 min) {os.getloadavg()[0]:.1f} at the end, "
         f"on {os.cpu_count()} cores.",
         "",
-        f"Command: `python benchmarks/bench_console.py --sizes {args.sizes}`.",
+        "Command: `python benchmarks/bench_console.py --sizes "
+        + args.sizes
+        + (" --store PATH" if args.store is not None else "")
+        + "`.",
     ]
     text = "\n".join(lines)
     print(text)

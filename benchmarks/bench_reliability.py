@@ -15,7 +15,11 @@ already has (nothing here is a harness of its own):
 - single-byte flips of an evidence bundle (``tests/audit/test_bundle_archive.py``'s
   campaign): flips verification did not detect, and flips that crashed it;
 - ``trails serve`` under many concurrent clients, a share of them sending queries over
-  the result limit: the server's resident memory (its process tree) before and at peak.
+  the result limit: the server's resident memory (its process tree) before and at peak;
+- ``trails serve`` with a crowd of connections sending their request head a byte a
+  second: how long each is held, and whether another client is served meanwhile;
+- ``trails serve`` asked for one ``GROUP_CONCAT`` value far over its workers' memory
+  limit: the answer, the resident memory at peak, and the next query.
 
     python benchmarks/bench_reliability.py              # small sizes (a minute or two)
     python benchmarks/bench_reliability.py --campaign   # the campaign's sizes
@@ -28,9 +32,12 @@ Each run rewrites the table between ``<!-- reliability -->`` markers of ``--out`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
+import select as io_select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -55,7 +62,7 @@ from trails.evidence.verify import verify  # noqa: E402
 from trails.kernel import Context  # noqa: E402
 from trails.prov import Recorder  # noqa: E402
 from trails.server.auth import token_entry  # noqa: E402
-from trails.store import IRI, Literal, Solutions, open_store  # noqa: E402
+from trails.store import IRI, Literal, Quad, Solutions, open_store  # noqa: E402
 from trails.store.oxigraph import OxigraphStore  # noqa: E402
 
 SIZES = {  # (kills, writers x sessions, hostile strings, byte flips, clients)
@@ -63,6 +70,8 @@ SIZES = {  # (kills, writers x sessions, hostile strings, byte flips, clients)
     "small": (5, (2, 3), 200, 400, 20),
     "campaign": (200, (6, 10), 25_000, 10_000, 200),
 }
+TRICKLERS = {"smallest": (20, 2.0), "small": (300, 10.0), "campaign": (300, 10.0)}
+"""Connections trickling their head, and the ``header_timeout`` they meet (the default: 10)."""
 START, END = "<!-- reliability -->", "<!-- /reliability -->"
 
 
@@ -327,6 +336,124 @@ def endpoint(clients: int, work: Path) -> Row:
     )
 
 
+def _serve(store_dir: Path, work: Path, toml: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``trails serve`` over ``store_dir`` with ``toml`` as its trails.toml; (process, URL)."""
+    tokens = work / "tokens.toml"
+    tokens.write_text(token_entry("reliability-token", "did:local:auditor", ["*"]))
+    config = work / "trails.toml"
+    config.write_text(toml)
+    port = free_port()
+    command = [sys.executable, "-m", "trails.cli", "--store", str(store_dir), "serve"]
+    server = subprocess.Popen(
+        [*command, "--port", str(port), "--tokens", str(tokens)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TRAILS_STORE": "memory:", "TRAILS_CONFIG": str(config)},
+    )
+    url = f"http://127.0.0.1:{port}/sparql"
+
+    def up() -> bool:
+        try:
+            return httpx.get(url, timeout=2).status_code in (200, 401)
+        except httpx.TransportError:
+            return False
+
+    wait_for(up)
+    return server, url
+
+
+def trickling(count: int, timeout: float, work: Path) -> Row:
+    store_dir = work / "trickled"
+    open_store(str(store_dir)).close()
+    server, url = _serve(store_dir, work, f"[serve]\nheader_timeout = {timeout}\n")
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    head = b"GET /sparql?query=ASK%7B%7D HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer r\r\n\r\n"
+    held: list[float] = []
+    cut = asked = served = 0
+    try:
+        start = time.monotonic()
+        crowd = {socket.create_connection(("127.0.0.1", port)): 0 for _ in range(count)}
+        while crowd:  # one byte a second to each, until the server cuts it
+            for sock in [s for s in crowd if io_select.select([s], [], [], 0)[0]]:
+                reply = sock.recv(4096)
+                cut += reply.startswith(b"HTTP/1.1 408")
+                held.append(time.monotonic() - start)
+                del crowd[sock]
+                sock.close()
+            for sock, sent in list(crowd.items()):
+                if sent < len(head):
+                    with contextlib.suppress(OSError):
+                        sock.sendall(head[sent : sent + 1])
+                    crowd[sock] = sent + 1
+            asked += 1  # meanwhile, another client asks once a second
+            answer = httpx.get(
+                url,
+                params={"query": "ASK {}"},
+                headers={"Authorization": "Bearer reliability-token"},
+                timeout=60,
+            )
+            served += answer.status_code == 200
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - start) % 1.0))
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    return Row(
+        f"`trails serve` with connections sending their request head a byte a second "
+        f"(`header_timeout` {timeout:g} s)",
+        f"{count} connections at once",
+        f"{cut} of {count} answered 408 and closed, each held {max(held, default=0):.0f} s "
+        f"at most; another client answered {served} of {asked} times meanwhile",
+        (count - cut) + (asked - served),
+    )
+
+
+def huge_aggregate(work: Path) -> Row:
+    store_dir = work / "aggregated"
+    store = open_store(str(store_dir))
+    graph = IRI("urn:trails:graph:big")
+    store.write(
+        [
+            Quad(IRI(f"urn:big:s{i}"), IRI("urn:big:p"), Literal("v" * 1000), graph)
+            for i in range(1000)
+        ]
+    )
+    store.close()
+    server, url = _serve(store_dir, work, "[serve]\n")  # the defaults: 512 MiB, 30 s
+    headers = {"Authorization": "Bearer reliability-token"}
+    huge = (
+        f"SELECT (STRLEN(GROUP_CONCAT(?o)) AS ?n) {{ GRAPH <{graph}> {{ ?a ?p ?o . ?b ?q ?r }} }}"
+    )
+    try:
+        before = _rss_kib(server.pid)
+        peak = [before]
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.wait(0.01):
+                peak[0] = max(peak[0], _rss_kib(server.pid))
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        start = time.monotonic()
+        answer = httpx.post(url, data={"query": huge}, headers=headers, timeout=120)
+        seconds = time.monotonic() - start
+        stop.set()
+        watcher.join()
+        after = httpx.post(url, data={"query": "ASK {}"}, headers=headers, timeout=120)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    named = "worker_memory_mb" in answer.text
+    return Row(
+        "`trails serve` asked for one `GROUP_CONCAT` value of 1 GB (default limits)",
+        "1000 literals of 1000 characters, concatenated 1000 times",
+        f"{answer.status_code} {'naming' if named else 'not naming'} the memory limit after "
+        f"{seconds:.1f} s; RSS {before // 1024} MiB before, {peak[0] // 1024} MiB at peak; "
+        f"next query {after.status_code}",
+        int(answer.status_code != 503 or not named) + int(after.status_code != 200),
+    )
+
+
 def table(rows: list[Row], size: str) -> str:
     lines = [
         f"Measured with `python benchmarks/bench_reliability.py"
@@ -365,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
             hostile(n_hostile, work),
             flips(n_flips, work),
             endpoint(n_clients, work),
+            trickling(*TRICKLERS[size], work),
+            huge_aggregate(work),
         ]
     text = table(rows, size)
     print(text)

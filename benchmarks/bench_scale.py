@@ -33,7 +33,11 @@ sessions takes hours on a shared 2-core machine and about 12 GB on disk).
 of other trails versions; ``--reuse-any-digest`` measures the newest complete
 store of each size whatever sources built it (the doc names its key and
 commit); ``trails verify`` (all) runs once on stores above 10,000 sessions, and
-not at all above ``--verify-all-max``.
+not at all above ``--verify-all-max``. ``--store SIZE=FOLDER`` measures another
+store as a size (a multiplied one, ``_multiply_store.py``: 100,000 sessions and
+more), ``--rows`` runs only the rows named (``verify_quick``, the quick verification
+after three new sessions, only when named: it needs stores with a checkpoint); both
+print the table and leave the doc's section alone.
 """
 
 from __future__ import annotations
@@ -95,6 +99,31 @@ for _ in range(5):
     assert replayed.read_only
 store.close()
 print(json.dumps({"replay": statistics.median(times)}))
+"""
+
+QUICK_VERIFY = """
+import json, subprocess, sys, time
+import trails
+from trails.kernel import Context, capability
+from trails.prov import Recorder
+from trails.store import open_store
+
+@capability(id="bench.echo", description="Echo.")
+def echo(text: str) -> str:
+    return text
+
+store = open_store(sys.argv[1])
+recorder = Recorder.from_settings(store=store)
+for n in range(3):
+    with Context.open(f"did:example:late{n}", recorder=recorder) as ctx:
+        trails.invoke("bench.echo", {"text": f"call {n}"}, ctx=ctx)
+store.close()
+start = time.perf_counter()
+done = subprocess.run([sys.argv[2], "verify", "--quick", "--store", sys.argv[1]],
+                      capture_output=True, text=True)
+elapsed = time.perf_counter() - start
+assert done.returncode == 0 and "quick, since the checkpoint" in done.stdout, done.stdout
+print(json.dumps({"quick": elapsed}))
 """
 
 
@@ -234,6 +263,20 @@ COMMANDS: tuple[Command, ...] = (
 )
 
 
+#: rows run only when ``--rows`` names them: the quick verification needs stores with a
+#: checkpoint (``_multiply_store`` records one; a recorded store has none)
+OPTIONAL: tuple[Command, ...] = (
+    Command(
+        "verify_quick",
+        "`trails verify --quick` after 3 new sessions (from the store's checkpoint)",
+        lambda s, m, out: [sys.executable, "-c", QUICK_VERIFY, str(s), TRAILS],
+        "ratio",
+        inner="quick",
+        writes=True,  # records sessions and a checkpoint
+    ),
+)
+
+
 def snapshot(source: Path, target: Path) -> Path:
     """A copy of the on-disk store at ``source`` in ``target``, made in seconds.
 
@@ -360,16 +403,22 @@ def measure(
     *,
     reuse_any_digest: bool = False,
     verify_all_max: int | None = None,
+    given: dict[int, Path] | None = None,
+    commands: tuple[Command, ...] = COMMANDS,
 ) -> tuple[dict[str, dict[int, float]], dict[int, dict]]:
     """Build (or reuse) the stores, copy each, and time every command ``runs`` times.
 
     One copy per size serves the commands that only read (after the rollup, when
     there is one); a command that writes gets a fresh copy of that copy each run.
+    ``given`` names the store of a size instead (``--store SIZE=FOLDER``).
     """
     stores: dict[int, tuple[Path, dict[str, object]]] = {}
     for n in sizes:
         start = time.perf_counter()
-        stores[n] = _scale_store.cached_store(n, reuse_any_digest=reuse_any_digest)
+        if given and n in given:
+            stores[n] = given_store(given[n])
+        else:
+            stores[n] = _scale_store.cached_store(n, reuse_any_digest=reuse_any_digest)
         manifest = stores[n][1]
         manifest["disk_mb"] = disk_mb(stores[n][0])
         print(
@@ -377,7 +426,7 @@ def measure(
             f"{manifest['key']} (commit {manifest['commit']})",
             file=sys.stderr,
         )
-    samples: dict[str, dict[int, list[float]]] = {c.key: {n: [] for n in sizes} for c in COMMANDS}
+    samples: dict[str, dict[int, list[float]]] = {c.key: {n: [] for n in sizes} for c in commands}
     medians: dict[str, dict[int, float]] = {}
     root = _scale_store.cache_root()
     root.mkdir(parents=True, exist_ok=True)
@@ -394,7 +443,7 @@ def measure(
             print(f"rollup           {_figures(medians[ROLLUP.key])}", file=sys.stderr)
         else:
             print("no `trails catalogue rollup` in this trails: no rollup step", file=sys.stderr)
-        for command in COMMANDS:
+        for command in commands:
             counts = {n: runs_of(command, n, runs, verify_all_max) for n in sizes}
             for turn in range(max(counts.values())):
                 for n in sizes:
@@ -414,6 +463,15 @@ def measure(
             medians[command.key] = row
             print(f"{command.key:16} {_figures(row)}", file=sys.stderr, flush=True)
     return medians, {n: m for n, (_, m) in stores.items()}
+
+
+def given_store(folder: Path) -> tuple[Path, dict[str, object]]:
+    """The store and manifest of a cache folder (``store/`` and its ``complete`` manifest,
+    as ``_scale_store`` and ``_multiply_store`` write them)."""
+    manifest: dict[str, object] = json.loads((folder / _scale_store.COMPLETE).read_text())
+    manifest.setdefault("key", folder.name)
+    manifest.setdefault("commit", "unknown")
+    return folder / "store", manifest
 
 
 def _figures(row: dict[int, float]) -> str:
@@ -494,6 +552,21 @@ def _days(manifest: dict[str, object]) -> str:
     return f"{first} to {last}"
 
 
+def parse_given(parser: argparse.ArgumentParser, values: list[str]) -> dict[int, Path]:
+    """``--store SIZE=FOLDER`` values as ``{size: folder}`` (each folder must hold a
+    complete store)."""
+    given: dict[int, Path] = {}
+    for value in values:
+        size, sep, folder = value.partition("=")
+        if not sep or not size.strip().isdigit():
+            parser.error(f"--store wants SIZE=FOLDER, not {value!r}")
+        path = Path(folder).expanduser()
+        if not (path / _scale_store.COMPLETE).is_file() or not (path / "store").is_dir():
+            parser.error(f"--store {value}: {path} holds no complete store (store/ and complete)")
+        given[int(size)] = path
+    return given
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -520,11 +593,34 @@ def main() -> None:
         help="largest store `trails verify` (all) runs on (default: every size; it runs once "
         f"on stores above {HEAVY_ONCE_ABOVE:,} sessions)",
     )
+    parser.add_argument(
+        "--store",
+        action="append",
+        default=[],
+        metavar="SIZE=FOLDER",
+        help="measure the store in FOLDER (its store/ and complete manifest, as "
+        "_multiply_store.py caches them) as the SIZE point; repeatable",
+    )
+    parser.add_argument(
+        "--rows",
+        default=None,
+        help="comma-separated keys of the rows to run (default: all but the optional "
+        "verify_quick): " + ",".join(c.key for c in (*COMMANDS, *OPTIONAL)),
+    )
     parser.add_argument("--no-doc", action="store_true", help="print, do not write the doc")
     args = parser.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     if not sizes or sizes[0] < 1 or args.runs < 1:
         parser.error("--sizes needs positive sizes and --runs at least 1")
+    given, commands = parse_given(parser, args.store), COMMANDS
+    if args.rows:
+        keys = [k.strip() for k in args.rows.split(",") if k.strip()]
+        unknown = sorted(set(keys) - {c.key for c in (*COMMANDS, *OPTIONAL)})
+        if unknown:
+            parser.error(f"--rows: no row {', '.join(unknown)}")
+        commands = tuple(c for c in (*COMMANDS, *OPTIONAL) if c.key in keys)
+    if given or args.rows:
+        args.no_doc = True  # not the recorded table of the doc's section: printed only
     if args.prune:
         keep = tuple(_scale_store.cache_key(n) for n in sizes)
         if args.reuse_any_digest:  # and what would be reused
@@ -542,7 +638,13 @@ def main() -> None:
         args.runs,
         reuse_any_digest=args.reuse_any_digest,
         verify_all_max=args.verify_all_max,
+        given=given,
+        commands=commands,
     )
+    if given or args.rows:
+        print(table(sizes, medians, manifests, (*commands, ROLLUP)))
+        print(json.dumps({"medians": medians, "load": [before, os.getloadavg()[0]]}))
+        return
     text = report(sizes, args.runs, medians, manifests, load=(before, os.getloadavg()[0]))
     if not args.no_doc:
         write_section("scale", text)

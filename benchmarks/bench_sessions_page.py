@@ -85,6 +85,45 @@ def page(path: Path, rounds: int, *, walk: bool) -> float:
         store.close()
 
 
+def on_stores(parser: argparse.ArgumentParser, values: list[str], rounds: int) -> int:
+    """The page (sorted, and the minute walk) on whole stores, each read from a copy whose
+    table files are hard-linked (opening a store takes its lock; the original is not
+    touched); ratios to the smallest size."""
+    import shutil
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_scale import snapshot
+
+    folders: dict[int, Path] = {}
+    for value in values:
+        size, sep, folder = value.partition("=")
+        path = Path(folder).expanduser() / "store"
+        if not sep or not size.strip().isdigit() or not path.is_dir():
+            parser.error(f"--store wants SIZE=FOLDER with FOLDER/store, not {value!r}")
+        folders[int(size)] = path
+    sizes = sorted(folders)
+    results: dict[tuple[str, int], float] = {}
+    for size in sizes:
+        work = Path(tempfile.mkdtemp(prefix="page-", dir=folders[size].parent.parent))
+        try:
+            copy = snapshot(folders[size], work / "store")
+            for layout, walk in (("recorded, sorted", False), ("recorded, minute walk", True)):
+                results[layout, size] = page(copy, rounds, walk=walk)
+                print(f"{layout:>24} {size:>9,}: {results[layout, size] * 1000:8.1f} ms")
+        finally:
+            shutil.rmtree(work)
+    head = "| page read | " + " | ".join(f"{s:,} sessions" for s in sizes)
+    head += " | " + " | ".join(f"{s:,} / {sizes[0]:,}" for s in sizes[1:]) + " |"
+    lines = [head, "|" + "---|" * (2 * len(sizes))]
+    for layout in ("recorded, sorted", "recorded, minute walk"):
+        cells = [f"{results[layout, s] * 1000:.1f} ms" for s in sizes]
+        ratios = [f"{results[layout, s] / results[layout, sizes[0]]:.2f}x" for s in sizes[1:]]
+        lines.append(f"| {layout} | " + " | ".join(cells + ratios) + " |")
+    print("\n".join(lines))
+    print(f"load average (1 min) {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} cores")
+    return 0
+
+
 LAYOUTS = (
     ("whole seconds, sorted", False, False),
     ("sub-second, sorted", True, False),
@@ -97,8 +136,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--sizes", default="1000,10000", help="store sizes, comma separated")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--no-doc", action="store_true", help="print, do not write the doc")
+    parser.add_argument(
+        "--store",
+        action="append",
+        default=[],
+        metavar="SIZE=FOLDER",
+        help="measure the page on the recorded (or multiplied) store in FOLDER (its store/, "
+        "as the scale benchmark caches it) as the SIZE point, instead of a catalogue built "
+        "here; repeatable; prints, writes no doc",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.store:
+        return on_stores(parser, args.store, args.rounds)
     results: dict[tuple[str, int], float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:

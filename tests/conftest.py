@@ -18,6 +18,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +28,11 @@ import pytest
 os.environ["TRAILS_FORBID_REAL_MODELS"] = "1"
 os.environ["TRAILS_STORE"] = "memory:"
 os.environ.pop("TRAILS_CONFIG", None)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # a pytest-xdist worker is given COLUMNS=80 and LINES=24; a user's piped command is
+    # not, and the CLI fits tables to COLUMNS when it is set
+    os.environ.pop("COLUMNS", None)
+    os.environ.pop("LINES", None)
 
 import trails.store as _store_module
 from trails.errors import StoreError
@@ -51,6 +58,27 @@ def _check_recorded_graphs(request: pytest.FixtureRequest, store: Store | None) 
         assert conforms, f"graphs recorded by this test do not conform to shapes.ttl:\n{text}"
         assert_prov_readable(store)  # the prov package reads every activity, entity and agent
         assert_prov_constraints(store)  # PROV-CONSTRAINTS: times, unique generation, typing
+
+
+def _sigint_ignored() -> bool:
+    """Whether SIGINT is ignored at the OS level (a child process inherits that)."""
+    try:
+        status = Path("/proc/self/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("SigIgn:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    return False
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_reaches_children() -> None:
+    """Tests send Ctrl-C (SIGINT) to the processes they start: a child started while
+    SIGINT is ignored in this process would ignore it too, so a long-lived test worker
+    that was left ignoring it (by code outside Python's ``signal`` module) is reset."""
+    if threading.current_thread() is threading.main_thread() and _sigint_ignored():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
@@ -96,3 +124,24 @@ def recorder(store: Store) -> Recorder:
 def ctx(recorder: Recorder) -> Context:
     """An open session for did:local:alice on the fresh store."""
     return Context.open("did:local:alice", recorder=recorder)
+
+
+#: folders whose tests drive real servers or a real browser end to end
+_END_TO_END = {"console_web", "mcp_bridge", "mcp_serve"}
+_SERVER_FIXTURES = {"oxigraph_server", "virtuoso_server", "remote_store", "virtuoso_store"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the end-to-end tests (real servers, browsers, slow subprocess runs) ``e2e``.
+
+    They stay in the suite; ``-m "not e2e"`` leaves them out of a quick inner loop.
+    """
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if (
+            _END_TO_END & set(item.path.parts)
+            or names & _SERVER_FIXTURES
+            or item.get_closest_marker("remote")
+            or item.get_closest_marker("slow")
+        ):
+            item.add_marker(pytest.mark.e2e)

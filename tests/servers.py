@@ -103,10 +103,12 @@ class OxigraphServer:
 
     Args:
         location: the directory it persists into.
+        options: more options for ``oxigraph serve`` (``--union-default-graph`` ...).
     """
 
-    def __init__(self, location: Path) -> None:
+    def __init__(self, location: Path, *options: str) -> None:
         self.location = location
+        self.options = options
         self.url = ""
         self.log = location.with_suffix(".log")
         self._process: subprocess.Popen[bytes] | None = None
@@ -118,7 +120,7 @@ class OxigraphServer:
             with self.log.open("ab") as log:
                 self._process = subprocess.Popen(
                     [_oxigraph_command(), "serve", "--location", str(self.location),
-                     "--bind", f"127.0.0.1:{port}"],
+                     "--bind", f"127.0.0.1:{port}", *self.options],
                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 )  # fmt: skip
             self.url = f"http://127.0.0.1:{port}"
@@ -211,7 +213,7 @@ EnabledDavVSP = 0
 Charset = UTF-8
 
 [SPARQL]
-ResultSetMaxRows = 10000000
+ResultSetMaxRows = {max_rows}
 MaxQueryCostEstimationTime = 0
 MaxQueryExecutionTime = 0
 """
@@ -236,14 +238,17 @@ class VirtuosoServer:
 
     Args:
         directory: where the ini, the database and the logs go.
+        max_rows: the most rows (triples, for a CONSTRUCT) it answers a query with
+            (``ResultSetMaxRows``; none to speak of by default, 10,000 in a stock install).
 
     Attributes:
         url: the single SPARQL endpoint (``http://127.0.0.1:PORT/sparql``) once started.
         own_graphs: the graphs Virtuoso held of its own at start (then dropped).
     """
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, max_rows: int = 10_000_000) -> None:
         self.directory = directory
+        self.max_rows = max_rows
         self.url = ""
         self.sql_port = 0
         self.own_graphs: frozenset[IRI] = frozenset()
@@ -263,7 +268,10 @@ class VirtuosoServer:
             ini = self.directory / "virtuoso.ini"
             ini.write_text(
                 _VIRTUOSO_INI.format(
-                    dir=self.directory, sql_port=self.sql_port, http_port=http_port
+                    dir=self.directory,
+                    sql_port=self.sql_port,
+                    http_port=http_port,
+                    max_rows=self.max_rows,
                 )
             )
             with self.log.open("ab") as log:

@@ -170,7 +170,8 @@ def test_sessions_and_diff_count_the_same_activities(demo: tuple[Path, str]) -> 
     assert first == (
         f"A {session}: {row['activities']} activities, 7 compared (completions and calls)"
     )
-    assert row["activities"] == "8"  # 4 completions, 3 calls and the ReAct run around them
+    # 4 completions, 3 calls, the ReAct run around them and the save that persisted it
+    assert row["activities"] == "9"
 
 
 def test_diff_of_names_that_are_no_sessions_is_one_line(demo: tuple[Path, str]) -> None:

@@ -104,6 +104,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "retries",
             "form_post",
             "union_default_graph",
+            "server_graphs",
         }
     ),
     "prov": frozenset({"base_iri", "record_content", "recorder_plugins", "masking"}),
@@ -135,6 +136,8 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "threads",
             "max_pending",
             "snapshot_interval",
+            "header_timeout",
+            "worker_memory_mb",
         }
     ),
     "memory": frozenset({"max_content_chars", "weights", "ranker"}),

@@ -92,7 +92,8 @@ def test_updates_are_refused_in_the_sparql_editor(served: Served) -> None:
 
 
 def test_search_follows_erasure_and_recording(tmp_path: Path) -> None:
-    """No index to fall behind: erased content is no longer found, the rest still is."""
+    """The search index beside the store follows an erasure made by another process while the
+    server was stopped: erased content is no longer found, the rest still is."""
     sessions = record(tmp_path)
 
     def search(url: str, word: str) -> str:

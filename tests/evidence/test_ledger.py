@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 from tests.known_store import Fixture, build
 
+from trails.catalogue.entries import catalogue_iri, existing_entry
 from trails.errors import StoreError
 from trails.evidence.canonical import graph_digest
 from trails.evidence.ledger import SealRecord, ledger_iri, read_ledger, read_seals, sha256_hex
@@ -337,6 +338,8 @@ def test_removing_the_newest_seals_is_caught_with_expect_head(fx: Fixture) -> No
     b_seal = seal_of(fx.store, fx.sessions["B"])
     fx.store.clear(c)  # the attacker removes the last session and its seal
     fx.store.clear(content_graph(c))  # and its content (left alone, it is CONTENT-FOREIGN)
+    # and its catalogue entry (left alone, an entry of no session is CATALOGUE)
+    fx.store.write([], remove=existing_entry(fx.store, c, catalogue_iri(Minter())))
     fx.store.write([], remove=ledger_quads(fx.store, newest.iri))
     assert "chain" in kinds(fx.store)  # the ledger's pointer still names the removed seal
     pointer = Quad(LEDGER, T.latestSeal, newest.iri, LEDGER)

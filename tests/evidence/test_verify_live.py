@@ -42,14 +42,14 @@ WRITER = textwrap.dedent(
     store = open_store()
     recorder = Recorder.from_settings(store=store)
     n = 0
-    while not stop.exists() and n < 25:  # bounded: what the test leaves is checked after it
+    while not stop.exists() and n < 2000:  # until told to stop (bounded, in case it never is)
         with Context.open(f"did:local:writer-{worker}", recorder=recorder) as ctx:
             invoke("live.echo", {"text": f"{worker}-{n}"}, ctx=ctx)
             invoke("live.echo", {"text": f"{worker}-{n} again"}, ctx=ctx)
         n += 1
         if n == 2:
             ready.joinpath(worker).write_text("")
-        time.sleep(0.05)
+        time.sleep(0.3)
     store.close()
     print(n)
     """
@@ -90,6 +90,8 @@ def _verify_while_writing(env: dict[str, str], cwd: Path, writers: int, runs: in
             assert done.returncode == 0, report["findings"]
             assert report["ok"] and report["findings"] == []
             seen.append(report["seals"])
+        # every verification ran while all the writers were still writing
+        assert all(child.poll() is None for child in children)
     finally:
         stop.write_text("")
         for child in children:

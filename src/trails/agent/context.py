@@ -36,10 +36,12 @@ from typing import TYPE_CHECKING, Any
 
 from trails.agent.evictions import EvictionRecorder, Summarizer
 from trails.agent.history import HistoryEntry, TokenWindow, estimate_tokens
+from trails.agent.knowledge import SessionKnowledge
+from trails.agent.session_events import check_trace_metadata, record_trace_metadata
 from trails.agent.strategies import STRATEGIES
 from trails.config import load_settings
 from trails.errors import ConfigError, SessionError, UserError
-from trails.kernel.context import Context, InvocationRecord
+from trails.kernel.context import Context, InvocationRecord, now
 from trails.kernel.lifecycle import end_status, interruption
 from trails.prov.iri import check_session_id
 from trails.prov.recorder import Recorder, default_recorder
@@ -191,6 +193,12 @@ class Session:
             session). Every eviction is recorded either way (``trails.agent.evictions``).
         max_messages: the most unpinned entries the history window keeps (None:
             only ``max_tokens`` bounds it).
+        trace_metadata: free-form metadata of the session (seed 002's
+            ``trace_metadata``: user id, environment ...), recorded when it starts
+            as a ``trails:TraceMetadata`` entity (``trails.agent.session_events``).
+        entity_memory: an ``EntityMemory``: each run's entities are learned
+            into memory and shown to the next run (``trails.agent.knowledge``).
+        knowledge_graph: a ``KnowledgeGraphMemory``: the same for relationship triples.
 
     Raises:
         UserError: an empty principal, a bad budget or an unknown strategy.
@@ -219,6 +227,9 @@ class Session:
         fallback: str | None = None,
         summarize_on_trim: Summarizer | Any = None,
         max_messages: int | None = None,
+        trace_metadata: Mapping[str, Any] | None = None,
+        entity_memory: Any = None,
+        knowledge_graph: Any = None,
     ) -> None:
         if not isinstance(principal, str) or not principal.strip():
             raise UserError(f"Session principal must be a non-empty str, not {principal!r}")
@@ -241,6 +252,8 @@ class Session:
         self.budget = _check_budget(budget)
         self.llm = llm
         self.governance = _governance(policy, approver, approval_timeout_s, observers)
+        self.trace_metadata = check_trace_metadata(trace_metadata)
+        self.knowledge = SessionKnowledge.of(entity_memory, knowledge_graph)
         self._store = store
         self._recorder = recorder
         self._context: Context | None = None
@@ -314,6 +327,7 @@ class Session:
                 invocations=self.invocations,
                 **self.governance,
             )
+            record_trace_metadata(self._context, self.trace_metadata, now())
         return self._context
 
     @property
@@ -380,11 +394,12 @@ class Session:
         session._origin = origin
         return session
 
-    def fork(self, *, llm: Any = None) -> Session:
+    def fork(self, *, llm: Any = None, observers: Any = ()) -> Session:
         """Continue a replayed session as a new live session derived from it.
 
         Args:
             llm: the LLM client of the fork (default: this session's).
+            observers: observers of the new session (they hear its ``session_load``).
 
         Returns:
             The new session; its start and its ``prov:wasDerivedFrom`` link are recorded.
@@ -406,9 +421,10 @@ class Session:
             session_id=None,
             store=origin.store,
             llm=llm if llm is not None else self.llm,
+            observers=observers,
         )
         new.invocations.extend(self.invocations)
-        record_fork(new.context, origin)
+        record_fork(new.context, origin, message_count=len(new.history))
         return new
 
     def resolve_strategy(self) -> str:

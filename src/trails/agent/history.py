@@ -107,6 +107,9 @@ class TokenWindow:
         self._total = 0
         self.evicted = 0
         self.on_evict = on_evict
+        #: text ``set_system`` puts after every system prompt (a session's known
+        #: entities and relationships, ``trails.agent.knowledge``); "" for none
+        self.system_suffix = ""
 
     @property
     def total_tokens(self) -> int:
@@ -166,12 +169,16 @@ class TokenWindow:
     def set_system(self, content: str) -> HistoryEntry:
         """Put ``content`` as the system prompt at the head: replace it, or insert it first.
 
+        ``system_suffix``, when set, is appended to it.
+
         Args:
             content: the system prompt.
 
         Returns:
             The stored entry.
         """
+        if self.system_suffix:
+            content = f"{content}\n\n{self.system_suffix}"
         entry = self._entry("system", content, None)
         if self._entries and self._entries[0].role == "system":
             self._total -= self._entries[0].tokens

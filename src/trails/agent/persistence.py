@@ -56,7 +56,7 @@ def replay(iri: str, *, store: Store | None = None) -> Session:
     return Session.replay(iri, store=store)
 
 
-def fork(session: Session, *, llm: Any = None) -> Session:
+def fork(session: Session, *, llm: Any = None, observers: Any = ()) -> Session:
     """Continue a replayed session as a new, live session in the store it was read from.
 
     The new session starts with copies of the history, invocations and
@@ -67,6 +67,7 @@ def fork(session: Session, *, llm: Any = None) -> Session:
     Args:
         session: a session returned by ``Session.replay``.
         llm: the LLM client the fork runs with (default: the replayed session's).
+        observers: observers of the new session (they hear its ``session_load``).
 
     Returns:
         The new session (a new id and graph).
@@ -75,4 +76,4 @@ def fork(session: Session, *, llm: Any = None) -> Session:
         SessionError: ``session`` is not a replayed session.
         StoreError: the fork could not be recorded.
     """
-    return session.fork(llm=llm)
+    return session.fork(llm=llm, observers=observers)

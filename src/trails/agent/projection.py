@@ -33,9 +33,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trails.agent.history import HistoryEntry, TokenWindow
+from trails.agent.session_events import SessionLoaded, SessionSaved
 from trails.config import load_settings
 from trails.errors import SessionError
 from trails.kernel.context import Context, InvocationRecord, now
+from trails.kernel.observe import notify
 from trails.prov.content import canonical_json
 from trails.prov.iri import Minter
 from trails.prov.projection import (
@@ -314,7 +316,17 @@ def persist(session: SessionState, *, graph: str | None = None) -> IRI:
         projection, target, ctx.recorder.minter, now(), masking=ctx.recorder.masking
     )
     old = stored_projection_quads(ctx.store, target, projection.session)
+    count = len(projection.history)
+    saved = SessionSaved(
+        session=str(ctx.session),
+        activity=str(ctx.recorder.minter.activity()),
+        at=now(),
+        message_count=count,
+        target=str(target),
+    )
+    quads = [*quads, *ctx.recorder.quads(saved)]  # the save and what it saved: one write
     ctx.recorder.write_quads(quads, remove=old)  # seen by the sealer, like an event's write
+    notify(ctx, "session_save", call_id=saved.activity, session_id=session.id, message_count=count)
     return target
 
 
@@ -385,21 +397,37 @@ def fork_projection(session: SessionState, origin: ReplayOrigin) -> Projection:
     return _projection(session, iri=str(origin.session), invocations=(), completions=())
 
 
-def record_fork(ctx: Context, origin: ReplayOrigin) -> None:
-    """Record a fork's start: a ``trails:SessionFork`` derived from the replayed projection.
+def record_fork(ctx: Context, origin: ReplayOrigin, *, message_count: int = 0) -> None:
+    """Record a fork's start: a ``trails:SessionFork`` derived from the replayed projection,
+    and the ``trails:SessionLoad`` that read it (one write); observers get ``session_load``.
 
     Args:
         ctx: the fork's (just opened) session context.
         origin: where the forked session was replayed from.
+        message_count: how many history entries the fork starts with.
 
     Raises:
         StoreError: the fork could not be recorded.
     """
-    ctx.recorder.record(
-        SessionForked(
-            session=str(ctx.session),
-            projection=str(origin.projection),
-            origin=str(origin.session),
-            at=now(),
-        )
+    at = now()
+    loaded = SessionLoaded(
+        session=str(ctx.session),
+        activity=str(ctx.recorder.minter.activity()),
+        at=at,
+        message_count=message_count,
+        projection=str(origin.projection),
+    )
+    forked = SessionForked(
+        session=str(ctx.session),
+        projection=str(origin.projection),
+        origin=str(origin.session),
+        at=at,
+    )
+    ctx.recorder.record_all([forked, loaded])
+    notify(
+        ctx,
+        "session_load",
+        call_id=loaded.activity,
+        session_id=ctx.session_id,
+        message_count=message_count,
     )

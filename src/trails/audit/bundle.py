@@ -25,7 +25,8 @@ directory (only bundle names, each once, stored, unencrypted, sizes that fit in 
 file), so nothing is ever inflated and reading takes no more memory than the file;
 every archive the zip reader cannot read is an ``archive`` finding. Then it checks
 every file against the manifest, each seal's own hash and signature, the links inside
-each chain segment, each bundled graph against its newest seal, each bundled content value
+each chain segment, each bundled graph against its newest seal, every graph of the session
+files against the manifest's list (a graph smuggled in is ``foreign``), each bundled content value
 against the digest its sealed graph keeps (``trails.evidence.content``: content
 altered, missing without a bundled sealed receipt, or foreign), and recomputes
 the answers from the graphs. ``BundleReport.proves`` and ``.does_not_prove`` say
@@ -58,7 +59,7 @@ from typing import Any
 from trails.audit.export import ExportStats, export
 from trails.audit.files import write_bytes
 from trails.audit.querypack import Query, load_pack
-from trails.catalogue.entries import rebuild
+from trails.catalogue.entries import catalogue_iri, rebuild
 from trails.errors import ExportError, TrailsError, UserError
 from trails.evidence.canonical import canonical_lines, graph_digest
 from trails.evidence.content import ContentChecker, ContentTally, read_accounts, receipt_graphs
@@ -609,6 +610,7 @@ def verify_bundle(
                         f"bundled {count} quads, hash {digest[:16]}…",
                     )
                 )
+        _check_listed(scratch, set(bundled.values()), ledger, report)
         _check_content(scratch, set(bundled.values()), set(by_graph), report)
         recomputed = _answers(scratch, bundled)
         for name in sorted(n for n in entries if n.startswith("answers/")):
@@ -674,6 +676,23 @@ def _check_log(
         report.does_not_prove.append(
             f"that {len(outside)} bundled seal(s) are in the log (sealed after its newest tree "
             f"head, e.g. {outside[0]})"
+        )
+
+
+def _check_listed(scratch: Store, listed: set[IRI], ledger: IRI, report: BundleReport) -> None:
+    """Every graph the session files hold is one the manifest lists (or the ledger segment,
+    the catalogue rebuilt from them; content graphs are ``_check_content``'s): a graph
+    smuggled into a session file is sealed by nothing, yet the recomputed answers read it."""
+    allowed = listed | {ledger, catalogue_iri(Minter())}
+    graphs = {g for g in scratch.graphs() if not is_content_graph(g)}
+    for graph in sorted(graphs - allowed):
+        report.findings.append(
+            Finding(
+                "foreign",
+                str(graph),
+                "in a session file, but not a graph the manifest lists: sealed by nothing, "
+                "yet read by the answers",
+            )
         )
 
 

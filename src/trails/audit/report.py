@@ -104,6 +104,34 @@ def _seals(store: Store, graph: IRI, minter: Minter) -> list[dict[str, Any]]:
     ]
 
 
+#: the pack's ``batches`` for one session, read from the session outward (the pack query with
+#: ``session`` given passes over every batch of every graph): the same columns and order
+_BATCHES_OF = """PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?started ?ended ?batch ?batchId ?strategy ?agent ?goals ?failed ?informed $session
+WHERE {
+  GRAPH ?graph {
+    $session prov:wasInformedBy ?batch .
+    ?batch a trails:Batch ;
+           trails:batchId ?batchId ;
+           trails:strategy ?strategy ;
+           trails:goalCount ?goals ;
+           prov:startedAtTime ?started ;
+           prov:wasAssociatedWith ?agent .
+    OPTIONAL { ?batch prov:endedAtTime ?ended }
+    OPTIONAL { ?batch trails:failedCount ?failed }
+  }
+  BIND($session AS ?informed)
+}
+ORDER BY ?started ?batch ?informed"""
+
+
+def _batches(store: Store, session: IRI) -> list[dict[str, Any]]:
+    result = store.query(_BATCHES_OF, {"session": session})
+    assert isinstance(result, Solutions)
+    return [{n: _py(v) for n, v in zip(result.variables, row, strict=True)} for row in result.rows]
+
+
 def _py(term: Term | None) -> Any:
     value = to_python(term)
     if isinstance(value, datetime):
@@ -386,7 +414,7 @@ def report_data(
         "failovers": _rows(store, "provider-fallbacks", session=iri),
         "terminations": _distinct_terminations(_rows(store, "terminations", session=iri)),
         "evictions": _rows(store, "history-evictions", session=iri),
-        "batches": _rows(store, "batches", session=iri),
+        "batches": _batches(store, iri),
         "tree_nodes": _rows(store, "tree-nodes", session=iri),
         "decisions": _rows(store, "policy-decisions", session=iri),
         "failures": _failures(_rows(store, "failed-invocations", session=iri)),

@@ -1,4 +1,4 @@
-"""``trails catalogue rebuild|rollup``: write the catalogue's entries, total its days.
+"""``trails catalogue rebuild|rollup|search-index``: write the catalogue's entries, total its days.
 
 The sealer keeps the catalogue (``trails.catalogue.entries``) current as sessions
 start and end. Stores recorded before the catalogue existed, or with ``[audit]
@@ -10,6 +10,10 @@ those that have none.
 (``trails.catalogue.totals``), so ``cost-by-model`` and ``cost-by-principal`` read a
 few rows per day instead of every session's summary. Run it daily (as the
 retention job does); ``rebuild`` runs it after rewriting the entries.
+
+``search-index`` builds the console's full-text index beside the store again
+(``trails.audit.search``): every ended session read once. The console keeps it
+up to date by itself; this is for an index that should start afresh.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from trails.audit.access import changing
+from trails.audit.access import changing, reading
+from trails.audit.search import SearchIndex
 from trails.catalogue.entries import rebuild
 from trails.catalogue.totals import RollupResult, rollup
 from trails.config import load_settings
@@ -37,11 +42,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     r.add_argument("--json", action="store_true", help="print the sessions written as JSON")
     t = actions.add_parser("rollup", help="sum the cost of each day that is over into daily totals")
     t.add_argument("--json", action="store_true", help="print what was dated and totalled as JSON")
+    i = actions.add_parser(
+        "search-index", help="build the console's search index beside the store again"
+    )
+    i.add_argument("--json", action="store_true", help="print what was indexed as JSON")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the command; see ``register``."""
+    if args.action == "search-index":
+        return _search_index(args)
     minter = Minter(load_settings().base_iri)
     with changing(args.store) as store:
         if args.action == "rollup":
@@ -54,6 +65,23 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{len(written)} catalogue entr{'y' if len(written) == 1 else 'ies'} written")
         _say(totals, False)
+    return 0
+
+
+def _search_index(args: argparse.Namespace) -> int:
+    with reading(args.store) as store:
+        index = SearchIndex.beside(getattr(store, "path", None))
+        try:
+            sessions = index.rebuild(store)
+        finally:
+            index.close()
+    where = str(index.path) if index.path is not None else None
+    if args.json:
+        print(json.dumps({"sessions": sessions, "file": where}))
+    elif where is None:
+        print(f"{sessions} session(s) indexed in memory: this store keeps no index file")
+    else:
+        print(f"{sessions} session(s) indexed in {where}")
     return 0
 
 

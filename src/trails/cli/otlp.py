@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
     from trails.otel.ingest import Ingestor, ingest_options
     from trails.prov.recorder import Recorder
+    from trails.server.heads import head_limited, head_timeout
     from trails.server.logs import mount_logs
     from trails.server.traces import DEFAULT_MAX_BYTES, receiver_app
     from trails.server.write_tokens import load_write_tokens
@@ -87,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     idle = args.idle if args.idle is not None else float(section.get("idle_timeout", 300.0))
     if idle <= 0:
         raise ConfigError("--idle must be a positive number of seconds")
+    header_seconds = head_timeout(section, "otel")
     store = (
         open_store(args.store, settings=settings) if args.store else open_store(settings=settings)
     )
@@ -105,5 +107,7 @@ def run(args: argparse.Namespace) -> int:
         f"idle sessions end after {idle:g} s",
         file=sys.stderr,
     )
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # a request head must arrive within [otel] header_timeout (408), a body in 30 s
+    protocol = head_limited(header_seconds)
+    uvicorn.run(app, host=host, port=port, log_level="warning", http=protocol)
     return 0

@@ -156,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from trails.cli.capabilities import import_modules
+    from trails.server.heads import head_limited, head_timeout
 
     import_modules(getattr(args, "imports", []))
 
@@ -176,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
         processes=args.processes,
         threads=args.threads,
     )
+    header_seconds = head_timeout(section, "serve")
     location = args.store or str(settings.resolve_path(settings.store))
     if settings.store.startswith(("http://", "https://", "memory:")) and not args.store:
         location = settings.store
@@ -243,8 +245,10 @@ def run(args: argparse.Namespace) -> int:
                 endpoint.app,
                 log_level="warning",
                 # an idle keep-alive connection is closed after 5 s, at most 256 connections
-                # are served at once (503 beyond), and a request head may hold 64 KiB: a
-                # crowd of slow clients cannot hold the server (bodies: BODY_SECONDS)
+                # are served at once (503 beyond), and a request head may hold 64 KiB and
+                # must arrive within [serve] header_timeout (408): a crowd of slow clients
+                # cannot hold the server (bodies: BODY_SECONDS)
+                http=head_limited(header_seconds),
                 timeout_keep_alive=5,
                 limit_concurrency=256,
                 h11_max_incomplete_event_size=64 * 1024,

@@ -9,7 +9,8 @@ sealed erasure or retention receipt is listed with the receipt, not a finding.
 
 A plain ``trails verify`` is the full check: every sealed graph rehashed, all content
 recomputed, every graph of the store accounted for, in one pass (a progress bar on a
-terminal's stderr, sessions and quads per second in its last line). ``--quick`` (for
+terminal's stderr, sessions and quads per second in its last line), its per-graph work
+on every core (``--jobs N``; ``trails.evidence.graphwork``). ``--quick`` (for
 scheduled runs between full ones) checks only what was sealed since the latest
 verification checkpoint, and says what it did not recheck and when the last full
 verification ran (``trails.evidence.quick``). ``--full`` is the default, kept as a name.
@@ -87,6 +88,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "scheduled runs between full ones); says what it did not recheck",
     )
     p.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="worker processes for the full check (default: every core, for a store of "
+        "200 graphs or more; 1: all in this process)",
+    )
+    p.add_argument(
         "--no-checkpoint",
         action="store_true",
         help="do not record a verification checkpoint (leave the store unchanged)",
@@ -161,6 +169,8 @@ def run(args: argparse.Namespace) -> int:
         except (ValueError, UnicodeError):
             raise UserError(f"--session {args.session!r} is not an IRI") from None
     heads = _heads(args.expect_head)
+    if args.jobs is not None and args.jobs < 1:
+        raise UserError(f"--jobs {args.jobs} must be 1 or more (1: no worker processes)")
     key_path = args.key or settings.section("audit").get("verify_key")
     public_key = load_public_key(str(settings.resolve_path(key_path))) if key_path else None
     if args.bundle:
@@ -180,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
             expect_heads=heads,
             quick=args.quick,
             progress=_progress_bar() if session is None and not args.quick else None,
+            jobs=args.jobs,
         )
         cut = calls_cut_short(store, session) if args.strict else []
         since = since_head_check(store, args, public_key) if args.since_head else None

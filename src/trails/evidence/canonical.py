@@ -60,6 +60,7 @@ __all__ = [
     "canonical_lines",
     "canonical_term",
     "digest_lines",
+    "digest_nquads",
     "digest_ntriples",
     "graph_digest",
     "graph_digest_by_query",
@@ -317,3 +318,55 @@ def digest_ntriples(data: bytes, graph: IRI, *, version: int = 2) -> tuple[str, 
         lines.add(line[:-2] + tail)
     ordered = sorted(lines)
     return hashlib.sha256(b"".join(ordered)).hexdigest(), len(ordered)
+
+
+# a typed literal of a datatype version 2 normalises whose lexical form is not surely
+# canonical already (each alternative of the lookahead is a fixed point of
+# ``normal_lexical``): a line that ``digest_ntriples`` might rewrite; doubles are read
+# out (``_DOUBLES``) and each one's form recomputed
+_CANONICAL_LEXICAL = {
+    b"dateTime": rb"-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d*[1-9])?(?:Z|[+-](?!00:00)\d\d:\d\d)?",
+    b"boolean": rb"true|false",
+    b"integer": rb"-?[1-9]\d*|0",
+    b"decimal": rb"-?[1-9]\d*(?:\.\d*[1-9])?|-?0\.\d*[1-9]|0",
+}
+_TYPED_END = rb'"\^\^<' + re.escape(_XSD.encode())
+_UNSURE = re.compile(
+    rb'"(?!'
+    + b"|".join(
+        rb"(?:" + lexical + rb")" + _TYPED_END + name + rb"> \.$"
+        for name, lexical in _CANONICAL_LEXICAL.items()
+    )
+    + rb')[^"\n]*'
+    + _TYPED_END
+    + rb"(?:dateTime|boolean|integer|decimal)> \.$",
+    re.MULTILINE,
+)
+_DOUBLES = re.compile(rb'"([^"\n]*)' + _TYPED_END + rb"double> \.$", re.MULTILINE)
+_DOUBLE_TYPE = _XSD + "double"
+
+
+def digest_nquads(nquads: bytes, ntriples: bytes, graph: IRI) -> tuple[str, int]:
+    """``digest_ntriples(ntriples, graph)`` (version 2), from the graph's own N-Quads lines
+    as the embedded store writes them (``nquads``: every line naming ``graph``, in
+    canonical form) when no typed literal needs its lexical form normalised: those lines
+    are the canonical lines, sorted and hashed as they are.
+
+    Args:
+        nquads: the graph's lines (N-Quads, each naming ``graph``, ending in a line feed).
+        ntriples: the same lines without the graph name (N-Triples).
+        graph: the graph.
+
+    Returns:
+        ``(sha256 hex, number of distinct quads)``.
+    """
+    if _UNSURE.search(ntriples) is not None or any(
+        normal_lexical(v, _DOUBLE_TYPE) != v
+        for v in (b.decode("utf-8") for b in _DOUBLES.findall(ntriples))
+    ):
+        return digest_ntriples(ntriples, graph)
+    lines = set(nquads.split(b"\n"))
+    lines.discard(b"")
+    ordered = sorted(lines)
+    ordered.append(b"")
+    return hashlib.sha256(b"\n".join(ordered)).hexdigest(), len(lines)

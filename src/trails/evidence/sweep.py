@@ -36,6 +36,7 @@ from trails.store.base import Store
 from trails.store.terms import IRI, Literal, Term
 
 __all__ = [
+    "BLOCK",
     "CATALOGUE",
     "FOREIGN",
     "SUMMARY_PREDICATES",
@@ -239,6 +240,18 @@ def _lines(quads: Iterable[Sequence[Any]]) -> frozenset[str]:
     )
 
 
+_INTEGER = '"^^<http://www.w3.org/2001/XMLSchema#integer>'
+_DECIMAL = '"^^<http://www.w3.org/2001/XMLSchema#decimal>'
+
+
+def _as_decimals(lines: frozenset[str]) -> frozenset[str]:
+    """Lines with every integer written as the decimal it is: Virtuoso answers a stored
+    ``"0"^^xsd:decimal`` as an ``xsd:integer``, the same value."""
+    return frozenset(
+        line[: -len(_INTEGER)] + _DECIMAL if line.endswith(_INTEGER) else line for line in lines
+    )
+
+
 def _names(lines: Iterable[str]) -> list[str]:
     """The local names of the predicates of canonical lines."""
     return sorted({line.split(" ", 2)[1].rstrip(">").rsplit("#", 1)[-1] for line in lines})
@@ -253,7 +266,7 @@ def check_entry(store: Store, ledger: IRI, session: IRI, report: VerifyReport) -
     expected = entry_lines(session, ntriples_rows(data), catalogue)
     stored = existing_entry(store, session, catalogue)
     have = _lines((q.subject, q.predicate, q.object) for q in stored)
-    if have == expected:
+    if have == expected or _as_decimals(have) == _as_decimals(expected):
         return
     entry = entry_iri(session)
     if not have:
@@ -299,6 +312,27 @@ def stored_entries(ntriples: bytes) -> dict[str, frozenset[str]]:
     return {session: frozenset(owned[entry]) for entry, session in sessions.items()}
 
 
+BLOCK = 1 << 20
+"""How many bytes of the stream ``Sweep`` gathers before cutting them into graphs."""
+
+
+def _run_end(block: bytes, mark: bytes, good: int, bad: int) -> int:
+    """Where the lines ending in ``mark`` that start ``block`` end, found by halving:
+    ``good`` is the end of one of them, ``bad`` the start of a line that is not (or the
+    end of the block). The caller checks the run holds nothing else."""
+    while good < bad:
+        mid = (good + bad) // 2
+        start = block.rfind(b"\n", good - 1, mid) + 1
+        stop = block.index(b"\n", mid) + 1 if mid < bad else bad
+        if start >= bad or stop > bad:
+            break
+        if block.endswith(mark, start, stop):
+            good = stop
+        else:
+            bad = start
+    return good
+
+
 class Scattered(Exception):
     """The store wrote a graph's quads in several places: read it again, kept ``whole``."""
 
@@ -313,6 +347,8 @@ class Sweep:
         whole: keep every graph's lines until ``close`` (for a store that does not write
             each graph's quads together, as the in-memory one); by default a graph that
             comes back after another raises ``Scattered``.
+        nquads: hand on each graph's lines as they came (N-Quads, each naming the graph)
+            rather than as N-Triples, for a receiver that converts them elsewhere.
     """
 
     def __init__(
@@ -321,69 +357,121 @@ class Sweep:
         *,
         skip: frozenset[bytes] = frozenset(),
         whole: bool = False,
+        nquads: bool = False,
     ) -> None:
         self.on_graph = on_graph
         self.skip = skip
         self.whole = whole
+        self.nquads = nquads
         self.rest = b""
+        self.pending: list[bytes] = []  # what came since the last block was cut
+        self.size = 0
         self.tail = b""
-        self.lines: list[bytes] = []
-        self.kept: dict[bytes, list[bytes]] = {}
+        self.parts: list[bytes] = []  # the current graph's lines, in blocks ending in b"\n"
+        self.count = 0  # ... and how many
+        self.kept: dict[bytes, tuple[list[bytes], list[int]]] = {}
         self.done: set[bytes] = set()
         self.quads = 0
         self.bytes = 0
 
     def write(self, data: bytes) -> int:
-        """Take the next bytes of the dump; returns how many (all of them)."""
-        taken = len(data)
-        self.bytes += taken
-        if self.rest:
-            data = self.rest + data
+        """Take the next bytes of the dump; returns how many (all of them). They are
+        cut into graphs a block of about ``BLOCK`` bytes at a time."""
+        self.bytes += len(data)
+        self.pending.append(data)
+        self.size += len(data)
+        if self.size >= BLOCK:
+            self._block()
+        return len(data)
+
+    def _block(self) -> None:
+        data = self.rest + b"".join(self.pending)
+        self.pending, self.size = [], 0
         cut = data.rfind(b"\n")
         if cut < 0:
             self.rest = data
-            return taken
+            return
         self.rest = data[cut + 1 :]
-        tail, lines = self.tail, self.lines
-        for line in data[:cut].split(b"\n"):
+        self._cut(data[: cut + 1])
+
+    def _cut(self, block: bytes) -> None:
+        """Whole lines into graphs: a graph's lines are found together by their common
+        end (a line feed ends only lines), each run checked to hold nothing else."""
+        if self.skip:
+            self._lines(block)
+            return
+        pos, size = 0, len(block)
+        while pos < size:
+            first = block.index(b"\n", pos) + 1
+            if not (self.tail and block.endswith(self.tail + b"\n", pos, first)):
+                line = block[pos : first - 1]  # the first line of another graph
+                self._flush()
+                self.tail = line[line.rindex(b" <", 0, len(line) - 2) :]
+            mark = self.tail + b"\n"
+            end = _run_end(block, mark, first, size)
+            run = block[pos:end]
+            lines = run.count(b"\n")
+            if run.count(mark) != lines:  # another graph in between: line by line
+                self._lines(block[pos:])
+                return
+            self.parts.append(run)
+            self.count += lines
+            pos = end
+
+    def _lines(self, block: bytes) -> None:
+        tail, run = self.tail, []
+        for line in block[:-1].split(b"\n"):
             if self.skip and line in self.skip:
                 continue
             if tail and line.endswith(tail):
-                lines.append(line)
+                run.append(line)
                 continue
+            self._add(run)
             self._flush()
             at = line.rindex(b" <", 0, len(line) - 2)
             tail = self.tail = line[at:]
-            lines = self.lines = [line]
-        return taken
+            run = [line]
+        self._add(run)
+
+    def _add(self, run: list[bytes]) -> None:
+        if run:
+            self.parts.append(b"\n".join(run) + b"\n")
+            self.count += len(run)
 
     def flush(self) -> None:
         """Nothing to do: graphs are handed on when complete (``close``)."""
 
     def close(self) -> None:
         """Hand on the last graph (every graph, when kept ``whole``)."""
+        self._block()
         if self.rest:
-            self.write(b"\n")
+            self.rest += b"\n"
+            self._block()
         self._flush()
-        for tail, lines in sorted(self.kept.items()):
-            self._hand_on(tail, lines)
+        for tail, (parts, counts) in sorted(self.kept.items()):
+            self._hand_on(tail, parts, sum(counts))
         self.kept = {}
 
     def _flush(self) -> None:
-        if not self.lines:
+        if not self.parts:
             return
-        tail, lines = self.tail, self.lines
-        self.lines = []
+        tail, parts, count = self.tail, self.parts, self.count
+        self.parts, self.count = [], 0
         if self.whole:
-            self.kept.setdefault(tail, []).extend(lines)
+            kept = self.kept.setdefault(tail, ([], []))
+            kept[0].extend(parts)
+            kept[1].append(count)
             return
         if tail in self.done:
             raise Scattered(tail[2:-3].decode("utf-8", "replace"))
         self.done.add(tail)
-        self._hand_on(tail, lines)
+        self._hand_on(tail, parts, count)
 
-    def _hand_on(self, tail: bytes, lines: list[bytes]) -> None:
+    def _hand_on(self, tail: bytes, parts: list[bytes], count: int) -> None:
         graph = tail[2:-3].decode("utf-8")
-        joined = b"\n".join(lines) + b"\n"
-        self.quads += len(lines)
-        self.on_graph(graph, joined.replace(tail + b"\n", b" .\n"), joined.count(b"\n"))
+        joined = b"".join(parts)
+        self.quads += count
+        if self.nquads:
+            self.on_graph(graph, joined, count)
+        else:
+            self.on_graph(graph, joined.replace(tail + b"\n", b" .\n"), count)

@@ -21,7 +21,8 @@ graph or seal and what no longer matches:
   against the digest its sealed graph keeps (``trails.evidence.content``; each
   names the entity and its session);
 - ``catalogue``: a sealed session's catalogue entry (status, cost, tokens ...) is
-  not the one its sealed graph gives, or is gone (``trails.evidence.sweep``);
+  not the one its sealed graph gives, or is gone (``trails.evidence.sweep``), or an
+  entry names a session of which the store holds neither a graph nor a seal;
 - ``foreign``: something trails does not write: a named graph of no kind trails
   writes (``trails.evidence.sweep.graph_kind``), an unsealed receipt graph, or
   triples in the default graph.
@@ -30,8 +31,9 @@ On the embedded store the whole dataset is read in one pass (``trails.evidence.s
 one N-Quads stream, cut into graphs as it arrives, so every graph, the ledger and the
 sessions' state are read at once. A graph that does not match its seal, or a session
 that ended without one, is read again with the ledger before it is reported: a writer
-that seals or reseals while verification runs is never a finding. Other stores are
-read graph by graph.
+that seals or reseals while verification runs is never a finding. A SPARQL server is
+read in batches of graphs (``trails.evidence.remote_sweep``), each graph handed to the
+same checks, and re-read the same way.
 
 Sessions that have not ended (``open``) and sessions ended as interrupted
 (``interrupted``, by recovery) are listed, not findings: an accident is not
@@ -54,11 +56,12 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from trails.catalogue.entries import catalogue_iri
+from trails.catalogue.entries import catalogue_iri, entry_iri
 from trails.errors import SessionError
-from trails.evidence.canonical import canonical_term, digest_ntriples
+from trails.evidence.canonical import canonical_term
 from trails.evidence.checkpoint import read_checkpoint
 from trails.evidence.checks import (
     INTERRUPTED,
@@ -78,12 +81,11 @@ from trails.evidence.checks import (
 from trails.evidence.content import (
     ContentChecker,
     check_session_content,
-    check_store_content,
     read_accounts,
-    structure_from_ntriples,
 )
 from trails.evidence.erasures import list_erasures
 from trails.evidence.findings import Finding
+from trails.evidence.graphwork import Graph, GraphRead, Judge, Shared, Workers, jobs_for
 from trails.evidence.ledger import (
     LedgerContents,
     SealRecord,
@@ -95,27 +97,21 @@ from trails.evidence.ledger import (
     seals_of_graph,
 )
 from trails.evidence.quick import verify_quick
+from trails.evidence.remote_sweep import Batches, default_graph_finding, own_graphs
 from trails.evidence.sweep import (
+    CATALOGUE,
     FOREIGN,
     RECEIPT_KINDS,
     Scattered,
     Sweep,
     check_entry,
-    entry_lines,
     graph_kind,
-    ntriples_rows,
-    session_state,
-    stored_entries,
-    summary_triples,
 )
 from trails.evidence.transparency import check_log
 from trails.prov.content import structure_graph
 from trails.prov.iri import Minter
-from trails.prov.vocab import RDF, T
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal, Term
-
-_PROJECTION = f" <{RDF.type}> <{T.SessionProjection}> .".encode()
 
 __all__ = [
     "Finding",
@@ -133,16 +129,6 @@ _DEFAULT_GRAPH = "SELECT ?s ?p ?o WHERE { ?s ?p ?o }"
 
 Progress = Callable[[int, int], None]
 """Called as the full pass goes: (graphs read, graphs in the store)."""
-
-_SESSIONS = """
-PREFIX prov: <http://www.w3.org/ns/prov#>
-PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?g ?ended ?status WHERE {
-  GRAPH ?g { ?g a trails:Session .
-             OPTIONAL { ?g prov:endedAtTime ?ended }
-             OPTIONAL { ?g trails:status ?status } }
-}
-"""
 
 _SESSION = """
 PREFIX prov: <http://www.w3.org/ns/prov#>
@@ -170,6 +156,7 @@ def verify(
     quick: bool = False,
     incremental: bool = False,
     progress: Progress | None = None,
+    jobs: int | None = None,
 ) -> VerifyReport:
     """Recompute sealed graphs and content, check the seal chains, account for every graph.
 
@@ -186,6 +173,9 @@ def verify(
             the latest checkpoint (the full check when there is no usable one).
         incremental: the quick mode's former name.
         progress: called as the full pass reads graphs (graphs read, graphs in all).
+        jobs: worker processes for the full pass on the embedded store
+            (``trails.evidence.graphwork``; 1: all in this process). By default every
+            core, for a store of ``graphwork.POOL_FROM`` graphs or more.
 
     Returns:
         The report; ``report.ok`` is False when anything does not match.
@@ -208,13 +198,16 @@ def verify(
 
         if isinstance(store, OxigraphStore):
             try:
-                report = _verify_full(store, ledger, minter, public_key, expect_heads, progress)
+                report = _verify_full(
+                    store, ledger, minter, public_key, expect_heads, progress, jobs=jobs
+                )
             except Scattered:  # not each graph's quads together (the in-memory store)
                 report = _verify_full(
-                    store, ledger, minter, public_key, expect_heads, progress, whole=True
-                )
+                    store, ledger, minter, public_key, expect_heads, progress, whole=True,
+                    jobs=jobs,
+                )  # fmt: skip
         else:
-            report = _verify_by_graph(store, ledger, minter, public_key, expect_heads)
+            report = _verify_by_graph(store, ledger, minter, public_key, expect_heads, progress)
         report.note = note
     checkpoint = read_checkpoint(store, ledger)
     if checkpoint is not None and not checkpoint.intact():
@@ -263,8 +256,11 @@ def _verify_by_graph(
     minter: Minter,
     public_key: Any,
     expect_heads: list[str] | None,
+    progress: Progress | None = None,
 ) -> VerifyReport:
-    """The full check on a store that is not the embedded one: graph by graph."""
+    """The full check on a store that is not the embedded one (a SPARQL server): its graphs
+    listed once and read in batches (``trails.evidence.remote_sweep``), each through the
+    same checks as the embedded store's one pass."""
     report, _, latest = _start(store, ledger, public_key, expect_heads)
     removed = removals(store)
 
@@ -273,45 +269,20 @@ def _verify_by_graph(
 
     accounts = read_accounts(store, latest.__contains__, recheck=sealed_now)
     checker = ContentChecker(accounts, report.findings, report.content)
-    skip = checker.accounts.receipt_graphs | checker.accounts.unsealed
-    read: set[IRI] = set()
-    for graph, seal in sorted(latest.items()):
-        data = check_graph(store, graph, seal, report, removed)
-        if data and graph not in skip:
-            checker.check(store, graph, sealed=True, ntriples=data)
-            read.add(graph)
-    result = store.query(_SESSIONS)
-    assert isinstance(result, Solutions)
-    sessions = sort_sessions(result, latest, report)
-    report.sessions_checked = len(sessions)
-    check_store_content(
-        store,
-        sealed=set(latest),
-        sessions=set(sessions),
-        memory=minter.graph("memory/"),
-        checker=checker,
-        done=read,
-    )
-    _recheck(store, ledger, report, removed)
+    batches = Batches(store, minter.base, skip=own_graphs(store))
+    loose = batches.default_graph()
+    if (finding := default_graph_finding(loose)) is not None:
+        report.findings.append(finding)
+    state = _Pass(store, report, latest, checker, minter, progress, batches.total)
+    batches.read(state.graph)
+    if progress is not None:
+        progress(state.total, state.total)
+    report.quads_read = batches.quads + len(loose)
+    state.finish(ledger, removed)
+    report.findings.extend(check_log(store, minter))  # the log's own check: every node again
+    report.sessions_checked = len(state.sessions)
+    report.findings.sort(key=lambda f: (f.kind, f.session, f.subject))
     return report
-
-
-def _recheck(
-    store: Store, ledger: IRI, report: VerifyReport, removed: dict[IRI, list[Removed]]
-) -> None:
-    """Read again, with the seals they have now, the graphs found unsealed, altered or
-    missing: a session that a writer sealed (or resealed after a late write) between the
-    ledger's read and the graph's is no finding; what still does not match is."""
-    suspects = [f for f in report.findings if f.kind in ("unsealed", "altered", "missing")]
-    for finding in suspects:
-        graph = IRI.trusted(finding.subject)
-        newest = latest_of(seals_of_graph(store, ledger, graph))
-        if newest is None:
-            continue
-        again = VerifyReport()
-        check_graph(store, graph, newest, again, removed)
-        report.findings.remove(finding)
-        report.findings.extend(again.findings)
 
 
 class _Pass:
@@ -327,6 +298,8 @@ class _Pass:
         minter: Minter,
         progress: Progress | None,
         total: int,
+        *,
+        jobs: int = 1,
     ) -> None:
         self.store, self.report, self.latest, self.checker = store, report, latest, checker
         self.skip = checker.accounts.receipt_graphs | checker.accounts.unsealed
@@ -338,92 +311,118 @@ class _Pass:
         self.sessions: dict[str, tuple[bool, str]] = {}
         self.unsealed_receipts: list[str] = []
         self.structure: dict[str, list[tuple[Term, Term, Term]]] = {}
-        self.content: dict[str, bytes] = {}
+        self.content: dict[str, tuple[bytes, bool]] = {}
         self.by_query: set[str] = set()  # graphs whose digests the stream cannot read
-        self.entries: dict[str, frozenset[str]] = {}
-        self.stored: dict[str, frozenset[str]] | None = None
+        self.entries: dict[str, str] = {}  # session -> digest of the entry its graph gives
+        self.stored: dict[str, str] | None = None
+        accounts = replace(checker.accounts, recheck=None)  # a worker has no store to ask
+        shared = Shared(self.base, self.catalogue, frozenset(self.skip), accounts)
+        self.workers = Workers(shared, checker, jobs)
 
     def graph(self, graph: str, ntriples: bytes, quads: int) -> None:
+        """Take one graph, given as N-Triples."""
+        self._take(graph, ntriples, quads, nquads=False)
+
+    def graph_nquads(self, graph: str, nquads: bytes, quads: int) -> None:
+        """Take one graph, given as the embedded store dumps it (N-Quads naming it)."""
+        self._take(graph, nquads, quads, nquads=True)
+
+    def close(self) -> None:
+        """Stop the worker processes (``finish`` does; this is for a pass cut short)."""
+        self.workers.close()
+
+    def _take(self, graph: str, data: bytes, quads: int, *, nquads: bool) -> None:
         self.done += 1
         if self.progress is not None:
             self.progress(self.done, self.total)
         self.seen.add(graph)
         kind = graph_kind(graph, self.base)
         if kind == "content":
-            self._content(structure_graph(graph), ntriples)
+            self._content(structure_graph(graph), data, nquads)
             return
         if kind == "ledger":
             return
         seal = self.latest.get(IRI.trusted(graph))
-        is_session, ended, status = session_state(graph, ntriples)
         if seal is not None:
             self.report.graphs_checked += 1
-            if seal.version != 2:
-                self.suspects.append(graph)  # an older canonical form: read again for it
-            elif digest_ntriples(ntriples, IRI.trusted(graph)) != (
-                seal.graph_hash,
-                seal.quad_count,
-            ):
-                self.suspects.append(graph)
-        if is_session:
-            self.sessions[graph] = (ended, status)
-            if seal is not None and ended:
-                triples = summary_triples(ntriples)
-                self.entries[graph] = entry_lines(IRI.trusted(graph), triples, self.catalogue)
-        elif kind == "catalogue" and graph == self.catalogue:
-            self.stored = stored_entries(ntriples)
-        elif seal is None and kind in RECEIPT_KINDS.values():
+        # a seal of an older canonical form (not version 2): read again for it
+        expect = (seal.graph_hash, seal.quad_count) if seal and seal.version == 2 else None
+        task = Graph(graph, data, nquads, quads, kind, expect, seal is not None)
+        for read in self.workers.submit(task):
+            self._read(read)
+
+    def _read(self, read: GraphRead) -> None:
+        """What reading a graph told (in the order the graphs came)."""
+        graph = read.graph
+        if read.sealed and not read.matches:
+            self.suspects.append(graph)
+        if read.is_session:
+            self.sessions[graph] = (read.ended, read.status)
+            if read.entry is not None:
+                self.entries[graph] = read.entry
+        elif read.stored is not None:
+            self.stored = read.stored
+        elif not read.sealed and read.kind in RECEIPT_KINDS.values():
             self.unsealed_receipts.append(graph)
-        elif seal is None and kind == "other" and _PROJECTION in ntriples:
+        elif read.projection:
             # a session's projection persisted into a graph of the user's own
             # (``Session.persist(graph=...)``): a copy for replay, not sealed evidence;
             # its values carry the projection's own digests, which replay checks
             self.skip.add(graph)
             self.report.projections.append(IRI.trusted(graph))
-        elif seal is None and kind == "other":
+        elif not read.sealed and read.kind == "other":
             self.report.findings.append(
                 Finding(
                     FOREIGN,
                     graph,
-                    f"a named graph of {quads} quad(s) that trails never writes: not a "
+                    f"a named graph of {read.quads} quad(s) that trails never writes: not a "
                     "session, not sealed, of no kind trails records",
                 )
             )
-        if graph in self.skip or not (seal is not None or is_session or kind == "memory"):
+        if not read.wants_content:
             return
-        found = structure_from_ntriples(ntriples)
-        if found is None:
+        if read.structure is None:
             self.by_query.add(graph)
         elif graph in self.content:
-            self._judge(graph, found, self.content.pop(graph))
+            self._judge(graph, read.structure, *self.content.pop(graph))
         else:
-            self.structure[graph] = found
+            self.structure[graph] = read.structure
 
-    def _content(self, graph: str, ntriples: bytes) -> None:
+    def _content(self, graph: str, data: bytes, nquads: bool) -> None:
         if graph in self.structure:
-            self._judge(graph, self.structure.pop(graph), ntriples)
+            self._judge(graph, self.structure.pop(graph), data, nquads)
         else:
-            self.content[graph] = ntriples
+            self.content[graph] = (data, nquads)
 
-    def _judge(self, graph: str, structure: list[tuple[Term, Term, Term]], text: bytes) -> None:
-        rows = ntriples_rows(text)
-        self.checker.judge(
-            IRI.trusted(graph), structure, rows, sealed=IRI.trusted(graph) in self.latest
-        )
+    def _judge(
+        self, graph: str, structure: list[tuple[Term, Term, Term]], data: bytes, nquads: bool
+    ) -> None:
+        sealed = IRI.trusted(graph) in self.latest
+        for read in self.workers.submit(Judge(graph, structure, data, nquads, sealed)):
+            self._read(read)
 
-    def finish(self, ledger: IRI, removed: dict[IRI, list[Removed]]) -> None:
-        """What the stream could not settle: graphs absent or not matching (read again
-        with their seals now), sessions without a seal, content left unpaired."""
-        store, report, checker = self.store, self.report, self.checker
+    def _settle(self) -> None:
+        """Every graph read and every content checked: the workers' last results."""
+        for read in self.workers.drain():
+            self._read(read)
         for graph in sorted(self.structure):  # a graph with digests and no content graph
-            self._judge(graph, self.structure.pop(graph), b"")
-        for graph, text in sorted(self.content.items()):  # content of no graph read here
+            self._judge(graph, self.structure.pop(graph), b"", False)
+        for graph, (text, nquads) in sorted(self.content.items()):  # content of no graph read
             g = IRI.trusted(graph)
             if graph in self.by_query or graph in self.skip:
                 continue
             if g in self.latest and graph not in self.seen:
                 continue  # its sealed graph is gone: reported missing below
-            self._judge(graph, [], text)
+            self._judge(graph, [], text, nquads)
+        for read in self.workers.drain():
+            self._read(read)
+        self.workers.close()
+
+    def finish(self, ledger: IRI, removed: dict[IRI, list[Removed]]) -> None:
+        """What the stream could not settle: graphs absent or not matching (read again
+        with their seals now), sessions without a seal, content left unpaired."""
+        store, report, checker = self.store, self.report, self.checker
+        self._settle()
         for graph in sorted(self.by_query):
             checker.check(store, IRI.trusted(graph), sealed=IRI.trusted(graph) in self.latest)
         for g, done in removed.items():
@@ -474,6 +473,22 @@ class _Pass:
             if self.stored.get(session) == expected or session in broken:
                 continue
             check_entry(self.store, ledger, IRI.trusted(session), self.report)
+        for session in sorted(set(self.stored) - set(self.sessions)):
+            g = IRI.trusted(session)  # sealed and gone: MISSING says so
+            if g in self.latest or seals_of_graph(self.store, ledger, g):
+                continue
+            now = self.store.query(_SESSION, {"g": g})  # started since the graphs were read?
+            if isinstance(now, Solutions) and len(now):
+                continue
+            self.report.findings.append(
+                Finding(
+                    CATALOGUE,
+                    entry_iri(g),
+                    "a catalogue entry for a session the store holds neither a graph nor a "
+                    "seal of (forged?)",
+                    session=session,
+                )
+            )
 
 
 def _verify_full(
@@ -485,6 +500,7 @@ def _verify_full(
     progress: Progress | None,
     *,
     whole: bool = False,
+    jobs: int | None = None,
 ) -> VerifyReport:
     """The full check on the embedded store, in one pass (see the module docstring)."""
     report, _, latest = _start(store, ledger, public_key, expect_heads)
@@ -506,14 +522,21 @@ def _verify_full(
                 f"{len(loose)} triple(s) where trails writes nothing (the first: {loose[0]})",
             )
         )
-    state = _Pass(store, report, latest, checker, minter, progress, len(store.graphs()))
-    sweep = Sweep(state.graph, skip=frozenset(f"{t} .".encode() for t in loose), whole=whole)
-    store.dump(sweep, format="nquads")  # a binary file, written to as the store reads
-    sweep.close()
-    if progress is not None:
-        progress(state.total, state.total)  # done (the store may have listed a graph more)
-    report.quads_read = sweep.quads + len(loose)
-    state.finish(ledger, removed)
+    total = len(store.graphs())
+    state = _Pass(
+        store, report, latest, checker, minter, progress, total, jobs=jobs_for(jobs, total)
+    )
+    try:
+        skip = frozenset(f"{t} .".encode() for t in loose)
+        sweep = Sweep(state.graph_nquads, skip=skip, whole=whole, nquads=True)
+        store.dump(sweep, format="nquads")  # a binary file, written to as the store reads
+        sweep.close()
+        if progress is not None:
+            progress(state.total, state.total)  # done (the store may have listed a graph more)
+        report.quads_read = sweep.quads + len(loose)
+        state.finish(ledger, removed)
+    finally:
+        state.close()
     report.findings.extend(check_log(store, minter))  # the log's own check: every node again
     report.sessions_checked = len(state.sessions)
     report.findings.sort(key=lambda f: (f.kind, f.session, f.subject))

@@ -12,7 +12,11 @@ module only decides how the handler runs:
   caller of ``ainvoke`` when there is one (the invocation's thread waits for
   it, the loop stays free), else on a fresh loop (``asyncio.run``; in a
   worker thread when the calling thread already runs a loop), bounded by
-  ``asyncio.wait_for`` when it has a ``timeout_s``.
+  ``asyncio.wait_for`` when it has a ``timeout_s``;
+- a generator handler streams its output (seed 002's streaming tools): it is
+  run to its end, each chunk it yields a ``tool_chunk`` event (``capability``,
+  ``chunk``; the ``call_id`` is the invocation), and the recorded result is the
+  chunks joined (when they are all str) or their list.
 
 The calling context (``current_context``) reaches the handler in every case:
 threads run in a copy of the caller's ``contextvars`` context.
@@ -22,10 +26,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextvars
-from collections.abc import Awaitable, Callable, Coroutine
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any
 
 from trails.errors import CapabilityTimeout
+from trails.kernel.observe import notify
 from trails.kernel.registry import CapabilitySpec
 
 if TYPE_CHECKING:
@@ -58,7 +64,8 @@ def run_handler(
     limit = effective_timeout(spec.timeout_s, cap_s)
 
     def call() -> Any:
-        return spec.handler(inner, **kwargs) if spec.takes_ctx else spec.handler(**kwargs)
+        out = spec.handler(inner, **kwargs) if spec.takes_ctx else spec.handler(**kwargs)
+        return _drain(spec, inner, out) if inspect.isgenerator(out) else out
 
     if spec.is_async:
         return _run_async(spec, call, limit)
@@ -72,6 +79,17 @@ def run_handler(
         raise CapabilityTimeout(spec.id, limit) from None
     finally:
         pool.shutdown(wait=False)
+
+
+def _drain(spec: CapabilitySpec, inner: Any, chunks: Iterator[Any]) -> Any:
+    """Run a streaming (generator) handler to its end: each chunk is a ``tool_chunk`` event,
+    the result is the chunks joined (str chunks) or their list (any other)."""
+    got: list[Any] = []
+    call_id = None if getattr(inner, "parent", None) is None else str(inner.parent)
+    for chunk in chunks:
+        got.append(chunk)
+        notify(inner, "tool_chunk", call_id=call_id, capability=spec.id, chunk=chunk)
+    return "".join(got) if all(isinstance(c, str) for c in got) else got
 
 
 def effective_timeout(own: float | None, cap: float | None) -> float | None:

@@ -76,6 +76,7 @@ EVENT_KINDS: tuple[str, ...] = (
     "cache_hit",  # data: model
     "llm_retry",  # data: attempt, error, delay_s
     "tool_start",  # data: capability, args
+    "tool_chunk",  # data: capability, chunk (a piece a streaming capability yielded)
     "tool_end",  # data: capability, duration_ms
     "tool_error",  # data: capability, status, error, duration_ms
     "tool_dry_run",  # data: capability, args, observation (planned, not executed)
@@ -86,6 +87,9 @@ EVENT_KINDS: tuple[str, ...] = (
     "history_trim",  # data: evicted, tokens, summarized (a session's window dropped entries)
     "batch_start",  # data: batch_id, prompts_count
     "batch_end",  # data: batch_id, results_count, errors_count, total_duration_ms
+    "session_save",  # data: session_id, message_count (persist() wrote a projection)
+    "session_load",  # data: session_id, message_count (fork() loaded a replayed session)
+    "entity_extraction",  # data: entities, relationships, turn_count (knowledge memory)
 )
 """Every event kind, in lifecycle order."""
 

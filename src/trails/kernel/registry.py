@@ -258,6 +258,8 @@ def _build_spec(
         **fields,
     )
     returns = hints.get("return", signature.return_annotation)
+    if inspect.isgeneratorfunction(fn):  # a streaming handler: its result is the chunks joined
+        returns = str
     output_adapter: TypeAdapter[Any] | None = None
     if returns not in (inspect.Signature.empty, None, type(None)):
         try:

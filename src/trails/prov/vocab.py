@@ -257,6 +257,14 @@ class T:
     batchId = TRAILS.batchId
     goalCount = TRAILS.goalCount
     failedCount = TRAILS.failedCount
+    # sessions' own actions and attachments
+    TraceMetadata = TRAILS.TraceMetadata
+    SessionSave = TRAILS.SessionSave
+    SessionLoad = TRAILS.SessionLoad
+    messageCount = TRAILS.messageCount
+    Attachment = TRAILS.Attachment
+    mediaType = TRAILS.mediaType
+    byteSize = TRAILS.byteSize
     # behaviour-tree nodes
     TreeNode = TRAILS.TreeNode
     inRun = TRAILS.inRun

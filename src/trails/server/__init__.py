@@ -25,7 +25,8 @@ The endpoint is six modules. A request's path through them::
       v
     pool.QueryJob -> Evaluator ... InlineEvaluator (threads over a Store object) or
       |                            ProcessPool (workers that open the store and are
-      |                            killed past the time limit -> 503)
+      |                            killed past the time limit -> 503; a worker past
+      |                            its memory limit ends -> 503)
       v
     pool.run_job (in the worker)
       |-- graphs.GraphCache.readable .. the graphs this grant may read (listed <= 1 s ago)
@@ -47,8 +48,11 @@ The endpoint is six modules. A request's path through them::
 - ``auth``: tokens, their hashes and grants.
 - ``sparql``: what the endpoint must know about a query before a store sees it.
 - ``graphs``: which graphs a grant reads; the dataset a query runs over.
-- ``pool``: where queries run, how an overrunning one is stopped, result limits.
+- ``pool``: where queries run, how an overrunning one is stopped, result and memory limits.
 - ``log``: the access log, a store of its own written by the server process.
+- ``limits`` and ``heads``: failed logins throttled, bodies and request heads that
+  must arrive in time (``heads`` is the HTTP protocol ``trails serve`` and
+  ``trails otlp`` give uvicorn).
 
 The receiver is two:
 

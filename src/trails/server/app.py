@@ -156,6 +156,7 @@ class EndpointConfig:
             graph), and the base relative IRIs in queries resolve against (in
             ``FROM`` here, and in the stores the workers open).
         record_content: ``full`` logs query texts, ``hash`` only their sha256.
+        worker_memory_mb: MiB each worker's queries may hold beyond its open store (past: 503).
     """
 
     time_limit: float = 30.0
@@ -168,6 +169,7 @@ class EndpointConfig:
     snapshot_interval: float = 2.0
     base_iri: str = "urn:trails:"
     record_content: str = "full"
+    worker_memory_mb: int = 512
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> EndpointConfig:
@@ -190,10 +192,9 @@ class EndpointConfig:
             ("threads", int),
             ("max_pending", int),
             ("snapshot_interval", float),
+            ("worker_memory_mb", int),
         ):
-            raw = overrides.get(name)
-            if raw is None:
-                raw = section.get(name)
+            raw = overrides[name] if overrides.get(name) is not None else section.get(name)
             if raw is None:
                 continue
             try:
@@ -421,6 +422,7 @@ class Endpoint:
         """Stop the evaluator, then the access log (after the writes already queued)."""
         self.evaluator.close()
         self.access_log.close()
+        self.console.close()  # its search index's file
 
     # -- routes -----------------------------------------------------------------
 
@@ -465,9 +467,8 @@ class Endpoint:
         """The capability manifest (JSON-LD), open like the service description."""
         from trails.mcp.manifest import capability_manifest
 
-        return JSONResponse(
-            capability_manifest(self.config.base_iri), media_type="application/ld+json"
-        )
+        manifest = capability_manifest(self.config.base_iri)
+        return JSONResponse(manifest, media_type="application/ld+json")
 
     async def pack_query(self, request: Request) -> Response:
         """Run a query of the pack by name, its parameters from the URL."""
@@ -642,9 +643,9 @@ class Endpoint:
             raise QueryRefused(outcome.message, status=400)
         if outcome.kind == "parameter":
             raise QueryParameterError(outcome.message)
-        if outcome.kind == "too_large":
+        if outcome.kind in ("too_large", "memory"):
             record.status = "refused"
-            raise QueryRefused(outcome.message, status=400)
+            raise QueryRefused(outcome.message, status=400 if outcome.kind == "too_large" else 503)
         if outcome.kind != "ok":
             raise StoreError(outcome.message)
         record.results = outcome.count
@@ -680,9 +681,8 @@ class Endpoint:
             headers["WWW-Authenticate"] = 'Bearer realm="trails"'
         elif isinstance(exc, QueryRefused):
             code, message = exc.status, str(exc)
-            status = "refused" if code == 403 or record.status == "refused" else "invalid"
-            if code >= 500:
-                status = "error"
+            refused = code == 403 or record.status == "refused"  # a limit: 400, 403 or 503
+            status = "refused" if refused else "error" if code >= 500 else "invalid"
         elif isinstance(exc, UnknownQuery):
             status, code, message = "invalid", 404, str(exc)
         elif isinstance(exc, QueryParameterError):
@@ -794,5 +794,6 @@ def create_app(
             max_pending=config.max_pending,
             snapshot_interval=config.snapshot_interval,
             base_iri=config.base_iri,
+            memory_mb=config.worker_memory_mb,
         )
     return Endpoint(evaluator, tokens, config, pack, access_log=log)

@@ -16,8 +16,9 @@ grant, so every query a page runs for it sees only the graphs the grant may
 read (the endpoint's dataset restriction). ``system`` reads everything but the
 access log, for the catalogue and the ledger; a page uses it for a session
 only after ``may_read`` has confirmed, through ``reader``, that the grant
-holds that session's graph, and for lists only with the rows filtered to the
-sessions ``readable_sessions`` names.
+holds that session's graph (``grants``: the graph's IRI against the grant's
+patterns, or one lookup of its owner), and for lists only with the rows
+filtered to the sessions the grant reads.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from trails.audit.querypack import Query
+from trails.audit.search import SearchIndex
 from trails.errors import UserError
-from trails.prov.iri import Minter
-from trails.prov.vocab import T
+from trails.prov.iri import Minter, agent_iri
+from trails.prov.vocab import PROV, T
 from trails.server.auth import Grant, TokenTable
 from trails.server.console_store import EvaluatorView
 from trails.server.pool import Evaluator
@@ -56,6 +58,7 @@ _IDLE = 8 * 3600.0
 _MAX_FORM = 256 * 1024
 _SESSIONS_OF = "SELECT DISTINCT ?g $cls WHERE { GRAPH ?g { ?g a $cls } }"
 _IS_SESSION = "ASK { GRAPH $g { $g a $cls } }"
+_OWN_SESSION = "ASK { GRAPH $g { $g a $cls ; $assoc $agent } }"
 
 
 class QueryLog(Protocol):
@@ -152,6 +155,25 @@ class Console:
             lstrip_blocks=True,
         )
         self.verifications: dict[str, Any] = {}
+        self._index: SearchIndex | None = None
+
+    def search_index(self) -> SearchIndex:
+        """The full-text index of the store's content, opened on first use: a file beside a
+        directory store (``trails.audit.search``), in memory for any other store."""
+        with self._lock:
+            if self._index is None:
+                where = getattr(self.evaluator, "location", None)
+                if where is None:  # an in-process evaluator: its store's folder, if it has one
+                    where = getattr(getattr(self.evaluator, "store", None), "path", None)
+                self._index = SearchIndex.beside(where)
+            return self._index
+
+    def close(self) -> None:
+        """Close the search index's file (the server is stopping)."""
+        with self._lock:
+            index, self._index = self._index, None
+        if index is not None:
+            index.close()
 
     async def ready(self) -> None:
         """Wait until the evaluator runs (workers have opened the store)."""
@@ -274,6 +296,24 @@ class Console:
         assert isinstance(result, Solutions)
         return {str(g) for g in result.column("g") if g is not None}
 
+    def grants(self, login: Login, graph: IRI) -> bool:
+        """Whether the login's grant reads the session graph ``graph``, decided for that
+        graph alone (its IRI against the grant's patterns, or one lookup of its owner for
+        ``own-sessions``): no list of the store's graphs, whatever their number."""
+        if self.reserved is not None and graph == self.reserved:
+            return False
+        if login.grant.matches(str(graph)):
+            return True
+        if not login.grant.own_sessions:
+            return False
+        params = {
+            "g": graph,
+            "cls": T.Session,
+            "assoc": PROV.wasAssociatedWith,
+            "agent": agent_iri(login.grant.principal, self.base_iri),
+        }
+        return bool(self.system.query(_OWN_SESSION, params))
+
     def may_read(self, login: Login, session: str) -> IRI:
         """``session`` as an IRI, once the login's grant is known to hold that session's graph.
 
@@ -285,7 +325,9 @@ class Console:
             iri = IRI(session)
         except ValueError:
             raise ConsoleError(f"{session!r} is not a session IRI", 404) from None
-        if not self.reader(login).query(_IS_SESSION, {"g": iri, "cls": T.Session}):
+        if not self.grants(login, iri) or not self.system.query(
+            _IS_SESSION, {"g": iri, "cls": T.Session}
+        ):
             raise ConsoleError("no such session among those this token may read", 404)
         return iri
 

@@ -4,7 +4,10 @@ A token's grant names graphs by pattern; the store names the graphs that
 exist. ``GraphCache`` lists them at most once a second per evaluator (a worker
 process, or the in-process evaluator) and resolves each grant against that
 list once per listing, so a query pays neither a graph listing nor a pattern
-match per graph.
+match per graph. A grant on every graph needs no list at all: two lookups (is
+the default graph empty, does the store hold the reserved graph), made again at
+most once a second, decide whether it runs unrestricted, so its queries (the
+console's own reads among them) cost the same whatever the number of graphs.
 
 ``dataset`` then picks how to evaluate:
 
@@ -44,6 +47,7 @@ _OWN_SESSIONS = (
     "SELECT DISTINCT ?g ?cls ?assoc ?agent WHERE { GRAPH ?g { ?g a ?cls ; ?assoc ?agent } }"
 )
 _DEFAULT_GRAPH_HOLDS_DATA = "ASK { ?s ?p ?o }"
+_GRAPH_HOLDS_DATA = "ASK { GRAPH $g { ?s ?p ?o } }"
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class Readable:
 
     graphs: tuple[IRI, ...]
     everything: bool = False
+    listed: bool = True
+    """Whether ``graphs`` is the list; False for ``everything`` found without listing."""
 
 
 def allowed_graphs(
@@ -135,6 +141,7 @@ class GraphCache:
         self._clock = clock
         self._lock = threading.Lock()
         self._listing: _Listing | None = None
+        self._probe: tuple[float, dict[IRI | None, bool]] | None = None
         self.listings = 0
 
     def _current(self) -> _Listing:
@@ -148,17 +155,40 @@ class GraphCache:
                 self.listings += 1
             return listing
 
-    def readable(self, grant: Grant, reserved: IRI | None, base_iri: str) -> Readable:
+    def _everything(self, reserved: IRI | None) -> bool:
+        """Whether a grant on every graph may run unrestricted (no listing: two lookups,
+        made again at most once per ``ttl``)."""
+        with self._lock:
+            now = self._clock()
+            if self._probe is None or now - self._probe[0] >= self.ttl:
+                self._probe = (now, {})
+            known = self._probe[1]
+            found = known.get(reserved)
+            if found is None:
+                empty = self.store.query(_DEFAULT_GRAPH_HOLDS_DATA) is False
+                held = reserved is not None and bool(
+                    self.store.query(_GRAPH_HOLDS_DATA, {"g": reserved})
+                )
+                found = known[reserved] = empty and not held
+            return found
+
+    def readable(
+        self, grant: Grant, reserved: IRI | None, base_iri: str, *, listed: bool = False
+    ) -> Readable:
         """What ``grant`` may read now (from a listing at most ``ttl`` old).
 
         Args:
             grant: the token's grant.
             reserved: the graph no grant reads in this store, or None.
             base_iri: the base under which principals' IRIs are minted.
+            listed: list the graphs even for a grant on every graph (a request that
+                names its own dataset is intersected with the list).
 
         Returns:
             The allowed graphs, and whether they are everything in the store.
         """
+        if grant.universal and not listed and self._everything(reserved):
+            return Readable((), everything=True, listed=False)
         listing = self._current()
         key = (grant, reserved, base_iri)
         found = listing.grants.get(key)
@@ -194,6 +224,8 @@ def dataset(
     """
     if readable.everything and default_graphs is None and named_graphs is None:
         return {"union_default_graph": True}
+    if not readable.listed:
+        raise ValueError("a dataset of the request's own needs the graph list (listed=True)")
     allowed = list(readable.graphs)
     visible = set(allowed)
     default = allowed if default_graphs is None else [g for g in default_graphs if g in visible]

@@ -13,7 +13,8 @@ so a flood of addresses cannot grow it without bound either.
 
 A request body (a SPARQL query, a batch of spans) must arrive whole within
 ``BODY_SECONDS``: a client trickling it byte by byte is answered 408 and its connection
-freed, instead of holding it for as long as it likes.
+freed, instead of holding it for as long as it likes. The request head before it has a
+time limit of its own, in the HTTP protocol the server runs (``heads``).
 """
 
 from __future__ import annotations

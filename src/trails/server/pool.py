@@ -31,6 +31,17 @@ serialised into a buffer that stops the store at ``max_bytes`` (the embedded
 store serialises as it evaluates; the remote one is read as a stream), so a
 huge answer never exists in full in a worker; the results of an answer
 within that size are then counted against ``max_results``.
+
+What the serialising buffer cannot bound is what the engine holds while it
+evaluates: one ``GROUP_CONCAT`` over a large store is a single value built whole
+before the first byte is serialised. So each worker runs under a data-size limit
+(``RLIMIT_DATA``, Linux): what it holds once the store is open (the store's caches
+and threads, which vary with the machine) plus ``memory_mb`` for its queries. A
+query that passes it fails the engine's allocation, which aborts the worker; the
+pool then answers that query with a ``memory`` outcome naming the limit and starts
+a fresh worker. When several
+queries shared the dead worker, each runs again by itself: the one that passes
+the limit alone is the one refused, the others are answered.
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ import functools
 import itertools
 import multiprocessing
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -47,6 +59,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -106,7 +119,7 @@ class Outcome:
     """What a job produced, as plain data that crosses a process boundary.
 
     ``kind`` is ``ok``, ``syntax`` (with ``line`` / ``column``), ``parameter``,
-    ``too_large`` or ``store``.
+    ``too_large``, ``memory`` (past the worker's memory limit) or ``store``.
     """
 
     kind: str = "ok"
@@ -157,7 +170,8 @@ def run_job(store: Store, job: QueryJob, graphs: GraphCache | None = None) -> Ou
     """
     try:
         cache = graphs if graphs is not None else GraphCache(store, ttl=0)
-        readable = cache.readable(job.grant, job.reserved, job.base_iri)
+        asked = job.default_graphs is not None or job.named_graphs is not None
+        readable = cache.readable(job.grant, job.reserved, job.base_iri, listed=asked)
         try:
             # stops at max_bytes while the store serialises (or downloads) the answer
             data = store.query_to(
@@ -184,6 +198,8 @@ def run_job(store: Store, job: QueryJob, graphs: GraphCache | None = None) -> Ou
         return Outcome("parameter", message=_public(str(exc), store))
     except TrailsError as exc:
         return Outcome("store", message=_public(str(exc), store))
+    except MemoryError:  # Python's side of the worker's memory limit (the pool names it)
+        return Outcome("memory", message="the query needed more memory than it may use")
     except Exception as exc:  # a worker must answer every job, whatever the backend raised
         return Outcome("store", message=_public(f"{type(exc).__name__}: {exc}", store))
 
@@ -270,6 +286,7 @@ def _worker_main(
     base_iri: str | None,
     make_writer: Callable[[Store], Writer] | None = None,
     snapshot_interval: float = SNAPSHOT_EVERY,
+    memory_mb: int | None = None,
 ) -> None:
     """A worker process: open the store, then run queries (and writes) until the pipe closes.
 
@@ -291,7 +308,28 @@ def _worker_main(
             base_iri=base_iri,
             make_writer=make_writer,
             snapshot_interval=snapshot_interval,
+            memory_mb=memory_mb,
         )
+
+
+def _limit_memory(megabytes: int) -> None:
+    """Cap this process's data (heap, private mappings) at what it holds now + ``megabytes``.
+
+    Past the cap, allocations fail (the engine then aborts the process).
+    """
+    if sys.platform == "win32":  # pragma: no cover - no resource limits there
+        return
+    import resource
+
+    held = 0
+    with contextlib.suppress(OSError, ValueError):  # Linux: the data size now
+        status = Path("/proc/self/status").read_text(encoding="ascii")
+        held = int(status.split("VmData:", 1)[1].split()[0]) * 1024
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    limit = held + megabytes * 1024 * 1024
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
 
 
 def _serve_jobs(
@@ -303,6 +341,7 @@ def _serve_jobs(
     base_iri: str | None,
     make_writer: Callable[[Store], Writer] | None,
     snapshot_interval: float = SNAPSHOT_EVERY,
+    memory_mb: int | None = None,
 ) -> None:
     try:
         try:
@@ -318,6 +357,8 @@ def _serve_jobs(
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
     graphs = GraphCache(store, graph_ttl)
+    if memory_mb is not None:
+        _limit_memory(memory_mb)  # the queries' share, on top of the open store's
     conn.send(("ready", None))
     send_lock = threading.Lock()
     writes = ThreadPoolExecutor(1, thread_name_prefix="trails-writer")  # one write at a time
@@ -385,6 +426,7 @@ class _Pending:
     deadline: float | None = None
     tries: int = 0
     timed_out: bool = False
+    alone: bool = False  # runs on a worker with no other job (after a memory death)
 
 
 @dataclass(eq=False)
@@ -413,6 +455,9 @@ class ProcessPool:
             the configured one).
         snapshot_interval: a directory store another process writes is served as
             read-only snapshots, a new one every this many seconds.
+        memory_mb: the data each worker's queries may use, in MiB, on top of what
+            the worker holds with the store open (None: no limit); a query past it
+            is answered with a ``memory`` outcome.
     """
 
     stops_queries = True
@@ -428,8 +473,10 @@ class ProcessPool:
         graph_ttl: float = GRAPH_LIST_TTL,
         base_iri: str | None = None,
         snapshot_interval: float = SNAPSHOT_EVERY,
+        memory_mb: int | None = None,
     ) -> None:
         self.base_iri = base_iri
+        self.memory_mb = memory_mb
         self.snapshot_interval = snapshot_interval
         remote = location.startswith(("http://", "https://"))
         self.location = location
@@ -549,10 +596,15 @@ class ProcessPool:
         sends: list[tuple[_Slot, _Pending]] = []
         with self._lock:
             while self._backlog:
+                alone = self._backlog[0].alone
                 free = [
                     s
                     for s in self._slots
-                    if s is not None and s.ready and len(s.running) < self.threads
+                    if s is not None
+                    and s.ready
+                    and len(s.running) < self.threads
+                    and not (s.running and alone)
+                    and not any(i.alone for i in s.running.values())
                 ]
                 if not free:
                     break
@@ -582,6 +634,7 @@ class ProcessPool:
                 "base_iri": self.base_iri,
                 "make_writer": self._make_writer,
                 "snapshot_interval": self.snapshot_interval,
+                "memory_mb": self.memory_mb,
             },
             name="trails-endpoint-worker",
             daemon=True,
@@ -638,6 +691,8 @@ class ProcessPool:
                 return
             with self._lock:
                 item = slot.running.pop(job_id, None)
+            if outcome.kind == "memory":
+                outcome = self._memory_outcome()
             if item is not None:
                 _resolve(item.future, outcome)
             self._dispatch()
@@ -645,12 +700,22 @@ class ProcessPool:
     def _after_death(self, slot: _Slot) -> None:
         slot.process.join(timeout=10)  # the store's lock is free only once it has exited
         failed: list[tuple[_Pending, TrailsError]] = []
+        refused: list[_Pending] = []
+        # a worker that passed its memory limit: the query that ran alone on it is refused,
+        # queries that shared it run again one at a time (the one past the limit dies alone)
+        memory = not slot.killed and self._memory_death(slot.process)
+        queries = sum(isinstance(i.job, QueryJob) for i in slot.running.values())
         with self._lock:
             slot.ready = False
             self.restarts += 1
             for item in sorted(slot.running.values(), key=lambda p: p.id, reverse=True):
                 if item.timed_out:
                     failed.append((item, _timeout(item.limit)))
+                elif memory and isinstance(item.job, QueryJob) and (item.alone or queries == 1):
+                    refused.append(item)
+                elif memory and isinstance(item.job, QueryJob) and not self._closing:
+                    item.alone = True
+                    self._backlog.appendleft(item)
                 elif item.tries < 2 and not self._closing:
                     item.tries += 1
                     self._backlog.appendleft(item)
@@ -659,6 +724,20 @@ class ProcessPool:
             slot.running.clear()
         for item, error in failed:
             _fail(item.future, error)
+        for item in refused:
+            _resolve(item.future, self._memory_outcome())
+
+    def _memory_death(self, process: Any) -> bool:
+        """Whether ``process`` ended by passing its memory limit (a failed allocation aborts)."""
+        return self.memory_mb is not None and process.exitcode == -signal.SIGABRT
+
+    def _memory_outcome(self) -> Outcome:
+        limit = f" of {self.memory_mb} MiB ([serve] worker_memory_mb)" if self.memory_mb else ""
+        return Outcome(
+            "memory",
+            message=f"the query was stopped at its memory limit{limit}; narrow it, "
+            "or aggregate less at once",
+        )
 
     def _fail_backlog(self, error: TrailsError) -> None:
         with self._lock:

@@ -69,7 +69,7 @@ from trails.store.base import (
 from trails.store.terms import IRI, XSD, BNode, Literal, Quad, Term, Triple, check_term
 from trails.text import check_text
 
-__all__ = ["NO_GRAPH", "RDF_MEDIA_TYPES", "RESULT_MEDIA_TYPES", "SparqlStore"]
+__all__ = ["NO_GRAPH", "RDF_MEDIA_TYPES", "RESULT_MEDIA_TYPES", "SERVER_GRAPHS", "SparqlStore"]
 
 RESULT_MEDIA_TYPES = {
     "json": "application/sparql-results+json",
@@ -92,6 +92,16 @@ _OX_FORMATS = {
     "ntriples": ox.RdfFormat.N_TRIPLES,
     "rdfxml": ox.RdfFormat.RDF_XML,
     "jsonld": ox.RdfFormat.JSON_LD,
+}
+#: graphs a server keeps of its own, by the start of its ``Server`` header (lower-cased):
+#: a fresh Virtuoso 7 holds its quad-map metadata, the LDP vocabulary and a service
+#: description. More are named by ``server_graphs`` (``[store]``/``TRAILS_STORE_SERVER_GRAPHS``).
+SERVER_GRAPHS: dict[str, tuple[str, ...]] = {
+    "virtuoso": (
+        "http://www.openlinksw.com/schemas/virtrdf#",
+        "http://www.w3.org/ns/ldp#",
+        "http://localuriqaserver/sparql",
+    ),
 }
 # A graph trails never writes: names "no graph" where the protocol cannot say "none".
 NO_GRAPH = IRI("urn:trails:store:no-graph")
@@ -186,6 +196,9 @@ class SparqlStore(Store):
         base_iri: the base relative IRIs in queries resolve against: every query
             goes out with a ``BASE`` declaration of it, so the server never
             resolves one against its own address.
+        server_graphs: graphs the server keeps of its own (besides those of
+            ``SERVER_GRAPHS`` for its kind): ``own_graphs`` names them, so that
+            verification does not call them foreign.
 
     Raises:
         ConfigError: both ``auth`` and ``token``, a URL that is not http(s), or
@@ -207,6 +220,7 @@ class SparqlStore(Store):
         headers: Mapping[str, str] | None = None,
         union_default_graph: str = "auto",
         base_iri: str = DEFAULT_BASE_IRI,
+        server_graphs: Iterable[str] = (),
     ) -> None:
         try:
             self._base = f"BASE {term_n3(IRI(base_iri))}\n"
@@ -225,6 +239,7 @@ class SparqlStore(Store):
             )
         self.union_default_graph = union_default_graph
         self._server: str | None = None  # the query endpoint's Server header, once seen
+        self.server_graphs = frozenset(_graph_list(list(server_graphs)))
         self.query_url = query_url
         self.update_url = update_url
         self.gsp_url = gsp_url
@@ -319,6 +334,9 @@ class SparqlStore(Store):
             form_post=(option("form_post") or "").lower() in _TRUE,
             union_default_graph=(option("union_default_graph") or "auto").lower(),
             base_iri=settings.base_iri,
+            server_graphs=_graph_list(
+                env.get("TRAILS_STORE_SERVER_GRAPHS") or table.get("server_graphs")
+            ),
         )
 
     def __repr__(self) -> str:
@@ -399,6 +417,10 @@ class SparqlStore(Store):
         """
         if self.union_default_graph != "auto":
             return self.union_default_graph
+        return "param" if self.server().lower().startswith("oxigraph") else "list"
+
+    def server(self) -> str:
+        """The query endpoint's ``Server`` header (an ``ASK {}`` when no answer has been seen)."""
         if self._server is None:
             accept = {"Accept": RESULT_MEDIA_TYPES["json"]}
             if self.form_post:  # some servers never answer a direct POST body
@@ -411,7 +433,16 @@ class SparqlStore(Store):
                     "probe", "POST", self.query_url, kind="query", content=b"ASK {}",
                     headers={"Content-Type": "application/sparql-query", **accept},
                 )  # fmt: skip
-        return "param" if (self._server or "").lower().startswith("oxigraph") else "list"
+        return self._server or ""
+
+    def own_graphs(self) -> frozenset[str]:
+        """The graphs the server keeps of its own, not trails': ``SERVER_GRAPHS`` for the
+        server's kind (by its ``Server`` header) and those given as ``server_graphs``."""
+        software = self.server().lower()
+        fixed = {
+            g for kind, graphs in SERVER_GRAPHS.items() if software.startswith(kind) for g in graphs
+        }
+        return frozenset(fixed) | self.server_graphs
 
     def _dataset(
         self,
@@ -721,6 +752,17 @@ class SparqlStore(Store):
         if self._client is not None:
             client, self._client = self._client, None
             client.close()
+
+
+def _graph_list(value: object) -> list[str]:
+    """``server_graphs`` as configured: a TOML list, or IRIs separated by spaces or commas."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else str(value).replace(",", " ").split()
+    try:
+        return [str(IRI(str(g))) for g in items]
+    except ValueError as exc:
+        raise ConfigError(f"server_graphs must list graph IRIs: {exc}") from None
 
 
 def _unshifted(message: str) -> str:

@@ -257,6 +257,8 @@ class PlanRun:
         given = _governance(**(governance or {}))
         overrides = {k: given[k] for k in ("policy", "approver", "approval_timeout_s") if given[k]}
         self.activity = base.recorder.minter.activity()
+        #: a run of the session itself (not nested in another run or a caller's context)
+        self.top = ctx is None and base.run is None
         self.ctx = base.child(
             invocations=session.invocations,
             llm=base.llm if base.llm is not None else llm,
@@ -294,6 +296,9 @@ class PlanRun:
             )
         )
         notify(self.ctx, "run_start", strategy=self.strategy, goal=self.goal)
+        knowledge = self.session.knowledge
+        if knowledge is not None and self.top:
+            knowledge.before_run(self.ctx.child(parent=self.activity), self.session.history)
 
     def record_entity(
         self, kind: str, content: Any, *, generated_by: str | None, index: int
@@ -463,6 +468,9 @@ class PlanRun:
             )
         )
         notify(self.ctx, "run_end", stopped=stopped, answer=answer, error=error, result=result)
+        knowledge = self.session.knowledge
+        if knowledge is not None and self.top:
+            knowledge.after_run(self.ctx.child(parent=self.activity), self.llm, self.goal, answer)
         return result
 
     def finish_terminal(self) -> PlanResult | None:

@@ -60,6 +60,12 @@ from collections.abc import Sequence as Seq
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from trails.agent.planners._attachments import (
+    Attachment,
+    AttachmentsGiven,
+    check_attachments,
+    render_attachments,
+)
 from trails.agent.planners._bt_evidence import NodeEvidence, majority
 from trails.agent.planners._bt_nodes import (
     Action,
@@ -136,6 +142,7 @@ __all__ = [
     "Action",
     "ActionValidator",
     "AgentNode",
+    "Attachment",
     "Fallback",
     "Node",
     "Parallel",
@@ -244,6 +251,7 @@ def _steps(
     output_type: Any = None,
     output_retries: int = 2,
     tool_timeout_s: float | None = None,
+    attachments: Seq[Attachment] | None = None,
 ) -> Loop:
     """Run ``goal`` as a behaviour tree: the given one, or one the model decomposes it into.
 
@@ -295,6 +303,8 @@ def _steps(
         tool_timeout_s: seconds each tool call may run (capping a capability's
             own ``timeout_s``); a call past it is recorded as failed and the model
             sees the error.
+        attachments: files given with the goal (``Attachment``), recorded by digest
+            and shown to every agent node (``_attachments``).
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the root's output when the root
@@ -327,6 +337,7 @@ def _steps(
     tool_specs = offered_tools(session, tools, tool_filter)
     check_node_tools(root, [cid for cid, _ in tool_specs])
     memory = _working_memory(working_memory)
+    given = check_attachments(attachments)
     if episodic is not None and not (
         callable(getattr(episodic, "store", None)) and callable(getattr(episodic, "retrieve", None))
     ):
@@ -361,6 +372,7 @@ def _steps(
         memory=memory,
         episodic=episodic,
     )
+    runner.attachments = given
     return guarded(plan, runner.execute(root))
 
 
@@ -449,6 +461,7 @@ class _TreeRun:
         self.dispatched = 0  # dispatches so far: the adaptive loop stops at a pass with none
         self._claiming = threading.Lock()  # parallel children claim steps concurrently
         self.evidence = NodeEvidence(plan)
+        self.attachments: tuple[Attachment, ...] = ()
 
     # -- the run ----------------------------------------------------------------
 
@@ -456,6 +469,10 @@ class _TreeRun:
         """Build (when needed) and record the tree, walk it, end the run."""
         plan = self.plan
         plan.session.history.append("user", f"Goal: {plan.goal}")
+        if self.attachments:
+            done = tuple((a.media_type, a.size, a.sha256) for a in self.attachments)
+            given = AttachmentsGiven(session=plan.ctx.session, run=plan.activity, attachments=done)
+            plan.ctx.recorder.record(given)
         try:
             if root is None:
                 root, index = yield from self._decompose()
@@ -682,7 +699,7 @@ class _TreeRun:
 
     def _agent_context(self, node: AgentNode) -> str:
         """What an agent node is shown once, after its system prompt: memory and episodes."""
-        extra = ""
+        extra = render_attachments(self.attachments)
         if len(self.memory):
             extra += f"\n\nWorking memory (results of earlier nodes):\n{self.memory.render()}"
         episodes = self.episodic.retrieve(node.goal, k=3) if self.episodic is not None else []

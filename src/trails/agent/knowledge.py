@@ -1,0 +1,318 @@
+"""Entity and knowledge-graph memory: what a conversation taught, learned with provenance.
+
+seed 002's ``EntityMemory`` extracts the named entities of each turn (people,
+organisations, projects ...) and its ``KnowledgeGraphMemory`` the (subject,
+relation, object) triples; both are shown to the model on the next turn as
+``[Known Entities]`` and ``[Known Relationships]`` in its system prompt. In
+trails they are not a second store: after each top-level run of a session
+configured with ``Session(entity_memory=EntityMemory(llm=...))`` or
+``Session(knowledge_graph=KnowledgeGraphMemory(llm=...))``:
+
+- the extraction is a request to the given model, recorded in the session as a
+  ``trails:LLMCompletion`` informed by the run;
+- what it found is learned through ``memory.learn_many`` (one recorded
+  invocation; each fact a ``trails:Memory`` of topic ``entity`` or
+  ``relationship``, ``prov:wasDerivedFrom`` the completion's text, so every
+  later recall leads back to the session and the completion that taught it);
+  an entity already known under the same name with other details is
+  superseded, one known as it is is not learned again;
+- observers get ``entity_extraction`` (``entities``, ``relationships``,
+  ``turn_count``).
+
+Before each top-level run the known facts are listed (``memory.list``, recorded)
+and put at the end of the system prompt the planners set, in seed 002's order.
+An extraction that fails (the provider, a reply that is not JSON) is logged on
+the ``trails.agent`` logger and leaves the run's result as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from trails.errors import TrailsError, UserError
+from trails.kernel.observe import notify
+from trails.llm.types import Message
+from trails.memory.api import learn_many, list_memories
+from trails.prov.iri import Minter
+from trails.store.terms import IRI
+
+if TYPE_CHECKING:
+    from trails.agent.history import TokenWindow
+    from trails.kernel.context import Context
+
+__all__ = [
+    "ENTITY_PROMPT",
+    "RELATIONSHIP_PROMPT",
+    "EntityMemory",
+    "KnowledgeGraphMemory",
+    "SessionKnowledge",
+]
+
+log = logging.getLogger("trails.agent")
+
+ENTITY_PROMPT = (
+    "Extract the named entities (people, organizations, projects, places, products) the "
+    "conversation below mentions. Reply with a JSON array only, each item "
+    '{"name": "...", "type": "person|organization|project|place|product|other", '
+    '"attributes": "what the conversation says about it"}; reply [] when there are none.'
+)
+RELATIONSHIP_PROMPT = (
+    "Extract the relationships the conversation below states, as (subject, relation, object) "
+    "triples. Reply with a JSON array only, each item "
+    '{"subject": "...", "relation": "...", "object": "..."}; reply [] when there are none.'
+)
+
+_SCOPES = ("private", "shared", "session")
+_TYPE = re.compile(r"[^a-z0-9_-]+")
+
+
+def _client(llm: Any, provider: Any, what: str) -> Any:
+    client = llm if llm is not None else provider
+    if client is not None and not callable(getattr(client, "complete", None)):
+        raise UserError(f"{what}(llm=...) must be an LLM client with complete(), not {client!r}")
+    return client
+
+
+def _check(scope: str, limit: int, what: str) -> None:
+    if scope not in _SCOPES:
+        raise UserError(f"{what}(scope=...) must be one of {', '.join(_SCOPES)}, not {scope!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise UserError(f"{what} limit must be a positive int, not {limit!r}")
+
+
+@dataclass
+class EntityMemory:
+    """Entities extracted from each turn into trails memory (seed 002's ``EntityMemory``).
+
+    Args:
+        llm: the client asked for the extraction (default: the run's client).
+        provider: seed 002's name for ``llm``.
+        scope: the memory scope the entities are learned in (``private``: the
+            session's principal, across its sessions; ``shared``; ``session``).
+        max_entities: the most entities shown to the model, newest first.
+
+    Raises:
+        UserError: a client without ``complete``, an unknown scope, a bad limit.
+    """
+
+    llm: Any = None
+    provider: Any = None
+    scope: str = "private"
+    max_entities: int = 50
+
+    topic = "entity"
+    heading = "[Known Entities]"
+    prompt = ENTITY_PROMPT
+
+    def __post_init__(self) -> None:
+        self.llm = _client(self.llm, self.provider, "EntityMemory")
+        _check(self.scope, self.max_entities, "EntityMemory")
+
+    @property
+    def limit(self) -> int:
+        """How many entities the prompt shows."""
+        return self.max_entities
+
+    def items(self, parsed: list[Any]) -> list[tuple[str, str, list[str]]]:
+        """(key, content, tags) of each well-formed entity of a reply."""
+        out = []
+        for item in parsed:
+            if not isinstance(item, Mapping) or not _text(item.get("name")):
+                continue
+            name = str(item["name"]).strip()
+            kind = _TYPE.sub("-", str(item.get("type") or "other").strip().lower()) or "other"
+            attributes = item.get("attributes")
+            if isinstance(attributes, Mapping):
+                attributes = ", ".join(f"{k}: {v}" for k, v in attributes.items())
+            content = f"{name} ({kind})"
+            if _text(attributes):
+                content += f": {str(attributes).strip()}"
+            out.append((name.lower(), content, ["entity", kind[:40]]))
+        return out
+
+    @staticmethod
+    def key(content: str) -> str:
+        """The name an entity memory is known by (its text before `` (``)."""
+        return content.split(" (", 1)[0].strip().lower()
+
+
+@dataclass
+class KnowledgeGraphMemory:
+    """Relationship triples extracted from each turn into trails memory (seed 002's
+    ``KnowledgeGraphMemory``).
+
+    Args:
+        llm: the client asked for the extraction (default: the run's client).
+        provider: seed 002's name for ``llm``.
+        scope: the memory scope the triples are learned in (as ``EntityMemory``).
+        max_triples: the most relationships shown to the model, newest first.
+
+    Raises:
+        UserError: a client without ``complete``, an unknown scope, a bad limit.
+    """
+
+    llm: Any = None
+    provider: Any = None
+    scope: str = "private"
+    max_triples: int = 50
+
+    topic = "relationship"
+    heading = "[Known Relationships]"
+    prompt = RELATIONSHIP_PROMPT
+
+    def __post_init__(self) -> None:
+        self.llm = _client(self.llm, self.provider, "KnowledgeGraphMemory")
+        _check(self.scope, self.max_triples, "KnowledgeGraphMemory")
+
+    @property
+    def limit(self) -> int:
+        """How many relationships the prompt shows."""
+        return self.max_triples
+
+    def items(self, parsed: list[Any]) -> list[tuple[str, str, list[str]]]:
+        """(key, content, tags) of each well-formed triple of a reply."""
+        out = []
+        for item in parsed:
+            if not isinstance(item, Mapping):
+                continue
+            parts = [item.get("subject"), item.get("relation"), item.get("object")]
+            if not all(_text(p) for p in parts):
+                continue
+            content = "(" + ", ".join(str(p).strip() for p in parts) + ")"
+            out.append((content.lower(), content, ["relationship"]))
+        return out
+
+    @staticmethod
+    def key(content: str) -> str:
+        """A triple is known by its whole text."""
+        return content.strip().lower()
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str | int | float) and bool(str(value).strip())
+
+
+def _parse(text: str) -> list[Any]:
+    """The JSON array of an extraction reply (fenced or not); [] when there is none."""
+    start, end = text.find("["), text.rfind("]")
+    if start < 0 or end < start:
+        return []
+    try:
+        parsed = json.loads(text[start : end + 1])
+    except ValueError:
+        return []
+    return parsed if isinstance(parsed, list) else []
+
+
+Extractor = EntityMemory | KnowledgeGraphMemory
+
+
+@dataclass
+class SessionKnowledge:
+    """A session's entity and knowledge-graph memory: listed before a run, learned after.
+
+    Args:
+        entity_memory: ``Session(entity_memory=...)``, or None.
+        knowledge_graph: ``Session(knowledge_graph=...)``, or None.
+
+    Raises:
+        UserError: either is of the wrong type.
+    """
+
+    entity_memory: EntityMemory | None = None
+    knowledge_graph: KnowledgeGraphMemory | None = None
+    turns: int = 0
+    known: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.entity_memory is not None and not isinstance(self.entity_memory, EntityMemory):
+            raise UserError(
+                f"entity_memory= must be a trails.agent.knowledge.EntityMemory, "
+                f"not {self.entity_memory!r}"
+            )
+        if self.knowledge_graph is not None and not isinstance(
+            self.knowledge_graph, KnowledgeGraphMemory
+        ):
+            raise UserError(
+                f"knowledge_graph= must be a trails.agent.knowledge.KnowledgeGraphMemory, "
+                f"not {self.knowledge_graph!r}"
+            )
+
+    @classmethod
+    def of(cls, entity_memory: Any, knowledge_graph: Any) -> SessionKnowledge | None:
+        """The session's knowledge, or None when neither is configured."""
+        if entity_memory is None and knowledge_graph is None:
+            return None
+        return cls(entity_memory, knowledge_graph)
+
+    @property
+    def extractors(self) -> list[Extractor]:
+        """The configured extractors, in seed 002's prompt order."""
+        return [x for x in (self.entity_memory, self.knowledge_graph) if x is not None]
+
+    def before_run(self, ctx: Context, history: TokenWindow) -> None:
+        """List what is known (recorded ``memory.list`` calls) into the system prompt's end.
+
+        Raises:
+            TrailsError: the memory could not be read.
+        """
+        sections = []
+        for x in self.extractors:
+            memories = list_memories(scope=x.scope, topic=x.topic, limit=x.limit, ctx=ctx)
+            self.known[x.topic] = [(m.id, m.content) for m in memories]
+            if memories:
+                lines = "\n".join(f"- {m.content}" for m in reversed(memories))
+                sections.append(f"{x.heading}\n{lines}")
+        history.system_suffix = "\n\n".join(sections)
+
+    def after_run(self, ctx: Context, llm: Any, goal: str, answer: Any) -> None:
+        """Extract this turn's entities and triples and learn them; failures are logged."""
+        self.turns += 1
+        text = f"user: {goal}\nassistant: {'' if answer is None else answer}"
+        found: dict[str, list[str]] = {}
+        for x in self.extractors:
+            try:
+                found[x.topic] = self._extract(ctx, x, x.llm if x.llm is not None else llm, text)
+            except TrailsError as exc:
+                log.warning("%s extraction failed: %s", type(x).__name__, exc)
+        if found:
+            notify(
+                ctx,
+                "entity_extraction",
+                entities=found.get("entity", []),
+                relationships=found.get("relationship", []),
+                turn_count=self.turns,
+            )
+
+    def _extract(self, ctx: Context, x: Extractor, client: Any, text: str) -> list[str]:
+        messages = [Message("system", x.prompt), Message("user", text)]
+        response = client.complete(messages, ctx=ctx, max_tokens=512)
+        source = (
+            None
+            if response.activity_iri is None
+            else str(Minter.part(IRI.trusted(response.activity_iri), "completion"))
+        )
+        known = {x.key(content): (mid, content) for mid, content in self.known.get(x.topic, [])}
+        items: dict[str, dict[str, Any]] = {}
+        for key, content, tags in x.items(_parse(response.text or "")):
+            old = known.get(key)
+            if (old is not None and old[1] == content) or key in items:
+                continue
+            item: dict[str, Any] = {"content": content, "topic": x.topic, "tags": tags}
+            if source is not None:
+                item["derived_from"] = source
+            if old is not None:
+                item["supersedes"] = old[0]
+            items[key] = item
+        if not items:
+            return []
+        learned = learn_many(list(items.values()), scope=x.scope, ctx=ctx)
+        for memory in learned:
+            known[x.key(memory.content)] = (memory.id, memory.content)
+        self.known[x.topic] = list(known.values())
+        return [m.content for m in learned]

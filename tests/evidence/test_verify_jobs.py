@@ -1,0 +1,203 @@
+"""The full verification's work on every core finds what one process finds.
+
+Each tampering of the full-verification table is verified by the real ``trails verify``
+twice, with ``--jobs 1`` (all in one process) and ``--jobs 2`` (worker processes): both
+name the tampering, and their findings are the same, word for word. Beneath that: the
+canonical hash read from the store's N-Quads lines is the reference hash whatever the
+lexical forms, the stream is cut into the same graphs whatever the size of the blocks it
+arrives in (and a graph that comes back is still caught), a content check that would have
+to ask the store is judged again where the store is, and writers sealing sessions while a
+pool verifies are never a finding.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from tests.evidence.test_content import ALICE, record, trails_cli
+from tests.evidence.test_verify_full import FULL_TABLE
+
+from trails.evidence import sweep
+from trails.evidence.canonical import digest_nquads, digest_ntriples
+from trails.evidence.content import Accounts, ContentChecker, ContentTally, Receipt
+from trails.evidence.graphwork import POOL_FROM, Judge, Shared, Workers, jobs_for
+from trails.evidence.sweep import Scattered, Sweep
+from trails.evidence.verify import verify
+from trails.kernel import Context, capability, invoke
+from trails.prov import Recorder
+from trails.prov.vocab import T
+from trails.store import IRI, Literal, open_store, set_default_store
+
+
+def _findings(path: Path, jobs: int) -> tuple[int, list[dict[str, str]]]:
+    done = trails_cli(path, "verify", "--no-checkpoint", "--json", "--jobs", str(jobs))
+    return done.returncode, json.loads(done.stdout)["findings"]
+
+
+@pytest.mark.allow_nonconforming  # tampered on purpose
+@pytest.mark.parametrize("case", sorted(FULL_TABLE))
+def test_one_job_and_two_find_the_same_tampering(tmp_path: Path, case: str) -> None:
+    path = tmp_path / "store"
+    store = open_store(path)
+    try:
+        recorded = record(store)
+        kind, subject, graph = FULL_TABLE[case](store, recorded)
+    finally:
+        set_default_store(None)
+        store.close()
+    code_1, one = _findings(path, 1)
+    code_2, two = _findings(path, 2)
+    assert code_1 == code_2 == 1
+    found = [(f["kind"], f["subject"], f.get("session", f["subject"])) for f in two]
+    assert found == [(kind, subject, graph)], found
+    assert two == one  # kind, subject, session and detail, in the same order
+
+
+def test_a_bad_jobs_count_is_a_usage_error(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    open_store(path).close()
+    done = trails_cli(path, "verify", "--jobs", "0")
+    assert done.returncode == 2
+    assert "--jobs 0 must be 1 or more" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_jobs_default_to_every_core_for_a_store_worth_it() -> None:
+    assert jobs_for(3, 1) == 3 and jobs_for(1, 10**6) == 1
+    assert jobs_for(None, POOL_FROM - 1) == 1
+    assert jobs_for(None, POOL_FROM) >= 1
+
+
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+@pytest.mark.parametrize(
+    ("value", "datatype"),
+    [
+        ("2026-01-02T03:04:05.120Z", "dateTime"),  # canonical: the fast path
+        ("2026-01-02T03:04:05.1200Z", "dateTime"),
+        ("2026-01-02T03:04:05+00:00", "dateTime"),
+        ("1", "boolean"),
+        ("007", "integer"),
+        ("-0", "integer"),
+        ("1.50", "decimal"),
+        ("0.25", "decimal"),
+        ("1e3", "double"),
+        ("0.00233", "double"),
+        ("١٢", "integer"),  # digits that are not ASCII
+    ],
+)
+def test_the_nquads_hash_is_the_canonical_hash(value: str, datatype: str) -> None:
+    graph = IRI("urn:example:g")
+    ntriples = (
+        f'<urn:example:b> <urn:example:p> "{value}"^^<{_XSD}{datatype}> .\n'
+        '<urn:example:a> <urn:example:q> "text \\"quoted\\" 1"^^<' + _XSD + "integer> .\n"
+        "<urn:example:a> <urn:example:p> <urn:example:o> .\n"
+    ).encode()
+    nquads = ntriples.replace(b" .\n", f" <{graph}> .\n".encode())
+    assert digest_nquads(nquads, ntriples, graph) == digest_ntriples(ntriples, graph)
+    assert digest_ntriples(ntriples, graph)[1] == 3
+
+
+def _stream(text: bytes, size: int, *, whole: bool = False) -> list[tuple[str, bytes, int]]:
+    got: list[tuple[str, bytes, int]] = []
+    sweep = Sweep(lambda g, d, n: got.append((g, d, n)), whole=whole, nquads=True)
+    for at in range(0, len(text), size):
+        sweep.write(text[at : at + size])
+    sweep.close()
+    return got
+
+
+def _lines(graph: str, n: int) -> bytes:
+    return b"".join(f'<urn:s:{i}> <urn:p> "v {i}" <{graph}> .\n'.encode() for i in range(n))
+
+
+@pytest.mark.parametrize("block", [1, 50, 200, 1 << 20])
+@pytest.mark.parametrize("size", [1, 7, 64, 4096])
+def test_the_stream_is_cut_into_the_same_graphs_whatever_the_blocks(
+    size: int, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sweep, "BLOCK", block)  # bytes gathered before they are cut
+    a, b = _lines("urn:g:a", 40), _lines("urn:g:b", 3)
+    assert _stream(a + b, size) == [("urn:g:a", a, 40), ("urn:g:b", b, 3)]
+    with pytest.raises(Scattered):  # a graph that comes back, inside one block or across
+        _stream(a + b + _lines("urn:g:a", 2), size)
+    cut = a.index(b"\n", 100) + 1  # a graph written in two places: kept whole
+    kept = _stream(a[:cut] + b + a[cut:], size, whole=True)
+    assert kept == [("urn:g:a", a, 40), ("urn:g:b", b, 3)]
+
+
+def test_a_content_check_that_asks_about_a_receipt_is_judged_where_the_store_is() -> None:
+    """In a worker, a digest whose value an unsealed erasure names cannot be settled (is
+    the receipt sealed now?): the process that holds the store judges it again, asking."""
+    graph, entity = "urn:example:session", "urn:example:entity"
+    receipt = Receipt("urn:example:erasure", "urn:example:erasure-graph", "erasure")
+    accounts = Accounts(pending={entity: receipt})
+    structure = [(IRI(entity), T.sha256, Literal("ab" * 32))]
+    asked: list[str] = []
+
+    def sealed_now(g: str) -> bool:
+        asked.append(g)
+        return True
+
+    for jobs in (1, 2):
+        findings: list[object] = []
+        tally = ContentTally()
+        checker = ContentChecker(
+            Accounts(pending={entity: receipt}, recheck=sealed_now),
+            findings,
+            tally,  # type: ignore[arg-type]
+        )
+        workers = Workers(Shared("urn:trails:", "urn:c", frozenset(), accounts), checker, jobs)
+        try:
+            workers.submit(Judge(graph, structure, b"", False, True))
+            workers.drain()
+        finally:
+            workers.close()
+        assert findings == []  # the receipt was sealed meanwhile: no content-missing
+        assert tally.accounted == {(graph, receipt.iri): 1}
+    assert asked == [receipt.graph, receipt.graph]
+
+
+def test_writers_sealing_while_a_pool_verifies_are_no_finding(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "store")
+    stop = threading.Event()
+    counts = [0, 0]
+    errors: list[BaseException] = []
+
+    @capability(id="jobs.live.echo")
+    def echo(text: str) -> str:
+        return text
+
+    def write(worker: int) -> None:
+        recorder = Recorder.from_settings(store=store)
+        try:
+            while not stop.is_set():
+                with Context.open(f"{ALICE}-{worker}", recorder=recorder) as ctx:
+                    invoke("jobs.live.echo", {"text": f"{worker}"}, ctx=ctx)
+                counts[worker] += 1
+        except BaseException as exc:  # reported by the test, not lost in the thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(w,)) for w in range(2)]
+    for thread in threads:
+        thread.start()
+    seen: list[int] = []
+    try:
+        while min(counts) < 2 and not errors:
+            stop.wait(0.01)
+        for _ in range(4):
+            report = verify(store, jobs=2)
+            assert report.ok, report.findings
+            seen.append(report.seals)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    assert not errors, errors
+    assert seen == sorted(seen) and seen[-1] > seen[0]  # it verified while they wrote
+    final = verify(store, jobs=2)
+    assert final.ok and final.seals == sum(counts) and not final.open_sessions
+    store.close()

@@ -1,0 +1,268 @@
+"""The console's pages at a cost that does not follow the store: what they read, and that it is right.
+
+The sessions page walks the catalogue's start days and takes every session's totals
+from the daily totals (saying what its totals cover); a session's page checks the
+grant for that one graph and never waits for a list of the store's graphs; search
+reads a full-text index that follows recording (a session is found once it has
+ended), erasure (erased words are gone from the index) and grants (a reader finds
+only sessions it may read).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import AsyncIterator
+from decimal import Decimal
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+from tests.known_store import ALICE, BOB, Fixture, build
+
+from trails.agent import Session
+from trails.agent.planners import react
+from trails.audit.querypack import get_query
+from trails.audit.report import report_data
+from trails.audit.search import FILE_NAME, SearchIndex
+from trails.compliance.erasure import erase
+from trails.llm import LLMClient
+from trails.server import console_sessions, create_app
+from trails.server.app import Endpoint
+from trails.server.auth import Grant, load_tokens, token_entry
+from trails.server.graphs import GraphCache
+from trails.store import Solutions, Store, to_python
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKENS = {
+    "auditor": "auditor-flat-token-0123456789abcdef",
+    "alice": "alice-flat-token-0123456789abcdefg",
+    "bob": "bob-flat-token-0123456789abcdefghi",
+}
+
+
+def _answer(text: str) -> str:
+    turn = {"thought": "done", "action": "finish", "action_input": {}, "final_answer": text}
+    return "```json\n" + json.dumps(turn) + "\n```"
+
+
+@pytest.fixture
+def fx(store: Store, monkeypatch: pytest.MonkeyPatch) -> Fixture:
+    """The four-session store of ``tests/known_store.py``."""
+    return build(store, monkeypatch)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def console_app(fx: Fixture) -> AsyncIterator[Endpoint]:
+    table = (
+        token_entry(TOKENS["auditor"], "did:example:auditor", ["*"])
+        + token_entry(TOKENS["alice"], ALICE)
+        + token_entry(TOKENS["bob"], BOB)
+    )
+    served = create_app(fx.store, load_tokens(tomllib.loads(table)), access_log="memory:")
+    await served.start()
+    yield served
+    served.close()
+
+
+@contextlib.asynccontextmanager
+async def _client(endpoint: Endpoint, who: str) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=endpoint.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://console") as client:
+        login = await client.post("/console/login", data={"token": TOKENS[who]})
+        assert login.status_code == 303
+        yield client
+
+
+def _listed(html: str) -> list[str]:
+    return re.findall(r'href="/console/session\?s=([^"]+)"', html)
+
+
+def _hits(html: str) -> list[str]:
+    return re.findall(r"<mark>([^<]*)</mark>", html)
+
+
+def _catalogue_sum(store: Store) -> Decimal:
+    found = store.query(
+        "PREFIX trails: <https://w3id.org/trails/ns#> SELECT ?c WHERE { "
+        "GRAPH ?g { ?e a trails:SessionSummary ; trails:totalCostUSD ?c } }"
+    )
+    assert isinstance(found, Solutions)
+    return sum((Decimal(str(to_python(r[0]))) for r in found.rows), Decimal(0))
+
+
+@pytest.mark.anyio
+async def test_the_sessions_page_walks_the_days_and_says_what_its_totals_cover(
+    fx: Fixture, console_app: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    newest_first = [quote(str(fx.sessions[k]), safe="") for k in ("D", "C", "B", "A")]
+    async with _client(console_app, "auditor") as client:
+        page = (await client.get("/console/")).text
+        assert _listed(page) == newest_first  # four start days, newest first
+        total = _catalogue_sum(fx.store)
+        assert f"4 session(s) · {total.normalize():f} USD" in page
+        assert "from the catalogue&#39;s daily totals" in page
+        # a filter the days cannot narrow reads every entry, and the page says so
+        filtered = (await client.get("/console/", params={"status": "ok"})).text
+        assert _listed(filtered) == [newest_first[1], newest_first[3]]  # C and A ended ok
+        assert "2 session(s)" in filtered
+        assert "filtered by status: the page and its totals read every catalogue entry" in filtered
+        # a time range alone: walked within its days, totals of the range's entries
+        ranged = (
+            await client.get(
+                "/console/",
+                params={"since": "2025-03-02T00:00:00Z", "until": "2025-03-04T00:00:00Z"},
+            )
+        ).text
+        assert _listed(ranged) == newest_first[1:3]
+        assert "2 session(s)" in ranged and "started in the time range" in ranged
+        # pages of one: each day gives the next session
+        monkeypatch.setattr(console_sessions, "PAGE_SIZE", 1)
+        pages = [
+            _listed((await client.get("/console/", params={"page": n})).text) for n in (1, 2, 3, 4)
+        ]
+        assert pages == [[s] for s in newest_first]
+        assert 'rel="next"' not in (await client.get("/console/", params={"page": 4})).text
+
+
+@pytest.mark.anyio
+async def test_a_token_on_its_own_sessions_lists_only_them(
+    fx: Fixture, console_app: Endpoint
+) -> None:
+    async with _client(console_app, "bob") as client:
+        page = (await client.get("/console/")).text
+        assert _listed(page) == [quote(str(fx.sessions["B"]), safe="")]
+        assert "1 session(s) · 0.5 USD" in page
+        assert "this token reads part of the store" in page
+
+
+@pytest.mark.anyio
+async def test_a_session_page_lists_no_graphs(fx: Fixture, console_app: Endpoint) -> None:
+    graphs = console_app.evaluator.graphs  # type: ignore[attr-defined]
+    before = graphs.listings
+    async with _client(console_app, "auditor") as client:
+        seen = await client.get("/console/session", params={"s": str(fx.sessions["A"])})
+        assert seen.status_code == 200 and "polished" in seen.text
+        saved = await client.get(
+            "/console/download", params={"s": str(fx.sessions["A"]), "format": "trig"}
+        )
+        assert saved.status_code == 200 and b"polished" in saved.content  # its content graph
+    async with _client(console_app, "alice") as client:
+        own = await client.get("/console/session", params={"s": str(fx.sessions["A"])})
+        other = await client.get("/console/session", params={"s": str(fx.sessions["B"])})
+        assert own.status_code == 200 and other.status_code == 404
+    assert graphs.listings == before  # the grant was checked for the one graph asked
+
+
+def test_batches_are_read_from_the_session_outward(store: Store) -> None:
+    react.batch(["a", "b"], llm=LLMClient.mock(response=_answer("ok")), principal=ALICE, tools=[])
+    found = store.query(
+        "PREFIX trails: <https://w3id.org/trails/ns#> "
+        "SELECT ?g WHERE { GRAPH ?g { ?g a trails:Session } } ORDER BY ?g"
+    )
+    assert isinstance(found, Solutions) and len(found.rows) == 2
+    session = str(found.rows[0][0])
+    expected = get_query("batches").run(store, session=session)
+    assert isinstance(expected, Solutions) and len(expected.rows) == 1
+    rows = report_data(store, session)["batches"]
+    assert [r["informed"] for r in rows] == [session]
+    assert [r["batchId"] for r in rows] == [str(to_python(expected.rows[0][3]))]
+
+
+@pytest.mark.anyio
+async def test_search_follows_grants_recording_and_erasure(
+    fx: Fixture, console_app: Endpoint
+) -> None:
+    async def search(who: str, words: str) -> list[str]:
+        async with _client(console_app, who) as client:
+            return _hits((await client.get("/console/search", params={"q": words})).text)
+
+    assert "polished" in await search("auditor", "polished")  # alice's session A
+    assert await search("bob", "polished") == []  # not bob's to read
+    assert "inbox" in await search("bob", "inbox")  # his own
+    assert await search("alice", "inbox") == []
+
+    # a session is found once it has ended, not before
+    running = Session(principal=BOB, store=fx.store, llm=LLMClient.mock(response=_answer("done")))
+    running.run("file the zanzibarish invoices", tools=[])
+    assert await search("auditor", "zanzibarish") == []
+    running.close()
+    assert set(await search("auditor", "zanzibarish")) == {"zanzibarish"}
+    assert set(await search("bob", "zanzibar")) == {"zanzibar"}  # the last word may go on
+    assert await search("alice", "zanzibarish") == []
+
+    # erased words are gone: from the page and from the index itself
+    erase(fx.recorder, session=str(fx.sessions["A"]), reason="request", by="did:example:dpo")
+    assert await search("auditor", "polished") == []
+    index: SearchIndex = console_app.console.search_index()
+    assert not any("polished" in hit.value for hit in index)
+    assert "inbox" in await search("auditor", "inbox")  # the rest is still found
+
+
+def test_the_index_rebuilds_to_the_same_answers(fx: Fixture) -> None:
+    index = SearchIndex(None)
+    first = index.catch_up(fx.store)
+    assert first == index.sessions() == 3  # A, B and C ended; D never did
+    found = [h.session for h in index.search("polished", 10)]
+    assert index.catch_up(fx.store) == 0  # nothing new: nothing read again
+    assert index.rebuild(fx.store) == 3
+    assert [h.session for h in index.search("polished", 10)] == found == [str(fx.sessions["A"])]
+    assert index.search("!!!", 10) == []  # no word: nothing, never an error
+
+
+def test_the_command_builds_the_index_beside_the_store(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRAILS_FORBID_REAL_MODELS": "1"}
+    env.pop("TRAILS_STORE", None)
+    folder = tmp_path / "store"
+    recorded = subprocess.run(
+        [sys.executable, "-m", "tests.console_web.record", str(folder)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    trails = str(Path(sys.executable).with_name("trails"))
+    done = subprocess.run(
+        [trails, "--store", str(folder), "catalogue", "search-index", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)
+    assert said == {"sessions": 3, "file": str(folder / FILE_NAME)}
+    index = SearchIndex(folder / FILE_NAME)
+    try:
+        assert {h.session.rsplit(":", 1)[-1] for h in index.search("polished", 5)} == {
+            line.split(" ", 1)[1].rsplit(":", 1)[-1]
+            for line in recorded.stdout.splitlines()
+            if line.startswith("A ")
+        }
+    finally:
+        index.close()
+
+
+def test_a_grant_on_everything_runs_without_a_graph_list(fx: Fixture) -> None:
+    cache = GraphCache(fx.store)
+    star = Grant("did:example:auditor", ("*",))
+    assert cache.readable(star, None, "urn:trails:").everything and cache.listings == 0
+    # a request that names its own dataset is intersected with the list
+    listed = cache.readable(star, None, "urn:trails:", listed=True)
+    assert cache.listings == 1 and fx.sessions["A"] in listed.graphs
+    # a token on its own sessions is resolved against the list, as before
+    alice = cache.readable(Grant(ALICE, ("own-sessions",)), None, "urn:trails:")
+    assert fx.sessions["A"] in alice.graphs and fx.sessions["B"] not in alice.graphs
