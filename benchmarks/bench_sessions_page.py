@@ -180,8 +180,9 @@ def main(argv: list[str]) -> int:
             "each comparison a tie broken by the entry IRI; the sealer stores microseconds). "
             "*Minute walk*: what `trails sessions` and the console run "
             "(`trails.audit.sessions_page`): the catalogue's start days, then their minutes, "
-            "from the newest, the pack query run on one minute's entries at a time until the "
-            "page is full. Target: the page flat in the store's size (<= 1.5x). Load average "
+            "from the newest, the pack query run once on the newest minutes not read yet (as "
+            "many as the entries the page still wants: each minute holds at least one) until "
+            "the page is full. Target: the page flat in the store's size (<= 1.5x). Load average "
             f"(1 min) {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} cores.\n\n" + table,
         )
     return 0

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from tests.known_store import Fixture
 
 from trails.audit.querypack import get_query
 from trails.audit.sessions_page import paged, sessions_page, sessions_page_to
+from trails.catalogue.days import start_day_iri
 from trails.catalogue.entries import catalogue_iri, start_quads
 from trails.prov.iri import Minter
 from trails.prov.vocab import T
@@ -94,3 +96,46 @@ def test_recorded_sessions_are_walked_too(fx: Fixture) -> None:
         "SELECT ?e WHERE { GRAPH ?c { ?e trails:startedInMinute ?m . ?m trails:minuteOf ?d } }"
     )
     assert isinstance(found, Solutions) and len(found.rows) == len(fx.sessions)
+
+
+def test_minutes_without_entries_are_walked_past(store: Store) -> None:
+    # the newest minutes of the day lost their entries (erased): the run of minutes the
+    # page reads gives fewer rows than it wants, and the walk reads the next run
+    _catalogue(store, 120, spacing=timedelta(seconds=61))
+    catalogue = catalogue_iri(Minter())
+    newest = ORIGIN + timedelta(seconds=61 * 119)
+    empty = [newest + timedelta(minutes=m) for m in range(1, 30)]
+    store.write(
+        [
+            Quad(
+                Minter.part(catalogue, f"started:{at:%Y-%m-%dT%H%M}"),
+                T.minuteOf,
+                start_day_iri(catalogue, at.date()),
+                catalogue,
+            )
+            for at in empty
+        ]
+    )
+    expected = _sorted(store, {}, 20)
+    assert sessions_page(store, {}, 20).rows == expected.rows
+    assert len(expected.rows) == 20
+
+
+def test_the_newest_page_is_three_queries_whatever_the_store_holds(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 600 sessions, one a minute, the newest 480 in the newest day: the page reads the days,
+    # that day's minutes and one run of 20 minutes, not one query per minute
+    _catalogue(store, 600, spacing=timedelta(minutes=1))
+    expected = _sorted(store, {}, 20)
+    asked: list[str] = []
+    query = store.query
+
+    def counted(sparql: str, params: Any = None, **kwargs: Any) -> Any:
+        asked.append(sparql)
+        return query(sparql, params, **kwargs)
+
+    monkeypatch.setattr(store, "query", counted)
+    assert sessions_page(store, {}, 20).rows == expected.rows
+    assert len(asked) == 3
+    assert not any("ORDER BY DESC(?day)" in q or "ORDER BY DESC(?minute)" in q for q in asked)

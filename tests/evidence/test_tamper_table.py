@@ -46,12 +46,24 @@ def test_the_table_covers_every_family_with_enough_scenarios() -> None:
     assert all(s.why for s in GAPS)
 
 
-def test_the_prepared_store_and_files_verify_in_every_mode(prepared: Prepared) -> None:
+@pytest.mark.allow_nonconforming  # what GAPS lists is tampered on purpose
+def test_the_prepared_store_and_files_verify_in_every_mode(
+    prepared: Prepared, tmp_path: Path
+) -> None:
     folder = Path(prepared.folder)
     case = Case(prepared, folder)
     for mode in MODES:
         done = trails_cli(folder, "verify", "--no-checkpoint", *case.args(mode))
         assert done.returncode == 0, (mode, done.stdout + done.stderr)
+    # what the table lists as not caught yet is not caught (the day it is, the test says to
+    # move it from GAPS into SCENARIOS)
+    for i, scenario in enumerate(GAPS):
+        gap = tmp_path / f"gap-{i}"
+        outcome = run(scenario, prepared, gap)
+        assert not outcome.caught, f"caught now: move {scenario.name!r} into SCENARIOS"
+        for mode in ("--key", "--since-head"):
+            done = trails_cli(gap, "verify", "--no-checkpoint", *Case(prepared, gap).args(mode))
+            assert done.returncode == 0, (mode, done.stdout)
 
 
 @pytest.mark.allow_nonconforming  # tampered on purpose
@@ -64,17 +76,3 @@ def test_each_tampering_is_caught(prepared: Prepared, tmp_path: Path, name: str)
     if scenario.mode in _NOT_PLAIN:  # only the key or the kept head tells
         plain = trails_cli(tmp_path / "case", "verify", "--no-checkpoint")
         assert plain.returncode == 0, plain.stdout
-
-
-@pytest.mark.allow_nonconforming  # tampered on purpose
-@pytest.mark.parametrize("name", [s.name for s in GAPS])
-def test_what_the_table_lists_as_not_caught_is_not_caught(
-    prepared: Prepared, tmp_path: Path, name: str
-) -> None:
-    (scenario,) = [s for s in GAPS if s.name == name]
-    folder = tmp_path / "case"
-    outcome = run(scenario, prepared, folder)
-    assert not outcome.caught, "caught now: move it from GAPS into SCENARIOS"
-    for mode in ("--key", "--since-head"):
-        done = trails_cli(folder, "verify", "--no-checkpoint", *Case(prepared, folder).args(mode))
-        assert done.returncode == 0, (mode, done.stdout)

@@ -29,6 +29,7 @@ from tests.evidence.test_content import (
     record,
     structure_planted,
 )
+from tests.evidence.test_learned_memory import rewrite_text_and_digest
 from tests.evidence.test_transparency import checkpoint
 from tests.evidence.test_verify_full import catalogue_cost, catalogue_deleted, unknown_graph
 
@@ -83,6 +84,13 @@ def _log_node_edited(store: Store, r: Recorded) -> tuple[str, str, str]:
     return "log", str(node), str(node)
 
 
+def _memory_text_and_digest(store: Store, r: Recorded) -> tuple[str, str, str]:
+    """A memory's text and its memory graph's digest rewritten together: only the digest
+    its sealed learning session keeps tells."""
+    rewrite_text_and_digest(store, r)
+    return "content-altered", r.memory, r.session
+
+
 TABLE: dict[str, Tamper] = {
     "catalogue cost edited": catalogue_cost,
     "catalogue entry deleted": catalogue_deleted,
@@ -90,6 +98,7 @@ TABLE: dict[str, Tamper] = {
     "a default-graph triple added": _default_graph_triple,
     "structure planted in a content graph": structure_planted,
     "memory text edited": memory_changed,
+    "memory text and digest rewritten": _memory_text_and_digest,
     "content changed": changed,
     "a receipt graph without a seal": _unsealed_receipt,
     "a transparency-log node edited": _log_node_edited,

@@ -207,3 +207,38 @@ def test_the_otlp_receiver_cuts_a_trickling_head_too(tmp_path: Path) -> None:
         assert whole.status_code == 200, whole.text
     finally:
         stop(process)
+
+
+def test_mcp_serve_over_http_cuts_a_trickling_head_too(tmp_path: Path) -> None:
+    (tmp_path / "tokens.toml").write_text(tokens_toml(), encoding="utf-8")
+    config = tmp_path / "trails.toml"
+    config.write_text('[serve]\ntokens = "tokens.toml"\nheader_timeout = 1\n', encoding="utf-8")
+    port = free_port()
+    env = {**os.environ, "TRAILS_CONFIG": str(config), "TRAILS_STORE": str(tmp_path / "store")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trails.cli", "mcp", "serve", "--http", f"127.0.0.1:{port}"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+    def up() -> bool:
+        assert process.poll() is None, process.communicate()[1].decode()
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    try:
+        wait_for(up)
+        head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n"
+        sent, answer = trickle(port, head)
+        assert sent < len(head)
+        assert answer.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
+        # a whole request is still answered (401: no token given)
+        whole = httpx.post(f"http://127.0.0.1:{port}/mcp", content=b"{}", timeout=60)
+        assert whole.status_code == 401, whole.text
+    finally:
+        assert "Traceback" not in stop(process)

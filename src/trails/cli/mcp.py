@@ -154,6 +154,7 @@ def _serve_http(server: Any, tokens: Any, address: tuple[str, int], base_iri: st
     from trails.mcp.reads import Access
     from trails.server.auth import Grant
     from trails.server.graphs import allowed_graphs
+    from trails.server.heads import head_timeout, server_limits
 
     store = server.store
 
@@ -177,7 +178,9 @@ def _serve_http(server: Any, tokens: Any, address: tuple[str, int], base_iri: st
             file=sys.stderr,
             flush=True,
         )
-        uv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        # keep-alive, connections and request heads limited as `trails serve`'s
+        limits = server_limits(head_timeout(load_settings().section("serve"), "serve"))
+        uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", **limits))
         signal.signal(signal.SIGTERM, _interrupted)
         with contextlib.suppress(KeyboardInterrupt):
             uv.run(sockets=[sock])

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
     from trails.otel.ingest import Ingestor, ingest_options
     from trails.prov.recorder import Recorder
-    from trails.server.heads import head_limited, head_timeout
+    from trails.server.heads import head_timeout, server_limits
     from trails.server.logs import mount_logs
     from trails.server.traces import DEFAULT_MAX_BYTES, receiver_app
     from trails.server.write_tokens import load_write_tokens
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         f"idle sessions end after {idle:g} s",
         file=sys.stderr,
     )
-    # a request head must arrive within [otel] header_timeout (408), a body in 30 s
-    protocol = head_limited(header_seconds)
-    uvicorn.run(app, host=host, port=port, log_level="warning", http=protocol)
+    # keep-alive, connections and request heads limited as `trails serve`'s ([otel]
+    # header_timeout, 408); a body must arrive in 30 s
+    uvicorn.run(app, host=host, port=port, log_level="warning", **server_limits(header_seconds))
     return 0

@@ -156,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from trails.cli.capabilities import import_modules
-    from trails.server.heads import head_limited, head_timeout
+    from trails.server.heads import head_timeout, server_limits
 
     import_modules(getattr(args, "imports", []))
 
@@ -244,14 +244,9 @@ def run(args: argparse.Namespace) -> int:
             uvicorn.Config(
                 endpoint.app,
                 log_level="warning",
-                # an idle keep-alive connection is closed after 5 s, at most 256 connections
-                # are served at once (503 beyond), and a request head may hold 64 KiB and
-                # must arrive within [serve] header_timeout (408): a crowd of slow clients
-                # cannot hold the server (bodies: BODY_SECONDS)
-                http=head_limited(header_seconds),
-                timeout_keep_alive=5,
-                limit_concurrency=256,
-                h11_max_incomplete_event_size=64 * 1024,
+                # keep-alive, connections and request heads limited ([serve] header_timeout);
+                # bodies: BODY_SECONDS
+                **server_limits(header_seconds),
             )
         )
         # uvicorn stops gracefully on SIGINT and SIGTERM, then re-raises the signal to the

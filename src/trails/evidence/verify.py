@@ -19,7 +19,8 @@ graph or seal and what no longer matches:
   rotated to from it by a recorded, signed ``trails:KeyRotation``;
 - ``content-altered``, ``content-missing``, ``content-foreign``: a content value
   against the digest its sealed graph keeps (``trails.evidence.content``; each
-  names the entity and its session);
+  names the entity and its session), and a memory's digest against the one its
+  sealed learning session keeps (``trails.evidence.learned``);
 - ``catalogue``: a sealed session's catalogue entry (status, cost, tokens ...) is
   not the one its sealed graph gives, or is gone (``trails.evidence.sweep``), or an
   entry names a session of which the store holds neither a graph nor a seal;
@@ -86,6 +87,7 @@ from trails.evidence.content import (
 from trails.evidence.erasures import list_erasures
 from trails.evidence.findings import Finding
 from trails.evidence.graphwork import Graph, GraphRead, Judge, Shared, Workers, jobs_for
+from trails.evidence.learned import check_learned
 from trails.evidence.ledger import (
     LedgerContents,
     SealRecord,
@@ -462,7 +464,20 @@ class _Pass:
                         "and nothing else may be kept there",
                     )
                 )
+        self._learned()
         self._entries(ledger)
+
+    def _learned(self) -> None:
+        """Each memory's digest against the one its sealed, intact learning session keeps
+        (``trails.evidence.learned``)."""
+        broken = {f.subject for f in self.report.findings if f.kind in ("altered", "missing")}
+
+        def trusted(session: str) -> bool:
+            return IRI.trusted(session) in self.latest and session not in broken
+
+        check_learned(
+            self.store, trusted, self.checker.accounts, self.report.findings, self.report.content
+        )
 
     def _entries(self, ledger: IRI) -> None:
         if self.stored is None:

@@ -13,7 +13,9 @@ quads back together:
   its session; when it supersedes, the old version's ``prov:invalidatedAtTime``
   and ``prov:wasInvalidatedBy`` in *its* graph; in the session graph, the learn
   as a ``trails:MemoryLearn`` (a ``trails:MemoryOperation``) that
-  ``prov:generated`` the memory.
+  ``prov:generated`` the memory, and on the memory its text's digest as learned
+  (``trails:learnedSha256``: the text only, not topic or tags), so the session's
+  seal keeps what the unsealed memory graph's ``trails:sha256`` must stay.
 - ``MemoriesLearned``: several ``MemoryLearned`` of one call, told exactly as
   each alone, in one write.
 - ``MemoryForgotten``: the invalidation in the memory graph, the
@@ -126,7 +128,9 @@ class MemoryLearned(Event):
         mg = _other(b, self.memory_graph)
         mg.types(m, T.Memory, PROV.Entity)
         # Memory content is the data itself: it is kept whatever the content policy.
-        mg.content_value(m, self.content)
+        digest = mg.content_value(m, self.content)
+        # the digest of the text learned, kept where the session's seal covers it
+        b.value(m, T.learnedSha256, digest)
         mg.value(m, T.confidence, float(self.confidence))
         mg.value(m, T.scope, self.scope)
         # topic and tags may name a person: content, erased with the memory's value

@@ -307,6 +307,7 @@ class T:
     tag = TRAILS.tag
     tags = TRAILS.tags
     tagsSha256 = TRAILS.tagsSha256
+    learnedSha256 = TRAILS.learnedSha256
     confidence = TRAILS.confidence
     validFrom = TRAILS.validFrom
     validUntil = TRAILS.validUntil

@@ -120,8 +120,10 @@ WHERE {
 }
 """
 )
+#: the start days, sorted here (newest first): the store's ORDER BY on IRIs reads their text
+#: at each comparison, which grows with the store
 _DAYS = """PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?day WHERE { GRAPH ?catalogue { ?day a trails:StartDay } } ORDER BY DESC(?day)"""
+SELECT ?day WHERE { GRAPH ?catalogue { ?day a trails:StartDay } }"""
 _COUNT = """PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT (COUNT(?entry) AS ?n) WHERE { GRAPH ?catalogue { ?entry a trails:SessionSummary } }"""
 
@@ -221,14 +223,14 @@ def _walk(console: Console, params: dict[str, Term], wanted: int) -> list[dict[s
     rows: list[dict[str, Any]] = []
     days = console.system.query(_DAYS)
     assert isinstance(days, Solutions)
-    for (day,) in days.rows:
-        when = _day_of(str(day))
+    for day in sorted({str(row[0]) for row in days.rows}, reverse=True):
+        when = _day_of(day)
         if when is None or (until is not None and when > until.date()):
             continue
         if since is not None and when < since.date():
             break
         text = _text(_ROWS, _DAY, params, f"LIMIT {wanted - len(rows)}")
-        rows += _rows(console.system.query(text, {**params, "day": IRI.trusted(str(day))}))
+        rows += _rows(console.system.query(text, {**params, "day": IRI.trusted(day)}))
         if len(rows) >= wanted:
             return rows
     text = _text(_ROWS, _UNDATED, params, f"LIMIT {wanted - len(rows)}")

@@ -26,7 +26,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from trails.errors import ConfigError
 
-__all__ = ["HEAD_SECONDS", "HeadLimitedProtocol", "head_limited", "head_timeout"]
+__all__ = ["HEAD_SECONDS", "HeadLimitedProtocol", "head_limited", "head_timeout", "server_limits"]
 
 HEAD_SECONDS = 10.0
 """How long a request head (request line and headers) may take to arrive, whole."""
@@ -138,3 +138,21 @@ def head_timeout(section: dict[str, Any], name: str, value: Any = None) -> float
     if not seconds > 0 or seconds == float("inf"):
         raise ConfigError(f"[{name}] header_timeout must be a positive number, not {raw!r}")
     return seconds
+
+
+def server_limits(seconds: float = HEAD_SECONDS) -> dict[str, Any]:
+    """The connection limits every trails HTTP server runs with (``uvicorn.Config(app,
+    **server_limits(...))``): an idle keep-alive connection is closed after 5 s, at most
+    256 connections are served at once (503 beyond), and a request head may hold 64 KiB
+    and must arrive within ``seconds`` (408): a crowd of slow clients cannot hold the
+    server.
+
+    Args:
+        seconds: how long a request head may take to arrive.
+    """
+    return {
+        "http": head_limited(seconds),
+        "timeout_keep_alive": 5,
+        "limit_concurrency": 256,
+        "h11_max_incomplete_event_size": 64 * 1024,
+    }
