@@ -31,6 +31,9 @@ __all__ = ["HEAD_SECONDS", "HeadLimitedProtocol", "head_limited", "head_timeout"
 HEAD_SECONDS = 10.0
 """How long a request head (request line and headers) may take to arrive, whole."""
 
+LINGER_SECONDS = 2.0
+"""How long a connection answered 408 stays half-open, its input dropped, before it closes."""
+
 
 class HeadLimitedProtocol(H11Protocol):
     """uvicorn's h11 protocol, with a time limit on each request head (see the module).
@@ -47,6 +50,7 @@ class HeadLimitedProtocol(H11Protocol):
         self._limit = self.limit_concurrency
         self._head_timer: asyncio.TimerHandle | None = None
         self._head_begun = False
+        self._lingering = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """A new connection: its first head is awaited from now."""
@@ -60,6 +64,8 @@ class HeadLimitedProtocol(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         """Bytes arrived: a new head starts its timer, a complete head stops it."""
+        if self._lingering:
+            return  # answered 408: what the client still sends is read and dropped
         if self._head_timer is None and self.conn.their_state is h11.IDLE:
             self._arm()  # the first bytes of a later request on a keep-alive connection
         self._head_begun = self._head_begun or bool(data)
@@ -99,6 +105,14 @@ class HeadLimitedProtocol(H11Protocol):
                 b"connection: close\r\n"
                 b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
             )
+            if self.transport.can_write_eof():
+                # a lingering close: closing now, with the client's last bytes unread,
+                # would reset the connection and could destroy the 408 before it is read;
+                # half-close, drop what still comes, close once the client has had time
+                self.transport.write_eof()
+                self._lingering = True
+                self.loop.call_later(LINGER_SECONDS, self.transport.close)
+                return
         self.transport.close()
 
 
