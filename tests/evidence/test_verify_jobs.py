@@ -6,18 +6,17 @@ name the tampering, and their findings are the same, word for word. Beneath that
 canonical hash read from the store's N-Quads lines is the reference hash whatever the
 lexical forms, the stream is cut into the same graphs whatever the size of the blocks it
 arrives in (and a graph that comes back is still caught), a content check that would have
-to ask the store is judged again where the store is, and writers sealing sessions while a
-pool verifies are never a finding.
+to ask the store is judged again where the store is. Writers sealing sessions while a pool
+verifies: ``test_verify_live.py``, with and without the pool.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 
 import pytest
-from tests.evidence.test_content import ALICE, record, trails_cli
+from tests.evidence.test_content import record, trails_cli
 from tests.evidence.test_verify_full import FULL_TABLE
 
 from trails.evidence import sweep
@@ -25,9 +24,6 @@ from trails.evidence.canonical import digest_nquads, digest_ntriples
 from trails.evidence.content import Accounts, ContentChecker, ContentTally, Receipt
 from trails.evidence.graphwork import POOL_FROM, Judge, Shared, Workers, jobs_for
 from trails.evidence.sweep import Scattered, Sweep
-from trails.evidence.verify import verify
-from trails.kernel import Context, capability, invoke
-from trails.prov import Recorder
 from trails.prov.vocab import T
 from trails.store import IRI, Literal, open_store, set_default_store
 
@@ -159,45 +155,3 @@ def test_a_content_check_that_asks_about_a_receipt_is_judged_where_the_store_is(
         assert findings == []  # the receipt was sealed meanwhile: no content-missing
         assert tally.accounted == {(graph, receipt.iri): 1}
     assert asked == [receipt.graph, receipt.graph]
-
-
-def test_writers_sealing_while_a_pool_verifies_are_no_finding(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "store")
-    stop = threading.Event()
-    counts = [0, 0]
-    errors: list[BaseException] = []
-
-    @capability(id="jobs.live.echo")
-    def echo(text: str) -> str:
-        return text
-
-    def write(worker: int) -> None:
-        recorder = Recorder.from_settings(store=store)
-        try:
-            while not stop.is_set():
-                with Context.open(f"{ALICE}-{worker}", recorder=recorder) as ctx:
-                    invoke("jobs.live.echo", {"text": f"{worker}"}, ctx=ctx)
-                counts[worker] += 1
-        except BaseException as exc:  # reported by the test, not lost in the thread
-            errors.append(exc)
-
-    threads = [threading.Thread(target=write, args=(w,)) for w in range(2)]
-    for thread in threads:
-        thread.start()
-    seen: list[int] = []
-    try:
-        while min(counts) < 2 and not errors:
-            stop.wait(0.01)
-        for _ in range(4):
-            report = verify(store, jobs=2)
-            assert report.ok, report.findings
-            seen.append(report.seals)
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join()
-    assert not errors, errors
-    assert seen == sorted(seen) and seen[-1] > seen[0]  # it verified while they wrote
-    final = verify(store, jobs=2)
-    assert final.ok and final.seals == sum(counts) and not final.open_sessions
-    store.close()

@@ -19,6 +19,8 @@ import textwrap
 import threading
 from pathlib import Path
 
+import pytest
+
 from trails.evidence.verify import verify
 from trails.kernel import Context, capability, invoke
 from trails.prov import Recorder
@@ -110,10 +112,13 @@ def test_six_writers_on_a_server_never_make_verify_cry_wolf(
     assert final.returncode == 0, final.stdout
 
 
-def test_writers_on_the_embedded_store_never_make_verify_cry_wolf(tmp_path: Path) -> None:
+@pytest.mark.parametrize("jobs", [None, 2], ids=["default-jobs", "two-jobs"])
+def test_writers_on_the_embedded_store_never_make_verify_cry_wolf(
+    tmp_path: Path, jobs: int | None
+) -> None:
     """The embedded store is one process's: its writers are threads of the process that
     verifies, each with its own recorder (its own seal chain), recording while the full
-    pass reads the store again and again."""
+    pass reads the store again and again (by default, and with a pool of 2 workers)."""
     store = open_store(tmp_path / "store")
     stop = threading.Event()
     counts = [0, 0]
@@ -142,7 +147,7 @@ def test_writers_on_the_embedded_store_never_make_verify_cry_wolf(tmp_path: Path
         while min(counts) < 2 and not errors:
             stop.wait(0.01)
         for _ in range(6):
-            report = verify(store)
+            report = verify(store, jobs=jobs)
             assert report.ok, report.findings
             seen.append(report.seals)
     finally:
@@ -151,6 +156,6 @@ def test_writers_on_the_embedded_store_never_make_verify_cry_wolf(tmp_path: Path
             thread.join()
     assert not errors, errors
     assert seen == sorted(seen) and seen[-1] > seen[0]  # it verified while they wrote
-    final = verify(store)
+    final = verify(store, jobs=jobs)
     assert final.ok and final.seals == sum(counts) and not final.open_sessions
     store.close()
