@@ -11,13 +11,19 @@ requests. Timed, each the median of ``--rounds``:
 - the sessions page (the first 25, newest first, and every session's totals);
 - one session's page (timeline, provenance graph, I/O, seal verification), the
   session in the middle of the store;
-- a search for a word recorded in every session (the newest 50 hits) and for a
-  word recorded nowhere, each with the index's catch-up with the store first;
-- once: the first search, which builds the search index of the whole store.
+- a search for a word recorded in every session (the newest 50 hits of many), for
+  a rare word (in a few sessions of every thousand) and for a word recorded
+  nowhere, each with the index's catch-up with the store first;
+- once: the first search, which builds the search index of the whole store (or,
+  when the copy came with an index file, catches it up).
 
-Usage: ``python benchmarks/bench_console.py [--sizes 1000,10000] [--store PATH]
+Before timing, each copy is brought up to date by ``trails.catalogue.totals.rollup``
+(as the sealer's ``keep_up`` does at a session end when a day is over: days totalled
+before session counts were kept are given theirs).
+
+Usage: ``python benchmarks/bench_console.py [--sizes 1000,10000] [--store [SIZE=]PATH]...
 [--rounds 5] [--no-doc]``: ``--store`` adds a store of any size (a folder; its
-sessions are counted from its catalogue). It writes its section of
+sessions counted from its catalogue unless ``SIZE=`` says). It writes its section of
 docs/benchmarks.md unless told not to.
 """
 
@@ -39,9 +45,25 @@ import _scale_store
 from _report import write_section
 
 ROOT = Path(__file__).resolve().parent.parent
+FILE = "trails-search.sqlite"  # the index's file beside a store (trails.audit.search)
 TOKEN = "bench-console-token-0123456789abcdef"
 COMMON = "action"
+RARE = "among"
 NOWHERE = "zqxjv-never-recorded"
+
+
+def _rollup(path: Path) -> float:
+    """Seconds of a catalogue rollup of the copy at ``path``."""
+    from trails.catalogue.totals import rollup
+    from trails.store import open_store
+
+    store = open_store(path, create=False)
+    try:
+        start = time.perf_counter()
+        rollup(store)
+        return time.perf_counter() - start
+    finally:
+        store.close()
 
 
 def _listing(path: Path, rounds: int) -> float:
@@ -122,6 +144,7 @@ async def _measure(paths: list[Path], rounds: int) -> list[dict[str, float]]:
             "sessions page": lambda i: "/console/",
             "session page": lambda i: "/console/session?s=" + quote(middles[i], safe=""),
             "search, 50 hits": lambda i: f"/console/search?q={COMMON}",
+            "search, rare word": lambda i: f"/console/search?q={RARE}",
             "search, no hit": lambda i: f"/console/search?q={NOWHERE}",
         }
         for name, url in pages.items():
@@ -144,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     """Measure and print (and write the docs section)."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1000,10000")
-    parser.add_argument("--store", type=Path, default=None, help="a larger store to add")
+    parser.add_argument(
+        "--store", action="append", default=[], help="a larger store to add: [SIZE=]PATH"
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-doc", action="store_true")
     args = parser.parse_args(argv)
@@ -154,8 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         (int(s), _scale_store.cached_store(int(s), reuse_any_digest=True)[0])
         for s in args.sizes.split(",")
     ]
-    if args.store is not None:
-        stores.append((None, args.store.expanduser()))  # counted from its copy
+    for given in args.store:
+        size, _, where = given.rpartition("=") if "=" in given else ("", "", given)
+        stores.append((int(size) if size else None, Path(where).expanduser()))
     results: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-console-") as scratch:
         # copies, so the originals are never written (the index is a file beside the store)
@@ -167,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
             size if size is not None else _count(path)
             for (size, _), path in zip(stores, paths, strict=True)
         ]
+        indexed = [size for size, path in zip(sizes, paths, strict=True) if (path / FILE).exists()]
+        for size, path in zip(sizes, paths, strict=True):
+            print(size, f"rollup {_rollup(path):.1f} s", flush=True)
         measured = asyncio.run(_measure(paths, args.rounds))
         for size, path, figures in zip(sizes, paths, measured, strict=True):
             figures["(the store's graph list, off the request path)"] = _listing(path, args.rounds)
@@ -186,16 +215,27 @@ def main(argv: list[str] | None = None) -> int:
         f"time over the {base:,}-session store's. What each page reads: the sessions page, the "
         "catalogue's start days from the newest and the entries of the newest one or two "
         "(the minute walk of `trails sessions`), and every session's totals from the "
-        "catalogue's daily totals (one row per model) with a count of the entries; a "
+        "catalogue's daily totals (one row per model) with the count of sessions from the "
+        "daily counts kept with them (the days not totalled, today's, and the newest two "
+        "start days' sessions that have not ended counted by entry); a "
         "session's page, the report's data (one session's graphs, its seal; `batches` read "
         "from the session outward) and the grant checked for that graph alone (a `*` token's "
         "queries no longer wait for a list of the store's graphs); search, the SQLite FTS5 "
         "index beside the store (`trails.audit.search`), brought up to date with the store "
         "before each search (the end days since the last one, erasure and retention "
-        "receipts). Building the index (the first search on a store) reads every session "
-        "once. The sessions count is an index count of the catalogue's entries, the one "
-        "figure of the sessions page that grows with the store. A larger store is added "
-        "as a column with `--store PATH` (its sessions counted from its catalogue).",
+        "receipts), a word's beginning expanded to the index's own words that begin so "
+        "(its word list) and FTS5 reading the rows newest first up to the page's 50. "
+        "Building the index (the first search on a store) reads every session "
+        "once. Each copy had a catalogue rollup first (days totalled before session counts "
+        "were kept get theirs). A larger store is added "
+        "as a column with `--store [SIZE=]PATH`."
+        + (
+            " The copies of "
+            + ", ".join(f"{s:,}" for s in indexed)
+            + " sessions came with an index file: their first search only caught it up."
+            if indexed
+            else ""
+        ),
         "",
         head,
         "|---" * (len(sizes) + 2) + "|",
@@ -215,7 +255,10 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "Command: `python benchmarks/bench_console.py --sizes "
         + args.sizes
-        + (" --store PATH" if args.store is not None else "")
+        + "".join(
+            " --store " + (s.rpartition("=")[0] + "=" if "=" in s else "") + "PATH"
+            for s in args.store
+        )
         + "`.",
     ]
     text = "\n".join(lines)

@@ -135,8 +135,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Mark the end-to-end tests (real servers, browsers, slow subprocess runs) ``e2e``.
 
     They stay in the suite; ``-m "not e2e"`` leaves them out of a quick inner loop.
+    A test grading a row of the seeds' table (``@pytest.mark.seed_row``) carries the row in its
+    report, so ``tests/seed_rows/table.py`` reads it from any worker.
     """
     for item in items:
+        for mark in item.iter_markers("seed_row"):
+            item.user_properties.append(("seed_row", [mark.args[0], mark.kwargs.get("differs")]))
         names = set(getattr(item, "fixturenames", ()))
         if (
             _END_TO_END & set(item.path.parts)

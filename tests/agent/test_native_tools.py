@@ -148,6 +148,7 @@ def run_react(driver: str, goal: str, **options: Any) -> Any:
 
 
 @pytest.mark.parametrize("driver", ["run", "arun"])
+@pytest.mark.seed_row("002-068")
 def test_one_turns_calls_run_concurrently_recorded_under_one_completion(
     store: Store, driver: str
 ) -> None:

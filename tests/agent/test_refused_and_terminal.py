@@ -184,6 +184,7 @@ SELECT ?reason ?capability ?status ?stop $run WHERE {
 """
 
 
+@pytest.mark.seed_row("002-102")
 def test_stop_condition_ends_the_run_after_the_call_it_names(
     tools: list[str], store: Store
 ) -> None:

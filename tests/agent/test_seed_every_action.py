@@ -121,6 +121,7 @@ SELECT ?load ?session ?count ?projection WHERE {
 """
 
 
+@pytest.mark.seed_row("002-058")
 def test_saving_and_loading_a_session_are_recorded_activities(store: Store) -> None:
     seen = Seen()
     session = Session(principal="did:local:alice", observers=[seen])

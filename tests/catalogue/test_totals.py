@@ -241,8 +241,17 @@ def test_an_undated_catalogue_is_read_whole_until_rollup_dates_it(days: Days) ->
             {"g": CATALOGUE},
         )
     ]
+    counts = [
+        Quad(IRI.trusted(str(r["s"])), IRI.trusted(str(r["p"])), r["o"], CATALOGUE)  # type: ignore[arg-type]
+        for r in days.store.query(  # type: ignore[union-attr]
+            "PREFIX trails: <https://w3id.org/trails/ns#> SELECT ?s ?p ?o $g WHERE { GRAPH $g {"
+            " ?s ?p ?o VALUES ?p { trails:sessionCount trails:runningSessions } } }",
+            {"g": CATALOGUE},
+        )
+    ]
+    assert counts  # the days' session counts, kept with their totals
     # as a catalogue before days: no days, no totals
-    days.store.write([], remove=[*links, *totals, dated_mark(CATALOGUE)])
+    days.store.write([], remove=[*links, *totals, *counts, dated_mark(CATALOGUE)])
     assert _totalled(days.store) == set() and _running(days.store) is None
     assert _days(days.store) == set()
     _agree(days.store)

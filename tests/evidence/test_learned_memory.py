@@ -6,7 +6,9 @@ text it learned (``trails:learnedSha256``). A real on-disk store is recorded thr
 with through the ``Store`` API, and the real ``trails verify`` checks it in a subprocess: a
 memory's text rewritten together with its digest, or the memory removed, is a finding naming
 the memory and its session; an erased memory is listed with its receipt; a memory learned
-before the learned digest was recorded still verifies as before.
+before the learned digest was recorded still verifies as before. ``trails verify --session``
+of the learning session, and ``--quick`` after a checkpoint taken before it was sealed, find
+the same tampering; other sessions' checks do not.
 """
 
 from __future__ import annotations
@@ -17,11 +19,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.evidence.test_content import ALICE, Recorded, record, trails_cli, value_of
+from tests.evidence.test_content import (
+    ALICE,
+    Recorded,
+    record,
+    replace_text,
+    trails_cli,
+    value_of,
+)
 
 from trails.compliance.erasure import erase
+from trails.evidence.checkpoint import record_checkpoint
+from trails.evidence.findings import Finding
 from trails.evidence.seal import install_sealer
 from trails.evidence.verify import verify
+from trails.kernel import Context
 from trails.memory.events import MemoryLearned
 from trails.prov import Recorder
 from trails.prov.builder import QuadBuilder
@@ -165,3 +177,141 @@ def test_a_learned_digest_in_an_unsealed_graph_is_not_taken_for_evidence(
     planted = IRI.trusted("urn:example:planted")
     store.write([Quad(r.memory, T.learnedSha256, Literal("0" * 64), planted)])
     assert _findings(path) == [("foreign", str(planted), "")]
+
+
+@pytest.fixture
+def after_checkpoint(tmp_path: Path) -> Iterator[tuple[Path, Store, Recorded]]:
+    """A session, a full verification's checkpoint, then the sessions ``record`` writes
+    (the one that learns a memory among them): all sealed after the checkpoint."""
+    path = tmp_path / "store"
+    store = open_store(path)
+    try:
+        recorder = Recorder(store)
+        install_sealer(recorder)
+        with Context.open(ALICE, recorder=recorder):
+            pass
+        full = verify(store)
+        assert full.ok, full.findings
+        record_checkpoint(
+            recorder,
+            mode="full",
+            seals=full.seals,
+            graphs=full.graphs_checked,
+            verified=full.chain_tips,
+            previous=None,
+        )
+        r = record(store)
+        quick = verify(store, quick=True)
+        assert quick.ok and quick.mode == "quick", quick.findings
+        yield path, store, r
+    finally:
+        set_default_store(None)
+        store.close()
+
+
+def _run(path: Path, *args: str) -> tuple[int, str]:
+    done = trails_cli(path, "verify", "--no-checkpoint", *args)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, done.stdout
+
+
+def _kinds(findings: list[Finding]) -> list[tuple[str, str, str]]:
+    return [(f.kind, f.subject, f.session) for f in findings]
+
+
+@pytest.mark.allow_nonconforming  # tampered on purpose
+def test_session_and_quick_catch_text_and_digest_rewritten_together(
+    after_checkpoint: tuple[Path, Store, Recorded],
+) -> None:
+    path, store, r = after_checkpoint
+    assert verify(store, session=r.session).ok
+    rewrite_text_and_digest(store, r)
+    expected = [("content-altered", str(r.memory), str(r.session))]
+    assert _kinds(verify(store, session=r.session).findings) == expected
+    assert _kinds(verify(store, quick=True).findings) == expected
+    line = f"CONTENT-ALTERED {r.memory} in {r.session}: "
+    for args in (("--session", str(r.session)), ("--quick",)):
+        code, out = _run(path, *args)
+        assert code == 1 and line in out, out
+    # a session that did not learn the memory has nothing to say about it
+    assert verify(store, session=r.sample["session"]).ok
+    code, out = _run(path, "--session", str(r.sample["session"]))
+    assert code == 0 and str(r.memory) not in out, out
+
+
+@pytest.mark.allow_nonconforming  # tampered on purpose
+def test_session_and_quick_catch_a_memory_text_edited_alone(
+    after_checkpoint: tuple[Path, Store, Recorded],
+) -> None:
+    """The memory graph's digest left as it was: the text no longer hashes to it."""
+    path, store, r = after_checkpoint
+    replace_text(store, value_of(store, r.memory_graph, r.memory), "e-mail", "phone")
+    for report in (verify(store, session=r.session), verify(store, quick=True)):
+        assert _kinds(report.findings) == [("content-altered", str(r.memory), str(r.session))]
+        assert "its text hashes to" in report.findings[0].detail
+    code, out = _run(path, "--session", str(r.session))
+    assert code == 1 and f"CONTENT-ALTERED {r.memory} in {r.session}: " in out, out
+    assert _run(path, "--session", str(r.sample["session"]))[0] == 0
+
+
+@pytest.mark.allow_nonconforming  # tampered on purpose
+def test_session_and_quick_find_a_removed_memory_missing(
+    after_checkpoint: tuple[Path, Store, Recorded],
+) -> None:
+    path, store, r = after_checkpoint
+    rows = store.query(
+        "SELECT ?p ?o $m $g WHERE { GRAPH $g { $m ?p ?o } }",
+        {"m": r.memory, "g": r.memory_graph},
+    )
+    assert isinstance(rows, Solutions)
+    gone = [Quad(r.memory, row["p"], row["o"], r.memory_graph) for row in rows]  # type: ignore[arg-type]
+    store.write([], remove=[*gone, value_of(store, r.memory_graph, r.memory)])
+    expected = [("content-missing", str(r.memory), str(r.session))]
+    assert _kinds(verify(store, session=r.session).findings) == expected
+    assert _kinds(verify(store, quick=True).findings) == expected
+    code, out = _run(path, "--quick")
+    assert code == 1 and f"CONTENT-MISSING {r.memory} in {r.session}: " in out, out
+
+
+def test_session_and_quick_count_an_erased_memory_against_its_receipt(
+    after_checkpoint: tuple[Path, Store, Recorded],
+) -> None:
+    path, store, r = after_checkpoint
+    recorder = Recorder(store)
+    install_sealer(recorder)
+    receipt = erase(recorder, memory=str(r.memory), reason="GDPR art. 17", by=ALICE)
+    assert receipt.erased == 1 and receipt.seal is not None
+    for report in (verify(store, session=r.session), verify(store, quick=True)):
+        assert report.ok, report.findings
+        assert report.content.accounted[(str(r.session), receipt.erasure)] == 1
+    assert _run(path, "--session", str(r.session))[0] == 0
+
+
+@pytest.mark.allow_nonconforming  # tampered on purpose
+def test_quick_after_a_checkpoint_that_covers_the_learning_session_does_not_reread_it(
+    after_checkpoint: tuple[Path, Store, Recorded],
+) -> None:
+    """Only the sessions sealed since the checkpoint are asked about what they learned: the
+    full check (and ``--session``) still find the edit."""
+    path, store, r = after_checkpoint
+    recorder = Recorder(store)
+    full = verify(store)
+    assert full.ok, full.findings
+    record_checkpoint(
+        recorder,
+        mode="full",
+        seals=full.seals,
+        graphs=full.graphs_checked,
+        verified=full.chain_tips,
+        previous=None,
+    )
+    install_sealer(recorder)
+    with Context.open(ALICE, recorder=recorder):
+        pass  # an unrelated session sealed since
+    rewrite_text_and_digest(store, r)
+    quick = verify(store, quick=True)
+    assert quick.ok and quick.mode == "quick" and quick.graphs_checked == 1, quick.findings
+    assert _run(path, "--quick")[0] == 0
+    expected = [("content-altered", str(r.memory), str(r.session))]
+    assert _kinds(verify(store).findings) == expected
+    assert _kinds(verify(store, session=r.session).findings) == expected

@@ -12,6 +12,7 @@ verifies: ``test_verify_live.py``, with and without the pool.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from tests.evidence.test_content import record, trails_cli
 from tests.evidence.test_verify_full import FULL_TABLE
 
 from trails.evidence import sweep
-from trails.evidence.canonical import digest_nquads, digest_ntriples
+from trails.evidence.canonical import _canonical_already, digest_nquads, digest_ntriples
 from trails.evidence.content import Accounts, ContentChecker, ContentTally, Receipt
 from trails.evidence.graphwork import POOL_FROM, Judge, Shared, Workers, jobs_for
 from trails.evidence.sweep import Scattered, Sweep
@@ -155,3 +156,62 @@ def test_a_content_check_that_asks_about_a_receipt_is_judged_where_the_store_is(
         assert findings == []  # the receipt was sealed meanwhile: no content-missing
         assert tally.accounted == {(graph, receipt.iri): 1}
     assert asked == [receipt.graph, receipt.graph]
+
+
+@pytest.mark.parametrize(
+    ("value", "datatype", "canonical"),
+    [
+        ("2026-01-02T03:04:05.12Z", "dateTime", True),
+        ("2026-01-02T03:04:05.120Z", "dateTime", False),
+        ("2026-01-02T03:04:05+00:00", "dateTime", False),
+        ("true", "boolean", True),
+        ("1", "boolean", False),
+        ("-12", "integer", True),
+        ("007", "integer", False),
+        ("0.25", "decimal", True),
+        ("1.50", "decimal", False),
+        ("2.5", "double", True),
+        ("1e3", "double", False),
+        ("1000.0", "double", False),
+        ("١٢", "integer", False),
+    ],
+)
+def test_a_graph_is_hashed_from_its_lines_only_when_every_form_is_canonical(
+    value: str, datatype: str, canonical: bool
+) -> None:
+    """The hash from the N-Quads lines as they came is taken only when no line would be
+    rewritten; either way it is the canonical hash."""
+    graph = IRI("urn:example:g")
+    ntriples = (
+        f'<urn:example:b> <urn:example:p> "{value}"^^<{_XSD}{datatype}> .\n'
+        f'<urn:example:a> <urn:example:q> "3"^^<{_XSD}integer> .\n'
+        '<urn:example:a> <urn:example:r> "a \\"quoted\\" text" .\n'
+    ).encode()
+    nquads = ntriples.replace(b" .\n", f" <{graph}> .\n".encode())
+    assert _canonical_already(ntriples) is canonical
+    assert digest_nquads(nquads, ntriples, graph) == digest_ntriples(ntriples, graph)
+    if not canonical:  # the lines as they came would hash otherwise
+        lines = sorted(set(nquads.split(b"\n")) - {b""})
+        assert (
+            hashlib.sha256(b"\n".join([*lines, b""])).hexdigest()
+            != digest_ntriples(ntriples, graph)[0]
+        )
+
+
+def test_the_entry_from_the_summary_lines_is_the_entry_from_every_triple(tmp_path: Path) -> None:
+    """``summary_triples`` reads only the lines an entry is made of (of the types, those
+    ``summarise`` asks about): the entry is the one the whole graph gives, for a session
+    holding every kind of event and for one that learns a memory."""
+    store = open_store(tmp_path / "store")
+    try:
+        r = record(store)
+        catalogue = "urn:trails:graph:catalogue"
+        for session in (r.session, r.sample["session"]):
+            data = store.dump(format="ntriples", graph=session) or b""
+            every = sweep.entry_lines(session, sweep.ntriples_rows(data), catalogue)
+            summary = sweep.summary_triples(data)
+            assert sweep.entry_lines(session, summary, catalogue) == every
+            assert len(every) > 20 and len(summary) < len(sweep.ntriples_rows(data))
+    finally:
+        set_default_store(None)
+        store.close()

@@ -112,6 +112,10 @@ PATHS: dict[str, Callable[[LLMClient, Context], str]] = {
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))
+@pytest.mark.seed_row("002-056")
+@pytest.mark.seed_row("002-089")
+@pytest.mark.seed_row("002-091")
+@pytest.mark.seed_row("002-092")
 def test_each_path_records_the_failed_attempt_the_switch_and_the_answer(
     path: str, store: Store
 ) -> None:

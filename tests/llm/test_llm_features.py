@@ -48,6 +48,7 @@ PROV_STARTED = "<http://www.w3.org/ns/prov#startedAtTime>"
 # -- prompt caching -------------------------------------------------------------------
 
 
+@pytest.mark.seed_row("001-020")
 def test_cache_control_on_marked_messages() -> None:
     msgs = (Message("system", "frame", cache=True), Message("user", "q", cache=True))
     system, chat = to_anthropic(msgs, cache=True)
@@ -60,6 +61,8 @@ def test_cache_control_on_marked_messages() -> None:
     assert system[0]["cache_control"] == {"type": "ephemeral"}
 
 
+@pytest.mark.seed_row("001-020")
+@pytest.mark.seed_row("000-049")
 def test_anthropic_cache_tokens_are_priced(server: FakeServer, ctx: Context, store: Store) -> None:
     server.enqueue(
         Reply(

@@ -76,6 +76,7 @@ class SeedCache:
         return {"size": len(self.data)}
 
 
+@pytest.mark.seed_row("002-072")
 def test_a_custom_cache_object_answers_the_second_identical_call(
     ctx: Context, store: Store
 ) -> None:
@@ -101,6 +102,7 @@ def test_an_object_that_is_not_a_cache_is_refused_not_dropped() -> None:
         LLMClient.mock(response="x", response_cache="redis://localhost")  # type: ignore[arg-type]
 
 
+@pytest.mark.seed_row("002-077")
 def test_a_cache_hit_books_and_records_the_original_cost(ctx: Context, store: Store) -> None:
     priced = Response(text="42", model="", input_tokens=7, output_tokens=2, usd=0.25)
     client = LLMClient.mock(response=[priced], response_cache=True)
@@ -120,6 +122,7 @@ def test_a_cache_hit_books_and_records_the_original_cost(ctx: Context, store: St
     assert_conforms(store)
 
 
+@pytest.mark.seed_row("002-073", differs="docs/agent.md#coming-from-selectools")
 def test_the_store_lookup_books_the_recorded_cost(ctx: Context, store: Store) -> None:
     priced = Response(text="recorded", model="", input_tokens=3, output_tokens=4, usd=0.125)
     LLMClient.mock(response=priced).complete("same question", ctx=ctx)
@@ -128,6 +131,7 @@ def test_the_store_lookup_books_the_recorded_cost(ctx: Context, store: Store) ->
     assert completions(store) == [(False, 0.125, "ok"), (True, 0.125, "ok")]
 
 
+@pytest.mark.seed_row("002-075")
 def test_streams_are_never_served_from_nor_written_to_the_cache(ctx: Context, store: Store) -> None:
     cache = SeedCache()
     client = LLMClient.mock(response=["first", "second", "third"], response_cache=cache)
@@ -159,6 +163,7 @@ class OnlyComplete:
         return Response(text="whole answer", model="m", input_tokens=3, output_tokens=2)
 
 
+@pytest.mark.seed_row("002-067")
 def test_an_adapter_with_only_complete_streams_one_chunk(ctx: Context, store: Store) -> None:
     adapter = OnlyComplete()
     parts = list(LLMClient(adapter).stream("hi", ctx=ctx))  # type: ignore[arg-type]
@@ -169,6 +174,7 @@ def test_an_adapter_with_only_complete_streams_one_chunk(ctx: Context, store: St
     assert_conforms(store)
 
 
+@pytest.mark.seed_row("002-067")
 def test_an_adapter_with_only_complete_astreams_one_chunk(ctx: Context, store: Store) -> None:
     adapter = OnlyComplete()
 

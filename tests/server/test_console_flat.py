@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import quote
@@ -33,11 +34,11 @@ from trails.audit.report import report_data
 from trails.audit.search import FILE_NAME, SearchIndex
 from trails.compliance.erasure import erase
 from trails.llm import LLMClient
-from trails.server import console_sessions, create_app
+from trails.server import console_pages, console_sessions, create_app
 from trails.server.app import Endpoint
 from trails.server.auth import Grant, load_tokens, token_entry
 from trails.server.graphs import GraphCache
-from trails.store import Solutions, Store, to_python
+from trails.store import IRI, Quad, Solutions, Store, to_python
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {
@@ -45,6 +46,7 @@ TOKENS = {
     "alice": "alice-flat-token-0123456789abcdefg",
     "bob": "bob-flat-token-0123456789abcdefghi",
 }
+LATER = datetime.now(UTC) + timedelta(days=2)  # every day the sessions ended on is over
 
 
 def _answer(text: str) -> str:
@@ -266,3 +268,103 @@ def test_a_grant_on_everything_runs_without_a_graph_list(fx: Fixture) -> None:
     # a token on its own sessions is resolved against the list, as before
     alice = cache.readable(Grant(ALICE, ("own-sessions",)), None, "urn:trails:")
     assert fx.sessions["A"] in alice.graphs and fx.sessions["B"] not in alice.graphs
+
+
+def _total_count(page: str) -> int:
+    found = re.search(r'<p class="totals">(\d+) session\(s\)', page)
+    assert found, page[-2000:]
+    return int(found.group(1))
+
+
+@pytest.mark.anyio
+async def test_the_session_count_comes_from_the_daily_counts(
+    fx: Fixture, console_app: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trails.catalogue.totals import rollup
+    from trails.compliance.retention import _remove_structure
+
+    # an entry count that would say 999: the page never asks it once entries are dated
+    monkeypatch.setattr(console_sessions, "_COUNT", "SELECT (999 AS ?n) WHERE { }")
+    assert rollup(fx.store).totalled == []  # entries dated; today is not over
+    async with _client(console_app, "auditor") as client:
+        # A, B and C ended today (not totalled: their entries counted), D never ended
+        assert _total_count((await client.get("/console/")).text) == 4
+        # a running session is counted from its start day, then from its end day
+        running = Session(principal=BOB, store=fx.store, llm=LLMClient.mock(response=_answer("x")))
+        running.run("count me", tools=[])
+        assert _total_count((await client.get("/console/")).text) == 5
+        running.close()
+        assert _total_count((await client.get("/console/")).text) == 5
+
+        rollup(fx.store, now=LATER)  # the day they ended on is over: counted
+        counts = fx.store.query(
+            "PREFIX trails: <https://w3id.org/trails/ns#> SELECT ?n WHERE { GRAPH ?g {"
+            " ?g trails:runningSessions ?n } }"
+        )
+        assert isinstance(counts, Solutions)
+        assert [to_python(r[0]) for r in counts.rows] == [4]
+        assert _total_count((await client.get("/console/")).text) == 5
+
+        # erasure leaves the session (its entry, its count); retention removes both
+        erase(fx.recorder, session=str(fx.sessions["A"]), reason="request", by="did:example:dpo")
+        assert _total_count((await client.get("/console/")).text) == 5
+        catalogue = IRI.trusted("urn:trails:graph:catalogue")
+        _remove_structure(fx.store, [str(fx.sessions["B"])], catalogue)
+        assert _total_count((await client.get("/console/")).text) == 4
+        rollup(fx.store, now=LATER)  # the day counted again, without B
+        assert _total_count((await client.get("/console/")).text) == 4
+
+
+@pytest.mark.anyio
+async def test_days_totalled_before_counts_are_counted_by_entry_until_rollup(
+    fx: Fixture, console_app: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trails.catalogue.totals import rollup
+
+    rollup(fx.store, now=LATER)
+    counts = fx.store.query(
+        "PREFIX trails: <https://w3id.org/trails/ns#> SELECT ?s ?p ?o ?g WHERE { GRAPH ?g {"
+        " ?s ?p ?o VALUES ?p { trails:sessionCount trails:runningSessions } } }"
+    )
+    assert isinstance(counts, Solutions) and len(counts.rows) == 2  # the day, the running
+    fx.store.write([], remove=[Quad(*r) for r in counts.rows])  # type: ignore[misc]
+    async with _client(console_app, "auditor") as client:
+        assert _total_count((await client.get("/console/")).text) == 4  # the entry count
+        monkeypatch.setattr(console_sessions, "_COUNT", "SELECT (999 AS ?n) WHERE { }")
+        assert _total_count((await client.get("/console/")).text) == 999  # it was asked
+        assert rollup(fx.store, now=LATER).counted == 1  # the totalled day given its count
+        assert _total_count((await client.get("/console/")).text) == 4  # and it is not
+
+
+@pytest.mark.anyio
+async def test_search_pages_follow_each_other_within_the_grant(
+    fx: Fixture, console_app: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n in range(5):
+        who = BOB if n % 2 else ALICE
+        session = Session(principal=who, store=fx.store, llm=LLMClient.mock(response=_answer("x")))
+        session.run(f"quokkas counted {n}", tools=[])
+        session.close()
+
+    async def pages(who: str) -> list[list[str]]:
+        out: list[list[str]] = []
+        url: str | None = "/console/search?q=quokka"
+        async with _client(console_app, who) as client:
+            while url is not None:
+                page = (await client.get(url)).text
+                out.append(re.findall(r"</mark>s counted (\d)", page))
+                following = re.search(r'<a rel="next" href="([^"]+)"', page)
+                url = following.group(1).replace("&amp;", "&") if following else None
+        return out
+
+    everything = [hit for page in await pages("auditor") for hit in page]
+    monkeypatch.setattr(console_pages, "SEARCH_LIMIT", 2)
+    auditor = await pages("auditor")
+    assert all(len(page) <= 2 for page in auditor) and len(auditor) >= 3
+    assert [hit for page in auditor for hit in page] == everything  # newest first, no gap
+    assert everything[0] == "4" and sorted(set(everything)) == list("01234")
+    bob = [hit for page in await pages("bob") for hit in page]
+    assert set(bob) == {"1", "3"}  # his own sessions, on every page
+    async with _client(console_app, "auditor") as client:
+        wrong = await client.get("/console/search", params={"q": "quokka", "before": "x"})
+        assert wrong.status_code == 400 and "before is the row" in wrong.text

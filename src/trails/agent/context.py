@@ -30,13 +30,15 @@ from __future__ import annotations
 import copy
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from trails.agent.cost_warning import cost_watch
 from trails.agent.evictions import EvictionRecorder, Summarizer
 from trails.agent.history import HistoryEntry, TokenWindow, estimate_tokens
 from trails.agent.knowledge import SessionKnowledge
+from trails.agent.screening import OutputScreen, output_screens
 from trails.agent.session_events import check_trace_metadata, record_trace_metadata
 from trails.agent.strategies import STRATEGIES
 from trails.config import load_settings
@@ -199,9 +201,22 @@ class Session:
         entity_memory: an ``EntityMemory``: each run's entities are learned
             into memory and shown to the next run (``trails.agent.knowledge``).
         knowledge_graph: a ``KnowledgeGraphMemory``: the same for relationship triples.
+        knowledge_memory: a ``KnowledgeMemory``: the principal's memories, shown to each
+            run as ``[Long-term Memory]`` and ``[Recent Memory]`` (``trails.agent.knowledge``).
+        cost_warning_usd: once the session's completions have cost this much (USD), a
+            ``CostWarning`` is issued and logged, once; the runs go on
+            (``trails.agent.cost_warning``; ``max_cost_usd=`` is the hard stop).
+        screen_output: a function ``(capability_id, output) -> reason | None`` (or a
+            list of them) that reads each capability's output before the model does: a
+            reason withholds the output from the model (it sees ``error: output
+            withheld: <reason>``) and is recorded as a denying ``trails:PolicyDecision``
+            informed by the invocation, whose recorded output stays as it was
+            (seed 002's output screening).
 
     Raises:
-        UserError: an empty principal, a bad budget or an unknown strategy.
+        UserError: an empty principal, a bad budget, an unknown strategy, a
+            ``cost_warning_usd`` that is not a positive number or a ``screen_output``
+            that is not a function or a list of them.
         SessionError: a ``session_id`` that cannot name a session (empty, blank, too
             long, a character an IRI path segment cannot hold as it is).
     """
@@ -230,6 +245,9 @@ class Session:
         trace_metadata: Mapping[str, Any] | None = None,
         entity_memory: Any = None,
         knowledge_graph: Any = None,
+        cost_warning_usd: float | None = None,
+        knowledge_memory: Any = None,
+        screen_output: OutputScreen | Sequence[OutputScreen] | None = None,
     ) -> None:
         if not isinstance(principal, str) or not principal.strip():
             raise UserError(f"Session principal must be a non-empty str, not {principal!r}")
@@ -252,8 +270,11 @@ class Session:
         self.budget = _check_budget(budget)
         self.llm = llm
         self.governance = _governance(policy, approver, approval_timeout_s, observers)
+        if (watch := cost_watch(cost_warning_usd)) is not None:
+            self.governance["observers"] += (watch,)
         self.trace_metadata = check_trace_metadata(trace_metadata)
-        self.knowledge = SessionKnowledge.of(entity_memory, knowledge_graph)
+        self.knowledge = SessionKnowledge.of(entity_memory, knowledge_graph, knowledge_memory)
+        self.output_screens = output_screens(screen_output)
         self._store = store
         self._recorder = recorder
         self._context: Context | None = None

@@ -21,6 +21,15 @@ configured with ``Session(entity_memory=EntityMemory(llm=...))`` or
 
 Before each top-level run the known facts are listed (``memory.list``, recorded)
 and put at the end of the system prompt the planners set, in seed 002's order.
+
+seed 002's ``KnowledgeMemory`` (cross-session facts the agent saves with a
+``remember`` tool, shown as ``[Long-term Memory]`` and ``[Recent Memory]``) is
+``Session(knowledge_memory=KnowledgeMemory(recent_days=2))``: the tool is
+``memory.learn``, offered like every registered capability, and before each
+top-level run the principal's current memories (but entities and relationships,
+which have their own sections) are listed in the same recorded ``memory.list``
+way: those learned in the last ``recent_days`` days under ``[Recent Memory]``,
+older ones under ``[Long-term Memory]``.
 An extraction that fails (the provider, a reply that is not JSON) is logged on
 the ``trails.agent`` logger and leaves the run's result as it was.
 """
@@ -32,6 +41,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from trails.errors import TrailsError, UserError
@@ -50,6 +60,7 @@ __all__ = [
     "RELATIONSHIP_PROMPT",
     "EntityMemory",
     "KnowledgeGraphMemory",
+    "KnowledgeMemory",
     "SessionKnowledge",
 ]
 
@@ -213,19 +224,60 @@ Extractor = EntityMemory | KnowledgeGraphMemory
 
 
 @dataclass
+class KnowledgeMemory:
+    """What the principal learned, shown at the start of each run (seed 002's ``KnowledgeMemory``).
+
+    Args:
+        recent_days: memories learned within this many days are ``[Recent Memory]``;
+            older ones ``[Long-term Memory]``.
+        scope: the memory scope listed (``private``: the session's principal, across
+            its sessions; ``shared``; ``session``).
+        max_memories: the most memories shown, newest first.
+
+    Raises:
+        UserError: a negative ``recent_days``, an unknown scope, a bad limit.
+    """
+
+    recent_days: int = 2
+    scope: str = "private"
+    max_memories: int = 50
+
+    def __post_init__(self) -> None:
+        days = self.recent_days
+        if isinstance(days, bool) or not isinstance(days, int) or days < 0:
+            raise UserError(f"KnowledgeMemory(recent_days=...) must be an int >= 0, not {days!r}")
+        _check(self.scope, self.max_memories, "KnowledgeMemory")
+
+    def sections(self, ctx: Context) -> list[str]:
+        """``[Long-term Memory]`` and ``[Recent Memory]``, from one recorded ``memory.list``."""
+        listed = list_memories(scope=self.scope, limit=self.max_memories, ctx=ctx)
+        since = datetime.now(UTC) - timedelta(days=self.recent_days)
+        kept = [m for m in reversed(listed) if m.topic not in ("entity", "relationship")]
+        older = [m.content for m in kept if m.recorded_at < since]
+        recent = [m.content for m in kept if m.recorded_at >= since]
+        return [
+            heading + "\n" + "\n".join(f"- {c}" for c in contents)
+            for heading, contents in (("[Long-term Memory]", older), ("[Recent Memory]", recent))
+            if contents
+        ]
+
+
+@dataclass
 class SessionKnowledge:
-    """A session's entity and knowledge-graph memory: listed before a run, learned after.
+    """A session's entity, knowledge-graph and knowledge memory: listed before a run, learned after.
 
     Args:
         entity_memory: ``Session(entity_memory=...)``, or None.
         knowledge_graph: ``Session(knowledge_graph=...)``, or None.
+        knowledge_memory: ``Session(knowledge_memory=...)``, or None (listed only).
 
     Raises:
-        UserError: either is of the wrong type.
+        UserError: one of them is of the wrong type.
     """
 
     entity_memory: EntityMemory | None = None
     knowledge_graph: KnowledgeGraphMemory | None = None
+    knowledge_memory: KnowledgeMemory | None = None
     turns: int = 0
     known: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
@@ -242,13 +294,22 @@ class SessionKnowledge:
                 f"knowledge_graph= must be a trails.agent.knowledge.KnowledgeGraphMemory, "
                 f"not {self.knowledge_graph!r}"
             )
+        if self.knowledge_memory is not None and not isinstance(
+            self.knowledge_memory, KnowledgeMemory
+        ):
+            raise UserError(
+                f"knowledge_memory= must be a trails.agent.knowledge.KnowledgeMemory, "
+                f"not {self.knowledge_memory!r}"
+            )
 
     @classmethod
-    def of(cls, entity_memory: Any, knowledge_graph: Any) -> SessionKnowledge | None:
-        """The session's knowledge, or None when neither is configured."""
-        if entity_memory is None and knowledge_graph is None:
+    def of(
+        cls, entity_memory: Any, knowledge_graph: Any, knowledge_memory: Any = None
+    ) -> SessionKnowledge | None:
+        """The session's knowledge, or None when none of them is configured."""
+        if entity_memory is None and knowledge_graph is None and knowledge_memory is None:
             return None
-        return cls(entity_memory, knowledge_graph)
+        return cls(entity_memory, knowledge_graph, knowledge_memory)
 
     @property
     def extractors(self) -> list[Extractor]:
@@ -268,6 +329,8 @@ class SessionKnowledge:
             if memories:
                 lines = "\n".join(f"- {m.content}" for m in reversed(memories))
                 sections.append(f"{x.heading}\n{lines}")
+        if self.knowledge_memory is not None:
+            sections += self.knowledge_memory.sections(ctx)
         history.system_suffix = "\n\n".join(sections)
 
     def after_run(self, ctx: Context, llm: Any, goal: str, answer: Any) -> None:

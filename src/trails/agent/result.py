@@ -60,6 +60,11 @@ class PlanStep:
     observation: Any = None
     activity_iri: str | None = None
 
+    @property
+    def reasoning(self) -> str:
+        """The turn's reasoning (``thought``), under seed 002's name."""
+        return self.thought
+
 
 @dataclass
 class PlanResult:
@@ -80,6 +85,9 @@ class PlanResult:
             after whose call the run's ``stop_condition`` said stop; else None.
         terminated_by_call: that call's invocation activity in the provenance
             graph (the run ``prov:wasEndedBy`` a ``trails:TerminalAction`` it generated).
+
+    ``reasoning_history`` lists the steps' thoughts and ``reasoning`` is the last of them
+    (seed 002's names); the completions that hold them are in the graph.
     """
 
     answer: Any
@@ -90,3 +98,14 @@ class PlanResult:
     activity_iri: str | None = None
     terminated_by: str | None = None
     terminated_by_call: str | None = None
+
+    @property
+    def reasoning_history(self) -> list[str]:
+        """The model's reasoning on each turn that gave one, in order."""
+        return [step.thought for step in self.steps if step.thought]
+
+    @property
+    def reasoning(self) -> str | None:
+        """The reasoning of the last turn that gave one (the final decision), or None."""
+        history = self.reasoning_history
+        return history[-1] if history else None

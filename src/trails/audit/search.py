@@ -21,6 +21,13 @@ hook in the writers:
 - retention: each ``trails:RetentionRemoval`` names a graph it removed: its
   rows are deleted.
 
+A search reads a page of rows, however many values match: the index keeps a
+list of its own words (``words``, each with how many rows hold it, kept through
+the index's own tokenizer as rows come and go, so an erased word leaves it too),
+a search's last word is asked as each whole word that begins so, and FTS5 reads
+the matching rows newest first (sessions in the order they ended) up to the
+page (``search``'s ``limit``; ``before`` a row for the next page).
+
 ``catch_up`` runs before every search, so a session's words are found once it
 has ended and erased words are never found again; ``rebuild`` empties the
 index and reads every ended session again (a session whose catalogue entry
@@ -52,16 +59,22 @@ __all__ = ["FILE_NAME", "Hit", "Scope", "SearchIndex", "utc_text"]
 FILE_NAME = "trails-search.sqlite"
 """The index's file in a directory store's folder."""
 
-_SCHEMA = """
+_TOKENIZE = "tokenize = 'unicode61 remove_diacritics 2'"
+_SCHEMA = f"""
 CREATE VIRTUAL TABLE IF NOT EXISTS content USING fts5(
     value, session UNINDEXED, graph UNINDEXED, subject UNINDEXED, property UNINDEXED,
-    principal UNINDEXED, started UNINDEXED, tokenize = 'unicode61 remove_diacritics 2');
+    principal UNINDEXED, started UNINDEXED, {_TOKENIZE});
 CREATE TABLE IF NOT EXISTS sessions (
     session TEXT PRIMARY KEY, ended TEXT NOT NULL, started TEXT, principal TEXT);
 CREATE TABLE IF NOT EXISTS rows_of (session TEXT NOT NULL, row INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS rows_of_session ON rows_of (session);
 CREATE TABLE IF NOT EXISTS seen (kind TEXT, item TEXT, PRIMARY KEY (kind, item));
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS words (word TEXT PRIMARY KEY, rows INTEGER NOT NULL) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.scratch USING fts5(value, content='', {_TOKENIZE});
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.scratch_terms USING fts5vocab(temp, scratch, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.scratch_tokens USING fts5vocab(temp, scratch, 'instance');
+CREATE VIRTUAL TABLE IF NOT EXISTS temp.all_terms USING fts5vocab(main, content, 'row');
 """
 
 _VALUES = " ".join(f"<{p}>" for p in sorted(CONTENT_PROPERTIES))
@@ -79,6 +92,11 @@ SELECT ?session ?ended ?started ?principal $day WHERE {
     OPTIONAL { ?entry prov:wasAttributedTo ?principal }
   }
 }"""
+_DAY_MARK = """PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT (COUNT(?entry) AS ?n) (MAX(STR(?ended)) AS ?last) $day WHERE {
+  GRAPH ?catalogue { ?entry trails:endedOn $day ; trails:sessionEnded ?ended }
+}
+GROUP BY $day"""
 _UNDATED = """PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT ?session ?ended ?started ?principal WHERE {
@@ -118,13 +136,25 @@ class Scope:
 
 @dataclass(frozen=True)
 class Hit:
-    """One content value that matched: where it is recorded, and the value."""
+    """One content value that matched: where it is recorded, the value, and its row (the
+    next page of a search starts ``before`` the last hit's row)."""
 
     session: str
     graph: str
     subject: str
     property: str
     value: str
+    row: int = 0
+
+
+_EXPANSIONS = 200
+"""The most words a search's last word is expanded to (past it, FTS5's own prefix match)."""
+
+
+def _hit(row: Sequence[Any]) -> Hit:
+    """A hit from a row of ``session, graph, subject, property, value, rowid``."""
+    session, graph, subject, prop, value, rowid = row
+    return Hit(str(session), str(graph), str(subject), str(prop), str(value), int(rowid))
 
 
 def _text(term: object) -> str:
@@ -154,6 +184,11 @@ def _phrase(text: str) -> str:
     return '"' + text.replace('"', '""') + '"*'
 
 
+def _after(prefix: str) -> str:
+    """The least text greater than every text starting with ``prefix`` (a word range's end)."""
+    return prefix[:-1] + chr(ord(prefix[-1]) + 1)
+
+
 class SearchIndex:
     """The full-text index of one store's recorded content (see the module docstring).
 
@@ -168,6 +203,7 @@ class SearchIndex:
             ":memory:" if path is None else str(path), check_same_thread=False
         )
         self._db.executescript(_SCHEMA)
+        self._words = self._meta("words") is not None
 
     @classmethod
     def beside(cls, location: str | Path | None) -> SearchIndex:
@@ -200,15 +236,21 @@ class SearchIndex:
             done = self._removals(store)
             done += self._erasures(store)
             done += self._ended(store)
+            if not self._words:  # a new index, or one from before the word list
+                self._db.execute("DELETE FROM words")
+                self._db.execute("INSERT INTO words SELECT term, doc FROM temp.all_terms")
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('words', '1')")
+                self._words = True
             self._db.commit()
             return done
 
     def rebuild(self, store: Store) -> int:
         """Empty the index and read every ended session again; how many were indexed."""
         with self._lock:
-            for table in ("content", "rows_of", "sessions", "seen", "meta"):
+            for table in ("content", "rows_of", "sessions", "seen", "meta", "words"):
                 self._db.execute(f"DELETE FROM {table}")  # constant table names
             self._db.commit()
+            self._words = False
         return self.catch_up(store)
 
     def _meta(self, key: str) -> str | None:
@@ -239,14 +281,29 @@ class SearchIndex:
             assert isinstance(undated, Solutions)
             indexed += self._index_entries(store, undated, None)
         for when, day in found:
-            entries = store.query(_ENDED_ON, {"day": day})
-            assert isinstance(entries, Solutions)
-            indexed += self._index_entries(store, entries, day)
+            mark = self._day_mark(store, day)
+            if mark not in self._seen("day", [mark]):
+                entries = store.query(_ENDED_ON, {"day": day})
+                assert isinstance(entries, Solutions)
+                indexed += self._index_entries(store, entries, day)
+                self._db.execute(
+                    "DELETE FROM seen WHERE kind = 'day' AND item GLOB ?", (_glob(f"{day} ") + "*",)
+                )
+                self._db.execute("INSERT OR IGNORE INTO seen VALUES ('day', ?)", (mark,))
             if through is None or when.isoformat() > through:
                 through = when.isoformat()
         if through is not None:
             self._db.execute("INSERT OR REPLACE INTO meta VALUES ('through', ?)", (through,))
         return indexed
+
+    @staticmethod
+    def _day_mark(store: Store, day: IRI) -> str:
+        """What an end day holds, in short: its entries' count and latest end (an aggregate
+        in the store, no row read here). A day whose mark is unchanged is not read again
+        (an entry rewritten by a late write ends later, so the latest end moves)."""
+        rows = store.query(_DAY_MARK, {"day": day})
+        assert isinstance(rows, Solutions)
+        return f"{day} " + " ".join(_text(v) for row in rows.rows for v in row[:2])
 
     def _index_entries(self, store: Store, entries: Solutions, day: IRI | None) -> int:
         """Index the entries' sessions this index does not hold as they ended."""
@@ -260,7 +317,7 @@ class SearchIndex:
                 new[session] = (ended, _moment(row.get("started")), _text(row.get("principal")))
         if not new:
             return 0
-        for session, facts in new.items():
+        for session, facts in sorted(new.items(), key=lambda item: item[1][0]):  # by end
             self._put(session, facts, self._content(store, session))
         return len(new)
 
@@ -277,6 +334,7 @@ class SearchIndex:
         """Replace what the index holds of ``session`` with ``values`` (g, s, p, o rows)."""
         ended, started, principal = facts
         self._forget(session)
+        kept: list[str] = []
         for g, s, p, o in values:
             if isinstance(o, Literal) and o.value:
                 cursor = self._db.execute(
@@ -285,6 +343,8 @@ class SearchIndex:
                     (_text(o), session, _text(g), _text(s), _text(p), principal, started),
                 )
                 self._db.execute("INSERT INTO rows_of VALUES (?, ?)", (session, cursor.lastrowid))
+                kept.append(_text(o))
+        self._count_words(kept, 1)
         self._db.execute(
             "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?)",
             (session, ended, started, principal),
@@ -296,9 +356,35 @@ class SearchIndex:
             (r[0],)
             for r in self._db.execute("SELECT row FROM rows_of WHERE session = ?", (session,))
         ]
+        if rows and self._words:
+            old = self._db.execute(
+                "SELECT value FROM content WHERE rowid IN "
+                "(SELECT row FROM rows_of WHERE session = ?)",
+                (session,),
+            )
+            self._count_words([str(r[0]) for r in old], -1)
         if rows:
             self._db.executemany("DELETE FROM content WHERE rowid = ?", rows)
             self._db.execute("DELETE FROM rows_of WHERE session = ?", (session,))
+
+    def _count_words(self, values: list[str], sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) the rows holding each word of ``values`` in the
+        word list (words are the index's own: ``values`` go through its tokenizer); a word
+        no row holds any longer leaves the list (erased words are not kept even there)."""
+        if not self._words or not values:
+            return
+        self._db.executemany("INSERT INTO temp.scratch (value) VALUES (?)", [(v,) for v in values])
+        self._db.execute(
+            "INSERT INTO words SELECT term, ? * doc FROM temp.scratch_terms WHERE true "
+            "ON CONFLICT (word) DO UPDATE SET rows = rows + excluded.rows",
+            (sign,),
+        )
+        if sign < 0:
+            self._db.execute(
+                "DELETE FROM words WHERE word IN (SELECT term FROM temp.scratch_terms) "
+                "AND rows <= 0"
+            )
+        self._db.execute("INSERT INTO temp.scratch (scratch) VALUES ('delete-all')")
 
     def _erasures(self, store: Store) -> int:
         """Index again, from what the store still holds, each session an erasure touched."""
@@ -348,6 +434,7 @@ class SearchIndex:
         *,
         since: datetime | None = None,
         until: datetime | None = None,
+        before: int | None = None,
     ) -> list[Hit]:
         """The newest ``limit`` values holding the words of ``text``, within ``scope``.
 
@@ -360,32 +447,77 @@ class SearchIndex:
             scope: which sessions may be returned (None: every session).
             since: only sessions started at or after this (an ``xsd:dateTime`` text).
             until: only sessions started before this.
+            before: only rows before this one (the last hit's ``row``: the next page).
 
         Returns:
-            The hits, the most recently indexed first.
+            The hits, the most recently indexed first: FTS5 reads the matching rows newest
+            first and stops at ``limit`` (a page costs a page, however many values match;
+            the scope is checked on each row read, so a narrow scope reads the rows of the
+            sessions outside it that come first).
         """
         if not any(c.isalnum() for c in text):
             return []
         low = None if since is None else utc_text(since)
         high = None if until is None else utc_text(until)
-        where, args = self._where(text, scope, low, high)
-        sql = (
-            "SELECT session, graph, subject, property, value FROM content WHERE "
-            + " AND ".join(where)
-            + " ORDER BY rowid DESC LIMIT ?"
-        )
         with self._lock:
+            match = self._match(text)
+            if match is None:
+                return []
+            where, args = self._where(match, scope, low, high)
+            if before is not None:
+                where.append("rowid < ?")
+                args.append(int(before))
+            sql = (
+                "SELECT session, graph, subject, property, value, rowid FROM content WHERE "
+                + " AND ".join(where)
+                + " ORDER BY rowid DESC LIMIT ?"
+            )
             rows = self._db.execute(sql, [*args, int(limit)]).fetchall()
-        return [Hit(*(str(v) for v in row)) for row in rows]
+        return [_hit(row) for row in rows]
+
+    def _match(self, text: str) -> str | None:
+        """The FTS5 query of ``text``'s words in order, the last one as typed or longer; None
+        when no value can hold them.
+
+        FTS5 answers a word's beginning (``"polish"*``) by merging the row lists of every
+        word that begins so, all of them, before the newest row comes out: a common word
+        costs as many rows as hold it. The word list (``words``, the index's own words)
+        names the words that begin so; the query asks for each whole (``"polish" OR
+        "polished"``), which FTS5 reads newest first and stops at ``LIMIT``. Beyond
+        ``_EXPANSIONS`` words (a beginning of a letter or two), FTS5's own match.
+        """
+        if not self._words:
+            return _phrase(text)
+        self._db.execute("INSERT INTO temp.scratch (value) VALUES (?)", (text,))
+        tokens = [
+            str(r[0])
+            for r in self._db.execute("SELECT term FROM temp.scratch_tokens ORDER BY offset")
+        ]
+        self._db.execute("INSERT INTO temp.scratch (scratch) VALUES ('delete-all')")
+        if not tokens:
+            return None
+        last = tokens[-1]
+        words = [
+            str(r[0])
+            for r in self._db.execute(
+                "SELECT word FROM words WHERE word >= ? AND word < ? LIMIT ?",
+                (last, _after(last), _EXPANSIONS + 1),
+            )
+        ]
+        if not words:
+            return None
+        if len(words) > _EXPANSIONS:
+            return _phrase(text)
+        return " OR ".join('"' + " ".join([*tokens[:-1], w]) + '"' for w in words)
 
     @staticmethod
     def _where(
-        text: str, scope: Scope | None, since: str | None, until: str | None
+        match: str, scope: Scope | None, since: str | None, until: str | None
     ) -> tuple[list[str], list[object]]:
         where: list[str] = []
         args: list[object] = []
         where.append("content MATCH ?")
-        args.append(_phrase(text))
+        args.append(match)
         if scope is not None:
             ors = ["session GLOB ?"] * len(scope.patterns)
             args += [_glob(p) for p in scope.patterns]
@@ -410,6 +542,6 @@ class SearchIndex:
         """Every value the index holds (tests, diagnostics)."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT session, graph, subject, property, value FROM content"
+                "SELECT session, graph, subject, property, value, rowid FROM content"
             ).fetchall()
-        return iter([Hit(*(str(v) for v in row)) for row in rows])
+        return iter([_hit(row) for row in rows])

@@ -185,6 +185,8 @@ SELECT ?s ?p ?o $catalogue $day WHERE {
   GRAPH $catalogue {
     { $day trails:totalledAt ?o BIND($day AS ?s) BIND(trails:totalledAt AS ?p) }
     UNION
+    { $day trails:sessionCount ?o BIND($day AS ?s) BIND(trails:sessionCount AS ?p) }
+    UNION
     { ?s trails:totalsOf $day ; ?p ?o }
   }
 }
@@ -195,6 +197,9 @@ PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT ?s ?p ?o $catalogue WHERE {
   GRAPH $catalogue {
     { $catalogue trails:runningThrough ?o BIND($catalogue AS ?s) BIND(trails:runningThrough AS ?p) }
+    UNION
+    { $catalogue trails:runningSessions ?o
+      BIND($catalogue AS ?s) BIND(trails:runningSessions AS ?p) }
     UNION
     { ?s a trails:RunningTotal ; ?p ?o }
   }
@@ -222,8 +227,8 @@ def running_quads(store: Store, catalogue: IRI) -> tuple[date | None, list[Quad]
 
 def day_totals(store: Store, catalogue: IRI, days: Iterable[IRI]) -> list[Quad]:
     """What a write that changes a summary of ``days`` removes with it: their
-    ``trails:DailyTotal`` nodes and ``totalledAt`` marks, and the running totals when
-    they run through one of those days."""
+    ``trails:DailyTotal`` nodes, ``totalledAt`` marks and session counts, and the running
+    totals (and their session count) when they run through one of those days."""
     out: list[Quad] = []
     earliest: date | None = None
     for day in dict.fromkeys(days):

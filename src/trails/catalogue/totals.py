@@ -5,10 +5,12 @@ Summing cost per model or per principal over the catalogue reads one
 has ever held. Every summary of an ended session points to its UTC day
 (``trails:endedOn`` a ``trails:CatalogueDay``, see ``trails.catalogue.entries``).
 Once a day is over, ``rollup`` sums its sessions' usage per agent into
-``trails:DailyTotal`` nodes and marks the day ``trails:totalledAt``, then sums
+``trails:DailyTotal`` nodes and marks the day ``trails:totalledAt`` (with its
+``trails:sessionCount``, how many sessions ended on it), then sums
 the daily totals of every day up to the newest one with no untotalled day
 before it into one ``trails:RunningTotal`` per agent (the catalogue graph's
-``trails:runningThrough`` names that day). The ``cost-by-model`` and
+``trails:runningThrough`` names that day, ``trails:runningSessions`` their
+sessions). The ``cost-by-model`` and
 ``cost-by-principal`` pack queries read the running totals, the daily totals
 of the days after them, and the summaries of the days not totalled (today's,
 typically): one row per agent plus what today added, whatever the store holds.
@@ -135,6 +137,26 @@ WHERE {
 GROUP BY ?agent $catalogue $day
 """
 
+_DAY_COUNT = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT (COUNT(?entry) AS ?n) ?counted $catalogue $day WHERE {
+  GRAPH $catalogue {
+    { ?entry trails:endedOn $day } UNION { $day trails:sessionCount ?counted }
+  }
+}
+GROUP BY ?counted $catalogue $day
+"""
+
+_COUNTS = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?day ?date ?n $catalogue WHERE {
+  GRAPH $catalogue {
+    ?day a trails:CatalogueDay ; trails:day ?date ; trails:totalledAt ?at .
+    OPTIONAL { ?day trails:sessionCount ?n }
+  }
+}
+"""
+
 
 @dataclass
 class RollupResult:
@@ -150,6 +172,25 @@ class RollupResult:
     """The day the running totals run through (``None``: no day is totalled)."""
     left: list[date] = field(default_factory=list)
     """Days that are over but were left for a next rollup (past its ``limit``)."""
+    counted: int = 0
+    """Days totalled before session counts were kept that were given their count."""
+
+
+def _solutions(result: object) -> Solutions:
+    assert isinstance(result, Solutions)
+    return result
+
+
+def _count_days(store: Store, catalogue: IRI) -> int:
+    """Give each totalled day without a session count (totalled before counts were kept)
+    its count; one write per day. How many were counted."""
+    counted = 0
+    for row in _solutions(store.query(_COUNTS, {"catalogue": catalogue})):
+        if row.get("n") is None and row.get("day") is not None:
+            day = IRI.trusted(str(row["day"]))
+            store.write([_session_count(store, catalogue, day)[0]])
+            counted += 1
+    return counted
 
 
 def _rows(result: object) -> list[tuple[object, ...]]:
@@ -236,12 +277,24 @@ def _per_agent(
     return out
 
 
+def _session_count(store: Store, catalogue: IRI, day: IRI) -> tuple[Quad, list[Quad]]:
+    """The count of the sessions that ended on ``day`` (``trails:sessionCount``), and the
+    count stored before it (to remove in the same write)."""
+    rows = store.query(_DAY_COUNT, {"catalogue": catalogue, "day": day})
+    assert isinstance(rows, Solutions)
+    ended = sum(int(_number(r.get("n"))) for r in rows if r.get("counted") is None)
+    old = [Quad(day, T.sessionCount, r["counted"], catalogue) for r in rows if r.get("counted")]
+    return Quad(day, T.sessionCount, literal(ended), catalogue), old
+
+
 def _total_quads(store: Store, catalogue: IRI, day: IRI, at: datetime) -> list[Quad]:
-    """The totals of ``day`` per agent, and the mark that they are current."""
+    """The totals of ``day`` per agent, how many sessions ended on it, and the mark that
+    they are current."""
     rows = store.query(_SUMS, {"catalogue": catalogue, "day": day})
     assert isinstance(rows, Solutions)
     return [
         Quad(day, T.totalledAt, literal(at), catalogue),
+        _session_count(store, catalogue, day)[0],
         *_per_agent(
             rows,
             T.DailyTotal,
@@ -273,6 +326,14 @@ def _running(store: Store, catalogue: IRI) -> date | None:
     add: list[Quad] = []
     if through is not None:
         add.append(Quad(catalogue, T.runningThrough, literal(through), catalogue))
+        counts = [
+            to_python(r["n"]) if r.get("n") is not None else None
+            for r in _solutions(store.query(_COUNTS, {"catalogue": catalogue}))
+            if isinstance(to_python(r["date"]), date) and to_python(r["date"]) <= through
+        ]
+        if all(isinstance(n, int) for n in counts):  # every day counted (rollups before not)
+            count = sum(n for n in counts if isinstance(n, int))
+            add.append(Quad(catalogue, T.runningSessions, literal(count), catalogue))
         rows = store.query(_RUNNING_SUMS, {"catalogue": catalogue, "through": literal(through)})
         assert isinstance(rows, Solutions)
         add += _per_agent(
@@ -332,8 +393,11 @@ def rollup(
         if limit is not None and len(result.totalled) >= limit:
             result.left.append(when)
             continue
-        store.write(_total_quads(store, catalogue, IRI.trusted(str(day)), now))
+        node = IRI.trusted(str(day))
+        stale = _session_count(store, catalogue, node)[1]  # one left by a concurrent removal
+        store.write(_total_quads(store, catalogue, node, now), remove=stale)
         result.totalled.append(when)
+    result.counted = _count_days(store, catalogue)
     result.running_through = _running(store, catalogue)
     return result
 

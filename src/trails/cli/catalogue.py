@@ -102,6 +102,11 @@ def _say(result: RollupResult, as_json: bool) -> None:
         f"{days} day{'' if days == 1 else 's'} totalled"
         + (f", {result.dated} entries dated" if result.dated else "")
         + (
+            f", {result.counted} totalled before given their session count"
+            if result.counted
+            else ""
+        )
+        + (
             f"; {len(result.open_days)} not over yet (read from their entries)"
             if result.open_days
             else ""

@@ -84,8 +84,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--quick",
         action="store_true",
-        help="only the graphs sealed since the latest checkpoint and their links (for "
-        "scheduled runs between full ones); says what it did not recheck",
+        help="only the graphs sealed since the latest checkpoint, their links and the memories "
+        "they learned (for scheduled runs between full ones); says what it did not recheck",
     )
     p.add_argument(
         "--jobs",
@@ -99,7 +99,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="do not record a verification checkpoint (leave the store unchanged)",
     )
-    p.add_argument("--session", help="check only this session (IRI or UUID) and its seals' links")
+    p.add_argument(
+        "--session",
+        help="check only this session (IRI or UUID), its seals' links and the memories it learned",
+    )
     p.add_argument("--key", help="trusted Ed25519 public key (PEM): every seal must be signed")
     p.add_argument(
         "--expect-head",

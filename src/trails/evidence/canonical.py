@@ -320,10 +320,8 @@ def digest_ntriples(data: bytes, graph: IRI, *, version: int = 2) -> tuple[str, 
     return hashlib.sha256(b"".join(ordered)).hexdigest(), len(ordered)
 
 
-# a typed literal of a datatype version 2 normalises whose lexical form is not surely
-# canonical already (each alternative of the lookahead is a fixed point of
-# ``normal_lexical``): a line that ``digest_ntriples`` might rewrite; doubles are read
-# out (``_DOUBLES``) and each one's form recomputed
+# the lexical forms of the datatypes version 2 normalises that are surely canonical
+# already (each a fixed point of ``normal_lexical``); a double's form is recomputed
 _CANONICAL_LEXICAL = {
     b"dateTime": rb"-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d*[1-9])?(?:Z|[+-](?!00:00)\d\d:\d\d)?",
     b"boolean": rb"true|false",
@@ -331,19 +329,30 @@ _CANONICAL_LEXICAL = {
     b"decimal": rb"-?[1-9]\d*(?:\.\d*[1-9])?|-?0\.\d*[1-9]|0",
 }
 _TYPED_END = rb'"\^\^<' + re.escape(_XSD.encode())
-_UNSURE = re.compile(
-    rb'"(?!'
-    + b"|".join(
-        rb"(?:" + lexical + rb")" + _TYPED_END + name + rb"> \.$"
-        for name, lexical in _CANONICAL_LEXICAL.items()
-    )
-    + rb')[^"\n]*'
-    + _TYPED_END
-    + rb"(?:dateTime|boolean|integer|decimal)> \.$",
-    re.MULTILINE,
-)
-_DOUBLES = re.compile(rb'"([^"\n]*)' + _TYPED_END + rb"double> \.$", re.MULTILINE)
+# the end of a line whose object is a typed literal of a datatype version 2 normalises:
+# found by its fixed start (a fast search), its lexical form then read back to its quote
+_TYPED = re.compile(_TYPED_END + rb"(dateTime|boolean|integer|decimal|double)> \.$", re.MULTILINE)
+_SURE = {name: re.compile(lexical) for name, lexical in _CANONICAL_LEXICAL.items()}
 _DOUBLE_TYPE = _XSD + "double"
+
+
+def _canonical_already(ntriples: bytes) -> bool:
+    """Whether every typed literal of a normalised datatype in ``ntriples`` is in its
+    canonical lexical form (so ``digest_ntriples`` would rewrite no line): each one's form
+    is a fixed point of ``normal_lexical`` (``_CANONICAL_LEXICAL``; doubles recomputed)."""
+    for match in _TYPED.finditer(ntriples):
+        end = match.start()
+        lexical = ntriples[ntriples.rfind(b'"', 0, end) + 1 : end]
+        if b"\n" in lexical:
+            return False  # not a line of a literal: leave it to the reference
+        kind = match.group(1)
+        if kind == b"double":
+            text = lexical.decode("utf-8")
+            if normal_lexical(text, _DOUBLE_TYPE) != text:
+                return False
+        elif _SURE[kind].fullmatch(lexical) is None:
+            return False
+    return True
 
 
 def digest_nquads(nquads: bytes, ntriples: bytes, graph: IRI) -> tuple[str, int]:
@@ -360,10 +369,7 @@ def digest_nquads(nquads: bytes, ntriples: bytes, graph: IRI) -> tuple[str, int]
     Returns:
         ``(sha256 hex, number of distinct quads)``.
     """
-    if _UNSURE.search(ntriples) is not None or any(
-        normal_lexical(v, _DOUBLE_TYPE) != v
-        for v in (b.decode("utf-8") for b in _DOUBLES.findall(ntriples))
-    ):
+    if not _canonical_already(ntriples):
         return digest_ntriples(ntriples, graph)
     lines = set(nquads.split(b"\n"))
     lines.discard(b"")

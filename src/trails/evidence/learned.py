@@ -18,20 +18,26 @@ Memories learned before the learned digest was recorded have none: only their te
 the memory graph's digest is checked. Every memory that looks wrong is read again, by
 itself, before it is reported, so a store written to while it is verified gives no false
 finding.
+
+``check_learned_by`` is the same check for the memories some sessions learned, read by
+index (``trails verify --session`` for that session, ``--quick`` for the sessions sealed
+since the checkpoint): since those modes do not read the memory graphs' content, each such
+memory's text is hashed too and compared with the digest its session sealed.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from trails.evidence.content import Accounts, ContentTally
+from trails.evidence.content import Accounts, ContentTally, read_accounts
 from trails.evidence.findings import CONTENT_ALTERED, CONTENT_MISSING, Finding
-from trails.prov.vocab import T
+from trails.prov.content import content_graph, sha256_hex
+from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal
 
-__all__ = ["check_learned"]
+__all__ = ["check_learned", "check_learned_by"]
 
 _LEARNED = f"""
 SELECT ?session ?m ?learned ?d WHERE {{
@@ -42,6 +48,19 @@ SELECT ?session ?m ?learned ?d WHERE {{
 
 _DIGESTS_OF = f"""
 SELECT ?d $m WHERE {{ GRAPH ?g {{ $m a {T.Memory.n3()} ; {T.sha256.n3()} ?d }} }}
+"""
+
+
+_LEARNED_IN = f"""
+SELECT ?m ?learned $session WHERE {{ GRAPH $session {{ ?m {T.learnedSha256.n3()} ?learned }} }}
+"""
+
+_MEMORY_GRAPHS = f"""
+SELECT ?g ?d $m WHERE {{ GRAPH ?g {{ $m a {T.Memory.n3()} . OPTIONAL {{ $m {T.sha256.n3()} ?d }} }} }}
+"""
+
+_TEXTS = f"""
+SELECT ?v $m $c WHERE {{ GRAPH $c {{ $m {PROV.value.n3()} ?v }} }}
 """
 
 
@@ -130,3 +149,110 @@ def _receipt(accounts: Accounts, memory: str) -> str | None:
     if pending is not None and accounts.recheck is not None and accounts.recheck(pending.graph):
         return pending.iri
     return None
+
+
+def check_learned_by(
+    store: Store,
+    sessions: Iterable[IRI],
+    is_sealed: Callable[[str], bool],
+    findings: list[Finding],
+    tally: ContentTally,
+) -> int:
+    """Each memory that ``sessions`` learned against the digest the session sealed: the
+    memory graph's digest and the memory's text (a session mode and the quick mode read
+    neither otherwise).
+
+    Args:
+        store: the store (read by index: a few reads per memory).
+        sessions: sealed session graphs that match their seals (only their learned
+            digests are evidence).
+        is_sealed: whether a graph is sealed (an erasure receipt counts only if it is;
+            the receipts are read only when a memory is gone).
+        findings: where findings go (a memory a finding already names is not reported
+            twice).
+        tally: the content tally (memories accounted for by a receipt are counted there).
+
+    Returns:
+        How many memories were compared with their learned digest.
+    """
+    named = {f.subject for f in findings if f.kind.startswith("content-")}
+    accounts: list[Accounts] = []
+
+    def receipt(memory: str) -> str | None:
+        if not accounts:
+            accounts.append(read_accounts(store, is_sealed))
+        return _receipt(accounts[0], memory)
+
+    compared = 0
+    for session in sorted(set(sessions)):
+        result = store.query(_LEARNED_IN, {"session": session})
+        assert isinstance(result, Solutions)
+        learned = {
+            str(row["m"]): sealed.value
+            for row in result
+            if isinstance(sealed := row.get("learned"), Literal)
+        }
+        for memory, digest in sorted(learned.items()):
+            compared += 1
+            if memory in named:
+                continue
+            finding = _against_learned(store, str(session), memory, digest, receipt, tally)
+            if finding is not None:
+                findings.append(finding)
+                named.add(memory)
+    return compared
+
+
+def _against_learned(
+    store: Store,
+    session: str,
+    memory: str,
+    digest: str,
+    receipt: Callable[[str], str | None],
+    tally: ContentTally,
+) -> Finding | None:
+    """What is wrong with one memory against the digest its session sealed, if anything."""
+    graphs = store.query(_MEMORY_GRAPHS, {"m": IRI.trusted(memory)})
+    assert isinstance(graphs, Solutions)
+    kept = {d.value for row in graphs if isinstance(d := row.get("d"), Literal)}
+    homes = sorted({str(row["g"]) for row in graphs})
+    texts: list[str] = []
+    for home in homes:
+        values = store.query(
+            _TEXTS, {"m": IRI.trusted(memory), "c": content_graph(IRI.trusted(home))}
+        )
+        assert isinstance(values, Solutions)
+        texts.extend(v.value for row in values if isinstance(v := row.get("v"), Literal))
+    if kept and kept != {digest}:
+        other = sorted(kept - {digest}) or sorted(kept)
+        return Finding(
+            CONTENT_ALTERED,
+            memory,
+            f"its memory graph's digest {other[0][:16]}… is not the digest "
+            f"{digest[:16]}… its learning session sealed",
+            session=session,
+        )
+    for text in texts:
+        if sha256_hex(text) != digest:
+            return Finding(
+                CONTENT_ALTERED,
+                memory,
+                f"its text hashes to {sha256_hex(text)[:16]}…, not the digest "
+                f"{digest[:16]}… its learning session sealed",
+                session=session,
+            )
+    if kept and texts:
+        return None
+    erasure = receipt(memory)
+    if erasure is not None:
+        key = (session, erasure)
+        tally.accounted[key] = tally.accounted.get(key, 0) + 1
+        return None
+    gone = "its text" if kept else "the memory"
+    return Finding(
+        CONTENT_MISSING,
+        memory,
+        f"its learning session sealed the digest {digest[:16]}…, and {gone} is gone "
+        "from its memory graph with no sealed erasure receipt naming it",
+        session=session,
+    )

@@ -14,7 +14,8 @@ checkpoint covers reads each new seal once and nothing older.
 Each new seal is checked as in a full verification (its hash, signature, its link to its
 previous seal, which for the first new seal of a chain must be the seal the checkpoint
 verified, with that hash, and its anchors); each graph it seals is rehashed, its content
-checked against its digests and its catalogue entry against the graph.
+checked against its digests and its catalogue entry against the graph, and each memory a
+new session learned against the digest it sealed (``trails.evidence.learned``).
 
 What it does not recheck, and says so: the graphs, content and catalogue entries verified
 by earlier verifications (an edit made there since is found only by a full
@@ -40,6 +41,7 @@ from trails.evidence.checks import (
 )
 from trails.evidence.content import check_session_content
 from trails.evidence.findings import Finding
+from trails.evidence.learned import check_learned_by
 from trails.evidence.ledger import SealRecord, latest_of, read_rotations, read_seal, seals_of_graph
 from trails.evidence.sweep import RECEIPT_KINDS, check_entry, graph_kind
 from trails.prov.iri import Minter
@@ -217,6 +219,7 @@ def _check_graphs(
     """Each graph sealed since the checkpoint: against its newest seal, its content and its
     catalogue entry."""
     graphs = sorted({s.graph for s in new})
+    intact: list[IRI] = []
     for graph in graphs:
         seals = seals_of_graph(store, ledger, graph)
         latest = latest_of(seals)
@@ -236,4 +239,13 @@ def _check_graphs(
             tally=report.content,
         )
         if not broken:
+            intact.append(graph)
             check_entry(store, ledger, graph, report)
+    # the memories those sessions learned, against the digests they sealed
+    check_learned_by(
+        store,
+        intact,
+        lambda g: bool(seals_of_graph(store, ledger, IRI.trusted(g))),
+        report.findings,
+        report.content,
+    )

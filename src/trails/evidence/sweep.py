@@ -18,7 +18,6 @@ is ``FOREIGN``. And it recomputes a session's catalogue entry from the session g
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -40,6 +39,7 @@ __all__ = [
     "CATALOGUE",
     "FOREIGN",
     "SUMMARY_PREDICATES",
+    "SUMMARY_TYPES",
     "Scattered",
     "Sweep",
     "check_entry",
@@ -146,24 +146,40 @@ SUMMARY_PREDICATES = frozenset(
 )
 
 
-_SUMMARY_LINE = re.compile(
-    rb"^(\S+) (" + b"|".join(re.escape(p) for p in sorted(SUMMARY_PREDICATES)) + rb") (.*) \.$",
-    re.MULTILINE,
-)
+#: the classes ``summarise`` asks a node's type about for the entry and its usage nodes
+#: (``typed``): of the ``rdf:type`` lines, only these are read for ``entry_lines`` (most
+#: lines of a session graph type an entity of no use to its entry). An entry found to
+#: differ is read again from the whole graph (``check_entry``); a test keeps this set
+#: complete against ``summarise`` given every triple.
+SUMMARY_TYPES = frozenset(
+    f"<{c}>".encode() for c in (T.Session, T.Principal, T.PlanRun, T.LLMCompletion, T.Model)
+) | {f"<{PROV.Agent}>".encode()}
+_RDF_TYPE = f"<{RDF.type}>".encode()
 
 
 def summary_triples(ntriples: bytes) -> list[tuple[str, str, str | Term]]:
     """The triples of a session graph that its catalogue entry is made of (only those lines
-    are decoded)."""
+    are decoded; of its types, ``SUMMARY_TYPES``)."""
+    # a line is ``<s> <p> o .``: its predicate is its second word (a subject holds no
+    # space); splitting each line is cheaper than a regular expression over the graph.
     # IRIs stay plain text (an IRI equals its text; ``summarise`` compares them as such)
-    return [
-        (
-            s[1:-1].decode(),
-            p[1:-1].decode(),
-            o[1:-1].decode() if o[:1] == b"<" else _term(o.decode()),
+    wanted, types, rdf_type = SUMMARY_PREDICATES, SUMMARY_TYPES, _RDF_TYPE
+    out: list[tuple[str, str, str | Term]] = []
+    for line in ntriples.split(b"\n"):
+        parts = line.split(b" ", 2)
+        if len(parts) < 3 or parts[1] not in wanted or not parts[2].endswith(b" ."):
+            continue
+        s, p, o = parts[0], parts[1], parts[2][:-2]
+        if p == rdf_type and o not in types:
+            continue
+        out.append(
+            (
+                s[1:-1].decode(),
+                p[1:-1].decode(),
+                o[1:-1].decode() if o[:1] == b"<" else _term(o.decode()),
+            )
         )
-        for s, p, o in _SUMMARY_LINE.findall(ntriples)
-    ]
+    return out
 
 
 _JSON = json.JSONDecoder(strict=False)
@@ -233,10 +249,17 @@ _ENTRY = frozenset(
 
 
 def _lines(quads: Iterable[Sequence[Any]]) -> frozenset[str]:
+    written: dict[tuple[type, Any], str] = {}  # an entry names few terms, many times
+
+    def term(t: Any) -> str:
+        key = (t.__class__, t)
+        text = written.get(key)
+        if text is None:
+            text = written[key] = canonical_term(t, normalise=True)
+        return text
+
     return frozenset(
-        " ".join(canonical_term(t, normalise=True) for t in q[:3])
-        for q in quads
-        if str(q[1]) in _ENTRY
+        f"{term(q[0])} {term(q[1])} {term(q[2])}" for q in quads if str(q[1]) in _ENTRY
     )
 
 

@@ -49,7 +49,8 @@ the ledger's heads: the seals no other seal links to (by previous seal or anchor
 reads only what was sealed since the latest verification checkpoint, and says what
 it did not recheck. ``verify(store, session=IRI)`` checks one session in time
 independent of the ledger's size: its seals, the previous seal and the anchors of
-its newest seal, signatures, the graph and its content.
+its newest seal, signatures, the graph and its content, and each memory it learned against
+the digest it sealed (``trails.evidence.learned``).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ from trails.evidence.content import (
 from trails.evidence.erasures import list_erasures
 from trails.evidence.findings import Finding
 from trails.evidence.graphwork import Graph, GraphRead, Judge, Shared, Workers, jobs_for
-from trails.evidence.learned import check_learned
+from trails.evidence.learned import check_learned, check_learned_by
 from trails.evidence.ledger import (
     LedgerContents,
     SealRecord,
@@ -576,6 +577,7 @@ def _verify_session(
         trusted = trusted_keys(public_key, read_rotations(store, ledger))
     report = VerifyReport(seals=len(seals))
     latest = latest_of(seals)
+    intact = False
     for seal in seals:
         check_seal(seal, trusted, report)
     if latest is not None:
@@ -595,8 +597,18 @@ def _verify_session(
             anchored = {a: read_seal(store, ledger, a) for a in latest.anchors}
             check_anchors(latest, anchored, report)
         report.heads = [latest.seal_hash]
+        before = len(report.findings)
         check_graph(store, session, latest, report, removals(store, session))
+        intact = len(report.findings) == before
     _session_content(store, ledger, session, latest is not None, report)
+    if latest is not None and intact:  # the memories it learned, against what it sealed
+        check_learned_by(
+            store,
+            [session],
+            lambda g: bool(seals_of_graph(store, ledger, IRI.trusted(g))),
+            report.findings,
+            report.content,
+        )
     for head in expect_heads or []:
         if not store.query(_HASH_PRESENT, {"ledger": ledger, "hash": Literal(head)}):
             report.findings.append(

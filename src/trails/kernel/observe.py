@@ -69,12 +69,14 @@ T = TypeVar("T")
 
 EVENT_KINDS: tuple[str, ...] = (
     "run_start",  # data: strategy, goal
+    "error",  # data: error, goal, strategy (a run ends on an unrecoverable error; run_end follows)
     "run_end",  # data: stopped, answer, error, result (the PlanResult)
     "llm_start",  # data: provider, model, messages (count)
     "token",  # data: text (a piece of a streamed model answer; streamed runs only)
     "llm_end",  # data: model, status, input_tokens, output_tokens, usd, error
+    "structured_validate",  # data: success, attempt, error (an answer asked for in a format)
     "cache_hit",  # data: model
-    "llm_retry",  # data: attempt, error, delay_s
+    "llm_retry",  # data: attempt, max_retries, error, delay_s
     "tool_start",  # data: capability, args
     "tool_chunk",  # data: capability, chunk (a piece a streaming capability yielded)
     "tool_end",  # data: capability, duration_ms
@@ -84,6 +86,7 @@ EVENT_KINDS: tuple[str, ...] = (
     "fallback",  # data: failed, next, error (a provider of a chain, or a strategy)
     "budget",  # data: reason, limit, observed
     "step_end",  # data: index, action, step (the PlanStep)
+    "node_end",  # data: node_id, node_kind, outcome, iteration (a behaviour-tree node ended)
     "history_trim",  # data: evicted, tokens, summarized (a session's window dropped entries)
     "batch_start",  # data: batch_id, prompts_count
     "batch_end",  # data: batch_id, results_count, errors_count, total_duration_ms

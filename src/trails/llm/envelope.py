@@ -54,6 +54,15 @@ Prompt = str | Message | Sequence[Message | Mapping[str, Any]]
 
 _ROLES = ("system", "user", "assistant", "tool")
 
+#: Keywords of other clients' ``complete`` that are not model parameters here, and where
+#: trails takes them from; passed on silently, they would reach the provider's API.
+_NOT_PARAMS = {
+    "principal": "the principal is the context's: pass ctx=Context.open(principal), "
+    "or call inside a session's run",
+    "cache": "caching is set on the client: LLMClient.<provider>(..., response_cache=True), "
+    "and Anthropic prompt caching with LLMClient.anthropic(..., cache=True)",
+}
+
 
 def _tool_calls(raw: Any, i: int) -> tuple[ToolCall, ...]:
     out: list[ToolCall] = []
@@ -180,6 +189,10 @@ class Envelope:
             raise UserError(f"temperature must be a number, not {temperature!r}")
         if isinstance(stop, str):
             stop = [stop]
+        misplaced = sorted(_NOT_PARAMS.keys() & extra.keys())
+        if misplaced:
+            name = misplaced[0]
+            raise UserError(f"{name}= is not a model parameter: {_NOT_PARAMS[name]}")
         model_id = model.model if isinstance(model, ModelSpec) else (model or self.model)
         for i, m in enumerate(msgs):
             check_text(m.content, f"message #{i} content")
@@ -295,8 +308,15 @@ class Envelope:
         """Tells the call's observers of each retry (``llm_retry``), before its wait."""
 
         def told(attempt: int, error: BaseException, delay: float) -> None:
-            data = {"attempt": attempt, "error": f"{type(error).__name__}: {error}"}
-            notify(call.ctx, "llm_retry", call_id=call.activity, delay_s=delay, **data)
+            notify(
+                call.ctx,
+                "llm_retry",
+                call_id=call.activity,
+                attempt=attempt,
+                max_retries=self.retry.max_retries,
+                error=f"{type(error).__name__}: {error}",
+                delay_s=delay,
+            )
 
         return told
 
@@ -463,6 +483,15 @@ class Envelope:
         tokens = {"input_tokens": response.input_tokens, "output_tokens": response.output_tokens}
         status = "ok" if invalid is None else "invalid"
         notify(ctx, "llm_end", call_id=call.activity, model=model, status=status, usd=usd, **tokens)
+        if call.output is not None:  # a structured answer: was it valid, which attempt, why not
+            notify(
+                ctx,
+                "structured_validate",
+                call_id=call.activity,
+                success=invalid is None,
+                attempt=call.attempt,
+                error=error,
+            )
         return replace(
             response,
             provider=provider,

@@ -248,6 +248,8 @@ class T:
     RunningTotal = TRAILS.RunningTotal
     runningThrough = TRAILS.runningThrough
     entriesDated = TRAILS.entriesDated
+    sessionCount = TRAILS.sessionCount
+    runningSessions = TRAILS.runningSessions
     # history evictions and batches
     HistoryEviction = TRAILS.HistoryEviction
     EvictedEntry = TRAILS.EvictedEntry

@@ -218,13 +218,15 @@ def _moment(term: Term | None) -> datetime | None:
 
 
 def _search(
-    console: Console, login: Login, text: str, fields: dict[str, str]
-) -> list[dict[str, Any]]:
-    """The hits of ``text`` (at most ``SEARCH_LIMIT``) in the sessions the login reads.
+    console: Console, login: Login, text: str, fields: dict[str, str], before: int | None
+) -> tuple[list[dict[str, Any]], int | None]:
+    """The hits of ``text`` (at most ``SEARCH_LIMIT``) in the sessions the login reads, and
+    where the next page starts (None: no more).
 
     Words are looked up in the search index (``trails.audit.search``), brought up to date
-    with the store first (sessions ended since, erasures, retention); an entity's IRI in
-    the store's own indexes. Every hit is of a session the login's grant reads.
+    with the store first (sessions ended since, erasures, retention), newest first, from
+    ``before`` (a row of the index) on; an entity's IRI in the store's own indexes (on the
+    first page). Every hit is of a session the login's grant reads.
     """
     query = console.pack.get("sessions")
     if query is None:
@@ -232,7 +234,7 @@ def _search(
     given = {k: fields[k].strip() for k in ("since", "until") if fields.get(k, "").strip()}
     bound: dict[str, Term] = dict(query.bind(given))
     found: list[tuple[str, str, str, str]] = []  # graph, subject, property, value
-    if ":" in text and " " not in text:
+    if ":" in text and " " not in text and before is None:
         try:
             params: dict[str, Term] = {
                 "entity": IRI(text),
@@ -259,14 +261,17 @@ def _search(
                     )
     index = console.search_index()
     index.catch_up(console.system)
-    for match in index.search(
+    matches = index.search(
         text,
         SEARCH_LIMIT,
         _scope(console, login),
         since=_moment(bound.get("since")),
         until=_moment(bound.get("until")),
-    ):
+        before=before,
+    )
+    for match in matches:
         found.append((match.graph, match.subject, match.property, match.value))
+    following = matches[-1].row if len(matches) == SEARCH_LIMIT else None
     out: list[dict[str, Any]] = []
     for graph, subject, prop, value in found[:SEARCH_LIMIT]:
         owner = str(structure_graph(graph)) if is_content_graph(graph) else graph
@@ -282,7 +287,7 @@ def _search(
                 "after": value[at + len(text) : at + len(text) + 60] if at >= 0 else "",
             }
         )
-    return out
+    return out, following
 
 
 async def search(console: Console, request: Request, login: Login) -> Response:
@@ -290,10 +295,16 @@ async def search(console: Console, request: Request, login: Login) -> Response:
     fields = dict(request.query_params)
     text = fields.get("q", "").strip()
     hits: list[dict[str, Any]] = []
+    following: int | None = None
+    before = fields.get("before", "").strip()
+    if before and not before.isdigit():
+        raise ConsoleError("before is the row a page of hits starts after (a number)")
     if text:
         if len(text) > 500:
             raise ConsoleError("search for at most 500 characters")
-        hits = await asyncio.to_thread(_search, console, login, text, fields)
+        hits, following = await asyncio.to_thread(
+            _search, console, login, text, fields, int(before) if before else None
+        )
     return console.page(
         request,
         "search.html.j2",
@@ -301,6 +312,8 @@ async def search(console: Console, request: Request, login: Login) -> Response:
         q=text,
         hits=hits,
         limit=SEARCH_LIMIT,
+        paged=bool(before),
+        following=following,
         since=fields.get("since", ""),
         until=fields.get("until", ""),
     )

@@ -10,8 +10,10 @@ day at a time, until the page is full. The totals say what they cover:
   the sealer as sessions end): the running totals, the totals of the days after
   them and the entries of the days not totalled yet (today's), one row per
   model each, as the pack's ``cost-by-model`` adds them up; and the count of
-  entries (an index count, the one figure that grows with the store: no
-  entry's figures are read);
+  sessions from the daily counts kept with those totals (the sessions that ended
+  on the days totalled, the entries of the days not totalled yet) plus the
+  sessions of the newest start days that have not ended (a session that
+  started before them and never ended is left out, and the page says so);
 - a time range alone: the entries started in it (each one's figures read);
 - any other filter (principal, status, planner, model, text), or a token that
   reads only part of the store: every catalogue entry of the time range is
@@ -33,7 +35,7 @@ from trails.server.console_base import Console, ConsoleError, Login
 from trails.store import Solutions
 from trails.store.terms import IRI, Term, to_python
 
-__all__ = ["FILTERS", "PAGE_SIZE", "Listing", "listing"]
+__all__ = ["FILTERS", "OPEN_DAYS", "PAGE_SIZE", "Listing", "listing"]
 
 PAGE_SIZE = 25
 FILTERS = ("principal", "since", "until", "status", "planner", "model", "text")
@@ -131,13 +133,29 @@ SELECT (COUNT(?entry) AS ?n) WHERE { GRAPH ?catalogue { ?entry a trails:SessionS
 #: the catalogue's days: whether each is totalled, what the running totals run through, and
 #: whether every entry is dated (a few hundred rows: one per day, never one per session)
 _ROLLUP_DAYS = """PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?day ?date ?totalled ?through ?dated WHERE {
+SELECT ?day ?date ?totalled ?counted ?through ?running ?dated WHERE {
   GRAPH ?catalogue {
     ?catalogue trails:entriesDated ?dated .
     OPTIONAL { ?catalogue trails:runningThrough ?through }
-    OPTIONAL { ?day a trails:CatalogueDay ; trails:day ?date OPTIONAL { ?day trails:totalledAt ?totalled } }
+    OPTIONAL { ?catalogue trails:runningSessions ?running }
+    OPTIONAL { ?day a trails:CatalogueDay ; trails:day ?date
+      OPTIONAL { ?day trails:totalledAt ?totalled OPTIONAL { ?day trails:sessionCount ?counted } } }
   }
 }"""
+#: the sessions that ended on a day not counted yet (an index lookup per entry of that day)
+_ENDED_COUNT = """PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT (COUNT(?entry) AS ?n) $day WHERE { GRAPH ?catalogue { ?entry trails:endedOn $day } }
+GROUP BY $day"""
+#: the sessions started on a start day that have not ended (running, or never ended)
+_OPEN_COUNT = """PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT (COUNT(?entry) AS ?n) $day WHERE {
+  GRAPH ?catalogue {
+    ?minute trails:minuteOf $day . ?entry trails:startedInMinute ?minute
+    FILTER NOT EXISTS { ?entry trails:endedOn ?endDay } }
+}
+GROUP BY $day"""
+OPEN_DAYS = 2
+"""The newest start days whose sessions that have not ended the sessions count counts."""
 _FIGURES = """trails:completionCount ?n ; trails:totalInputTokens ?inputTokens ;
              trails:totalOutputTokens ?outputTokens ; trails:totalCostUSD ?costUSD .
     FILTER EXISTS { ?model trails:modelId ?modelId ; trails:provider ?provider }"""
@@ -247,14 +265,48 @@ def _summed(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _count(console: Console, text: str, day: str) -> int:
+    found = _rows(console.system.query(text, {"day": IRI.trusted(day)}))
+    return sum(int(r.get("n") or 0) for r in found)
+
+
+def _counted(console: Console, days: list[dict[str, Any]]) -> int:
+    """How many sessions the catalogue holds, from its daily counts: the sessions that ended
+    on the days the running totals cover (``trails:runningSessions``), on each totalled day
+    after them (``trails:sessionCount``) and on each day not totalled (its entries counted),
+    and the sessions of the ``OPEN_DAYS`` newest start days that have not ended. A few
+    hundred rows and today's entries, whatever the store holds. A catalogue whose entries
+    are not dated, or totalled before counts were kept (``trails catalogue rollup`` counts
+    its days), is counted entry by entry."""
+    through = days[0].get("through") if days else None
+    running = days[0].get("running") if days else None
+    if not days or not days[0].get("dated") or (through is not None and running is None):
+        count = _rows(console.system.query(_COUNT))
+        return int(count[0].get("n") or 0) if count else 0
+    sessions = int(running or 0)
+    for day in days:
+        if day.get("day") is None or (
+            through is not None and day.get("date") is not None and day["date"] <= through
+        ):
+            continue
+        if day.get("totalled") is not None and day.get("counted") is not None:
+            sessions += int(day["counted"])
+        else:
+            sessions += _count(console, _ENDED_COUNT, str(day["day"]))
+    started = _rows(console.system.query(_DAYS))
+    newest = sorted({str(r["day"]) for r in started if r.get("day")}, reverse=True)
+    for start_day in newest[:OPEN_DAYS]:
+        sessions += _count(console, _OPEN_COUNT, start_day)
+    return sessions
+
+
 def _rolled_up(console: Console) -> dict[str, Any]:
     """Every session's totals from the catalogue's daily totals: the running totals, the
     totals of the days after them, and the entries of the days not totalled yet (today's,
     typically); one row per model each. A catalogue whose entries are not dated yet
     (``trails catalogue rollup`` dates them) is read through the pack's ``cost-by-model``."""
-    count = _rows(console.system.query(_COUNT))
-    sessions = int(count[0].get("n") or 0) if count else 0
     days = _rows(console.system.query(_ROLLUP_DAYS))
+    sessions = _counted(console, days)
     if not days or not days[0].get("dated"):
         query = console.pack.get("cost-by-model")
         if query is None:
@@ -319,7 +371,11 @@ def listing(console: Console, login: Login, params: dict[str, Term], page: int) 
             covers = "the totals add up the sessions started in the time range"
         else:
             totals = _rolled_up(console)
-            covers = "the totals are every session's, from the catalogue's daily totals"
+            covers = (
+                "the totals are every session's, from the catalogue's daily totals (the count:"
+                f" the sessions that ended, and those of the {OPEN_DAYS} newest start days"
+                " that have not; a filter counts every entry)"
+            )
         return Listing(rows[:PAGE_SIZE], len(rows) > PAGE_SIZE, totals, covers)
     # a narrowing filter, or a grant on part of the store: one pass over the range's entries
     rows = _rows(console.system.query(_text(_ROWS, _ALL, params), params))

@@ -20,7 +20,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from types import TracebackType
 from typing import Any, BinaryIO
 
 from trails.errors import QueryError, QueryParameterError, QueryTimeout, StoreError
@@ -245,17 +244,6 @@ class EvaluatorView(Store):
 
     def close(self) -> None:
         """Nothing to release: the evaluator belongs to the endpoint."""
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _triples(data: bytes, base_iri: str) -> list[Triple]:

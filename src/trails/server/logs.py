@@ -15,29 +15,22 @@ response's ``partial_success``.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
-from trails.errors import StoreError, UserError
 from trails.otel.ingest import IngestResult
 from trails.otel.logs import LogRecord, decode_logs_json, decode_logs_protobuf
-from trails.otel.otlp import OTLPDecodeError
 from trails.server.traces import (
-    _JSON,
     _PROTOBUF,
     DEFAULT_MAX_BYTES,
-    _Refused,
-    authorised_body,
-    store_failed,
+    export_response,
+    otlp_receiver,
 )
 from trails.server.write_tokens import WriteTokens
 
@@ -56,24 +49,13 @@ class LogIngestor(Protocol):
 
 
 def _response(kind: str, result: IngestResult) -> Response:
-    message = "; ".join(dict.fromkeys(result.refusals))
-    if kind == _JSON:
-        body: dict[str, object] = {}
-        if result.rejected:
-            body["partialSuccess"] = {
-                "rejectedLogRecords": str(result.rejected),
-                "errorMessage": message,
-            }
-        return Response(json.dumps(body).encode(), media_type=_JSON)
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
         ExportLogsServiceResponse,
     )
 
-    answer = ExportLogsServiceResponse()
-    if result.rejected:
-        answer.partial_success.rejected_log_records = result.rejected
-        answer.partial_success.error_message = message
-    return Response(answer.SerializeToString(), media_type=_PROTOBUF)
+    return export_response(
+        kind, result, "rejectedLogRecords", ExportLogsServiceResponse, "rejected_log_records"
+    )
 
 
 def logs_route(
@@ -106,33 +88,12 @@ def logs_route(
                 made.append(ingestor())
         return made[0].ingest_logs(records, principal=principal)
 
-    async def receive(request: Request) -> Response:
-        try:
-            principal, kind, body = await authorised_body(request, tokens, max_bytes, "logs")
-            try:
-                records = (
-                    decode_logs_protobuf(body) if kind == _PROTOBUF else decode_logs_json(body)
-                )
-            except OTLPDecodeError as exc:
-                raise _Refused(400, str(exc)) from exc
-            try:
-                result = await asyncio.to_thread(ingest, records, principal)
-            except StoreError as exc:
-                raise store_failed(exc, "log records") from exc
-            except UserError as exc:
-                raise _Refused(400, str(exc)) from exc
-            if result.rejected:
-                log.warning(
-                    "%d log record(s) refused: %s",
-                    result.rejected,
-                    "; ".join(dict.fromkeys(result.refusals)),
-                )
-            return _response(kind, result)
-        except _Refused as refused:
-            return PlainTextResponse(
-                str(refused) + "\n", status_code=refused.status, headers=refused.headers
-            )
+    def decode(kind: str, body: bytes) -> list[LogRecord]:
+        return decode_logs_protobuf(body) if kind == _PROTOBUF else decode_logs_json(body)
 
+    receive = otlp_receiver(
+        "logs", tokens=tokens, max_bytes=max_bytes, decode=decode, ingest=ingest, respond=_response
+    )
     return Route(path, receive, methods=["POST"])
 
 

@@ -39,8 +39,8 @@ import json
 import logging
 import threading
 import zlib
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -61,11 +61,15 @@ __all__ = [
     "TRACES_PATH",
     "authorised_body",
     "end_received_sessions",
+    "export_response",
     "mount_traces",
+    "otlp_receiver",
     "receiver_app",
     "store_failed",
     "traces_route",
 ]
+
+T = TypeVar("T")
 
 TRACES_PATH = "/v1/traces"
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
@@ -165,26 +169,84 @@ def store_failed(exc: StoreError, what: str) -> _Refused:
     return _Refused(503, _UNKNOWN, {"Retry-After": "1"})
 
 
-def _response(kind: str, result: IngestResult) -> Response:
-    """The ``ExportTraceServiceResponse``: empty, or its ``partial_success`` for refused spans."""
-    message = "; ".join(dict.fromkeys(result.refusals))
+def export_response(
+    kind: str, result: IngestResult, json_field: str, message: Callable[[], Any], field: str
+) -> Response:
+    """The OTLP export response: empty, or its ``partial_success`` for refused items.
+
+    ``json_field`` names the count in the JSON form (``rejectedSpans``), ``message`` makes the
+    protobuf response and ``field`` names the count there (``rejected_spans``).
+    """
+    text = "; ".join(dict.fromkeys(result.refusals))
     if kind == _JSON:
         body: dict[str, object] = {}
         if result.rejected:
-            body["partialSuccess"] = {
-                "rejectedSpans": str(result.rejected),
-                "errorMessage": message,
-            }
+            body["partialSuccess"] = {json_field: str(result.rejected), "errorMessage": text}
         return Response(json.dumps(body).encode(), media_type=_JSON)
+    answer = message()
+    if result.rejected:
+        setattr(answer.partial_success, field, result.rejected)
+        answer.partial_success.error_message = text
+    return Response(answer.SerializeToString(), media_type=_PROTOBUF)
+
+
+def _response(kind: str, result: IngestResult) -> Response:
+    """The ``ExportTraceServiceResponse``: empty, or its ``partial_success`` for refused spans."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceResponse,
     )
 
-    answer = ExportTraceServiceResponse()
-    if result.rejected:
-        answer.partial_success.rejected_spans = result.rejected
-        answer.partial_success.error_message = message
-    return Response(answer.SerializeToString(), media_type=_PROTOBUF)
+    return export_response(
+        kind, result, "rejectedSpans", ExportTraceServiceResponse, "rejected_spans"
+    )
+
+
+def otlp_receiver(
+    what: str,
+    *,
+    tokens: WriteTokens | None,
+    max_bytes: int,
+    decode: Callable[[str, bytes], T],
+    ingest: Callable[[T, str | None], IngestResult],
+    respond: Callable[[str, IngestResult], Response],
+) -> Callable[[Request], Awaitable[Response]]:
+    """The request handler of an OTLP/HTTP export route (``/v1/traces``, ``/v1/logs``).
+
+    It checks the token and the body (``authorised_body``), decodes it with ``decode(kind,
+    body)``, records it with ``ingest(items, principal)`` off the event loop, and answers with
+    ``respond``; every refusal is a plain-text answer with its status, never a traceback.
+    """
+
+    async def receive(request: Request) -> Response:
+        try:
+            principal, kind, body = await authorised_body(request, tokens, max_bytes, what)
+            try:
+                items = decode(kind, body)
+            except OTLPDecodeError as exc:
+                raise _Refused(400, str(exc)) from exc
+            except RecursionError:  # a reader's bound the depth check did not foresee
+                raise _Refused(400, "the payload nests too deeply to be read") from None
+            try:
+                result = await asyncio.to_thread(ingest, items, principal)
+            except StoreError as exc:
+                raise store_failed(exc, what) from exc
+            except UserError as exc:
+                raise _Refused(400, str(exc)) from exc
+            if result.rejected:  # the exporter is told; the operator too
+                log.warning(
+                    "%d %s refused for %s: %s",
+                    result.rejected,
+                    what,
+                    principal or "an unauthenticated sender",
+                    "; ".join(dict.fromkeys(result.refusals)),
+                )
+            return respond(kind, result)
+        except _Refused as refused:
+            return PlainTextResponse(
+                str(refused) + "\n", status_code=refused.status, headers=refused.headers
+            )
+
+    return receive
 
 
 class _SpanWriter:
@@ -297,34 +359,12 @@ def traces_route(
             log.exception("ending idle sessions failed")
         return result
 
-    async def receive(request: Request) -> Response:
-        try:
-            principal, kind, body = await authorised_body(request, tokens, max_bytes, "spans")
-            try:
-                spans = decode_protobuf(body) if kind == _PROTOBUF else decode_json(body)
-            except OTLPDecodeError as exc:
-                raise _Refused(400, str(exc)) from exc
-            except RecursionError:  # a reader's bound the depth check did not foresee
-                raise _Refused(400, "the payload nests too deeply to be read") from None
-            try:
-                result = await asyncio.to_thread(ingest, spans, principal)
-            except StoreError as exc:
-                raise store_failed(exc, "spans") from exc
-            except UserError as exc:
-                raise _Refused(400, str(exc)) from exc
-            if result.rejected:  # the exporter is told; the operator too
-                log.warning(
-                    "%d span(s) refused for %s: %s",
-                    result.rejected,
-                    principal or "an unauthenticated sender",
-                    "; ".join(dict.fromkeys(result.refusals)),
-                )
-            return _response(kind, result)
-        except _Refused as refused:
-            return PlainTextResponse(
-                str(refused) + "\n", status_code=refused.status, headers=refused.headers
-            )
+    def decode(kind: str, body: bytes) -> list[Span]:
+        return decode_protobuf(body) if kind == _PROTOBUF else decode_json(body)
 
+    receive = otlp_receiver(
+        "spans", tokens=tokens, max_bytes=max_bytes, decode=decode, ingest=ingest, respond=_response
+    )
     return Route(path, receive, methods=["POST"])
 
 

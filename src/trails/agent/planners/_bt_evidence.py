@@ -7,8 +7,10 @@ cannot tell an ``error`` invocation a fallback tolerated from one that failed th
 run. This module writes one ``trails:TreeNode`` per node as it ends (one atomic
 write each): its id, kind, outcome and span, informed by its children (a control
 node) or by the calls and completions it made (a leaf), with the children it
-skipped and a parallel node's vote in the same write. It is kept apart from the
-run loop so that loop stays about running the tree.
+skipped and a parallel node's vote in the same write, and tells the run's observers
+(a ``node_end`` event per node, skipped ones included), so a node's outcome can be
+watched live as well as audited. It is kept apart from the run loop so that loop stays
+about running the tree.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from trails.agent.planners._bt_nodes import Action, AgentNode, Node, child_id
 from trails.kernel.context import now
+from trails.kernel.observe import notify
 from trails.prov.events import TreeNodeEnded, TreeNodeSkipped
 from trails.prov.iri import Minter
 
@@ -57,12 +60,14 @@ class NodeEvidence:
         self._recorded: set[str] = set()
         self._lock = threading.Lock()  # parallel children end concurrently
         self._pass = ""
+        self._iteration = 1
 
     def next_pass(self, number: int) -> None:
         """Start pass ``number`` of the adaptive loop: its nodes are new activities."""
         with self._lock:
             self._recorded.clear()
             self._pass = f"pass{number}-"
+            self._iteration = number
 
     def iri(self, node_id: str) -> str:
         """The IRI of the node ``node_id`` of this run (of this pass, after the first)."""
@@ -128,3 +133,14 @@ class NodeEvidence:
         with self._lock:
             self._recorded.add(node_id)
             self._recorded.update(s.node_id for s in skipped)
+        ends = [(s.node_id, s.kind, "skipped") for s in skipped]
+        for nid, kind, how in [*ends, (node_id, kind_of(node), outcome)]:
+            notify(
+                plan.ctx,
+                "node_end",
+                call_id=self.iri(nid),
+                node_id=nid,
+                node_kind=kind,
+                outcome=how,
+                iteration=self._iteration,
+            )

@@ -45,6 +45,7 @@ from trails.agent.planners._refused import record_refused, refusal_reason
 from trails.agent.planners._terminal import reason_of, terminal_reason
 from trails.agent.planners._unreached import note_failure
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
+from trails.agent.screening import screen
 from trails.errors import (
     BudgetExceeded,
     ModelAPIError,
@@ -467,6 +468,8 @@ class PlanRun:
                 error=error,
             )
         )
+        if stopped == "error":
+            notify(self.ctx, "error", error=error, goal=self.goal, strategy=self.strategy)
         notify(self.ctx, "run_end", stopped=stopped, answer=answer, error=error, result=result)
         knowledge = self.session.knowledge
         if knowledge is not None and self.top:
@@ -526,6 +529,8 @@ class PlanRun:
             )
         except TrailsError:
             log.warning("could not record the end of plan run %s", self.activity, exc_info=True)
+        if name is None:
+            notify(self.ctx, "error", error=message, goal=self.goal, strategy=self.strategy)
         notify(self.ctx, "run_end", stopped=stopped, answer=None, error=message)
 
     def budget_stop(self, exc: BudgetExceeded) -> PlanResult:
@@ -738,6 +743,11 @@ class PlanRun:
         except TrailsError as exc:
             observation, failed = f"error: {exc}", True
         activity = str(made[-1].activity) if made else None  # this call's, written last
+        screens = getattr(self.session, "output_screens", ())
+        if screens and not failed and activity is not None:
+            withheld = screen(self.ctx, screens, action, action_input, observation, activity)
+            if withheld is not None:  # the model never sees it; the refusal is recorded
+                observation, failed = withheld, True
         if not failed and self.terminal is None:
             why = terminal_reason(action, observation, self.guards.stop_condition)
             if why is not None:

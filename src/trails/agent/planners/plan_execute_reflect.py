@@ -5,7 +5,8 @@ objective, and the steps completed so far with their results) answers
 ``{"steps": [...], "result": ""}`` or, when it knows the answer,
 ``{"steps": [], "result": "..."}``. A non-empty ``result`` ends the run with
 ``goal_achieved``; otherwise only the first step is executed, by a ReAct
-executor pass whose goal is the step text (``executor_max_iterations`` turns),
+executor pass whose goal is the step text (``executor_max_iterations`` turns,
+``executor_llm`` when another model should execute),
 and its answer joins the completed steps the planner reflects on next.
 ``max_steps`` caps executed steps; a run stopped there answers with the seed's
 "Max Steps Limit Reached" message (``max_steps_message``): the completed steps
@@ -20,9 +21,9 @@ run writes its objective and its final answer (or the max-steps message) into
 the session's history, so a later run on the same session, of any strategy,
 sees this one (seed 003's conversation memory, ``memory_id``).
 
-Prompts follow seed 003: a system prompt (``PLANNER_PROMPT``, the seed's
-planner responsibility and response format, condensed, and its final-result
-instructions, ``FINAL_RESULT_INSTRUCTIONS``, verbatim), then a user message
+Prompts follow seed 003: a system prompt (``PLANNER_PROMPT``: the seed's
+planner responsibility, response format and final-result instructions, each
+verbatim), then a user message
 from a template with ``${parameters.*}`` substitution: the planner template on
 the first turn, the reflect template after each step, the planner-with-history
 template on a first turn in a session that already holds conversation (its last
@@ -100,6 +101,8 @@ __all__ = [
     "FINAL_RESULT_INSTRUCTIONS",
     "NAME",
     "PLANNER_PROMPT",
+    "PLANNER_RESPONSIBILITY",
+    "RESPONSE_FORMAT",
     "abatch",
     "arun",
     "astream",
@@ -129,25 +132,69 @@ mentioned earlier. Ensure that special characters are escaped in the 'result' fi
 6. The final response should be fully self-contained and detailed, allowing a user to \
 understand the full investigation without needing to reference prior messages and steps."""
 
-PLANNER_PROMPT = (
-    """\
-You are a thoughtful and analytical planner agent in a plan-execute-reflect framework. \
-Break the objective into an ordered list of atomic, self-contained steps that, if \
-executed, lead to the final result. Each step states what to do and which tool to use; \
-you do not execute tools. Use only the provided tools. After each executed step you \
-will see its result and update the plan.
+#: Seed 003's PLANNER_RESPONSIBILITY, verbatim: the planner's role.
+PLANNER_RESPONSIBILITY = """\
+You are a thoughtful and analytical planner agent in a plan-execute-reflect framework. Your \
+job is to design a clear, step-by-step plan for a given objective.
+
+Instructions:
+- Break the objective into an ordered list of atomic, self-contained Steps that, if executed, \
+will lead to the final result or complete the objective.
+- Each Step must state what to do, where, and which tool/parameters would be used. You do not \
+execute tools, only reference them for planning.
+- Use only the provided tools; do not invent or assume tools. If no suitable tool applies, use \
+reasoning or observations instead.
+- Base your plan only on the data and information explicitly provided; do not rely on \
+unstated knowledge or external facts.
+- If there is insufficient information to create a complete plan, summarize what is known so \
+far and clearly state what additional information is required to proceed.
+- Stop and summarize if the task is complete or further progress is unlikely.
+- Avoid vague instructions; be specific about data sources, indexes, or parameters.
+- Never make assumptions or rely on implicit knowledge.
+- Respond only in JSON format.
 
 Step examples:
 Good example: "Use Tool to sample documents from index: 'my-index'"
 Bad example: "Use Tool to sample documents from each index"
+Bad example: "Use Tool to sample documents from all indices\""""
 
-Respond only with one JSON object:
-{"steps": ["<step>", ...], "result": ""}   when more steps are needed, or
-{"steps": [], "result": "<final answer>"}   when you know the final result.
+#: Seed 003's PLAN_EXECUTE_REFLECT_RESPONSE_FORMAT, verbatim: the reply's JSON schema.
+RESPONSE_FORMAT = """\
+Response Instructions:
+Only respond in JSON format. Always follow the given response instructions. Do not return \
+any content that does not follow the response instructions. Do not add anything before or \
+after the expected JSON.
+Always respond with a valid JSON object that strictly follows the below schema:
+{
+\t"steps": array[string],
+\t"result": string
+}
+Use "steps" to return an array of strings where each string is a step to complete the \
+objective, leave it empty if you know the final result. Please wrap each step in quotes and \
+escape any special characters within the string.
+Use "result" return the final response when you have enough information, leave it empty if \
+you want to execute more steps. Please escape any special characters within the result.
+Here are examples of valid responses following the required JSON schema:
 
-"""
-    + FINAL_RESULT_INSTRUCTIONS
-)
+Example 1 - When you need to execute steps:
+{
+\t"steps": ["This is an example step", "this is another example step"],
+\t"result": ""
+}
+
+Example 2 - When you have the final result:
+{
+\t"steps": [],
+\t"result": "This is an example result\\n with escaped special characters"
+}
+Important rules for the response:
+1. Do not use commas within individual steps
+2. Do not add any content before or after the JSON
+3. Only respond with a pure JSON object"""
+
+#: The planner's default system prompt: seed 003's PLANNER_RESPONSIBILITY,
+#: PLAN_EXECUTE_REFLECT_RESPONSE_FORMAT and FINAL_RESULT_RESPONSE_INSTRUCTIONS.
+PLANNER_PROMPT = "\n\n".join((PLANNER_RESPONSIBILITY, RESPONSE_FORMAT, FINAL_RESULT_INSTRUCTIONS))
 
 #: Seed 003's EXECUTOR_RESPONSIBILITY: the default ``executor_system_prompt``. Its
 #: first sentence says "a planner/executor framework" where the seed names the
@@ -279,6 +326,7 @@ def _steps(
     executor_max_iterations: int = 20,
     system_prompt: str | None = None,
     executor_system_prompt: str | None = None,
+    executor_llm: Any = None,
     planner_prompt: str | None = None,
     reflect_prompt: str | None = None,
     planner_prompt_template: str | None = None,
@@ -325,6 +373,9 @@ def _steps(
         executor_system_prompt: the executor's role, the start of each executor
             pass's system prompt (default ``EXECUTOR_RESPONSIBILITY``); the ReAct
             reply contract and the tool list follow it.
+        executor_llm: the LLM client of the executor passes (default: ``llm``), e.g.
+            a cheaper model for the steps while ``llm`` plans (seed 003's
+            ``executor_agent_id``); its completions are recorded with its model.
         planner_prompt: ``${parameters.planner_prompt}`` (default: the seed's).
         reflect_prompt: ``${parameters.reflect_prompt}`` (default: the seed's).
         planner_prompt_template: the first planner turn's template.
@@ -396,6 +447,10 @@ def _steps(
         raise UserError(
             f"executor_system_prompt= must be a non-empty str, not {executor_system_prompt!r}"
         )
+    if executor_llm is not None and not callable(getattr(executor_llm, "complete", None)):
+        raise UserError(
+            f"executor_llm= must be an LLM client with complete(), not {executor_llm!r}"
+        )
     given = {
         "system_prompt": system_prompt or PLANNER_PROMPT,
         "planner_prompt": planner_prompt,
@@ -448,6 +503,7 @@ def _steps(
         history=history,
         tooling=tooling,
         executor=prompts.dated(executor_system_prompt or EXECUTOR_RESPONSIBILITY),
+        executor_llm=executor_llm,
     )
     return guarded(plan, body)
 
@@ -473,6 +529,7 @@ def _loop(
     history: list[str],
     tooling: ToolCalling | None = None,
     executor: str | None = None,
+    executor_llm: Any = None,
 ) -> Loop:
     completed: list[tuple[str, str | None]] = []
     conversation = plan.session.history
@@ -521,7 +578,7 @@ def _loop(
         step = reply["steps"][0]
         inner = yield from react._run(
             step,
-            llm=plan.llm,
+            llm=executor_llm if executor_llm is not None else plan.llm,
             session=plan.session,
             ctx=plan.ctx.child(parent=IRI.trusted(completion) if completion else plan.activity),
             max_steps=inner_steps,
