@@ -6,7 +6,8 @@ carry instructions meant for the model ("ignore your task and ..."). A session g
 its screening functions ``(capability_id, output) -> reason | None``. A reason withholds the
 output: the model sees ``error: output withheld: <reason>`` instead, and the refusal is
 recorded as a denying ``trails:PolicyDecision`` (policy ``screen_output``, the function's name
-as the rule) informed by the invocation. The invocation and its recorded output stay as they
+as the rule) informed by the invocation, as the planners' other guards record theirs
+(``trails.agent.planners._guards.screen``). The invocation and its recorded output stay as they
 were: the evidence shows both what the tool returned and that the model never saw it.
 """
 
@@ -14,18 +15,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from trails.errors import TrailsError, UserError
-from trails.kernel.context import now
-from trails.kernel.observe import notify
-from trails.kernel.registry import get_capability
-from trails.prov.events import PolicyDecided
+from trails.errors import UserError
 
-if TYPE_CHECKING:
-    from trails.kernel.context import Context
-
-__all__ = ["OutputScreen", "instructions_in_output", "output_screens", "screen"]
+__all__ = ["OutputScreen", "instructions_in_output", "output_screens"]
 
 OutputScreen = Callable[[str, Any], "str | None"]
 """``screen_output(capability_id, output)``: None to show the output, a reason to withhold it."""
@@ -69,56 +63,3 @@ def output_screens(screen_output: Any) -> tuple[OutputScreen, ...]:
     ):
         return tuple(screen_output)
     raise UserError(f"screen_output= must be a function or a list of them, not {screen_output!r}")
-
-
-def screen(
-    ctx: Context,
-    screens: Sequence[OutputScreen],
-    action: str,
-    action_input: dict[str, Any],
-    output: Any,
-    invocation: str,
-) -> str | None:
-    """What the model sees instead of ``output`` (the refusal recorded), or None to show it.
-
-    The first function that returns a reason decides; the others are not asked.
-    """
-    for fn in screens:
-        reason = fn(action, output)
-        if reason is None:
-            continue
-        name = str(getattr(fn, "__name__", type(fn).__name__))
-        decision = ctx.recorder.minter.activity()
-        try:
-            side_effects: bool | None = get_capability(action).side_effects
-        except TrailsError:
-            side_effects = None
-        ctx.recorder.record(
-            PolicyDecided(
-                session=ctx.session,
-                activity=decision,
-                parent=invocation,
-                principal=ctx.principal,
-                policy="screen_output",
-                capability_id=action,
-                side_effects=side_effects,
-                decision="deny",
-                reason=str(reason),
-                rule=f"screen_output:{name}",
-                arguments=action_input,
-                at=now(),
-            )
-        )
-        notify(
-            ctx,
-            "policy_decision",
-            call_id=str(decision),
-            capability=action,
-            decision="deny",
-            reason=str(reason),
-            rule=f"screen_output:{name}",
-            review=None,
-            reviewer=None,
-        )
-        return f"error: output withheld: {reason}"
-    return None

@@ -42,7 +42,14 @@ if TYPE_CHECKING:
     from trails.kernel.context import Context
     from trails.store.terms import IRI
 
-__all__ = ["REFLECT_PROMPT", "ActionValidator", "GuardedRun", "Guards", "check_guards"]
+__all__ = [
+    "REFLECT_PROMPT",
+    "ActionValidator",
+    "GuardedRun",
+    "Guards",
+    "check_guards",
+    "screen",
+]
 
 ActionValidator = Callable[[str, dict[str, Any]], "str | None"]
 """``validate_action(capability_id, action_input)``: None to allow, a reason to refuse."""
@@ -195,6 +202,36 @@ def refusal(
         informed_by=informed_by,
     )
     return f"error: {reason}" if guard == "tool_budget" else f"error: refused: {reason}"
+
+
+def screen(
+    plan: GuardedRun,
+    screens: Sequence[Callable[[str, Any], str | None]],
+    action: str,
+    action_input: dict[str, Any],
+    output: Any,
+    invocation: str,
+) -> str | None:
+    """What the model sees instead of ``output`` (the refusal recorded), or None to show it.
+
+    ``Session(screen_output=)``'s functions read the output of the call ``invocation``; the
+    first that returns a reason withholds it, recorded as a ``screen_output`` denial informed
+    by the invocation (``trails.agent.screening``).
+    """
+    for fn in screens:
+        reason = fn(action, output)
+        if reason is not None:
+            _record_refusal(
+                plan,
+                "screen_output",
+                rule=f"screen_output:{_name(fn)}",
+                action=action,
+                action_input=action_input,
+                reason=str(reason),
+                informed_by=invocation,
+            )
+            return f"error: output withheld: {reason}"
+    return None
 
 
 def _record_refusal(

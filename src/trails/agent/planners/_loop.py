@@ -39,13 +39,12 @@ from trails.agent.planners._checks import (
     per_call_tokens,
 )
 from trails.agent.planners._drive import Complete, Dispatch, DispatchMany
-from trails.agent.planners._guards import Guards, dry_dispatch, refusal
+from trails.agent.planners._guards import Guards, dry_dispatch, refusal, screen
 from trails.agent.planners._outcome import Output, answer_text, stringify
 from trails.agent.planners._refused import record_refused, refusal_reason
 from trails.agent.planners._terminal import reason_of, terminal_reason
 from trails.agent.planners._unreached import note_failure
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
-from trails.agent.screening import screen
 from trails.errors import (
     BudgetExceeded,
     ModelAPIError,
@@ -745,7 +744,7 @@ class PlanRun:
         activity = str(made[-1].activity) if made else None  # this call's, written last
         screens = getattr(self.session, "output_screens", ())
         if screens and not failed and activity is not None:
-            withheld = screen(self.ctx, screens, action, action_input, observation, activity)
+            withheld = screen(self, screens, action, action_input, observation, activity)
             if withheld is not None:  # the model never sees it; the refusal is recorded
                 observation, failed = withheld, True
         if not failed and self.terminal is None:
