@@ -29,7 +29,7 @@ from tests.evidence.test_content import (
 )
 
 from trails.compliance.erasure import erase
-from trails.evidence.checkpoint import record_checkpoint
+from trails.evidence.checks import checkpoint_report
 from trails.evidence.findings import Finding
 from trails.evidence.seal import install_sealer
 from trails.evidence.verify import verify
@@ -192,14 +192,7 @@ def after_checkpoint(tmp_path: Path) -> Iterator[tuple[Path, Store, Recorded]]:
             pass
         full = verify(store)
         assert full.ok, full.findings
-        record_checkpoint(
-            recorder,
-            mode="full",
-            seals=full.seals,
-            graphs=full.graphs_checked,
-            verified=full.chain_tips,
-            previous=None,
-        )
+        checkpoint_report(recorder, full)
         r = record(store)
         quick = verify(store, quick=True)
         assert quick.ok and quick.mode == "quick", quick.findings
@@ -297,14 +290,7 @@ def test_quick_after_a_checkpoint_that_covers_the_learning_session_does_not_rere
     recorder = Recorder(store)
     full = verify(store)
     assert full.ok, full.findings
-    record_checkpoint(
-        recorder,
-        mode="full",
-        seals=full.seals,
-        graphs=full.graphs_checked,
-        verified=full.chain_tips,
-        previous=None,
-    )
+    checkpoint_report(recorder, full)
     install_sealer(recorder)
     with Context.open(ALICE, recorder=recorder):
         pass  # an unrelated session sealed since

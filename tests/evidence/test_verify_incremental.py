@@ -22,6 +22,7 @@ from tests.evidence.test_ledger import LEDGER, change_a_literal, ledger_quads, o
 
 from trails.evidence.canonical import digest_ntriples, graph_digest, graph_digest_by_query
 from trails.evidence.checkpoint import INCREMENTAL, read_checkpoint, record_checkpoint
+from trails.evidence.checks import checkpoint_report
 from trails.evidence.quick import seal_position
 from trails.evidence.seal import install_sealer
 from trails.evidence.verify import VerifyReport, verify
@@ -36,16 +37,7 @@ XSD = "http://www.w3.org/2001/XMLSchema#"
 def checkpoint(recorder: Recorder, report: VerifyReport) -> IRI:
     """Record what ``report`` verified, as ``trails verify`` does."""
     assert report.ok, report.findings
-    quick = report.mode == "quick"
-    return record_checkpoint(
-        recorder,
-        mode=INCREMENTAL if quick else "full",
-        seals=report.seals,
-        graphs=report.graphs_checked + report.not_rechecked,
-        verified=report.chain_tips,
-        previous=report.checkpoint or read_checkpoint(recorder.store, LEDGER),
-        last_full=report.last_full if quick else "",
-    )
+    return checkpoint_report(recorder, report)
 
 
 def sealed_store(store: Store, old: int, new: int) -> tuple[Recorder, list[IRI], list[IRI]]:

@@ -45,10 +45,9 @@ from trails.cli.common import session_arg
 from trails.cli.prove import print_report, report_json, run_proof, since_head_check
 from trails.config import load_settings
 from trails.errors import StoreError, UserError
-from trails.evidence.checkpoint import FULL, INCREMENTAL, read_checkpoint, record_checkpoint
+from trails.evidence.checks import checkpoint_report
 from trails.evidence.findings import Finding
 from trails.evidence.interruptions import calls_cut_short
-from trails.evidence.ledger import ledger_iri
 from trails.evidence.quick import QUICK
 from trails.evidence.seal import configured_signing_key
 from trails.evidence.verify import VerifyReport, load_public_key, verify
@@ -352,16 +351,7 @@ def _checkpoint(store: Store, report: VerifyReport) -> str | None:
     recorder = Recorder(store, base_iri=settings.base_iri)
     try:
         signing_key = configured_signing_key(settings)
-        iri = record_checkpoint(
-            recorder,
-            mode=INCREMENTAL if report.mode == QUICK else FULL,
-            seals=report.seals,
-            graphs=report.graphs_checked + report.not_rechecked,
-            verified=report.chain_tips,
-            previous=report.checkpoint or read_checkpoint(store, ledger_iri(recorder.minter)),
-            signing_key=signing_key,
-            last_full=report.last_full if report.mode == QUICK else "",
-        )
+        iri = checkpoint_report(recorder, report, signing_key=signing_key)
     except StoreError as exc:
         print(f"note: no checkpoint recorded ({exc})", file=sys.stderr)
         return None

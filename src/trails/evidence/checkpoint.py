@@ -55,6 +55,8 @@ __all__ = [
 
 FULL = "full"
 INCREMENTAL = "incremental"
+QUICK = "quick"
+"""``VerifyReport.mode`` of a quick verification (its checkpoint records ``incremental``)."""
 
 
 def checkpoint_message(

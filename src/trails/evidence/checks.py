@@ -16,7 +16,14 @@ from typing import Any
 
 from trails.errors import ConfigError
 from trails.evidence.canonical import graph_digest_read
-from trails.evidence.checkpoint import FULL, CheckpointRecord
+from trails.evidence.checkpoint import (
+    FULL,
+    INCREMENTAL,
+    QUICK,
+    CheckpointRecord,
+    read_checkpoint,
+    record_checkpoint,
+)
 from trails.evidence.content import ContentTally
 from trails.evidence.findings import Finding
 from trails.evidence.ledger import (
@@ -24,6 +31,7 @@ from trails.evidence.ledger import (
     LedgerContents,
     RotationRecord,
     SealRecord,
+    ledger_iri,
     sha256_hex,
 )
 from trails.store.base import Solutions, Store
@@ -38,6 +46,7 @@ __all__ = [
     "check_graph",
     "check_link",
     "check_seal",
+    "checkpoint_report",
     "load_public_key",
     "removals",
     "seal_name",
@@ -138,6 +147,29 @@ class VerifyReport:
     def head(self) -> str:
         """The heads as one token (comma-separated hashes; 64 zeros for an empty ledger)."""
         return ",".join(self.heads) if self.heads else GENESIS
+
+
+def checkpoint_report(recorder: Any, report: VerifyReport, *, signing_key: Any = None) -> IRI:
+    """Record what ``report`` verified as the ledger's next checkpoint, as ``trails verify`` does.
+
+    A full verification records a ``full`` checkpoint, a quick one an ``incremental``
+    checkpoint that keeps when the last full one ran; either follows the checkpoint the
+    verification started from (or the ledger's newest).
+
+    Raises:
+        StoreError: the write failed.
+    """
+    quick = report.mode == QUICK
+    return record_checkpoint(
+        recorder,
+        mode=INCREMENTAL if quick else FULL,
+        seals=report.seals,
+        graphs=report.graphs_checked + report.not_rechecked,
+        verified=report.chain_tips,
+        previous=report.checkpoint or read_checkpoint(recorder.store, ledger_iri(recorder.minter)),
+        signing_key=signing_key,
+        last_full=report.last_full if quick else "",
+    )
 
 
 def load_public_key(path: str) -> Any:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trails.evidence.checkpoint import INCREMENTAL, CheckpointRecord, read_checkpoint
+from trails.evidence.checkpoint import INCREMENTAL, QUICK, CheckpointRecord, read_checkpoint
 from trails.evidence.checks import (
     VerifyReport,
     check_anchors,
@@ -50,9 +50,6 @@ from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal
 
 __all__ = ["QUICK", "seal_position", "verify_quick"]
-
-QUICK = "quick"
-"""``VerifyReport.mode`` of a quick verification (its checkpoint records ``incremental``)."""
 
 _POINTERS = f"""
 SELECT ?s ?h $ledger WHERE {{ GRAPH $ledger {{
