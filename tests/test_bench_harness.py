@@ -335,6 +335,22 @@ def test_a_sealed_run_above_the_ceiling_is_a_regression(
     assert bench_react_cpu.main() == 0
 
 
+def test_no_doc_prints_the_section_and_leaves_the_page_alone(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    counts = {"sealed": 50e6, "unsealed": 34e6, "unrecorded": 13e6, "raw": 6e6}
+    monkeypatch.setattr(bench_react_cpu, "per_run", lambda mode, runs: counts[mode])
+    written: list[str] = []
+    monkeypatch.setattr(bench_react_cpu, "write_section", lambda name, md: written.append(name))
+    argv = ["bench_react_cpu.py", "--runs", "1", "--ceiling", "49.5", "--no-doc"]
+    monkeypatch.setattr(sys, "argv", argv)
+    assert bench_react_cpu.main() == 1  # the ceiling still holds
+    assert written == []
+    captured = capsys.readouterr()
+    assert "| **a sealed run, all of it** | **50.00** | 100% |" in captured.out
+    assert "FAILED: a sealed ReAct run costs 50.00 M" in captured.err
+
+
 @pytest.mark.parametrize("mode", bench_react_cpu.MODES)
 def test_each_counted_configuration_runs(mode: str, tmp_path: Path) -> None:
     done = subprocess.run(

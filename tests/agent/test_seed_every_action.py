@@ -365,7 +365,8 @@ def test_attachments_are_entities_with_digests_shown_to_agent_nodes(
     system = model.requests[0].messages[0].content
     assert 'resource "aws_s3_bucket" "logs"' in system  # a text attachment by its text
     assert "diagram.png (image/png, 48 bytes, sha256 " in system
-    assert "not shown (not text)" in system
+    assert "attached as an image" in system  # and sent as one, on the first user message
+    assert [i.data for i in model.requests[0].messages[1].images] == [image]
 
 
 def test_bad_attachments_are_user_errors(tmp_path: Any) -> None:

@@ -8,7 +8,6 @@ should leave some (the scene and the reads are in ``_seed_004``).
 from __future__ import annotations
 
 import asyncio
-import base64
 import inspect
 import itertools
 import json
@@ -440,11 +439,6 @@ def test_a_run_streams_its_events(store: Store, tf: dict[str, int]) -> None:
 
 
 @pytest.mark.seed_row("004-046")
-@pytest.mark.xfail(
-    strict=True,
-    reason="messages are text only: an image attachment is shown to agent nodes by name and "
-    "digest, not passed to the model as multimodal image content",
-)
 def test_image_attachments_reach_the_model_as_images(store: Store) -> None:
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(32))
     client = LLMClient.mock([finish("one bucket")])
@@ -468,8 +462,19 @@ def test_image_attachments_reach_the_model_as_images(store: Store) -> None:
     assert isinstance(used, Solutions)
     assert [to_python(r["type"]) for r in used] == ["image/png", "text/plain"]
     # the seed: image attachments are passed as multimodal content to the LLM
-    sent = [m.content for m in client.requests[0].messages]
-    assert any(not isinstance(c, str) or base64.b64encode(png).decode() in c for c in sent)
+    [user] = [m for m in client.requests[0].messages if m.role == "user"]
+    [image] = user.images
+    assert (image.media_type, image.data) == ("image/png", png)
+    # and the completion that sent it used the run's image attachment
+    sent = store.query(
+        PREFIXES
+        + """SELECT ?run ?type WHERE { GRAPH ?g {
+          ?c a trails:LLMCompletion ; prov:wasInformedBy+ ?run ; prov:used ?a .
+          ?run prov:used ?a . ?a a trails:Attachment ; trails:mediaType ?type } }""",
+        {"run": IRI(str(result.activity_iri))},
+    )
+    assert isinstance(sent, Solutions)
+    assert [to_python(r["type"]) for r in sent] == ["image/png"]
 
 
 @pytest.mark.seed_row("004-047")

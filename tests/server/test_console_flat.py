@@ -38,7 +38,7 @@ from trails.server import console_pages, console_sessions, create_app
 from trails.server.app import Endpoint
 from trails.server.auth import Grant, load_tokens, token_entry
 from trails.server.graphs import GraphCache
-from trails.store import IRI, Quad, Solutions, Store, to_python
+from trails.store import IRI, Literal, Quad, Solutions, Store, literal, to_python
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENS = {
@@ -368,3 +368,148 @@ async def test_search_pages_follow_each_other_within_the_grant(
     async with _client(console_app, "auditor") as client:
         wrong = await client.get("/console/search", params={"q": "quokka", "before": "x"})
         assert wrong.status_code == 400 and "before is the row" in wrong.text
+
+
+NS = "https://w3id.org/trails/ns#"
+
+
+def _usage_cost(store: Store, session: IRI) -> tuple[Quad, Quad]:
+    """Session ``session``'s cost on the usage node of its first priced model, and its end:
+    the two catalogue quads as stored."""
+    found = store.query(
+        "PREFIX trails: <https://w3id.org/trails/ns#> SELECT ?e ?u ?c ?end ?g $s WHERE {"
+        " GRAPH ?g { ?e trails:summaryOf $s ; trails:usage ?u ; trails:sessionEnded ?end ."
+        " ?u trails:usedAgent ?m ; trails:totalCostUSD ?c . ?m trails:modelId ?id } } ORDER BY ?u",
+        {"s": session},
+    )
+    assert isinstance(found, Solutions) and found.rows, "no priced usage"
+    e, u, c, end, g, _ = found.rows[0]
+    cost = Quad(u, IRI(NS + "totalCostUSD"), c, g)  # type: ignore[arg-type]
+    return cost, Quad(e, IRI(NS + "sessionEnded"), end, g)  # type: ignore[arg-type]
+
+
+def _entry_cost(store: Store, session: IRI) -> Decimal:
+    found = store.query(
+        "PREFIX trails: <https://w3id.org/trails/ns#> SELECT ?c $s WHERE { GRAPH ?g {"
+        " ?e trails:summaryOf $s ; trails:totalCostUSD ?c } }",
+        {"s": session},
+    )
+    assert isinstance(found, Solutions) and len(found.rows) == 1
+    return Decimal(str(to_python(found.rows[0][0])))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("one_by_one", [0, 8], ids=["day-read-whole", "entries-one-by-one"])
+async def test_todays_figures_follow_every_change_of_the_day(
+    fx: Fixture, console_app: Endpoint, monkeypatch: pytest.MonkeyPatch, one_by_one: int
+) -> None:
+    """Today's figures are kept between pages: each page reads the day's entries and their
+    ends again, and the figures of an entry that is new or summarised again (its end moved)."""
+    from trails.catalogue.totals import rollup
+    from trails.compliance.retention import _remove_structure
+
+    monkeypatch.setattr(console_sessions, "ONE_BY_ONE", one_by_one)
+    assert rollup(fx.store).totalled == []  # entries dated; today, when they ended, not over
+
+    def usd(page: str) -> Decimal:
+        found = re.search(r"session\(s\) · ([0-9.]+) USD", page)
+        assert found, page[-2000:]
+        return Decimal(found.group(1))
+
+    async with _client(console_app, "auditor") as client:
+        first = usd((await client.get("/console/")).text)
+        assert first == _catalogue_sum(fx.store)
+        kept = console_app.console.open_days
+        assert len(kept) == 1 and len(next(iter(kept.values()))) == 3  # today's A, B and C
+        # A summarised again: one USD more on a model's usage, its end a second later
+        cost, end = _usage_cost(fx.store, fx.sessions["A"])
+        more = literal(Decimal(str(to_python(cost.object))) + 1)
+        when = to_python(end.object)
+        assert isinstance(when, datetime)
+        moved = literal(when + timedelta(seconds=1))
+        fx.store.write([cost._replace(object=more), end._replace(object=moved)], remove=[cost, end])
+        assert usd((await client.get("/console/")).text) == first + 1
+        # B's entry removed by retention: its figures leave today's totals
+        b_cost = _entry_cost(fx.store, fx.sessions["B"])
+        assert b_cost > 0
+        _remove_structure(fx.store, [str(fx.sessions["B"])], IRI("urn:trails:graph:catalogue"))
+        assert usd((await client.get("/console/")).text) == first + 1 - b_cost
+        # once the day is totalled, the page reads its totals and forgets the entries
+        rollup(fx.store, now=LATER)
+        assert usd((await client.get("/console/")).text) == first + 1 - b_cost
+        assert console_app.console.open_days == {}
+
+
+@pytest.mark.anyio
+async def test_the_page_walks_a_days_minutes_newest_first(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many sessions on one day: the page reads the newest minutes, a run at a time, and
+    reads the next run when a minute's entries are gone."""
+    from trails.catalogue.entries import catalogue_iri, entry_iri, start_quads
+    from trails.prov.iri import Minter
+
+    catalogue = catalogue_iri(Minter())
+    starts = {
+        "old": datetime(2025, 5, 31, 23, 59, 30, tzinfo=UTC),
+        "a": datetime(2025, 6, 1, 10, 0, 5, tzinfo=UTC),
+        "b": datetime(2025, 6, 1, 10, 0, 40, tzinfo=UTC),  # a's minute
+        "c": datetime(2025, 6, 1, 10, 3, 0, tzinfo=UTC),
+        "d": datetime(2025, 6, 1, 10, 3, 30, tzinfo=UTC),  # c's minute
+        "e": datetime(2025, 6, 1, 10, 7, 0, tzinfo=UTC),
+        "f": datetime(2025, 6, 1, 11, 0, 0, tzinfo=UTC),
+    }
+    sessions = {
+        k: IRI(f"urn:trails:session:00000000-0000-4000-8000-00000000000{i}")
+        for i, k in enumerate(starts)
+    }
+    for name, started in starts.items():
+        store.write(
+            start_quads(
+                sessions[name],
+                IRI(ALICE),
+                started,
+                label=name,
+                catalogue=catalogue,
+                principal_id=Literal(ALICE),
+            )
+        )
+    served = create_app(
+        store,
+        load_tokens(tomllib.loads(token_entry(TOKENS["auditor"], "did:example:auditor", ["*"]))),
+        access_log="memory:",
+    )
+    await served.start()
+    monkeypatch.setattr(console_sessions, "PAGE_SIZE", 2)
+
+    def names(html: str) -> list[str]:
+        by_iri = {quote(str(v), safe=""): k for k, v in sessions.items()}
+        return [by_iri[s] for s in _listed(html)]
+
+    try:
+        async with _client(served, "auditor") as client:
+            pages = [
+                names((await client.get("/console/", params={"page": n})).text)
+                for n in (1, 2, 3, 4)
+            ]
+            assert pages == [["f", "e"], ["d", "c"], ["b", "a"], ["old"]]
+            # e's entry gone, its minute left: the walk reads on to the next minutes
+            gone = store.query(
+                "SELECT ?p ?o ?g $e WHERE { GRAPH ?g { $e ?p ?o } }",
+                {"e": entry_iri(sessions["e"])},
+            )
+            assert isinstance(gone, Solutions) and gone.rows
+            store.write(
+                [],
+                remove=[Quad(entry_iri(sessions["e"]), p, o, g) for p, o, g, _ in gone.rows],  # type: ignore[arg-type]
+            )
+            first = names((await client.get("/console/", params={"page": 1})).text)
+            assert first == ["f", "d"]
+            # a time range within the day
+            ranged = await client.get(
+                "/console/",
+                params={"since": "2025-06-01T10:00:30Z", "until": "2025-06-01T10:03:15Z"},
+            )
+            assert names(ranged.text) == ["c", "b"]
+    finally:
+        served.close()

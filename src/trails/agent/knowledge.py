@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING, Any
 from trails.errors import TrailsError, UserError
 from trails.kernel.observe import notify
 from trails.llm.types import Message
-from trails.memory.api import learn_many, list_memories
 from trails.prov.iri import Minter
 from trails.store.terms import IRI
 
@@ -65,6 +64,16 @@ __all__ = [
 ]
 
 log = logging.getLogger("trails.agent")
+
+
+def _memory() -> Any:
+    """``trails.memory.api``, imported when a session is given one of these memories: importing
+    it registers the ``memory.*`` capabilities, which every planner then offers the model
+    (a session without them keeps its tools and its prompt as they were)."""
+    from trails.memory import api
+
+    return api
+
 
 ENTITY_PROMPT = (
     "Extract the named entities (people, organizations, projects, places, products) the "
@@ -123,6 +132,7 @@ class EntityMemory:
     def __post_init__(self) -> None:
         self.llm = _client(self.llm, self.provider, "EntityMemory")
         _check(self.scope, self.max_entities, "EntityMemory")
+        _memory()
 
     @property
     def limit(self) -> int:
@@ -179,6 +189,7 @@ class KnowledgeGraphMemory:
     def __post_init__(self) -> None:
         self.llm = _client(self.llm, self.provider, "KnowledgeGraphMemory")
         _check(self.scope, self.max_triples, "KnowledgeGraphMemory")
+        _memory()
 
     @property
     def limit(self) -> int:
@@ -247,10 +258,11 @@ class KnowledgeMemory:
         if isinstance(days, bool) or not isinstance(days, int) or days < 0:
             raise UserError(f"KnowledgeMemory(recent_days=...) must be an int >= 0, not {days!r}")
         _check(self.scope, self.max_memories, "KnowledgeMemory")
+        _memory()  # its tool, memory.learn, is offered from now on
 
     def sections(self, ctx: Context) -> list[str]:
         """``[Long-term Memory]`` and ``[Recent Memory]``, from one recorded ``memory.list``."""
-        listed = list_memories(scope=self.scope, limit=self.max_memories, ctx=ctx)
+        listed = _memory().list_memories(scope=self.scope, limit=self.max_memories, ctx=ctx)
         since = datetime.now(UTC) - timedelta(days=self.recent_days)
         kept = [m for m in reversed(listed) if m.topic not in ("entity", "relationship")]
         older = [m.content for m in kept if m.recorded_at < since]
@@ -324,7 +336,7 @@ class SessionKnowledge:
         """
         sections = []
         for x in self.extractors:
-            memories = list_memories(scope=x.scope, topic=x.topic, limit=x.limit, ctx=ctx)
+            memories = _memory().list_memories(scope=x.scope, topic=x.topic, limit=x.limit, ctx=ctx)
             self.known[x.topic] = [(m.id, m.content) for m in memories]
             if memories:
                 lines = "\n".join(f"- {m.content}" for m in reversed(memories))
@@ -374,7 +386,7 @@ class SessionKnowledge:
             items[key] = item
         if not items:
             return []
-        learned = learn_many(list(items.values()), scope=x.scope, ctx=ctx)
+        learned = _memory().learn_many(list(items.values()), scope=x.scope, ctx=ctx)
         for memory in learned:
             known[x.key(memory.content)] = (memory.id, memory.content)
         self.known[x.topic] = list(known.values())

@@ -32,7 +32,14 @@ from trails.errors import UserError
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal, Term, to_python
 
-__all__ = ["PAGE_MARKER", "newest_first", "paged", "sessions_page", "sessions_page_to"]
+__all__ = [
+    "PAGE_MARKER",
+    "newest_first",
+    "paged",
+    "sessions_page",
+    "sessions_page_to",
+    "start_days",
+]
 
 PAGE_MARKER = "#PAGE"
 """The line of ``queries/sessions.rq`` where the page's ``LIMIT`` goes (inside its subquery)."""
@@ -95,8 +102,9 @@ def _variant(text: str, pattern: str) -> str:
     return out
 
 
-def _days(store: Store, params: Mapping[str, Term]) -> Iterator[tuple[IRI, list[str]]]:
-    """The start days to walk and their minutes, newest first, within ``since``/``until``."""
+def start_days(store: Store, params: Mapping[str, Term]) -> Iterator[tuple[IRI, list[str]]]:
+    """The catalogue's start days and their minutes, newest first, within the ``since`` and
+    ``until`` of ``params`` (a day's minutes are read when the walk reaches it)."""
     since, until = (_moment(params.get(k)) for k in ("since", "until"))
     days = store.query(_DAYS)
     assert isinstance(days, Solutions)
@@ -135,7 +143,7 @@ def _fill(store: Store, params: Mapping[str, Term], limit: int, run: Run) -> Non
     text = get_query("sessions").text_for(dict(params))
     have = 0
     in_minutes = _variant(text, _IN_MINUTES)
-    for day, minutes in _days(store, params):
+    for day, minutes in start_days(store, params):
         while minutes:
             batch, minutes = minutes[: limit - have], minutes[limit - have :]
             bound: dict[str, Term] = {

@@ -6,7 +6,8 @@ makes every ``complete`` / ``stream`` call (and their asyncio twins
 ``acomplete`` / ``astream``, and ``batch`` / ``abatch``) a booked, budgeted,
 recorded ``trails:LLMCompletion``; native tool calls come back on
 ``Response.tool_calls``, a validated ``response_format`` answer on
-``Response.parsed``. Provider SDKs are imported only when their adapter
+``Response.parsed``; a user ``Message`` may show the model ``images``
+(``Image``). Provider SDKs are imported only when their adapter
 is built, so ``import trails.llm`` stays cheap.
 """
 
@@ -46,6 +47,7 @@ from trails.llm.types import (
     Adapter,
     AsyncAdapter,
     Chunk,
+    Image,
     Message,
     Request,
     Response,
@@ -61,6 +63,7 @@ __all__ = [
     "CacheStats",
     "Catalogue",
     "Chunk",
+    "Image",
     "IncompleteStreamError",
     "LLMClient",
     "MalformedResponseError",

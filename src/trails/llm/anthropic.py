@@ -4,7 +4,8 @@ The SDK's own retries are off (``max_retries=0``): the client's retry loop is
 the only one, so the recorded retry count is true. System messages become the
 top-level ``system`` blocks; with ``cache=True`` every message marked
 ``Message(cache=True)`` (or, when none is marked, the last system block) gets
-an ephemeral ``cache_control`` breakpoint. Usage includes the cache read and
+an ephemeral ``cache_control`` breakpoint. A user message's images go as ``image``
+content blocks (base64 sources) before its text block. Usage includes the cache read and
 write token counts. SDK exceptions are translated into the
 ``trails.llm.errors`` classes here, at the boundary.
 
@@ -37,7 +38,7 @@ from trails.llm.errors import (
     ModelTimeoutError,
     error_for_status,
 )
-from trails.llm.types import Chunk, Message, Request, Response, ToolCall, wire_name
+from trails.llm.types import Chunk, Image, Message, Request, Response, ToolCall, wire_name
 
 __all__ = ["DEFAULT_BASE_URL", "AnthropicAdapter", "to_anthropic"]
 
@@ -55,6 +56,12 @@ _ERROR_TYPES = {
     "api_error": 500,
     "overloaded_error": 529,
 }
+
+
+def _image(image: Image) -> dict[str, Any]:
+    """An image content block (base64 source)."""
+    source = {"type": "base64", "media_type": image.media_type, "data": image.base64()}
+    return {"type": "image", "source": source}
 
 
 def to_anthropic(
@@ -86,7 +93,11 @@ def to_anthropic(
         elif m.role == "tool":
             chat.append({"role": "user", "content": [block], "tool_results": True})
         else:
-            blocks = [block] if m.content or not m.tool_calls else []
+            blocks = [_image(image) for image in m.images]
+            if m.content or not (m.tool_calls or m.images):
+                blocks.append(block)
+            elif cache and m.cache and blocks:  # no text block: the breakpoint goes on the image
+                blocks[-1]["cache_control"] = dict(_EPHEMERAL)
             blocks += [
                 {"type": "tool_use", "id": c.id, "name": wire_name(c.name), "input": c.arguments}
                 for c in m.tool_calls
@@ -112,6 +123,7 @@ class AnthropicAdapter:
 
     provider = "anthropic"
     local = False
+    accepts_images = True
 
     def __init__(
         self,

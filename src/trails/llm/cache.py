@@ -4,10 +4,13 @@
 request": the sha256 of the canonical JSON (``trails.prov.content``) of::
 
     {"model": <model id>,
-     "messages": [{"role": ..., "content": ..., "cache": true?}, ...],
+     "messages": [{"role": ..., "content": ..., "cache": true?,
+                   "images": [{"media_type": ..., "sha256": ..., "size": ...}]?}, ...],
      "params": {"max_tokens": ..., "temperature": ..., "stop": [...]?, ...}}
 
-``messages`` are ``Message.as_dict()`` (``cache`` appears only when true);
+``messages`` are ``Message.as_dict()`` (``cache`` appears only when true, and
+``images`` only when the message shows the model some: each by its digest, so
+two images never share a key, and a text-only request's hash is unchanged);
 ``params`` holds ``max_tokens`` and ``temperature`` always, ``stop`` only when
 non-empty, any extra provider parameters, the offered tools (``tools``, each
 ``ToolSpec.as_dict()``) when there are any, and the response format

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -40,12 +40,11 @@ from trails.llm.batch import hold_slot, release_slot
 from trails.llm.cache import CacheBackend, lookup_recorded, request_hash, request_params_of
 from trails.llm.catalogue import Catalogue, ModelSpec
 from trails.llm.errors import IncompleteStreamError, MalformedResponseError
-from trails.llm.evidence import BudgetRefused, ProviderFellBack
+from trails.llm.evidence import BudgetRefused, ProviderFellBack, SentCompletion, images_sent
 from trails.llm.failover import Failover, watching
 from trails.llm.retry import RetryError, RetryPolicy, acall_with_retries, call_with_retries
 from trails.llm.structured import OutputFormat
 from trails.llm.types import Adapter, Chunk, Message, Request, Response, ToolCall, ToolSpec
-from trails.prov.events import LLMCompleted
 from trails.text import check_text, text_problem
 
 __all__ = ["Call", "Envelope", "Prompt", "to_messages"]
@@ -85,13 +84,15 @@ def to_messages(messages: Prompt) -> list[Message]:
 
     Args:
         messages: a string, a ``Message``, or a sequence of messages or
-            ``{"role", "content", "cache"?, "tool_calls"?, "tool_call_id"?}`` dicts.
+            ``{"role", "content", "cache"?, "tool_calls"?, "tool_call_id"?, "images"?}``
+            dicts (``images``: ``Image`` objects).
 
     Returns:
         The messages.
 
     Raises:
-        UserError: empty, or a message with an unknown role or non-str content.
+        UserError: empty, or a message with an unknown role, non-str content, or images
+            that are not ``Image`` objects or not on a user message.
     """
     if isinstance(messages, str):
         return [Message("user", messages)]
@@ -107,6 +108,7 @@ def to_messages(messages: Prompt) -> list[Message]:
                     bool(m.get("cache", False)),
                     _tool_calls(m.get("tool_calls"), i),
                     m.get("tool_call_id"),
+                    m.get("images") or (),
                 )
             except KeyError as exc:
                 raise UserError(f"message #{i} has no {exc.args[0]!r}") from exc
@@ -146,6 +148,8 @@ class Call:
     """The last failover record of this call (a switch, or the last failed member)."""
     stream: bool = False
     """A stream: never answered from, nor written to, the response cache."""
+    images: list[dict[str, Any]] = field(default_factory=list)
+    """The images the request shows the model (``images_sent``), recorded as used."""
 
     @property
     def informed_by(self) -> list[str]:
@@ -183,6 +187,11 @@ class Envelope:
         output: OutputFormat | None = None,
     ) -> Call:
         msgs = to_messages(messages)
+        if any(m.images for m in msgs) and not getattr(self.adapter, "accepts_images", False):
+            raise UserError(
+                f"the {self.provider} adapter does not send images (it has no accepts_images "
+                "= True), so a message with images= cannot go to it: nothing was sent"
+            )
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise UserError(f"max_tokens must be a positive int, not {max_tokens!r}")
         if isinstance(temperature, bool) or not isinstance(temperature, int | float):
@@ -218,6 +227,7 @@ class Envelope:
             messages=[m.as_dict() for m in msgs],
             params=params,
             hash=request_hash(model_id, msgs, params),
+            images=images_sent(msgs),
             activity=ctx.recorder.minter.activity(),
             started=now(),
             t0=time.perf_counter(),
@@ -236,7 +246,7 @@ class Envelope:
         ctx = call.ctx
         ended = now()
         message = f"{type(refusal).__name__}: {refusal}"
-        completion = LLMCompleted(
+        completion = SentCompletion(
             session=ctx.session,
             activity=call.activity,
             parent=ctx.parent,
@@ -246,6 +256,7 @@ class Envelope:
             started=call.started,
             ended=ended,
             messages=call.messages,
+            images=call.images,
             params=call.params,
             request_hash=call.hash,
             latency_ms=(time.perf_counter() - call.t0) * 1000.0,
@@ -275,7 +286,7 @@ class Envelope:
             switch = ctx.recorder.minter.activity() if failover.next is not None else None
             event = ProviderFellBack(
                 session=ctx.session,
-                failed=LLMCompleted(
+                failed=SentCompletion(
                     session=ctx.session,
                     activity=attempt,
                     parent=ctx.parent,
@@ -285,6 +296,7 @@ class Envelope:
                     started=failover.started,
                     ended=failover.ended,
                     messages=call.messages,
+                    images=call.images,
                     params=call.params,
                     request_hash=call.hash,
                     latency_ms=failover.latency_ms,
@@ -441,7 +453,7 @@ class Envelope:
             activity=call.activity,
         )
         ctx.recorder.record(
-            LLMCompleted(
+            SentCompletion(
                 session=ctx.session,
                 activity=call.activity,
                 parent=ctx.parent,
@@ -451,6 +463,7 @@ class Envelope:
                 started=call.started,
                 ended=now(),
                 messages=call.messages,
+                images=call.images,
                 params=call.params,
                 request_hash=call.hash,
                 text=call.output.raw(response) if call.output is not None else response.text,
@@ -527,7 +540,7 @@ class Envelope:
             received = ""  # not recordable as it came; the error says how much arrived
         ctx = call.ctx
         ctx.recorder.record(
-            LLMCompleted(
+            SentCompletion(
                 session=ctx.session,
                 activity=call.activity,
                 parent=ctx.parent,
@@ -537,6 +550,7 @@ class Envelope:
                 started=call.started,
                 ended=now(),
                 messages=call.messages,
+                images=call.images,
                 params=call.params,
                 request_hash=call.hash,
                 latency_ms=(time.perf_counter() - call.t0) * 1000.0,

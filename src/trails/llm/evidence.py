@@ -1,8 +1,16 @@
-"""Evidence of a model call that did not simply answer: a provider failover, a budget refusal.
+"""Evidence of a model call beyond its prompt and answer: the images it sent, a failover, a refusal.
 
-Both are events of the LLM room (``trails.prov.events`` says rooms add their
+These are events of the LLM room (``trails.prov.events`` says rooms add their
 own), each written in one atomic write:
 
+- ``SentCompletion``: the ``LLMCompleted`` the envelope records for every call,
+  which also names the images its request showed the model. The completion
+  ``prov:used`` each one: the entity already recorded for it (a behaviour-tree
+  run's ``trails:Attachment``, named by ``Image.entity``), else a
+  ``trails:Attachment`` recorded with the completion (media type, size,
+  sha256 marked ``trails:contentPolicy "hash"``: the bytes are never recorded,
+  and verification expects no value). The prompt's messages name them the same
+  way, so the request hash, the response cache and replay tell two images apart.
 - ``ProviderFellBack``: a member of a fallback chain failed. Its attempt is a
   failed ``trails:LLMCompletion`` (status ``error``, its error message, the
   model that failed) and, when another member is tried, the switch is a
@@ -18,15 +26,75 @@ own), each written in one atomic write:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
+from pydantic import Field
+
+from trails.llm.types import Message
 from trails.prov.builder import QuadBuilder
 from trails.prov.events import Event, LLMCompleted, Terminated
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
 from trails.store.terms import IRI
 
-__all__ = ["BudgetRefused", "ProviderFellBack"]
+__all__ = ["BudgetRefused", "ProviderFellBack", "SentCompletion", "attachment", "images_sent"]
+
+HASH_ONLY = "hash"
+"""The ``trails:contentPolicy`` of an entity recorded by its digest alone (as verification
+reads it: ``trails.evidence.content.HASH_ONLY``)."""
+
+
+def images_sent(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """The images a request shows the model, each once: ``Image.as_dict()`` plus its ``entity``."""
+    seen: set[str] = set()
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        for image in message.images:
+            key = image.entity or image.sha256
+            if key in seen:
+                continue
+            seen.add(key)
+            sent = image.as_dict()
+            if image.entity is not None:
+                sent["entity"] = image.entity
+            out.append(sent)
+    return out
+
+
+class SentCompletion(LLMCompleted):
+    """A model call (``LLMCompleted``) that also names the images it sent (``images_sent``)."""
+
+    images: list[dict[str, Any]] = Field(default_factory=list)
+
+    def emit(self, b: QuadBuilder) -> None:
+        super().emit(b)
+        a = IRI.trusted(self.activity)
+        for i, image in enumerate(self.images):
+            entity = image.get("entity")
+            if entity:
+                b.add(a, PROV.used, IRI.trusted(str(entity)))
+                continue
+            e = Minter.part(a, f"image{i + 1}")
+            media_type = str(image["media_type"])
+            label = f"image {i + 1} ({media_type})"
+            size, digest = int(image["size"]), str(image["sha256"])
+            attachment(b, e, label=label, media_type=media_type, size=size, digest=digest)
+            b.add(a, PROV.used, e)
+
+
+def attachment(
+    b: QuadBuilder, e: IRI, *, label: str, media_type: str, size: int, digest: str
+) -> None:
+    """The quads of a ``trails:Attachment``: media type, size and the sha256 of bytes that are
+    never recorded (``trails:contentPolicy "hash"``: verification expects no value)."""
+    b.entity(e, T.Attachment, has_content=False)
+    b.label(e, label)
+    b.value(e, T.mediaType, media_type)
+    b.value(e, T.byteSize, size)
+    b.value(e, T.sha256, digest)
+    b.value(e, T.contentPolicy, HASH_ONLY)
 
 
 class ProviderFellBack(Event):

@@ -93,6 +93,8 @@ class FallbackAdapter:
         self.provider = primary.provider
         self.model = primary.model
         self.local = all(bool(getattr(a, "local", False)) for a, _ in self.members)
+        # images only when every member sends them: a failover never drops them
+        self.accepts_images = all(getattr(a, "accepts_images", False) for a, _ in self.members)
 
     @staticmethod
     def _name(adapter: Adapter) -> str:

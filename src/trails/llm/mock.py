@@ -115,6 +115,7 @@ class MockAdapter:
 
     provider = "mock"
     local = True
+    accepts_images = True  # kept on ``requests`` as sent
 
     def __init__(
         self, response: MockScript | None = None, *, model: str = "mock", chunk_size: int = 8

@@ -9,8 +9,10 @@ Tools travel as ``tools=[{"type": "function", ...}]`` and come back as
 ``message.tool_calls`` (arguments already an object; Ollama gives no call id,
 so one is minted); a tool result goes back as ``{"role": "tool", "content",
 "tool_name"}``, named after the call it answers. A ``response_format`` is sent
-as ``format`` (a JSON schema). The sync and async paths share the body builder, the parser and the
-stream state; only the transport call differs.
+as ``format`` (a JSON schema). A user message's images travel in its ``images``
+field (base64, as Ollama's vision models take them). The sync and async paths
+share the body builder, the parser and the stream state; only the transport call
+differs.
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ def _messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     names: dict[str, str] = {}
     for m in messages:
         item: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.images:
+            item["images"] = [image.base64() for image in m.images]
         if m.tool_calls:
             item["tool_calls"] = [
                 {"function": {"name": wire_name(c.name), "arguments": c.arguments}}
@@ -113,6 +117,7 @@ class OllamaAdapter:
 
     provider = "ollama"
     local = True
+    accepts_images = True
 
     def __init__(
         self, model: str, *, host: str = "http://localhost:11434", timeout: float = 120.0

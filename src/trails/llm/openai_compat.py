@@ -10,7 +10,9 @@ catalogue prices the model, or the price stays unknown.
 
 Tools travel as ``tools=[{"type": "function", "function": {...}}]`` and come
 back as ``message.tool_calls`` (streamed as ``delta.tool_calls`` pieces,
-joined by index); a ``response_format`` becomes ``{"type": "json_schema"}``.
+joined by index); a ``response_format`` becomes ``{"type": "json_schema"}``. A user
+message with images is sent as content parts: its text, then one ``image_url`` part
+per image (a ``data:`` URL of its base64 bytes).
 The sync and async paths share the body builder, the parser and the stream
 state; only the transport call differs.
 """
@@ -50,6 +52,13 @@ def _usage(data: Any) -> tuple[int, int, int]:
 
 def _message(m: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.images:  # content parts: the text, then each image as a data URL
+        parts: list[dict[str, Any]] = [{"type": "text", "text": m.content}] if m.content else []
+        parts += [
+            {"type": "image_url", "image_url": {"url": f"data:{i.media_type};base64,{i.base64()}"}}
+            for i in m.images
+        ]
+        out["content"] = parts
     if m.tool_calls:
         out["tool_calls"] = [
             {
@@ -154,6 +163,8 @@ class OpenAICompatAdapter:
             api.openai.com, else ``openai_compatible``).
         timeout: seconds per request.
     """
+
+    accepts_images = True
 
     def __init__(
         self,

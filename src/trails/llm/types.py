@@ -1,23 +1,35 @@
-"""The data that crosses the LLM boundary: ``Message``, ``Response``, ``Chunk``, and the adapter contract.
+"""The data that crosses the LLM boundary: ``Message``, ``Image``, ``Response``, ``Chunk``, and the adapter contract.
 
 An adapter speaks one provider's wire format and nothing else: one method,
 ``complete``, plus optional streaming. Everything trails owns (cost
 envelopes, provenance, retries, caching, budgets) lives in ``LLMClient``
 around the adapter, so a new provider is one small file.
+
+A user message may carry images (``Message.images``, each an ``Image``: PNG,
+JPEG, GIF or WebP bytes); every adapter sends them in its provider's own
+multimodal form, and the recorded prompt and the request hash name each by
+media type, size and sha256, never by its bytes.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
+from base64 import b64encode
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from trails.errors import UserError
+from trails.store.terms import IRI
+
 __all__ = [
+    "IMAGE_TYPES",
     "Adapter",
     "AsyncAdapter",
     "Chunk",
+    "Image",
     "Message",
     "Request",
     "Response",
@@ -93,6 +105,87 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
+#: The image media types every provider adapter can send, and how each one's bytes begin.
+IMAGE_TYPES: dict[str, tuple[bytes, ...]] = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),  # then four size bytes and "WEBP"
+}
+
+
+def _is_a(media_type: str, data: bytes) -> bool:
+    """Whether ``data`` begins as a file of ``media_type`` does."""
+    if not data.startswith(IMAGE_TYPES[media_type]):
+        return False
+    return media_type != "image/webp" or data[8:12] == b"WEBP"
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image a user message shows the model: its media type and its bytes.
+
+    Attributes:
+        media_type: ``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp``.
+        data: the image file's bytes (they must begin as that type's files do).
+        entity: the IRI of an entity already recorded for these bytes (a behaviour-tree
+            run's ``trails:Attachment``): the completion that sends the image
+            ``prov:used`` it. None: the completion records the image as a
+            ``trails:Attachment`` of its own. Not part of the request hash.
+
+    Raises:
+        UserError: another media type, no bytes, or bytes of another format.
+    """
+
+    media_type: str
+    data: bytes = field(repr=False)
+    entity: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        media_type = self.media_type
+        if not isinstance(media_type, str) or media_type.strip().lower() not in IMAGE_TYPES:
+            raise UserError(
+                f"Image media_type must be one of {', '.join(IMAGE_TYPES)}, not {media_type!r}"
+            )
+        media_type = media_type.strip().lower()
+        object.__setattr__(self, "media_type", media_type)
+        if isinstance(self.data, bytearray | memoryview):
+            object.__setattr__(self, "data", bytes(self.data))
+        if not isinstance(self.data, bytes):
+            raise UserError(f"Image data must be bytes, not {type(self.data).__name__}")
+        if not self.data:
+            raise UserError("Image data is empty")
+        if not _is_a(media_type, self.data):
+            raise UserError(
+                f"Image data is not {media_type}: its first bytes are not that format's signature"
+            )
+        if self.entity is not None:
+            try:
+                IRI(self.entity)
+            except (TypeError, ValueError) as exc:
+                raise UserError(
+                    f"Image entity must be an absolute IRI, not {self.entity!r}"
+                ) from exc
+
+    @property
+    def sha256(self) -> str:
+        """The hex sha256 of the bytes: what the recorded prompt and the request hash name."""
+        return hashlib.sha256(self.data).hexdigest()
+
+    @property
+    def size(self) -> int:
+        """How many bytes it holds."""
+        return len(self.data)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The image as the recorded prompt and the request hash see it (not its bytes)."""
+        return {"media_type": self.media_type, "sha256": self.sha256, "size": self.size}
+
+    def base64(self) -> str:
+        """The bytes as base64 text, as every provider's wire format carries them."""
+        return b64encode(self.data).decode("ascii")
+
+
 @dataclass(frozen=True)
 class Message:
     """One chat message. ``cache=True`` marks a prompt-cache breakpoint (Anthropic).
@@ -101,6 +194,13 @@ class Message:
     ``tool_calls`` the model asked for, and a ``tool`` message carrying one
     call's result as ``content``, with that call's ``tool_call_id``. Adapters
     translate both into their provider's wire format.
+
+    A ``user`` message may also show the model ``images`` (multimodal input):
+    the adapters send them beside ``content`` in their provider's form.
+
+    Raises:
+        UserError: ``images`` that are not ``Image`` objects, or images on a message
+            that is not the user's.
     """
 
     role: Role
@@ -108,8 +208,24 @@ class Message:
     cache: bool = False
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    images: tuple[Image, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.images == ():
+            return
+        if isinstance(self.images, Image) or not isinstance(self.images, tuple | list):
+            raise UserError("Message images= must be a list of trails.llm.Image objects")
+        images = tuple(self.images)
+        for image in images:
+            if not isinstance(image, Image):
+                raise UserError(f"Message images= must hold Image objects, not {image!r}")
+        if images and self.role != "user":
+            raise UserError(f"only user messages carry images, not a {self.role!r} message")
+        object.__setattr__(self, "images", images)
 
     def as_dict(self) -> dict[str, Any]:
+        """The message as the recorded prompt and the request hash see it: an image by its
+        media type, sha256 and size (``images`` appears only when there are some)."""
         data: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.cache:
             data["cache"] = True
@@ -117,6 +233,8 @@ class Message:
             data["tool_calls"] = [c.as_dict() for c in self.tool_calls]
         if self.tool_call_id is not None:
             data["tool_call_id"] = self.tool_call_id
+        if self.images:
+            data["images"] = [image.as_dict() for image in self.images]
         return data
 
 
@@ -191,7 +309,12 @@ class Chunk:
 
 @runtime_checkable
 class Adapter(Protocol):
-    """One provider's wire format. ``complete`` returns a ``Response`` without cost or provenance."""
+    """One provider's wire format. ``complete`` returns a ``Response`` without cost or provenance.
+
+    Optional flags: ``local`` (its model runs here: price 0) and ``accepts_images``
+    (it sends ``Message.images``); a request with images is refused, never sent without
+    them, by an adapter that does not set it.
+    """
 
     provider: str
     model: str

@@ -155,6 +155,8 @@ class Console:
             lstrip_blocks=True,
         )
         self.verifications: dict[str, Any] = {}
+        #: what the sessions page read of each day not totalled yet: entry -> (end, figures)
+        self.open_days: dict[str, dict[str, tuple[str, list[dict[str, Any]]]]] = {}
         self._index: SearchIndex | None = None
 
     def search_index(self) -> SearchIndex:

@@ -3,13 +3,15 @@
 Sorting every catalogue entry to keep 25, and summing every entry's cost for
 the totals, grows with the store. This module reads the page the way
 ``trails sessions`` does (``trails.audit.sessions_page``): the catalogue's
-start days, newest first (a few hundred small nodes), then the entries of one
-day at a time, until the page is full. The totals say what they cover:
+start days, newest first (a few hundred small nodes), then their minutes, and
+the entries of a run of the newest minutes at a time until the page is full
+(how many sessions a day holds does not matter). The totals say what they cover:
 
 - no filter: the catalogue's daily totals (``trails.catalogue.totals``, kept by
   the sealer as sessions end): the running totals, the totals of the days after
-  them and the entries of the days not totalled yet (today's), one row per
-  model each, as the pack's ``cost-by-model`` adds them up; and the count of
+  them and the entries of the days not totalled yet (today's: their figures
+  kept by the console between pages, see ``_open_day``), one row per model
+  each, as the pack's ``cost-by-model`` adds them up; and the count of
   sessions from the daily counts kept with those totals (the sessions that ended
   on the days totalled, the entries of the days not totalled yet) plus the
   sessions of the newest start days that have not ended (a session that
@@ -26,14 +28,14 @@ a constant of this module or a ``LIMIT`` this module computes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
+from trails.audit.sessions_page import start_days
 from trails.prov.iri import agent_iri
 from trails.server.console_base import Console, ConsoleError, Login
 from trails.store import Solutions
-from trails.store.terms import IRI, Term, to_python
+from trails.store.terms import IRI, Literal, Term, to_python
 
 __all__ = ["FILTERS", "OPEN_DAYS", "PAGE_SIZE", "Listing", "listing"]
 
@@ -52,11 +54,13 @@ _ALL = """
       FILTER(COALESCE(?started >= $since, true))
       FILTER(COALESCE(?started < $until, true))
 #FILTER"""
-#: the entries of one start day (its minutes, then their entries: index lookups)
-_DAY = """
-      GRAPH ?catalogue {
-        ?minute trails:minuteOf $day .
-        ?entry trails:startedInMinute ?minute ; trails:sessionStarted ?started }
+#: the entries of a run of one start day's minutes (the minutes first, then their entries:
+#: index lookups; joined flat, the store reads the entries of every minute of the day)
+_MINUTES_RUN = """
+      { SELECT ?minute ?catalogue $day $oldest $newest WHERE { GRAPH ?catalogue {
+          ?minute trails:minuteOf $day FILTER(STR(?minute) >= $oldest && STR(?minute) <= $newest)
+      } } }
+      GRAPH ?catalogue { ?entry trails:startedInMinute ?minute ; trails:sessionStarted ?started }
       FILTER(COALESCE(?started >= $since, true))
       FILTER(COALESCE(?started < $until, true))
 #FILTER"""
@@ -84,9 +88,10 @@ _ROWS = (
     + """SELECT ?session ?principal ?label ?started ?ended ?status ?activities ?planner
        ?stopReason ?costUSD ?inputTokens ?outputTokens ?sealed
        (GROUP_CONCAT(DISTINCT ?modelLabel; separator=", ") AS ?models)
-       $since $until $model $text $day
+       $since $until $model $text $day $oldest $newest
 WHERE {
-  { SELECT ?entry ?started $principal $status $since $until $planner $model $text $day WHERE {
+  { SELECT ?entry ?started $principal $status $since $until $planner $model $text $day
+           $oldest $newest WHERE {
 #ENTRIES
     } ORDER BY DESC(?started) ?entry #PAGE
   }
@@ -107,6 +112,7 @@ WHERE {
 }
 GROUP BY ?session ?principal ?label ?started ?ended ?status ?activities ?planner ?stopReason
          ?costUSD ?inputTokens ?outputTokens ?sealed $since $until $model $text $day
+         $oldest $newest
 ORDER BY DESC(?started) ?session
 """
 )
@@ -183,7 +189,7 @@ SELECT ?model ?inputTokens ?outputTokens ?costUSD $day WHERE {
 )
 _DAY_ENTRIES = (
     """PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?model ?inputTokens ?outputTokens ?costUSD $day WHERE {
+SELECT ?entry ?model ?inputTokens ?outputTokens ?costUSD $day WHERE {
   GRAPH ?catalogue {
     ?entry trails:endedOn $day ; trails:usage ?total .
     ?total trails:usedAgent ?model ;
@@ -193,6 +199,26 @@ SELECT ?model ?inputTokens ?outputTokens ?costUSD $day WHERE {
   }
 }"""
 )
+#: the sessions that ended on a day not totalled yet and when (what each page reads again)
+_DAY_ENDS = """PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?entry ?ended $day WHERE {
+  GRAPH ?catalogue { ?entry trails:endedOn $day OPTIONAL { ?entry trails:sessionEnded ?ended } }
+}"""
+#: one entry's figures, one row per model
+_ENTRY_FIGURES = (
+    """PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?model ?inputTokens ?outputTokens ?costUSD $entry WHERE {
+  GRAPH ?catalogue {
+    $entry trails:usage ?total .
+    ?total trails:usedAgent ?model ;
+             """
+    + _FIGURES
+    + """
+  }
+}"""
+)
+ONE_BY_ONE = 8
+"""Up to this many new sessions of a day not totalled are read one by one; more, the day."""
 
 
 @dataclass
@@ -220,37 +246,24 @@ def _text(template: str, entries: str, params: dict[str, Term], page: str = "") 
     return template.replace("#ENTRIES", entries.replace("#FILTER", clauses)).replace("#PAGE", page)
 
 
-def _day_of(node: str) -> date | None:
-    """The date a start day's IRI names (``<catalogue>:started:YYYY-MM-DD``), or None."""
-    try:
-        return date.fromisoformat(node.rpartition(":started:")[2])
-    except ValueError:
-        return None
-
-
-def _moment(term: Term | None) -> datetime | None:
-    value = _py(term)
-    if not isinstance(value, datetime):
-        return None
-    return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
-
-
 def _walk(console: Console, params: dict[str, Term], wanted: int) -> list[dict[str, Any]]:
-    """The newest ``wanted`` rows of the range: its start days, newest first, one at a time."""
-    since, until = _moment(params.get("since")), _moment(params.get("until"))
+    """The newest ``wanted`` rows of the range: the start days and their minutes, newest first
+    (``trails.audit.sessions_page.start_days``), a run of minutes at a time. Every minute holds
+    an entry, so the newest ``n`` minutes hold the ``n`` rows still wanted unless some were
+    erased or fall outside the range; the next run is read only then."""
     rows: list[dict[str, Any]] = []
-    days = console.system.query(_DAYS)
-    assert isinstance(days, Solutions)
-    for day in sorted({str(row[0]) for row in days.rows}, reverse=True):
-        when = _day_of(day)
-        if when is None or (until is not None and when > until.date()):
-            continue
-        if since is not None and when < since.date():
-            break
-        text = _text(_ROWS, _DAY, params, f"LIMIT {wanted - len(rows)}")
-        rows += _rows(console.system.query(text, {**params, "day": IRI.trusted(day)}))
-        if len(rows) >= wanted:
-            return rows
+    for day, minutes in start_days(console.system, params):
+        while minutes:
+            run, minutes = minutes[: wanted - len(rows)], minutes[wanted - len(rows) :]
+            bound: dict[str, Term] = {
+                "day": day,
+                "oldest": Literal(run[-1]),
+                "newest": Literal(run[0]),
+            }
+            text = _text(_ROWS, _MINUTES_RUN, params, f"LIMIT {wanted - len(rows)}")
+            rows += _rows(console.system.query(text, {**params, **bound}))
+            if len(rows) >= wanted:
+                return rows
     text = _text(_ROWS, _UNDATED, params, f"LIMIT {wanted - len(rows)}")
     return rows + _rows(console.system.query(text, params))
 
@@ -270,27 +283,27 @@ def _count(console: Console, text: str, day: str) -> int:
     return sum(int(r.get("n") or 0) for r in found)
 
 
-def _counted(console: Console, days: list[dict[str, Any]]) -> int:
+def _counted(
+    console: Console, days: list[dict[str, Any]], open_days: dict[str, tuple[int, Any]]
+) -> int:
     """How many sessions the catalogue holds, from its daily counts: the sessions that ended
     on the days the running totals cover (``trails:runningSessions``), on each totalled day
-    after them (``trails:sessionCount``) and on each day not totalled (its entries counted),
-    and the sessions of the ``OPEN_DAYS`` newest start days that have not ended. A few
-    hundred rows and today's entries, whatever the store holds. A catalogue whose entries
-    are not dated, or totalled before counts were kept (``trails catalogue rollup`` counts
-    its days), is counted entry by entry."""
+    after them (``trails:sessionCount``) and on each day not totalled (``open_days``: their
+    entries, as ``_open_day`` read them), and the sessions of the ``OPEN_DAYS`` newest start
+    days that have not ended. A few hundred rows and today's entries, whatever the store
+    holds. A catalogue whose entries are not dated, or totalled before counts were kept
+    (``trails catalogue rollup`` counts its days), is counted entry by entry."""
     through = days[0].get("through") if days else None
     running = days[0].get("running") if days else None
     if not days or not days[0].get("dated") or (through is not None and running is None):
         count = _rows(console.system.query(_COUNT))
         return int(count[0].get("n") or 0) if count else 0
     sessions = int(running or 0)
-    for day in days:
-        if day.get("day") is None or (
-            through is not None and day.get("date") is not None and day["date"] <= through
-        ):
-            continue
+    for day in _after(days):
         if day.get("totalled") is not None and day.get("counted") is not None:
             sessions += int(day["counted"])
+        elif str(day["day"]) in open_days:
+            sessions += open_days[str(day["day"])][0]
         else:
             sessions += _count(console, _ENDED_COUNT, str(day["day"]))
     started = _rows(console.system.query(_DAYS))
@@ -300,14 +313,66 @@ def _counted(console: Console, days: list[dict[str, Any]]) -> int:
     return sessions
 
 
+def _after(days: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The catalogue's days after those its running totals cover (``_ROLLUP_DAYS`` rows)."""
+    through = days[0].get("through") if days else None
+    return [
+        day
+        for day in days
+        if day.get("day") is not None
+        and (through is None or day.get("date") is None or day["date"] > through)
+    ]
+
+
+def _open_day(console: Console, day: str) -> tuple[int, list[dict[str, Any]]]:
+    """How many sessions ended on ``day``, a day not totalled yet, and their figures (one row
+    per model each).
+
+    The console keeps what it read of such a day (``Console.open_days``): each entry's end
+    and figures. Each page reads the day's entries and their ends again (index lookups, no
+    figures) and the figures only of the entries it has not read or whose end changed (a
+    session summarised again); an entry no longer on the day is dropped. So a page reads
+    the figures of the sessions that ended since the last one, not of every session of
+    the day, and never shows figures older than the entry's end.
+    """
+    bound: dict[str, Term] = {"day": IRI.trusted(day)}
+    ends = {
+        str(r["entry"]): str(r.get("ended") or "")
+        for r in _rows(console.system.query(_DAY_ENDS, bound))
+    }
+    known = console.open_days.get(day, {})
+    kept = {e: known[e] for e, end in ends.items() if e in known and known[e][0] == end}
+    fresh = [e for e in ends if e not in kept]
+    if len(fresh) > ONE_BY_ONE:
+        by_entry: dict[str, list[dict[str, Any]]] = {}
+        for row in _rows(console.system.query(_DAY_ENTRIES, bound)):
+            by_entry.setdefault(str(row["entry"]), []).append(row)
+        kept.update((e, (ends[e], by_entry.get(e, []))) for e in fresh)
+    else:
+        for e in fresh:
+            figures = _rows(console.system.query(_ENTRY_FIGURES, {"entry": IRI.trusted(e)}))
+            kept[e] = (ends[e], figures)
+    console.open_days[day] = kept
+    return len(ends), [row for _, figures in kept.values() for row in figures]
+
+
 def _rolled_up(console: Console) -> dict[str, Any]:
     """Every session's totals from the catalogue's daily totals: the running totals, the
     totals of the days after them, and the entries of the days not totalled yet (today's,
-    typically); one row per model each. A catalogue whose entries are not dated yet
-    (``trails catalogue rollup`` dates them) is read through the pack's ``cost-by-model``."""
+    typically: ``_open_day``); one row per model each. A catalogue whose entries are not
+    dated yet (``trails catalogue rollup`` dates them) is read through the pack's
+    ``cost-by-model``."""
     days = _rows(console.system.query(_ROLLUP_DAYS))
-    sessions = _counted(console, days)
-    if not days or not days[0].get("dated"):
+    dated = bool(days and days[0].get("dated"))
+    open_days = {
+        str(day["day"]): _open_day(console, str(day["day"]))
+        for day in (_after(days) if dated else [])
+        if not day.get("totalled")
+    }
+    for gone in set(console.open_days) - set(open_days):  # totalled since: forget it
+        console.open_days.pop(gone, None)
+    sessions = _counted(console, days, open_days)
+    if not dated:
         query = console.pack.get("cost-by-model")
         if query is None:
             raise ConsoleError("the query pack has no cost-by-model query")
@@ -315,13 +380,12 @@ def _rolled_up(console: Console) -> dict[str, Any]:
     else:
         through = days[0].get("through")
         figures = _rows(console.system.query(_RUNNING)) if through is not None else []
-        for day in days:
-            if day.get("day") is None or (
-                through is not None and day.get("date") is not None and day["date"] <= through
-            ):
-                continue
-            text = _DAY_TOTALS if day.get("totalled") else _DAY_ENTRIES
-            figures += _rows(console.system.query(text, {"day": IRI.trusted(str(day["day"]))}))
+        for day in _after(days):
+            if str(day["day"]) in open_days:
+                figures += open_days[str(day["day"])][1]
+            else:
+                totalled = {"day": IRI.trusted(str(day["day"]))}
+                figures += _rows(console.system.query(_DAY_TOTALS, totalled))
     return {
         "sessions": sessions,
         "costUSD": sum((Decimal(str(r.get("costUSD") or 0)) for r in figures), Decimal(0)),

@@ -293,6 +293,7 @@ class ReplayAdapter:
 
     provider = "replay"
     local = True
+    accepts_images = True  # matched by their digests in the request hash
 
     def __init__(
         self, completions: Sequence[RecordedCompletion], *, model: str, session: str

@@ -8,8 +8,11 @@ same: each attachment is a ``trails:Attachment`` entity the run
 in one write when the walk starts (the bytes themselves are not recorded: the
 digest proves which file it was). Agent nodes are shown the attachments in
 their prompt: a text attachment (``text/*``, JSON, XML, YAML) by its text, any
-other by name, media type, size and digest only, since trails' messages are
-text (an image is not passed to the model as multimodal content).
+other by name, media type, size and digest. An image the providers take (PNG,
+JPEG, GIF, WebP: ``trails.llm.IMAGE_TYPES``) is also passed to the model as
+multimodal content: an ``Image`` on the node's first user message
+(``attachment_images``), naming the attachment's entity, so each completion
+that sent it ``prov:used`` that ``trails:Attachment``.
 """
 
 from __future__ import annotations
@@ -22,14 +25,23 @@ from pathlib import Path
 from typing import Any
 
 from trails.errors import UserError
+from trails.llm.evidence import attachment
+from trails.llm.types import IMAGE_TYPES, Image
 from trails.prov.builder import QuadBuilder
 from trails.prov.events import Event
 from trails.prov.iri import Minter
-from trails.prov.vocab import PROV, T
+from trails.prov.vocab import PROV
 from trails.store.terms import IRI
 from trails.text import check_text
 
-__all__ = ["Attachment", "AttachmentsGiven", "check_attachments", "render_attachments"]
+__all__ = [
+    "Attachment",
+    "AttachmentsGiven",
+    "attachment_images",
+    "attachment_iri",
+    "check_attachments",
+    "render_attachments",
+]
 
 _TEXT_TYPES = ("application/json", "application/xml", "application/yaml", "application/x-yaml")
 
@@ -96,6 +108,31 @@ class Attachment:
             return None
         return decoded if "\x00" not in decoded else None
 
+    def image(self, entity: str | None = None) -> Image | None:
+        """The attachment as an ``Image`` the model is shown, or None when it is not one the
+        providers take (another type, or bytes that are not of its declared type).
+
+        Args:
+            entity: the IRI of its recorded ``trails:Attachment`` (see ``attachment_iri``).
+        """
+        if self.media_type.lower() not in IMAGE_TYPES:
+            return None
+        try:
+            return Image(self.media_type, bytes(self.data), entity)
+        except UserError:
+            return None
+
+
+def attachment_iri(run: str, index: int) -> IRI:
+    """The IRI of a run's ``index``-th attachment entity (counted from 0)."""
+    return Minter.part(IRI.trusted(run), f"attachment{index + 1}")
+
+
+def attachment_images(run: str, attachments: tuple[Attachment, ...]) -> tuple[Image, ...]:
+    """The run's image attachments as ``Image`` objects, each naming its recorded entity."""
+    images = (a.image(str(attachment_iri(run, i))) for i, a in enumerate(attachments))
+    return tuple(image for image in images if image is not None)
+
 
 def _sniff(data: bytes) -> str:
     """``text/plain`` for bytes that are UTF-8 text (a ``.tf``, a ``.log``), else a blob."""
@@ -131,7 +168,11 @@ def render_attachments(attachments: tuple[Attachment, ...]) -> str:
     for a in attachments:
         head = f"- {a.name} ({a.media_type}, {a.size} bytes, sha256 {a.sha256})"
         text = a.text()
-        parts.append(head + (f":\n{text}" if text is not None else ": not shown (not text)"))
+        if text is not None:
+            parts.append(f"{head}:\n{text}")
+        else:
+            shown = "attached as an image" if a.image() is not None else "not shown (not text)"
+            parts.append(f"{head}: {shown}")
     return "\n\nAttachments:\n" + "\n".join(parts)
 
 
@@ -145,10 +186,7 @@ class AttachmentsGiven(Event):
     def emit(self, b: QuadBuilder) -> None:
         run = IRI.trusted(self.run)
         for i, (media_type, size, digest) in enumerate(self.attachments):
-            e = Minter.part(run, f"attachment{i + 1}")
-            b.entity(e, T.Attachment, has_content=False)
-            b.label(e, f"attachment {i + 1} ({media_type})")
-            b.value(e, T.mediaType, media_type)
-            b.value(e, T.byteSize, size)
-            b.value(e, T.sha256, digest)
+            e = attachment_iri(self.run, i)
+            label = f"attachment {i + 1} ({media_type})"
+            attachment(b, e, label=label, media_type=media_type, size=size, digest=digest)
             b.add(run, PROV.used, e)

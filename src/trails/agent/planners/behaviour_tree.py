@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from trails.agent.planners._attachments import (
     Attachment,
     AttachmentsGiven,
+    attachment_images,
     check_attachments,
     render_attachments,
 )
@@ -304,7 +305,7 @@ def _steps(
             own ``timeout_s``); a call past it is recorded as failed and the model
             sees the error.
         attachments: files given with the goal (``Attachment``), recorded by digest
-            and shown to every agent node (``_attachments``).
+            and shown to every agent node, an image as an image (``_attachments``).
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the root's output when the root
@@ -730,7 +731,8 @@ class _TreeRun:
         self, node: AgentNode, node_id: str, tried: list[str], made: list[str]
     ) -> Generator[Request, Any, _Outcome]:
         extra = self._agent_context(node)
-        messages = [Message("system", ""), Message("user", f"Sub-goal: {node.goal}")]
+        images = attachment_images(str(self.plan.activity), self.attachments)  # shown as images
+        messages = [Message("system", ""), Message("user", f"Sub-goal: {node.goal}", images=images)]
         turns = node.max_turns or self.agent_turns
         if self.config is not None:
             turns = min(turns, self.config.max_decisions_per_node)
