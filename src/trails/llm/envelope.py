@@ -221,12 +221,13 @@ class Envelope:
             response_name=output.name if output is not None else "answer",
         )
         params = request_params_of(request)
+        as_sent = [m.as_dict() for m in msgs]  # the recorded prompt, and what the hash reads
         call = Call(
             ctx=ctx,
             request=request,
-            messages=[m.as_dict() for m in msgs],
+            messages=as_sent,
             params=params,
-            hash=request_hash(model_id, msgs, params),
+            hash=request_hash(model_id, as_sent, params),
             images=images_sent(msgs),
             activity=ctx.recorder.minter.activity(),
             started=now(),

@@ -19,6 +19,7 @@ import uuid
 from base64 import b64encode
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from trails.errors import UserError
@@ -167,9 +168,10 @@ class Image:
                     f"Image entity must be an absolute IRI, not {self.entity!r}"
                 ) from exc
 
-    @property
+    @cached_property
     def sha256(self) -> str:
-        """The hex sha256 of the bytes: what the recorded prompt and the request hash name."""
+        """The hex sha256 of the bytes: what the recorded prompt and the request hash name
+        (computed once: a request names it in its prompt, its hash and its evidence)."""
         return hashlib.sha256(self.data).hexdigest()
 
     @property

@@ -21,6 +21,7 @@ import hashlib
 import mimetypes
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -88,9 +89,9 @@ class Attachment:
         guessed = media_type or mimetypes.guess_type(file.name)[0] or _sniff(data)
         return cls(file.name, data, guessed)
 
-    @property
+    @cached_property
     def sha256(self) -> str:
-        """The hex sha256 of the bytes."""
+        """The hex sha256 of the bytes (computed once: every agent node's prompt names it)."""
         return hashlib.sha256(self.data).hexdigest()
 
     @property
