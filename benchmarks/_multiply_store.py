@@ -214,7 +214,13 @@ def build(
     """
     from bench_scale import snapshot
 
-    from trails.catalogue.entries import catalogue_iri, start_quads, summarise
+    from trails.catalogue.entries import (
+        catalogue_iri,
+        entry_iri,
+        open_mark,
+        start_quads,
+        summarise,
+    )
     from trails.evidence.canonical import canonical_lines, digest_lines
     from trails.evidence.ledger import (
         GENESIS,
@@ -226,7 +232,7 @@ def build(
         seal_iri,
     )
     from trails.prov.recorder import Recorder
-    from trails.prov.vocab import PROV
+    from trails.prov.vocab import PROV, T
     from trails.store.base import Solutions
     from trails.store.oxigraph import OxigraphStore, _convert_quads
     from trails.store.terms import IRI, Literal, Quad, literal
@@ -350,7 +356,10 @@ def build(
                 graph, principal, started, label=label, catalogue=catalogue, principal_id=pid
             )
         )
-        entry.update(summarise(graph, in_graph, catalogue, is_sealed=True))
+        summary = summarise(graph, in_graph, catalogue, is_sealed=True)
+        entry.update(summary)
+        if any(q.predicate == T.sessionEnded for q in summary):  # its end removes the type
+            entry.discard(open_mark(entry_iri(graph), catalogue))
         batch.extend(entry)
         previous, previous_hash, previous_at = seal, seal_hash, at
         if k == extra // 2:

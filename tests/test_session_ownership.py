@@ -192,6 +192,38 @@ def test_a_free_id_opens_and_a_minted_one_needs_no_check(any_store: Store) -> No
     assert verify(any_store).ok
 
 
+def test_an_agent_session_s_own_id_is_started_without_a_check_and_only_once(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trails.kernel.context import minted_session_id
+
+    checks: list[IRI] = []
+    read = starts._read
+    monkeypatch.setattr(
+        starts, "_read", lambda rec, graph: checks.append(graph) or read(rec, graph)
+    )
+    recorder = Recorder.from_settings(store=store)
+    # a Session names its session before it opens it: a UUID4 trails minted, no one holds
+    session = Session(principal=ALICE, recorder=recorder)
+    assert session.context.session_id == session.id  # opened: its start written
+    assert checks == []
+    # the same id given again (a second Session, a Context) is a chosen id: checked, refused
+    with pytest.raises(SessionTaken) as taken:
+        Context.open(MALLORY, recorder=recorder, session_id=session.id)
+    assert taken.value.reason == "principal" and checks == [session.context.session]
+    # a user's own id is checked the first time too
+    mine = Session(principal=ALICE, recorder=recorder, session_id="mine")
+    assert mine.context.session_id == "mine" and len(checks) == 2
+    # a minted id not used yet is taken at most once, whoever opens it first
+    sid = minted_session_id()
+    with Context.open(ALICE, recorder=recorder, session_id=sid):
+        with pytest.raises(SessionTaken) as again:
+            Context.open(ALICE, recorder=recorder, session_id=sid)
+    assert again.value.reason == "open" and len(checks) == 3
+    session.close()
+    mine.close()
+
+
 def claims_graph_empty(store: Store) -> bool:
     return starts.claims_graph(Minter()) not in store.graphs()
 

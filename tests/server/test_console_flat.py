@@ -34,6 +34,7 @@ from trails.audit.report import report_data
 from trails.audit.search import FILE_NAME, SearchIndex
 from trails.compliance.erasure import erase
 from trails.llm import LLMClient
+from trails.prov.vocab import T
 from trails.server import console_pages, console_sessions, create_app
 from trails.server.app import Endpoint
 from trails.server.auth import Grant, load_tokens, token_entry
@@ -334,6 +335,31 @@ async def test_days_totalled_before_counts_are_counted_by_entry_until_rollup(
         assert _total_count((await client.get("/console/")).text) == 999  # it was asked
         assert rollup(fx.store, now=LATER).counted == 1  # the totalled day given its count
         assert _total_count((await client.get("/console/")).text) == 4  # and it is not
+
+
+@pytest.mark.anyio
+async def test_a_session_that_never_ended_is_counted_however_long_ago_it_started(
+    fx: Fixture, console_app: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trails.catalogue.entries import catalogue_iri, start_quads
+    from trails.catalogue.totals import rollup
+    from trails.prov.iri import Minter
+
+    # an entry count that would say 999: the page never asks it once entries are typed
+    monkeypatch.setattr(console_sessions, "_COUNT", "SELECT (999 AS ?n) WHERE { }")
+    rollup(fx.store)
+    catalogue = catalogue_iri(Minter())
+    # what the sealer writes when a session starts, a year before the fixture's sessions;
+    # its process died, so nothing ended it (and many days of sessions started since)
+    old = IRI.trusted("urn:trails:session:started-long-ago")
+    started = datetime(2024, 3, 1, 10, 0, tzinfo=UTC)
+    fx.store.write(start_quads(old, IRI.trusted(ALICE), started, label="old", catalogue=catalogue))
+    async with _client(console_app, "auditor") as client:
+        assert _total_count((await client.get("/console/")).text) == 5  # A, B, C, D, it
+        # a catalogue from before summaries were typed open is counted entry by entry
+        typed = Quad(catalogue, T.openSummariesTyped, literal(True), catalogue)
+        fx.store.write([], remove=[typed])
+        assert _total_count((await client.get("/console/")).text) == 999
 
 
 @pytest.mark.anyio

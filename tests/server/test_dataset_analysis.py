@@ -142,3 +142,16 @@ def test_relative_iris_resolve_against_the_endpoint_base(live: str) -> None:
     )
     assert response.status_code == 200
     assert response.text.startswith("<urn:s> <urn:p> ")
+
+
+def test_a_repeated_text_is_analysed_alike_and_a_refusal_is_never_kept() -> None:
+    text = "SELECT * FROM <g> WHERE { ?s ?p ?o }"
+    first = analyse(text, "https://one.example/")
+    assert analyse(text, "https://one.example/") == first
+    # the same text under another base names other graphs
+    assert analyse(text, "https://two.example/").default_graphs == ("https://two.example/g",)
+    for _ in range(3):  # refused every time, not answered from what was kept
+        with pytest.raises(QueryRefused, match="read-only"):
+            analyse("INSERT DATA { <urn:a> <urn:b> <urn:c> }")
+    long = "SELECT * WHERE { ?s ?p ?o } # " + "x" * 20_000  # past what is kept: analysed anew
+    assert analyse(long).form == "SELECT"

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -43,7 +42,7 @@ from trails.agent.session_events import check_trace_metadata, record_trace_metad
 from trails.agent.strategies import STRATEGIES
 from trails.config import load_settings
 from trails.errors import ConfigError, SessionError, UserError
-from trails.kernel.context import Context, InvocationRecord, now
+from trails.kernel.context import Context, InvocationRecord, minted_session_id, now
 from trails.kernel.lifecycle import end_status, interruption
 from trails.prov.iri import check_session_id
 from trails.prov.recorder import Recorder, default_recorder
@@ -256,7 +255,7 @@ class Session:
         if session_id is not None:
             check_session_id(session_id, "Session session_id")
         self.principal = principal
-        self.id = session_id or str(uuid.uuid4())
+        self.id = session_id or minted_session_id()
         self.history = TokenWindow(
             max_tokens=max_tokens, pin_head=pin_head, max_messages=max_messages
         )

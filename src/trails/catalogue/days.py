@@ -43,6 +43,7 @@ __all__ = [
     "start_day_iri",
     "start_quads_of",
     "stored_quads",
+    "typed_mark",
 ]
 
 
@@ -114,6 +115,14 @@ def dated_mark(catalogue: IRI) -> Quad:
     (``trails:entriesDated``): written by ``trails.catalogue.totals.rollup`` once it has
     dated every entry, and by a full ``rebuild``."""
     return Quad(catalogue, T.entriesDated, literal(True), catalogue)
+
+
+def typed_mark(catalogue: IRI) -> Quad:
+    """The mark that every summary of ``catalogue`` without an end is typed
+    ``trails:OpenSessionSummary`` (``trails:openSummariesTyped``): written by
+    ``trails.catalogue.totals.rollup`` once it has typed them, and by a full ``rebuild``;
+    summaries written since are typed when their session starts."""
+    return Quad(catalogue, T.openSummariesTyped, literal(True), catalogue)
 
 
 def day_iri(catalogue: IRI, day: date) -> IRI:

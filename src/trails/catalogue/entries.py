@@ -41,6 +41,7 @@ from trails.catalogue.days import (
     exact_sum,
     start_quads_of,
     stored_quads,
+    typed_mark,
 )
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, RDFS, T
@@ -54,6 +55,7 @@ __all__ = [
     "entry_quads",
     "existing_entry",
     "has_entries",
+    "open_mark",
     "rebuild",
     "start_quads",
     "summarise",
@@ -111,6 +113,8 @@ CATALOGUE_TERMS: tuple[IRI, ...] = (
     T.totalAgent,
     T.totalledAt,
     T.entriesDated,
+    T.OpenSessionSummary,
+    T.openSummariesTyped,
     T.RunningTotal,
     T.runningThrough,
 )
@@ -151,6 +155,13 @@ def _usage_iri(entry: IRI, agent: str) -> IRI:
     return Minter.part(entry, "usage:" + hashlib.sha256(agent.encode()).hexdigest()[:16])
 
 
+def open_mark(entry: IRI, catalogue: IRI) -> Quad:
+    """The type of the summary of a session that has not ended (``trails:OpenSessionSummary``):
+    written with its start, removed in the write that ends it, so the sessions without an
+    end are counted by one index lookup per such session."""
+    return Quad(entry, RDF.type, T.OpenSessionSummary, catalogue)
+
+
 def start_quads(
     session: IRI,
     principal: IRI,
@@ -160,7 +171,8 @@ def start_quads(
     catalogue: IRI,
     principal_id: Term | None = None,
 ) -> list[Quad]:
-    """The entry of a session that has just started (written with its start)."""
+    """The entry of a session that has just started (written with its start): typed
+    ``trails:OpenSessionSummary`` until the write that ends the session (``open_mark``)."""
     entry = entry_iri(session)
     described = (
         [] if principal_id is None else [Quad(principal, T.principalId, principal_id, catalogue)]
@@ -169,6 +181,7 @@ def start_quads(
         *described,
         *start_quads_of(catalogue, entry, started),
         Quad(entry, RDF.type, SessionSummary, catalogue),
+        open_mark(entry, catalogue),
         Quad(entry, RDF.type, PROV.Entity, catalogue),
         Quad(entry, RDFS.label, Literal(f"summary of {label}"), catalogue),
         Quad(entry, summaryOf, session, catalogue),
@@ -266,6 +279,7 @@ def summarise(
         out = [q for q in out if q.predicate != PROV.wasAttributedTo and q.subject != session]
     if first(str(session), PROV.endedAtTime) is None:
         return out  # still running: its start only; the rest is written with its end
+    out.remove(open_mark(entry, catalogue))  # ended: no longer open
 
     def add(s: IRI, p: IRI, o: Term) -> None:
         out.append(Quad(s, p, o, catalogue))
@@ -414,8 +428,9 @@ def entry_quads(
         if q.predicate == T.endedOn and (replace or str(q.object) < str(today))
     ]
     stale = day_totals(store, catalogue, days) if days else []
-    if not replace:
-        return add, stale
+    if not replace:  # a first end: the start typed the entry open, the end removes that
+        ended = any(q.predicate == sessionEnded for q in add)
+        return add, [*stale, open_mark(entry_iri(session), catalogue)] if ended else stale
     keep, have = set(add), set(stored)
     return [q for q in add if q not in have], [*(q for q in stored if q not in keep), *stale]
 
@@ -485,8 +500,8 @@ def rebuild(store: Store, minter: Minter | None = None, *, missing_only: bool = 
         if remove or any(str(q.subject).startswith(entry) for q in add):
             store.write(add, remove=remove)
             written.append(session)
-    if not missing_only:  # every entry was written with its day
-        store.write([dated_mark(catalogue)])
+    if not missing_only:  # every entry was written with its day, and typed open or not
+        store.write([dated_mark(catalogue), typed_mark(catalogue)])
     return written
 
 

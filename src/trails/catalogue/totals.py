@@ -52,8 +52,9 @@ from trails.catalogue.days import (
     keep_through,
     kept_through,
     running_quads,
+    typed_mark,
 )
-from trails.catalogue.entries import catalogue_iri
+from trails.catalogue.entries import catalogue_iri, open_mark
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, T
 from trails.store.base import Solutions, Store
@@ -76,6 +77,29 @@ SELECT ?entry ?ended $catalogue WHERE {
     ?entry trails:sessionEnded ?ended .
     FILTER NOT EXISTS { ?entry trails:endedOn ?day }
   }
+}
+"""
+
+_TYPED = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+ASK { GRAPH $catalogue { $catalogue trails:openSummariesTyped true } }
+"""
+
+_UNTYPED = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?entry $catalogue WHERE {
+  GRAPH $catalogue {
+    ?entry a trails:SessionSummary .
+    FILTER NOT EXISTS { ?entry trails:sessionEnded ?ended }
+    FILTER NOT EXISTS { ?entry a trails:OpenSessionSummary }
+  }
+}
+"""
+
+_OPEN_ENDED = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?entry $catalogue WHERE {
+  GRAPH $catalogue { ?entry a trails:OpenSessionSummary ; trails:sessionEnded ?ended }
 }
 """
 
@@ -174,6 +198,8 @@ class RollupResult:
     """Days that are over but were left for a next rollup (past its ``limit``)."""
     counted: int = 0
     """Days totalled before session counts were kept that were given their count."""
+    typed: int = 0
+    """Summaries without an end written before ``trails:OpenSessionSummary`` existed, typed."""
 
 
 def _solutions(result: object) -> Solutions:
@@ -223,6 +249,26 @@ def _date_entries(store: Store, catalogue: IRI, batch: int) -> int:
         if add:  # a day that gains a summary loses its totals, in the same write
             store.write(add, remove=day_totals(store, catalogue, days))
     return dated
+
+
+def _type_open(store: Store, catalogue: IRI, batch: int) -> int:
+    """Type every summary without an end ``trails:OpenSessionSummary`` (summaries written
+    before the type existed), then mark the catalogue; once: a marked catalogue is not read
+    again. One write per ``batch`` summaries. How many were typed."""
+    if store.query(_TYPED, {"catalogue": catalogue}):
+        return 0
+    untyped = _rows(store.query(_UNTYPED, {"catalogue": catalogue}))
+    for chunk in _chunks(untyped, batch):
+        store.write([open_mark(IRI.trusted(str(row[0])), catalogue) for row in chunk if row[0]])
+    # a session that ended between the read and the write above was typed open after its
+    # end removed the type: taken off again (an end after this write removes it itself)
+    ended = _rows(store.query(_OPEN_ENDED, {"catalogue": catalogue}))
+    store.write(
+        [typed_mark(catalogue)],
+        remove=[open_mark(IRI.trusted(str(row[0])), catalogue) for row in ended if row[0]],
+    )
+    taken_off = {str(row[0]) for row in ended}
+    return sum(1 for row in untyped if str(row[0]) not in taken_off)
 
 
 def _number(term: object) -> float:
@@ -355,7 +401,8 @@ def rollup(
     batch: int = 1000,
     limit: int | None = None,
 ) -> RollupResult:
-    """Date the summaries that have no day, then total every day that is over.
+    """Date the summaries that have no day, then total every day that is over (and, once,
+    type the summaries without an end ``trails:OpenSessionSummary``).
 
     One write per ``batch`` summaries dated and one write per day totalled (its
     totals and its ``trails:totalledAt`` mark together). Days already totalled
@@ -380,6 +427,7 @@ def rollup(
     now = now or datetime.now(UTC)
     result = RollupResult(dated=_date_entries(store, catalogue, batch))
     store.write([dated_mark(catalogue)])
+    result.typed = _type_open(store, catalogue, batch)
     for day, value, *_ in sorted(
         _rows(store.query(_UNTOTALLED, {"catalogue": catalogue})), key=lambda r: str(r[1])
     ):

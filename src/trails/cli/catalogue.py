@@ -91,6 +91,7 @@ def _say(result: RollupResult, as_json: bool) -> None:
             json.dumps(
                 {
                     "dated": result.dated,
+                    "typed_open": result.typed,
                     "totalled": [d.isoformat() for d in result.totalled],
                     "open": [d.isoformat() for d in result.open_days],
                 }
@@ -101,6 +102,7 @@ def _say(result: RollupResult, as_json: bool) -> None:
     print(
         f"{days} day{'' if days == 1 else 's'} totalled"
         + (f", {result.dated} entries dated" if result.dated else "")
+        + (f", {result.typed} entries without an end typed open" if result.typed else "")
         + (
             f", {result.counted} totalled before given their session count"
             if result.counted

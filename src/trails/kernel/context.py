@@ -29,6 +29,7 @@ import contextvars
 import dataclasses
 import logging
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -67,6 +68,7 @@ __all__ = [
     "ToolPolicy",
     "current_context",
     "default_context",
+    "minted_session_id",
     "now",
     "reset_default_context",
 ]
@@ -77,6 +79,33 @@ log = logging.getLogger(__name__)
 def now() -> datetime:
     """The current time, timezone-aware UTC (every recorded timestamp)."""
     return datetime.now(UTC)
+
+
+# the session ids ``minted_session_id`` gave out that no ``Context.open`` has used yet
+# (insertion-ordered; the oldest forgotten past ``_MINTED_KEPT``: then checked, still right)
+_minted: dict[str, None] = {}
+_minted_lock = threading.Lock()
+_MINTED_KEPT = 4096
+
+
+def minted_session_id() -> str:
+    """A new session id (a UUID4) for a session that opens later (``Session`` names its
+    session before its first step): the first ``Context.open`` given it writes the start
+    at once, as for an id it mints itself, since no one else can hold it. Once: a second
+    open of the same id, or an id never minted here, is checked like any chosen id
+    (``trails.prov.starts``)."""
+    sid = str(uuid.uuid4())
+    with _minted_lock:
+        _minted[sid] = None
+        if len(_minted) > _MINTED_KEPT:
+            del _minted[next(iter(_minted))]
+    return sid
+
+
+def _first_use(session_id: str) -> bool:
+    """Whether ``session_id`` was minted here and not used yet (and from now on, used)."""
+    with _minted_lock:
+        return _minted.pop(session_id, False) is None
 
 
 @dataclass(frozen=True)
@@ -208,7 +237,7 @@ class Context:
             assurance_level=assurance_level,
             domain=domain,
         )
-        if session_id is None:  # a fresh UUID: no one else can hold it
+        if session_id is None or _first_use(session_id):  # a fresh UUID: no one can hold it
             recorder.record(start)
         else:
             record_start(recorder, start, open_here=open_here(recorder.store, session))

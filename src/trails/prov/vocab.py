@@ -215,6 +215,7 @@ class T:
     redaction = TRAILS.redaction
     # audit: the session catalogue (one summary per session, in its own graph)
     SessionSummary = TRAILS.SessionSummary
+    OpenSessionSummary = TRAILS.OpenSessionSummary
     AgentUsage = TRAILS.AgentUsage
     summaryOf = TRAILS.summaryOf
     sessionStarted = TRAILS.sessionStarted
@@ -248,6 +249,7 @@ class T:
     RunningTotal = TRAILS.RunningTotal
     runningThrough = TRAILS.runningThrough
     entriesDated = TRAILS.entriesDated
+    openSummariesTyped = TRAILS.openSummariesTyped
     sessionCount = TRAILS.sessionCount
     runningSessions = TRAILS.runningSessions
     # history evictions and batches

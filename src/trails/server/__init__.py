@@ -23,7 +23,7 @@ The endpoint is six modules. A request's path through them::
     app.negotiate ................ Accept -> result format (406 if none fits)
       |
       v
-    pool.QueryJob -> Evaluator ... InlineEvaluator (threads over a Store object) or
+    jobs.QueryJob -> Evaluator ... InlineEvaluator (threads over a Store object) or
       |                            ProcessPool (workers that open the store and are
       |                            killed past the time limit -> 503; a worker past
       |                            its memory limit ends -> 503)
@@ -49,6 +49,7 @@ The endpoint is six modules. A request's path through them::
 - ``sparql``: what the endpoint must know about a query before a store sees it.
 - ``graphs``: which graphs a grant reads; the dataset a query runs over.
 - ``pool``: where queries run, how an overrunning one is stopped, result and memory limits.
+- ``jobs``: the jobs and outcomes that cross the pipe to the worker processes.
 - ``log``: the access log, a store of its own written by the server process.
 - ``limits`` and ``heads``: failed logins throttled, bodies and request heads that
   must arrive in time (``heads`` is the HTTP protocol ``trails serve`` and

@@ -69,8 +69,8 @@ from trails.server.log import (
     AccessLog,
     QueryReceived,
     Status,
+    access_log_entry,
     access_log_location,
-    access_log_quads,
 )
 from trails.server.pool import Evaluator, InlineEvaluator, Outcome, ProcessPool, QueryJob
 from trails.server.sparql import analyse, parse_graph_iri
@@ -525,7 +525,7 @@ class Endpoint:
     # -- steps ------------------------------------------------------------------
 
     async def _fields(self, request: Request, record: _Record) -> dict[str, list[str]]:
-        fields = parse_qs(request.url.query, keep_blank_values=True)
+        fields = parse_qs(request.scope["query_string"].decode(), keep_blank_values=True)
         if request.method == "POST":
             kind, *options = request.headers.get("content-type", "").split(";")
             kind = kind.strip().lower()
@@ -661,7 +661,8 @@ class Endpoint:
         stops = getattr(evaluator, "stops_queries", False)
         grace = max(3 * limit, 30.0) + 10.0 if stops else 0.0
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(future), limit + grace)
+            async with asyncio.timeout(limit + grace):
+                return await asyncio.wrap_future(future)
         except TimeoutError:
             raise QueryTimeout(
                 f"the query passed its time limit of {limit:g} s; narrow it or add a LIMIT",
@@ -718,11 +719,12 @@ class Endpoint:
             message=record.message,
             of_access_log=record.of_access_log,
         )
-        quads = access_log_quads(event, self.minter, self.config.record_content)
+        quads, shared = access_log_entry(event, self.minter, self.config.record_content)
         # one atomic write in the log's own thread; never cut short by the query limit
         limit = max(self.config.time_limit, 60.0)
         try:
-            await asyncio.wait_for(asyncio.wrap_future(self.access_log.write(quads)), limit)
+            async with asyncio.timeout(limit):
+                await self.access_log.record(quads, shared)
         except Exception as exc:  # whatever failed, the answer must not go out unlogged
             reason = str(exc) if isinstance(exc, TrailsError) else type(exc).__name__
             return PlainTextResponse(

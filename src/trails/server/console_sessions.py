@@ -14,8 +14,8 @@ the entries of a run of the newest minutes at a time until the page is full
   each, as the pack's ``cost-by-model`` adds them up; and the count of
   sessions from the daily counts kept with those totals (the sessions that ended
   on the days totalled, the entries of the days not totalled yet) plus the
-  sessions of the newest start days that have not ended (a session that
-  started before them and never ended is left out, and the page says so);
+  sessions that have not ended (their summaries typed
+  ``trails:OpenSessionSummary``: one index lookup each);
 - a time range alone: the entries started in it (each one's figures read);
 - any other filter (principal, status, planner, model, text), or a token that
   reads only part of the store: every catalogue entry of the time range is
@@ -37,7 +37,7 @@ from trails.server.console_base import Console, ConsoleError, Login
 from trails.store import Solutions
 from trails.store.terms import IRI, Literal, Term, to_python
 
-__all__ = ["FILTERS", "OPEN_DAYS", "PAGE_SIZE", "Listing", "listing"]
+__all__ = ["FILTERS", "PAGE_SIZE", "Listing", "listing"]
 
 PAGE_SIZE = 25
 FILTERS = ("principal", "since", "until", "status", "planner", "model", "text")
@@ -128,10 +128,6 @@ WHERE {
 }
 """
 )
-#: the start days, sorted here (newest first): the store's ORDER BY on IRIs reads their text
-#: at each comparison, which grows with the store
-_DAYS = """PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?day WHERE { GRAPH ?catalogue { ?day a trails:StartDay } }"""
 _COUNT = """PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT (COUNT(?entry) AS ?n) WHERE { GRAPH ?catalogue { ?entry a trails:SessionSummary } }"""
 
@@ -139,9 +135,10 @@ SELECT (COUNT(?entry) AS ?n) WHERE { GRAPH ?catalogue { ?entry a trails:SessionS
 #: the catalogue's days: whether each is totalled, what the running totals run through, and
 #: whether every entry is dated (a few hundred rows: one per day, never one per session)
 _ROLLUP_DAYS = """PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?day ?date ?totalled ?counted ?through ?running ?dated WHERE {
+SELECT ?day ?date ?totalled ?counted ?through ?running ?dated ?typed WHERE {
   GRAPH ?catalogue {
     ?catalogue trails:entriesDated ?dated .
+    OPTIONAL { ?catalogue trails:openSummariesTyped ?typed }
     OPTIONAL { ?catalogue trails:runningThrough ?through }
     OPTIONAL { ?catalogue trails:runningSessions ?running }
     OPTIONAL { ?day a trails:CatalogueDay ; trails:day ?date
@@ -152,16 +149,9 @@ SELECT ?day ?date ?totalled ?counted ?through ?running ?dated WHERE {
 _ENDED_COUNT = """PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT (COUNT(?entry) AS ?n) $day WHERE { GRAPH ?catalogue { ?entry trails:endedOn $day } }
 GROUP BY $day"""
-#: the sessions started on a start day that have not ended (running, or never ended)
+#: the sessions that have not ended (running, or stopped before their end was written)
 _OPEN_COUNT = """PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT (COUNT(?entry) AS ?n) $day WHERE {
-  GRAPH ?catalogue {
-    ?minute trails:minuteOf $day . ?entry trails:startedInMinute ?minute
-    FILTER NOT EXISTS { ?entry trails:endedOn ?endDay } }
-}
-GROUP BY $day"""
-OPEN_DAYS = 2
-"""The newest start days whose sessions that have not ended the sessions count counts."""
+SELECT (COUNT(?entry) AS ?n) WHERE { GRAPH ?catalogue { ?entry a trails:OpenSessionSummary } }"""
 _FIGURES = """trails:completionCount ?n ; trails:totalInputTokens ?inputTokens ;
              trails:totalOutputTokens ?outputTokens ; trails:totalCostUSD ?costUSD .
     FILTER EXISTS { ?model trails:modelId ?modelId ; trails:provider ?provider }"""
@@ -289,13 +279,19 @@ def _counted(
     """How many sessions the catalogue holds, from its daily counts: the sessions that ended
     on the days the running totals cover (``trails:runningSessions``), on each totalled day
     after them (``trails:sessionCount``) and on each day not totalled (``open_days``: their
-    entries, as ``_open_day`` read them), and the sessions of the ``OPEN_DAYS`` newest start
-    days that have not ended. A few hundred rows and today's entries, whatever the store
-    holds. A catalogue whose entries are not dated, or totalled before counts were kept
-    (``trails catalogue rollup`` counts its days), is counted entry by entry."""
+    entries, as ``_open_day`` read them), and the sessions that have not ended (their
+    summaries typed ``trails:OpenSessionSummary``). A few hundred rows, today's entries and
+    the open sessions, whatever the store holds. A catalogue whose entries are not dated or
+    typed, or totalled before counts were kept (``trails catalogue rollup`` brings it up to
+    date; a session end does too, within a day), is counted entry by entry."""
     through = days[0].get("through") if days else None
     running = days[0].get("running") if days else None
-    if not days or not days[0].get("dated") or (through is not None and running is None):
+    if (
+        not days
+        or not days[0].get("dated")
+        or not days[0].get("typed")
+        or (through is not None and running is None)
+    ):
         count = _rows(console.system.query(_COUNT))
         return int(count[0].get("n") or 0) if count else 0
     sessions = int(running or 0)
@@ -306,11 +302,8 @@ def _counted(
             sessions += open_days[str(day["day"])][0]
         else:
             sessions += _count(console, _ENDED_COUNT, str(day["day"]))
-    started = _rows(console.system.query(_DAYS))
-    newest = sorted({str(r["day"]) for r in started if r.get("day")}, reverse=True)
-    for start_day in newest[:OPEN_DAYS]:
-        sessions += _count(console, _OPEN_COUNT, start_day)
-    return sessions
+    found = _rows(console.system.query(_OPEN_COUNT))
+    return sessions + (int(found[0].get("n") or 0) if found else 0)
 
 
 def _after(days: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -437,8 +430,8 @@ def listing(console: Console, login: Login, params: dict[str, Term], page: int) 
             totals = _rolled_up(console)
             covers = (
                 "the totals are every session's, from the catalogue's daily totals (the count:"
-                f" the sessions that ended, and those of the {OPEN_DAYS} newest start days"
-                " that have not; a filter counts every entry)"
+                " the sessions that ended, and those that have not; a filter counts every"
+                " entry)"
             )
         return Listing(rows[:PAGE_SIZE], len(rows) > PAGE_SIZE, totals, covers)
     # a narrowing filter, or a grant on part of the store: one pass over the range's entries

@@ -6,14 +6,20 @@ bound on the request *head*: a client that opens a connection and sends its requ
 line and headers one byte a second holds that connection for as long as it likes, and
 a few hundred such clients fill the server's connection limit.
 
-``head_limited(seconds)`` is uvicorn's h11 protocol with a head timer. The timer starts
-when a connection is made, and again when the first byte of a later request on a
-keep-alive connection arrives; it stops when the head is complete. A head still
-incomplete after ``seconds`` is answered ``408 Request Timeout`` and the connection
-closed (a connection that sent nothing at all is closed without an answer). While its
-head is awaited, a connection does not count against uvicorn's ``limit_concurrency``:
-a crowd of trickling clients waits for its own timeout instead of making the server
-answer 503 to everyone else.
+``head_limited(seconds)`` is uvicorn's httptools protocol (a C parser: the HTTP layer
+costs the event loop far less per request than the pure-Python h11 one) with a head
+timer. The timer starts when a connection is made, and again when the first byte of a
+later request on a keep-alive connection arrives; it stops when the head is complete
+(the parser's ``on_headers_complete``). A head still incomplete after ``seconds`` is
+answered ``408 Request Timeout`` and the connection closed (a connection that sent
+nothing at all is closed without an answer). While its head is awaited, a connection
+does not count against uvicorn's ``limit_concurrency``: a crowd of trickling clients
+waits for its own timeout instead of making the server answer 503 to everyone else.
+
+A head may hold ``HEAD_BYTES`` (64 KiB): the parser has no limit of its own, so the
+protocol counts the bytes of each head as they arrive and answers a longer one ``431
+Request Header Fields Too Large``. The server runs on uvloop where it is installed
+(``event_loop``), on asyncio's own loop elsewhere.
 """
 
 from __future__ import annotations
@@ -21,28 +27,40 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar
 
-import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from trails.errors import ConfigError
 
-__all__ = ["HEAD_SECONDS", "HeadLimitedProtocol", "head_limited", "head_timeout", "server_limits"]
+__all__ = [
+    "HEAD_BYTES",
+    "HEAD_SECONDS",
+    "HeadLimitedProtocol",
+    "event_loop",
+    "head_limited",
+    "head_timeout",
+    "server_limits",
+]
 
 HEAD_SECONDS = 10.0
 """How long a request head (request line and headers) may take to arrive, whole."""
 
+HEAD_BYTES = 64 * 1024
+"""How large a request head (request line and headers) may be (431 beyond)."""
+
 LINGER_SECONDS = 2.0
-"""How long a connection answered 408 stays half-open, its input dropped, before it closes."""
+"""How long a connection answered 408 or 431 stays half-open, its input dropped, before it
+closes."""
 
 
-class HeadLimitedProtocol(H11Protocol):
-    """uvicorn's h11 protocol, with a time limit on each request head (see the module).
+class HeadLimitedProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, with a time and size limit on each request head.
 
-    Use a class made by ``head_limited``: it holds the limit and the set of
-    connections of one server whose head is awaited.
+    Use a class made by ``head_limited``: it holds the limits and the set of
+    connections of one server whose head is awaited (see the module).
     """
 
     head_timeout: ClassVar[float] = HEAD_SECONDS
+    head_bytes: ClassVar[int] = HEAD_BYTES
     awaiting: ClassVar[set[HeadLimitedProtocol]] = set()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -50,6 +68,8 @@ class HeadLimitedProtocol(H11Protocol):
         self._limit = self.limit_concurrency
         self._head_timer: asyncio.TimerHandle | None = None
         self._head_begun = False
+        self._in_head = True  # the bytes that come next belong to a request head
+        self._head_size = 0  # bytes of that head so far
         self._lingering = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -63,22 +83,49 @@ class HeadLimitedProtocol(H11Protocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        """Bytes arrived: a new head starts its timer, a complete head stops it."""
+        """Bytes arrived: fed to the parser, a head's counted against ``head_bytes``."""
         if self._lingering:
-            return  # answered 408: what the client still sends is read and dropped
-        if self._head_timer is None and self.conn.their_state is h11.IDLE:
+            return  # answered 408 or 431: what the client still sends is read and dropped
+        if self._head_timer is None and self._in_head:
             self._arm()  # the first bytes of a later request on a keep-alive connection
         self._head_begun = self._head_begun or bool(data)
-        super().data_received(data)
-        if self.conn.their_state is not h11.IDLE:
-            self._disarm()
+        while data:
+            if not self._in_head:  # a request body: fed as it comes
+                super().data_received(data)
+                return
+            # a head: fed up to its limit, so a head that would pass it is never buffered
+            # (a request pipelined in the same piece as the one before it starts its count
+            # after that piece: its head may reach twice the limit before it is refused)
+            room = self.head_bytes - self._head_size
+            piece, data = data[:room], data[room:]
+            self._head_size += len(piece)
+            if piece:
+                super().data_received(piece)
+            if self.transport.is_closing() or self._lingering:
+                return
+            if data and self._in_head:
+                self._refuse(431, f"the request head is larger than {self.head_bytes} bytes\n")
+                return
 
-    def handle_events(self) -> None:
-        """Count against the concurrency limit only connections whose head has arrived."""
-        if self._limit is not None:
-            waiting = len(self.awaiting) - (self in self.awaiting)
-            self.limit_concurrency = self._limit + waiting
-        super().handle_events()
+    def on_message_begin(self) -> None:
+        """A request starts (one pipelined behind another too): its head is timed."""
+        if self._head_timer is None:
+            self._arm()
+            self._head_begun = True
+        super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        """The head is whole: stop its timer, count the connection against the limit."""
+        self._disarm()
+        self._in_head = False
+        if self._limit is not None:  # connections still awaiting their head are not counted
+            self.limit_concurrency = self._limit + len(self.awaiting)
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        """The request is whole: what comes next is the next request's head."""
+        self._in_head, self._head_size = True, 0
+        super().on_message_complete()
 
     def _arm(self) -> None:
         self._head_begun = False
@@ -94,25 +141,37 @@ class HeadLimitedProtocol(H11Protocol):
     def _head_late(self) -> None:
         self._head_timer = None
         self.awaiting.discard(self)
-        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+        if self.transport.is_closing():
             return
-        if self._head_begun:  # h11 sends no response before a request: written as is
-            message = f"the request head did not arrive within {self.head_timeout:g} s\n"
-            body = message.encode()
-            self.transport.write(
-                b"HTTP/1.1 408 Request Timeout\r\n"
-                b"content-type: text/plain; charset=utf-8\r\n"
-                b"connection: close\r\n"
-                b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
-            )
-            if self.transport.can_write_eof():
-                # a lingering close: closing now, with the client's last bytes unread,
-                # would reset the connection and could destroy the 408 before it is read;
-                # half-close, drop what still comes, close once the client has had time
-                self.transport.write_eof()
-                self._lingering = True
-                self.loop.call_later(LINGER_SECONDS, self.transport.close)
-                return
+        if self._head_begun:
+            self._refuse(408, f"the request head did not arrive within {self.head_timeout:g} s\n")
+        else:
+            self.transport.close()
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer ``status`` before any request reached the app, and close (lingering)."""
+        self._disarm()
+        self._lingering = True  # what the client still sends is read and dropped
+        if self.cycle is not None and not self.cycle.response_complete:
+            # a request pipelined behind one still being answered: no answer of its
+            # own; the connection closes once that answer is sent
+            self.cycle.keep_alive = False
+            return
+        reason = {408: b"Request Timeout", 431: b"Request Header Fields Too Large"}[status]
+        body = message.encode()
+        status_line = b"HTTP/1.1 %d %s\r\n" % (status, reason)
+        self.transport.write(
+            status_line + b"content-type: text/plain; charset=utf-8\r\n"
+            b"connection: close\r\n"
+            b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+        )
+        if self.transport.can_write_eof():
+            # a lingering close: closing now, with the client's last bytes unread,
+            # would reset the connection and could destroy the answer before it is read;
+            # half-close, drop what still comes, close once the client has had time
+            self.transport.write_eof()
+            self.loop.call_later(LINGER_SECONDS, self.transport.close)
+            return
         self.transport.close()
 
 
@@ -128,6 +187,16 @@ def head_limited(seconds: float = HEAD_SECONDS) -> type[HeadLimitedProtocol]:
     """
     attributes: dict[str, Any] = {"head_timeout": float(seconds), "awaiting": set()}
     return type("HeadLimitedProtocol", (HeadLimitedProtocol,), attributes)
+
+
+def event_loop() -> str:
+    """The event loop to give uvicorn: ``"uvloop"`` where it can be imported (Linux,
+    macOS), else ``"asyncio"`` (the standard library's loop)."""
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
 
 
 def head_timeout(section: dict[str, Any], name: str, value: Any = None) -> float:
@@ -155,18 +224,18 @@ def head_timeout(section: dict[str, Any], name: str, value: Any = None) -> float
 
 
 def server_limits(seconds: float = HEAD_SECONDS) -> dict[str, Any]:
-    """The connection limits every trails HTTP server runs with (``uvicorn.Config(app,
-    **server_limits(...))``): an idle keep-alive connection is closed after 5 s, at most
-    256 connections are served at once (503 beyond), and a request head may hold 64 KiB
-    and must arrive within ``seconds`` (408): a crowd of slow clients cannot hold the
-    server.
+    """The protocol, loop and connection limits every trails HTTP server runs with
+    (``uvicorn.Config(app, **server_limits(...))``): an idle keep-alive connection is
+    closed after 5 s, at most 256 connections are served at once (503 beyond), and a
+    request head may hold 64 KiB (431 beyond) and must arrive within ``seconds`` (408):
+    a crowd of slow clients cannot hold the server.
 
     Args:
         seconds: how long a request head may take to arrive.
     """
     return {
         "http": head_limited(seconds),
+        "loop": event_loop(),
         "timeout_keep_alive": 5,
         "limit_concurrency": 256,
-        "h11_max_incomplete_event_size": 64 * 1024,
     }

@@ -55,7 +55,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -73,13 +73,20 @@ from trails.errors import (
     StoreLockedError,
     TrailsError,
 )
-from trails.server.auth import Grant
 from trails.server.graphs import GRAPH_LIST_TTL, GraphCache, dataset
+from trails.server.jobs import (
+    Outcome,
+    QueryJob,
+    WriteJob,
+    Writer,
+    job_from_wire,
+    job_wire,
+    outcome_wire,
+)
 from trails.store import Store, open_store
 from trails.store.base import DEFAULT_BASE_IRI
 from trails.store.results import count_results
 from trails.store.snapshot import SNAPSHOT_EVERY, LiveSnapshot
-from trails.store.terms import IRI, Term
 
 __all__ = [
     "Evaluator",
@@ -91,66 +98,6 @@ __all__ = [
     "Writer",
     "run_job",
 ]
-
-
-@dataclass(frozen=True)
-class QueryJob:
-    """One query to evaluate for one grant, with the limits that apply to it.
-
-    ``reserved`` is a graph no grant reads in the store the job runs on (the
-    access log's IRI in the data store), or None. ``default_graphs`` /
-    ``named_graphs`` are the request's own dataset (None: it names none).
-    """
-
-    sparql: str
-    grant: Grant
-    reserved: IRI | None
-    format: str = "json"
-    params: Mapping[str, Term] = field(default_factory=dict)
-    default_graphs: tuple[IRI, ...] | None = None
-    named_graphs: tuple[IRI, ...] | None = None
-    base_iri: str = "urn:trails:"
-    max_results: int = 100_000
-    max_bytes: int = 64 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a job produced, as plain data that crosses a process boundary.
-
-    ``kind`` is ``ok``, ``syntax`` (with ``line`` / ``column``), ``parameter``,
-    ``too_large``, ``memory`` (past the worker's memory limit) or ``store``.
-    """
-
-    kind: str = "ok"
-    data: bytes = b""
-    count: int = 0
-    message: str = ""
-    line: int | None = None
-    column: int | None = None
-
-
-@dataclass(frozen=True)
-class WriteJob:
-    """A write for the worker that holds the store: ``payload`` goes to its ``Writer``."""
-
-    payload: Any
-
-
-class Writer(Protocol):
-    """What a worker writes with, built in the worker over its store (see ``attach_writer``)."""
-
-    def write(self, payload: Any) -> Outcome:
-        """Write ``payload``; every failure becomes an ``Outcome``."""
-        ...
-
-    def tick(self) -> None:
-        """Called every few seconds between writes (ends idle sessions ...)."""
-        ...
-
-    def close(self) -> None:
-        """Finish before the store closes (the worker is stopping)."""
-        ...
 
 
 #: seconds between a worker's calls of ``Writer.tick``
@@ -391,7 +338,7 @@ def _serve_jobs(
         except BaseException as exc:  # pragma: no cover - run_job catches everything
             outcome = Outcome("store", message=f"{type(exc).__name__}: {exc}")
         with send_lock, contextlib.suppress(OSError):  # the serving process is gone
-            conn.send((job_id, outcome))
+            conn.send((job_id, outcome_wire(outcome)))
 
     threading.Thread(target=ticker, name="trails-writer-tick", daemon=True).start()
     with ThreadPoolExecutor(threads) as executor:
@@ -402,7 +349,8 @@ def _serve_jobs(
                 break
             if message is None:
                 break
-            job_id, job = message
+            job_id, wire = message
+            job = job_from_wire(wire)
             if isinstance(job, WriteJob):
                 future = writes.submit(write, job.payload)
             else:
@@ -617,7 +565,7 @@ class ProcessPool:
         for slot, item in sends:
             try:
                 with slot.send_lock:
-                    slot.conn.send((item.id, item.job))
+                    slot.conn.send((item.id, job_wire(item.job)))
             except OSError:
                 pass  # the worker died; its keeper runs the job again elsewhere
 
@@ -686,9 +634,10 @@ class ProcessPool:
     def _serve(self, slot: _Slot) -> None:
         while True:
             try:
-                job_id, outcome = slot.conn.recv()
+                job_id, wire = slot.conn.recv()
             except (EOFError, OSError):
                 return
+            outcome = Outcome(*wire)
             with self._lock:
                 item = slot.running.pop(job_id, None)
             if outcome.kind == "memory":

@@ -127,6 +127,23 @@ def analyse(text: str, base_iri: str = DEFAULT_BASE_IRI) -> QueryInfo:
             400 for a query with ``FROM`` that does not parse, or whose ``FROM``
             names no IRI.
     """
+    if len(text) <= _KEPT_TEXT:
+        return _analysed(text, base_iri)
+    return _analyse(text, base_iri)
+
+
+#: texts up to this many characters have their analysis kept (the 256 latest)
+_KEPT_TEXT = 16 * 1024
+
+
+@functools.lru_cache(maxsize=256)
+def _analysed(text: str, base_iri: str) -> QueryInfo:
+    """``_analyse``, kept per text: a dashboard asks the same queries again and again
+    (a refusal raises, and is not kept)."""
+    return _analyse(text, base_iri)
+
+
+def _analyse(text: str, base_iri: str) -> QueryInfo:
     scrubbed = _STRINGS_AND_COMMENTS.sub(_blank, _unescape(text))
     tokens = [(m.lastgroup or "other", m.group(0)) for m in _TOKEN.finditer(scrubbed)]
     words = {value.upper() for kind, value in tokens if kind == "word"}
