@@ -214,13 +214,7 @@ def build(
     """
     from bench_scale import snapshot
 
-    from trails.catalogue.entries import (
-        catalogue_iri,
-        entry_iri,
-        open_mark,
-        start_quads,
-        summarise,
-    )
+    from trails.catalogue.entries import catalogue_iri, start_quads, summarise
     from trails.evidence.canonical import canonical_lines, digest_lines
     from trails.evidence.ledger import (
         GENESIS,
@@ -351,15 +345,20 @@ def build(
         batch.extend(Quad(s, p, o, g) for s, p, o, g in rows_k)
         batch.extend(recorder.quads(event))
         label = f"session {minter.session_id(graph)}"
+        summary = summarise(graph, in_graph, catalogue, is_sealed=True)
+        ended = any(q.predicate == T.sessionEnded for q in summary)  # its end removed the type
         entry = set(
             start_quads(
-                graph, principal, started, label=label, catalogue=catalogue, principal_id=pid
+                graph,
+                principal,
+                started,
+                label=label,
+                catalogue=catalogue,
+                principal_id=pid,
+                ended=ended,
             )
         )
-        summary = summarise(graph, in_graph, catalogue, is_sealed=True)
         entry.update(summary)
-        if any(q.predicate == T.sessionEnded for q in summary):  # its end removes the type
-            entry.discard(open_mark(entry_iri(graph), catalogue))
         batch.extend(entry)
         previous, previous_hash, previous_at = seal, seal_hash, at
         if k == extra // 2:

@@ -29,7 +29,7 @@ import uvicorn
 from tests.server.conftest import TOKENS, seed, tokens_toml
 from tests.server.test_head_timeout import HEAD, start, stop, trickle
 
-from trails.server.heads import HEAD_BYTES, event_loop, server_limits
+from trails.server.heads import HEAD_BYTES, server_limits
 from trails.store import open_store
 
 ASK = "/sparql?query=ASK%7B%7D"
@@ -119,14 +119,6 @@ def test_each_request_on_a_kept_alive_connection_has_its_own_limit(serve: int) -
         assert response.read() == b"the request head is larger than 65536 bytes\n"
     finally:
         conn.close()
-
-
-def test_the_loop_is_uvloop_where_it_can_be_imported(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert event_loop() == ("asyncio" if sys.platform == "win32" else "uvloop")
-    assert server_limits()["loop"] == event_loop()
-    monkeypatch.setitem(sys.modules, "uvloop", None)  # what a failed import looks like
-    assert event_loop() == "asyncio"
-    assert server_limits()["loop"] == "asyncio"
 
 
 async def loop_app(scope: dict[str, Any], receive: Any, send: Any) -> None:

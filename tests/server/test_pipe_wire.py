@@ -8,6 +8,7 @@ through pickling as the pipe does.
 from __future__ import annotations
 
 import pickle
+from dataclasses import fields
 
 from trails.server.auth import Grant
 from trails.server.jobs import (
@@ -38,6 +39,8 @@ def test_a_query_job_arrives_whole() -> None:
         max_results=7,
         max_bytes=1234,
     )
+    # every field set apart from its default: a field the wire left out would not arrive
+    assert all(getattr(job, f.name) != f.default for f in fields(QueryJob) if f.init)
     arrived = job_from_wire(through_pipe(job_wire(job)))  # type: ignore[arg-type]
     assert arrived == job
     assert isinstance(arrived, QueryJob)

@@ -170,9 +170,11 @@ def start_quads(
     label: str,
     catalogue: IRI,
     principal_id: Term | None = None,
+    ended: bool = False,
 ) -> list[Quad]:
     """The entry of a session that has just started (written with its start): typed
-    ``trails:OpenSessionSummary`` until the write that ends the session (``open_mark``)."""
+    ``trails:OpenSessionSummary`` until the write that ends the session (``open_mark``);
+    ``ended``: the start of the entry of a session that has ended, without that type."""
     entry = entry_iri(session)
     described = (
         [] if principal_id is None else [Quad(principal, T.principalId, principal_id, catalogue)]
@@ -181,7 +183,7 @@ def start_quads(
         *described,
         *start_quads_of(catalogue, entry, started),
         Quad(entry, RDF.type, SessionSummary, catalogue),
-        open_mark(entry, catalogue),
+        *([] if ended else [open_mark(entry, catalogue)]),
         Quad(entry, RDF.type, PROV.Entity, catalogue),
         Quad(entry, RDFS.label, Literal(f"summary of {label}"), catalogue),
         Quad(entry, summaryOf, session, catalogue),
@@ -267,6 +269,7 @@ def summarise(
         None,
     )
     label = first(str(session), RDFS.label)
+    ended = first(str(session), PROV.endedAtTime)
     out = start_quads(
         session,
         IRI.trusted(str(principal)) if principal is not None else IRI.trusted(str(session)),
@@ -274,12 +277,12 @@ def summarise(
         label=label.value if isinstance(label, Literal) else str(session),
         catalogue=catalogue,
         principal_id=first(str(principal), T.principalId) if principal is not None else None,
+        ended=ended is not None,
     )
     if principal is None:  # a session always has its principal: keep the entry well-formed
         out = [q for q in out if q.predicate != PROV.wasAttributedTo and q.subject != session]
-    if first(str(session), PROV.endedAtTime) is None:
+    if ended is None:
         return out  # still running: its start only; the rest is written with its end
-    out.remove(open_mark(entry, catalogue))  # ended: no longer open
 
     def add(s: IRI, p: IRI, o: Term) -> None:
         out.append(Quad(s, p, o, catalogue))
@@ -291,7 +294,7 @@ def summarise(
         value = first(str(session), predicate)
         if value is not None:
             add(entry, target, value)
-    day = ended_day(first(str(session), PROV.endedAtTime))
+    day = ended_day(ended)
     if day is not None:
         add(entry, T.endedOn, day_iri(catalogue, day))
         out.extend(day_quads(catalogue, day))

@@ -18,8 +18,8 @@ waits for its own timeout instead of making the server answer 503 to everyone el
 
 A head may hold ``HEAD_BYTES`` (64 KiB): the parser has no limit of its own, so the
 protocol counts the bytes of each head as they arrive and answers a longer one ``431
-Request Header Fields Too Large``. The server runs on uvloop where it is installed
-(``event_loop``), on asyncio's own loop elsewhere.
+Request Header Fields Too Large``. The server runs on uvloop where it can be imported,
+on asyncio's own loop elsewhere (uvicorn's ``loop="auto"``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ __all__ = [
     "HEAD_BYTES",
     "HEAD_SECONDS",
     "HeadLimitedProtocol",
-    "event_loop",
     "head_limited",
     "head_timeout",
     "server_limits",
@@ -189,16 +188,6 @@ def head_limited(seconds: float = HEAD_SECONDS) -> type[HeadLimitedProtocol]:
     return type("HeadLimitedProtocol", (HeadLimitedProtocol,), attributes)
 
 
-def event_loop() -> str:
-    """The event loop to give uvicorn: ``"uvloop"`` where it can be imported (Linux,
-    macOS), else ``"asyncio"`` (the standard library's loop)."""
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
-        return "asyncio"
-    return "uvloop"
-
-
 def head_timeout(section: dict[str, Any], name: str, value: Any = None) -> float:
     """The head timeout from ``value`` (the command line), else ``section["header_timeout"]``.
 
@@ -235,7 +224,7 @@ def server_limits(seconds: float = HEAD_SECONDS) -> dict[str, Any]:
     """
     return {
         "http": head_limited(seconds),
-        "loop": event_loop(),
+        "loop": "auto",  # uvloop where it can be imported, else asyncio's own loop
         "timeout_keep_alive": 5,
         "limit_concurrency": 256,
     }

@@ -11,7 +11,8 @@ in the serving process and in the worker.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Protocol
 
 from trails.server.auth import Grant
@@ -130,13 +131,10 @@ def job_from_wire(wire: tuple[Any, ...] | WriteJob) -> QueryJob | WriteJob:
     )
 
 
+_OUTCOME_FIELDS = attrgetter(*(f.name for f in fields(Outcome)))
+
+
 def outcome_wire(outcome: Outcome) -> tuple[Any, ...]:
     """An outcome as the tuple of its fields, in order (``Outcome(*wire)`` rebuilds it)."""
-    return (
-        outcome.kind,
-        outcome.data,
-        outcome.count,
-        outcome.message,
-        outcome.line,
-        outcome.column,
-    )
+    wire: tuple[Any, ...] = _OUTCOME_FIELDS(outcome)
+    return wire

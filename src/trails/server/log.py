@@ -112,7 +112,9 @@ class QueryReceived(Event):
 
 
 def access_log_quads(event: QueryReceived, minter: Minter, content: str = "full") -> list[Quad]:
-    """The quads of one access-log event (written by the endpoint's evaluator).
+    """The quads of one access-log event, built as every event's are (through the
+    ``QuadBuilder``): the reference that the tests hold ``access_log_entry`` (what the
+    endpoint writes) equal to.
 
     Args:
         event: the request to describe.
