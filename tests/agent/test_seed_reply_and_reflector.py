@@ -1,9 +1,10 @@
-"""Two seed behaviours a run relies on: a plain-text answer, and a failing reflector.
+"""Two seed behaviours a run relies on: prose is no answer, and a failing reflector.
 
-selectools (seed 002), "Agent Loop": "No tool call detected → Return LLM response as
-final answer". In trails' default JSON mode a reply that is plain text, with no JSON in
-it, is that final answer (recorded as the run's answer), while broken JSON still earns
-the nudge-retry of seed 000 ("a second malformed turn terminates with stopped='error'").
+The trails guide (seed 000): "A malformed LLM reply (no JSON block, non-dict payload,
+missing action) earns one retry with a format-contract nudge ...; a second malformed turn
+terminates with stopped="error" and the parse error in PlanResult.error". Prose is such a
+reply in the default JSON mode; selectools' "no tool call means the final answer" (seed
+002) holds with ``tool_calling="native"`` only.
 
 reactree (seed 004), ``ActionReflector``: the reflection before an action is one more
 model call. Seed 000: "The only fatal path is an LLM-provider error ... those surface as
@@ -42,30 +43,54 @@ def applied() -> list[str]:
     return calls
 
 
-def test_a_plain_text_reply_is_the_final_answer(store: Store, applied: Any, prov: Any) -> None:
-    llm = LLMClient.mock(response=["It is 4.", "never asked"])
+FINISH = '{"thought": "found it", "action": "finish", "final_answer": "real answer"}'
+
+
+def test_prose_earns_the_nudge_and_the_json_turn_answers(
+    store: Store, applied: Any, prov: Any
+) -> None:
+    """Seed 000 (R1): prose thought aloud before the JSON turn is no answer."""
+    llm = LLMClient.mock(response=["I think I should search first.", FINISH])
+    result = react.run(
+        "Find the capital of France",
+        llm=llm,
+        session=Session(principal="did:local:alice"),
+        tools=["search_web"],
+    )
+    assert (result.stopped, result.answer, result.error) == ("goal_achieved", "real answer", None)
+    assert len(llm.requests) == 2  # the nudge
+    assert "no JSON object found" in llm.requests[1].messages[-1].content
+    run = prov.run(result.activity_iri)
+    assert (run["stop"], run["answer"]) == ("goal_achieved", "real answer")
+    assert len(prov.completions(result.activity_iri)) == 2
+
+
+def test_two_prose_replies_stop_the_run_with_the_parse_error(
+    store: Store, applied: Any, prov: Any
+) -> None:
+    llm = LLMClient.mock(response=["It is 4.", "Still 4.", "never asked"])
     result = react.run(
         "What is 2+2?", llm=llm, session=Session(principal="did:local:alice"), tools=["search_web"]
     )
-    assert (result.stopped, result.answer, result.error) == ("goal_achieved", "It is 4.", None)
-    assert [(s.action, s.observation) for s in result.steps] == [("finish", None)]
-    assert len(llm.requests) == 1  # no nudge: the text was the answer
+    assert result.stopped == "error" and result.answer is None
+    assert result.error == "malformed reply after a retry: no JSON object found in the reply"
+    assert len(llm.requests) == 2
     run = prov.run(result.activity_iri)
-    assert (run["stop"], run["answer"]) == ("goal_achieved", "It is 4.")
-    assert prov.termination(result.activity_iri) is None
-    assert len(prov.completions(result.activity_iri)) == 1
+    assert (run["stop"], run["error"]) == ("error", result.error)
+    term = prov.termination(result.activity_iri)
+    assert term is not None and term["cls"] == T.Error
 
 
-def test_an_agent_node_takes_a_plain_text_answer_too(store: Store, prov: Any) -> None:
+def test_an_agent_node_nudges_prose_too(store: Store, prov: Any) -> None:
     result = behaviour_tree.run(
         "Go.",
-        llm=LLMClient.mock(response=["The capital of France is Paris."]),
+        llm=LLMClient.mock(response=["The capital of France is Paris.", FINISH]),
         session=Session(principal="did:local:alice"),
         tree=AgentNode("Name the capital of France."),
     )
     assert result.stopped == "goal_achieved"
-    assert result.answer == "The capital of France is Paris."
-    assert prov.run(result.activity_iri)["answer"] == "The capital of France is Paris."
+    assert result.answer == "real answer"
+    assert prov.run(result.activity_iri)["answer"] == "real answer"
 
 
 def test_broken_json_still_gets_the_nudge_and_then_the_error(store: Store, prov: Any) -> None:

@@ -380,9 +380,9 @@ def test_without_ctx_the_loop_runs_and_still_records(store: Store, notes: Any) -
 # -- error handling (000-046 .. 000-048) ------------------------------------------------
 
 
-@pytest.mark.seed_row("000-046", differs="docs/agent.md#loop-semantics-shared-by-all-planners")
+@pytest.mark.seed_row("000-046")
 def test_a_malformed_reply_gets_one_nudge(store: Store) -> None:
-    for bad in ("[1, 2]", '{"thought": "no action"}', '{"garbage": '):
+    for bad in ("[1, 2]", '{"thought": "no action"}', '{"garbage": ', "It is 4."):
         nudged = LLMClient.mock(response=[bad, finish("ok")])
         assert react.run("Go.", llm=nudged, session=alice()).stopped == "goal_achieved"
         nudge = nudged.adapter.requests[1].messages[-1]
@@ -394,9 +394,10 @@ def test_a_malformed_reply_gets_one_nudge(store: Store) -> None:
         assert result.stopped == "error" and result.error is not None
         assert result.error.startswith("malformed reply after a retry: ")
         assert run_row(store, result.activity_iri)["term"] == T.Error
-    # the trails way: a reply with no JSON in it at all is the final answer
-    plain = react.run("Go.", llm=LLMClient.mock(response=["It is 4."]), session=alice())
-    assert (plain.stopped, plain.answer) == ("goal_achieved", "It is 4.")
+    # prose is no block of JSON: malformed, never the answer
+    prose = react.run("Go.", llm=LLMClient.mock(response=["It is 4.", "4."]), session=alice())
+    assert (prose.stopped, prose.answer) == ("error", None)
+    assert prose.error == "malformed reply after a retry: no JSON object found in the reply"
 
 
 @pytest.mark.seed_row("000-047")

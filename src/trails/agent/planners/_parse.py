@@ -6,11 +6,13 @@ and takes the first one of the expected shape. Anything else is a
 ``ReplyParseError`` whose message says what was missing, because the planner
 shows that message to the model in its nudge-retry.
 
-A ReAct turn that is plain text, with no JSON in it and no sign of an attempt at
-one (no fenced block, not opening with ``{`` or ``[``, no ``"action"``), is the
-model's final answer, as a model without tools answers (``plain_answer``): it is
-read as a ``finish`` turn with that text as ``final_answer``. Broken JSON, an
-object without ``action`` and an empty reply stay malformed.
+A ReAct turn that is plain text, with no JSON in it, is malformed like broken
+JSON, an object without ``action`` or an empty reply: the trails guide's JSON
+contract gives it one nudge-retry, then the run stops with ``stopped="error"``.
+Prose is never taken for an answer here; the rule "no tool call means the final
+answer" belongs to native tool calling (``_native``), where the provider says
+whether the model called a tool. ``plain_answer`` tells such prose apart, for
+callers that read replies outside the JSON contract.
 """
 
 from __future__ import annotations
@@ -107,9 +109,8 @@ def plain_answer(text: str) -> str | None:
 def parse_step(text: str) -> dict[str, Any]:
     """Extract one ReAct turn from a raw LLM reply; tolerates surrounding prose and fences.
 
-    A reply that is just the word ``finish`` is read as a finish turn with an empty answer;
-    a plain-text reply with no JSON in it (``plain_answer``) as a finish turn whose
-    ``final_answer`` is that text.
+    A reply that is just the word ``finish`` is read as a finish turn with an empty answer.
+    Prose with no JSON in it is malformed (the guide's contract), not an answer.
 
     Args:
         text: the raw reply.
@@ -119,16 +120,13 @@ def parse_step(text: str) -> dict[str, Any]:
         ``"final_answer"`` (a str) when the action is ``finish``.
 
     Raises:
-        ReplyParseError: an empty reply, broken JSON, no ``action``, or a non-object
-            ``action_input``.
+        ReplyParseError: an empty reply, prose with no JSON in it, broken JSON, no
+            ``action``, or a non-object ``action_input``.
     """
     if not isinstance(text, str):
         raise ReplyParseError(f"the reply must be text, not {type(text).__name__}")
     if text.strip().lower() == "finish":
         return {"thought": "", "action": "finish", "action_input": {}, "final_answer": ""}
-    answer = plain_answer(text)
-    if answer is not None:
-        return {"thought": "", "action": "finish", "action_input": {}, "final_answer": answer}
     saw_object = False
     for value in json_candidates(text):
         if not isinstance(value, dict):
