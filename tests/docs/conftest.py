@@ -28,7 +28,8 @@ def fresh_env(models: ScriptedModels, tmp_path: Path) -> dict[str, str]:
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRAILS_", "ANTHROPIC_"))}
     env.update(model_env(models.url))
-    env.pop("PYTHONPATH", None)
+    if env.get("PYTHONPATH") != str(ROOT / "src"):  # a checkout's own code stays its own
+        env.pop("PYTHONPATH", None)
     for name in ("ontologies", "queries"):
         (tmp_path / name).symlink_to(ROOT / name)
     return env

@@ -316,19 +316,18 @@ def test_select_model_is_declarative_and_cost_comparable() -> None:
     assert best.quality >= cheap.quality
 
 
-@pytest.mark.seed_row("001-013", differs=SAME_PLACE)
-def test_complete_takes_the_principal_from_ctx_and_caching_from_the_client(
-    store: Store,
-) -> None:
-    llm = LLMClient.mock(["hi", "again"], response_cache=True)
-    ctx = Context.open(ALICE)
-    first = llm.complete("Say hi.", ctx=ctx, model="mock")
-    second = llm.complete("Say hi.", ctx=ctx, model="mock")
+@pytest.mark.seed_row("001-013")
+def test_complete_takes_principal_and_cache_as_the_adr_writes_them(store: Store) -> None:
+    llm = LLMClient.mock(["hi", "again", "fresh"], response_cache=True)
+    first = llm.complete("Say hi.", model="mock", cache=True, principal=ALICE)
+    second = llm.complete("Say hi.", model="mock", principal=ALICE)
     assert (first.text, first.cache_hit, second.text, second.cache_hit) == ("hi", False, "hi", True)
-    for wrong in ({"principal": ALICE}, {"cache": True}):  # the ADR's keywords, refused
-        with pytest.raises(UserError, match=r"ctx=|response_cache="):
-            llm.complete("Say hi.", ctx=ctx, **wrong)
-    assert len(llm.requests) == 1  # nothing else was sent
+    fresh = llm.complete("Say hi.", model="mock", cache=False, principal=ALICE)
+    assert (fresh.text, fresh.cache_hit) == ("again", False)
+    ctx = Context.open(ALICE)
+    with pytest.raises(UserError, match="differs from the context's principal"):
+        llm.complete("Say hi.", ctx=ctx, principal="did:key:zBob")
+    assert len(llm.requests) == 2  # nothing else was sent
     principals = rows(
         store,
         "SELECT ?p WHERE { GRAPH ?g { ?c a trails:LLMCompletion ; prov:wasAssociatedWith ?a . "

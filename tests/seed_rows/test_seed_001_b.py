@@ -286,10 +286,10 @@ def test_the_worked_example_runs_as_written(
 def test_tokens_of_a_streamed_run_are_events_and_no_token_graph_is_written(store: Store) -> None:
     session = Session(principal=ALICE, store=store)
     events = list(
-        react.stream("Say it.", llm=LLMClient.mock(["It is 4."]), session=session, tools=[])
+        react.stream("Say it.", llm=LLMClient.mock([finish("It is 4.")]), session=session, tools=[])
     )
     tokens = "".join(e.data["text"] for e in events if e.kind == "token")
-    assert tokens == "It is 4." and events[-1].data["result"].answer == "It is 4."
+    assert tokens == finish("It is 4.") and events[-1].data["result"].answer == "It is 4."
     completions = rows(store, "SELECT ?c WHERE { GRAPH ?g { ?c a trails:LLMCompletion } }")
     assert len(completions) == 1  # one activity for the call, its whole text on it
     assert not [g for g in store.graphs() if "token" in str(g)]
@@ -341,17 +341,20 @@ def test_a_plan_and_execute_session_falls_back_to_react(store: Store) -> None:
 
 @pytest.mark.seed_row("001-036")
 def test_the_response_cache_is_shared_across_sessions(store: Store) -> None:
-    llm = LLMClient.mock(["first", "second"], response_cache=True)
+    """Across a principal's sessions; another principal's answers only when shared on purpose."""
+    llm = LLMClient.mock([finish("first"), finish("bob's")], response_cache=True)
     one = react.run("Hi.", llm=llm, session=Session(principal=ALICE, store=store), tools=[])
-    other = Session(principal="did:key:zBob", store=store)
-    two = react.run("Hi.", llm=llm, session=other, tools=[])
-    assert (one.answer, two.answer, len(llm.requests)) == ("first", "first", 1)
+    later = Session(principal=ALICE, store=store)
+    two = react.run("Hi.", llm=llm, session=later, tools=[])
+    bob = react.run("Hi.", llm=llm, session=Session(principal="did:key:zBob", store=store))
+    assert (one.answer, two.answer, bob.answer, len(llm.requests)) == ("first", "first", "bob's", 2)
     hits = rows(
         store,
-        "SELECT ?s ?c WHERE { GRAPH ?s { ?c a trails:LLMCompletion ; trails:cacheHit true } }",
-        s=other.iri,
+        "SELECT ?s ?c ?scope WHERE { GRAPH ?s { ?c a trails:LLMCompletion ; trails:cacheHit true ;"
+        " trails:cacheScope ?scope } }",
+        s=later.iri,
     )
-    assert len(hits) == 1
+    assert [r["scope"] for r in hits] == ["principal"]
 
 
 @pytest.mark.seed_row("001-037")

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import typing
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -51,12 +52,17 @@ __all__ = [
     "CacheBackend",
     "CacheStats",
     "ResponseCache",
+    "StoreCache",
     "cache_backend",
     "lookup_recorded",
     "request_hash",
     "request_params",
     "request_params_of",
 ]
+
+
+StoreCache = bool | typing.Literal["shared"]
+"""``store_cache=``: off, on for the principal's own completions, or ``"shared"`` (anyone's)."""
 
 
 def request_params(
@@ -135,10 +141,17 @@ class CacheStats:
 class ResponseCache:
     """Thread-safe LRU + TTL cache of responses by request hash.
 
+    An answer is kept for the principal who paid for it: the client keys each
+    entry by the request hash and the principal, so Bob never gets Alice's answer.
+    ``across_principals=True`` shares answers between principals (any backend may
+    carry the same attribute); a hit from another principal is recorded with
+    ``trails:cacheScope "shared"`` and the completion it came from.
+
     Args:
         max_size: entries kept; the least recently used goes first.
         ttl_seconds: how long an entry stays valid (None = until evicted).
         clock: monotonic clock (injectable for tests).
+        across_principals: share answers between principals (opt-in).
 
     Raises:
         UserError: ``max_size`` < 1 or a negative TTL.
@@ -150,6 +163,7 @@ class ResponseCache:
         ttl_seconds: float | None = 300.0,
         *,
         clock: Callable[[], float] = time.monotonic,
+        across_principals: bool = False,
     ) -> None:
         if max_size < 1:
             raise UserError(f"max_size must be at least 1, not {max_size}")
@@ -157,6 +171,7 @@ class ResponseCache:
             raise UserError(f"ttl_seconds must be >= 0, not {ttl_seconds}")
         self.max_size = max_size
         self.ttl_seconds = ttl_seconds
+        self.across_principals = across_principals
         self._clock = clock
         self._lock = threading.Lock()
         self._data: OrderedDict[str, tuple[float | None, Response]] = OrderedDict()
@@ -253,7 +268,7 @@ def cache_backend(cache: object) -> CacheBackend | None:
 
 
 _LOOKUP = f"""
-SELECT ?a ?hash ?text ?provider ?model ?in ?out ?cr ?cw ?usd ?rid ?ended WHERE {{
+SELECT ?a ?hash ?text ?provider ?model ?in ?out ?cr ?cw ?usd ?rid ?ended ?who WHERE {{
   GRAPH ?g {{
     ?a a {T.LLMCompletion.n3()} ;
        {T.requestHash.n3()} ?hash ;
@@ -264,6 +279,8 @@ SELECT ?a ?hash ?text ?provider ?model ?in ?out ?cr ?cw ?usd ?rid ?ended WHERE {
     GRAPH ?cg {{ ?c {PROV.value.n3()} ?text }}
     ?a {PROV.wasAssociatedWith.n3()} ?m .
     ?m a {T.Model.n3()} ; {T.provider.n3()} ?provider ; {T.modelId.n3()} ?model .
+    ?a {PROV.wasAssociatedWith.n3()} ?p .
+    ?p {T.principalId.n3()} ?who .
     OPTIONAL {{ ?a {T.inputTokens.n3()} ?in }}
     OPTIONAL {{ ?a {T.outputTokens.n3()} ?out }}
     OPTIONAL {{ ?a {T.cacheReadTokens.n3()} ?cr }}
@@ -298,21 +315,28 @@ def _recorded_calls(store: Store, activity: Term) -> tuple[ToolCall, ...]:
     return tuple(c for _, c in sorted(calls, key=lambda pair: pair[0]))
 
 
-def lookup_recorded(store: Store, hash_hex: str) -> Response | None:
+def lookup_recorded(
+    store: Store, hash_hex: str, *, principal: str | None = None
+) -> Response | None:
     """A response rebuilt from the newest successful completion recorded with this request hash.
 
     Completions recorded with ``record_content = "hash"`` hold no text and are
-    never used. The response comes back with ``cache_hit=True`` and the
-    recorded completion's ``usd`` (what that answer cost when it was paid for).
+    never used. The response comes back with ``cache_hit=True``, the recorded
+    completion's ``usd`` (what that answer cost when it was paid for), its
+    ``activity_iri`` and the principal it was paid for.
 
     Args:
         store: the store to search (every session graph).
         hash_hex: a ``request_hash`` value.
+        principal: only completions made for this principal (None: anyone's).
 
     Returns:
         The rebuilt response, or None when nothing matches.
     """
-    result = store.query(_LOOKUP, {"hash": Literal(hash_hex)})
+    bindings: dict[str, Term] = {"hash": Literal(hash_hex)}
+    if principal is not None:
+        bindings["who"] = Literal(principal)
+    result = store.query(_LOOKUP, bindings)
     if not isinstance(result, Solutions):
         return None
     for row in result:
@@ -333,5 +357,7 @@ def lookup_recorded(store: Store, hash_hex: str) -> Response | None:
             request_id=get("rid"),
             provider=str(get("provider")),
             tool_calls=_recorded_calls(store, row["a"]),
+            activity_iri=str(row["a"]),
+            principal=str(get("who")),
         )
     return None

@@ -37,9 +37,9 @@ from trails.errors import UserError
 from trails.kernel.context import Context
 from trails.kernel.cost import CostTracker, default_tracker
 from trails.llm.batch import Progress, arun_batch, run_batch
-from trails.llm.cache import CacheBackend, cache_backend
+from trails.llm.cache import CacheBackend, StoreCache, cache_backend
 from trails.llm.catalogue import Catalogue, ModelSpec, default_catalogue
-from trails.llm.envelope import Call, Envelope, Prompt, to_messages
+from trails.llm.envelope import Call, Envelope, Prompt, acting_principal, to_messages
 from trails.llm.errors import StructuredOutputError
 from trails.llm.mock import MockAdapter, MockScript
 from trails.llm.retry import RetryPolicy
@@ -65,7 +65,8 @@ class LLMClient(Envelope):
             ``CacheBackend``), or None. Anything else is refused (``UserError``).
             Streams are never answered from it nor written to it.
         store_cache: answer a request from a successful completion already
-            recorded in the context's store with the same request hash.
+            recorded in the context's store with the same request hash, for the
+            same principal (``"shared"``: anyone's, recorded as shared).
         catalogue: where prices come from (default: the shipped catalogue).
     """
 
@@ -75,7 +76,7 @@ class LLMClient(Envelope):
         *,
         retry: RetryPolicy | None = None,
         response_cache: CacheBackend | bool | None = None,
-        store_cache: bool = False,
+        store_cache: StoreCache = False,
         catalogue: Catalogue | None = None,
     ) -> None:
         self.adapter = adapter
@@ -94,7 +95,7 @@ class LLMClient(Envelope):
         model: str = "mock",
         retry: RetryPolicy | None = None,
         response_cache: CacheBackend | bool | None = None,
-        store_cache: bool = False,
+        store_cache: StoreCache = False,
         catalogue: Catalogue | None = None,
     ) -> LLMClient:
         """A scripted model: a fixed answer, ``callable(messages) -> str``, or answers in order.
@@ -137,7 +138,7 @@ class LLMClient(Envelope):
         timeout: float = 60.0,
         retry: RetryPolicy | None = None,
         response_cache: CacheBackend | bool | None = None,
-        store_cache: bool = False,
+        store_cache: StoreCache = False,
         catalogue: Catalogue | None = None,
     ) -> LLMClient:
         """Anthropic's Messages API through the official SDK (its own retries off).
@@ -179,7 +180,7 @@ class LLMClient(Envelope):
         timeout: float = 120.0,
         retry: RetryPolicy | None = None,
         response_cache: CacheBackend | bool | None = None,
-        store_cache: bool = False,
+        store_cache: StoreCache = False,
         catalogue: Catalogue | None = None,
     ) -> LLMClient:
         """A local Ollama server's ``/api/chat`` (free: local models cost 0).
@@ -222,7 +223,7 @@ class LLMClient(Envelope):
         timeout: float = 120.0,
         retry: RetryPolicy | None = None,
         response_cache: CacheBackend | bool | None = None,
-        store_cache: bool = False,
+        store_cache: StoreCache = False,
         catalogue: Catalogue | None = None,
     ) -> LLMClient:
         """Any ``/v1/chat/completions`` server: vLLM, llama.cpp server, LM Studio, OpenAI.
@@ -267,7 +268,7 @@ class LLMClient(Envelope):
         cooldown_seconds: float = 60.0,
         on_fallback: Callable[..., object] | None = None,
         response_cache: CacheBackend | bool | None = None,
-        store_cache: bool = False,
+        store_cache: StoreCache = False,
     ) -> LLMClient:
         """Try clients in order; a client that fails ``max_failures`` times in a row is skipped
         for ``cooldown_seconds`` (a circuit breaker), then tried once again.
@@ -386,6 +387,8 @@ class LLMClient(Envelope):
         tools: Sequence[ToolLike] | None = None,
         response_format: ResponseFormat | None = None,
         max_retries: int = 2,
+        cache: bool = True,
+        principal: str | None = None,
         **extra: Any,
     ) -> Response:
         """One completion, with budget check, cost envelope and a recorded ``trails:LLMCompletion``.
@@ -407,6 +410,11 @@ class LLMClient(Envelope):
                 must follow; the validated answer is ``Response.parsed``.
             max_retries: with ``response_format``, how many more attempts an
                 answer that fails validation gets (each shown the error).
+            cache: ``False``: no response or store cache answers this call, and its
+                answer is not kept (ADR-0018's ``cache=``).
+            principal: the principal the call acts (and is booked) for; the context's
+                when omitted. Outside a context of that principal the call is recorded
+                in a session of its own for it, ended after the call.
             **extra: further provider parameters (recorded, hashed, passed on).
 
         Returns:
@@ -419,10 +427,22 @@ class LLMClient(Envelope):
                 completion was recorded first.
             StructuredOutputError: no answer matched ``response_format`` (each
                 attempt recorded with status ``invalid``).
-            UserError: the messages or parameters are invalid.
+            UserError: the messages or parameters are invalid, or ``principal`` differs
+                from ``ctx``'s.
             ConfigError: ``model`` is a ``ModelSpec`` of a provider no client is
                 configured for.
         """
+        ctx, owned = acting_principal(ctx, principal)
+        if owned:
+            try:
+                return self.complete(
+                    messages, max_tokens=max_tokens, temperature=temperature, ctx=ctx,
+                    model=model, stop=stop, tools=tools, response_format=response_format,
+                    max_retries=max_retries, cache=cache, **extra,
+                )  # fmt: skip
+            finally:
+                ctx.close()
+        extra["cache"] = cache
         routed = self._route(model)
         if routed is not None:
             return routed.complete(
@@ -464,6 +484,8 @@ class LLMClient(Envelope):
         tools: Sequence[ToolLike] | None = None,
         response_format: ResponseFormat | None = None,
         max_retries: int = 2,
+        cache: bool = True,
+        principal: str | None = None,
         **extra: Any,
     ) -> Response:
         """``complete`` for asyncio: same arguments, same recorded completion.
@@ -477,6 +499,17 @@ class LLMClient(Envelope):
         Raises:
             See ``complete``.
         """
+        ctx, owned = acting_principal(ctx, principal)
+        if owned:
+            try:
+                return await self.acomplete(
+                    messages, max_tokens=max_tokens, temperature=temperature, ctx=ctx,
+                    model=model, stop=stop, tools=tools, response_format=response_format,
+                    max_retries=max_retries, cache=cache, **extra,
+                )  # fmt: skip
+            finally:
+                ctx.close()
+        extra["cache"] = cache
         routed = self._route(model)
         if routed is not None:
             return await routed.acomplete(

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import typing
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -37,7 +38,13 @@ from trails.errors import BudgetExceeded, ModelAPIError, TrailsError, UserError
 from trails.kernel.context import Context, current_context, now
 from trails.kernel.observe import notify, observing, off_loop
 from trails.llm.batch import hold_slot, release_slot
-from trails.llm.cache import CacheBackend, lookup_recorded, request_hash, request_params_of
+from trails.llm.cache import (
+    CacheBackend,
+    StoreCache,
+    lookup_recorded,
+    request_hash,
+    request_params_of,
+)
 from trails.llm.catalogue import Catalogue, ModelSpec
 from trails.llm.errors import IncompleteStreamError, MalformedResponseError
 from trails.llm.evidence import BudgetRefused, ProviderFellBack, SentCompletion, images_sent
@@ -53,14 +60,33 @@ Prompt = str | Message | Sequence[Message | Mapping[str, Any]]
 
 _ROLES = ("system", "user", "assistant", "tool")
 
-#: Keywords of other clients' ``complete`` that are not model parameters here, and where
-#: trails takes them from; passed on silently, they would reach the provider's API.
-_NOT_PARAMS = {
-    "principal": "the principal is the context's: pass ctx=Context.open(principal), "
-    "or call inside a session's run",
-    "cache": "caching is set on the client: LLMClient.<provider>(..., response_cache=True), "
-    "and Anthropic prompt caching with LLMClient.anthropic(..., cache=True)",
-}
+
+def acting_principal(ctx: Context | None, principal: str | None) -> tuple[Context, bool]:
+    """The context a call acts in, for ADR-0018's ``principal=``; True when it is the call's own.
+
+    Without ``principal`` (or naming the acting context's own principal) the call runs in
+    ``ctx``, else the caller's context. Naming another principal outside a context of ours
+    opens a session of that principal for the call (the caller closes it after the call);
+    naming one that differs from an explicit ``ctx`` is a contradiction.
+
+    Raises:
+        UserError: ``principal`` is not a non-empty string, or differs from ``ctx``'s.
+    """
+    if principal is None:
+        return (ctx if ctx is not None else current_context()), False
+    if not isinstance(principal, str) or not principal.strip():
+        raise UserError(f"principal= must be a non-empty string, not {principal!r}")
+    if ctx is not None:
+        if ctx.principal != principal:
+            raise UserError(
+                f"principal={principal!r} differs from the context's principal "
+                f"{ctx.principal!r}: a call acts for the context it runs in"
+            )
+        return ctx, False
+    current = current_context()
+    if current.principal == principal:
+        return current, False
+    return Context.open(principal, recorder=current.recorder, label="completion"), True
 
 
 def _tool_calls(raw: Any, i: int) -> tuple[ToolCall, ...]:
@@ -148,6 +174,10 @@ class Call:
     """The last failover record of this call (a switch, or the last failed member)."""
     stream: bool = False
     """A stream: never answered from, nor written to, the response cache."""
+    use_cache: bool = True
+    """``cache=False`` on the call: no cache answers it, none keeps its answer."""
+    cache_key: str = ""
+    """The response cache's key: the request hash, scoped to the principal unless shared."""
     images: list[dict[str, Any]] = field(default_factory=list)
     """The images the request shows the model (``images_sent``), recorded as used."""
 
@@ -162,7 +192,7 @@ class Envelope:
     adapter: Adapter
     retry: RetryPolicy
     response_cache: CacheBackend | None
-    store_cache: bool
+    store_cache: StoreCache
     catalogue: Catalogue
 
     @property
@@ -198,17 +228,22 @@ class Envelope:
             raise UserError(f"temperature must be a number, not {temperature!r}")
         if isinstance(stop, str):
             stop = [stop]
-        misplaced = sorted(_NOT_PARAMS.keys() & extra.keys())
-        if misplaced:
-            name = misplaced[0]
-            raise UserError(f"{name}= is not a model parameter: {_NOT_PARAMS[name]}")
+        extra = dict(extra)
+        use_cache = extra.pop("cache", True)
+        if not isinstance(use_cache, bool):
+            raise UserError(f"cache= must be True or False, not {use_cache!r}")
+        ctx, owned = acting_principal(ctx, extra.pop("principal", None))
+        if owned:
+            raise UserError(
+                "principal= names another principal than the caller's context: pass "
+                "ctx=Context.open(principal) to stream or batch for it"
+            )
         model_id = model.model if isinstance(model, ModelSpec) else (model or self.model)
         for i, m in enumerate(msgs):
             check_text(m.content, f"message #{i} content")
         check_text(model_id, "model")
         for s in stop:
             check_text(s, "stop sequence")
-        ctx = ctx if ctx is not None else current_context()
         request = Request(
             model=model_id,
             messages=tuple(msgs),
@@ -233,6 +268,8 @@ class Envelope:
             started=now(),
             t0=time.perf_counter(),
             output=output,
+            use_cache=use_cache,
+            cache_key=self._cache_key(ctx.principal, request_hash(model_id, as_sent, params)),
         )
         try:
             ctx.tracker.check(ctx.principal)
@@ -333,15 +370,24 @@ class Envelope:
 
         return told
 
+    def _cache_key(self, principal: str, hash_hex: str) -> str:
+        """One principal's answers are not another's unless the cache says it is shared."""
+        if getattr(self.response_cache, "across_principals", False):
+            return hash_hex
+        return f"{hash_hex} {principal}"
+
     def _cached(self, call: Call) -> Response | None:
         # a stream never asks the response cache (docs/llm.md, Caching); the store lookup,
         # an explicit opt-in to answers already recorded, serves streams too
+        if not call.use_cache:
+            return None
         if self.response_cache is not None and not call.stream:
-            hit = self.response_cache.get(call.hash)
+            hit = self.response_cache.get(call.cache_key)
             if isinstance(hit, Response):  # a backend's own miss marker is a miss
                 return hit
         if self.store_cache:
-            return lookup_recorded(call.ctx.store, call.hash)
+            scope = None if self.store_cache == "shared" else call.ctx.principal
+            return lookup_recorded(call.ctx.store, call.hash, principal=scope)
         return None
 
     def _spec(self, provider: str, model: str, requested: str) -> ModelSpec:
@@ -474,6 +520,8 @@ class Envelope:
                 cache_write_tokens=response.cache_write_tokens,
                 usd=usd,
                 cache_hit=cache_hit,
+                cached_from=response.activity_iri if cache_hit else None,
+                cache_scope=self._cache_scope(call, response) if cache_hit else None,
                 latency_ms=latency * 1000.0,
                 retries=retries,
                 request_id=response.request_id,
@@ -484,14 +532,22 @@ class Envelope:
                 informed_by=call.informed_by,
             )
         )
-        answered = replace(response, provider=provider, model=model, usd=usd)
+        answered = replace(
+            response,
+            provider=provider,
+            model=model,
+            usd=usd,
+            activity_iri=call.activity,
+            principal=ctx.principal,
+        )
         if (
             invalid is None
             and not cache_hit
             and not call.stream
+            and call.use_cache
             and self.response_cache is not None
         ):
-            self.response_cache.set(call.hash, answered)
+            self.response_cache.set(call.cache_key, answered)
         if cache_hit:
             notify(ctx, "cache_hit", call_id=call.activity, model=model)
         tokens = {"input_tokens": response.input_tokens, "output_tokens": response.output_tokens}
@@ -517,7 +573,12 @@ class Envelope:
             activity_iri=call.activity,
             call_id=envelope.call_id,
             parsed=parsed,
+            principal=ctx.principal,
         )
+
+    def _cache_scope(self, call: Call, hit: Response) -> typing.Literal["principal", "shared"]:
+        """``principal`` for a hit the principal paid for itself, else ``shared``."""
+        return "principal" if hit.principal in (None, call.ctx.principal) else "shared"
 
     def _fail(
         self, call: Call, error: BaseException, retries: int, *, received: str = ""

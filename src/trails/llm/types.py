@@ -275,8 +275,9 @@ class Response:
     Adapters fill the provider's fields (text, model, tokens, request id, stop
     reason); ``LLMClient`` adds ``usd`` (None when the price is unknown),
     ``cache_hit``, ``latency_s``, ``retries``, ``activity_iri`` (the recorded
-    ``trails:LLMCompletion``) and ``call_id`` (the id of its cost envelope, for
-    a scope that books a ``dedupe="child"`` row against it).
+    ``trails:LLMCompletion``), ``call_id`` (the id of its cost envelope, for
+    a scope that books a ``dedupe="child"`` row against it) and ``principal`` (whom
+    the call acted for; a cached answer keeps whom it was first paid for).
     """
 
     text: str
@@ -296,6 +297,7 @@ class Response:
     call_id: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     parsed: Any = None
+    principal: str | None = None
 
     @property
     def tokens(self) -> int:

@@ -289,7 +289,9 @@ class LLMCompleted(Event):
 
     ``status`` is ``refused`` when a budget stopped the call before anything was
     sent; ``informed_by`` names what led to the call besides its parent (the
-    ``trails:ProviderFallback`` that switched to this provider).
+    ``trails:ProviderFallback`` that switched to this provider). A cache hit names
+    the completion that paid for its answer (``cached_from``) and whether that was
+    the same principal's (``cache_scope``: ``principal``) or another's (``shared``).
     """
 
     activity: str
@@ -309,6 +311,8 @@ class LLMCompleted(Event):
     cache_write_tokens: int = 0
     usd: float | None = None
     cache_hit: bool = False
+    cached_from: str | None = None
+    cache_scope: Literal["principal", "shared"] | None = None
     latency_ms: float = 0.0
     retries: int = 0
     request_id: str | None = None
@@ -343,6 +347,7 @@ class LLMCompleted(Event):
             (T.cacheWriteTokens, self.cache_write_tokens),
             (T.costUSD, self.usd),
             (T.cacheHit, self.cache_hit),
+            (T.cacheScope, self.cache_scope),
             (T.latencyMs, float(self.latency_ms)),
             (T.retries, self.retries),
             (T.requestId, self.request_id),
@@ -350,6 +355,8 @@ class LLMCompleted(Event):
             (T.stepIndex, self.step),
         ):
             b.value(a, prop, value)
+        if self.cached_from is not None:
+            b.add(a, T.cachedFrom, _iri(self.cached_from))
         prompt = Minter.part(a, "prompt")
         b.entity(prompt, T.Prompt, {"messages": self.messages, "params": self.params}, used_by=a)
         b.value(prompt, T.requestHash, self.request_hash)

@@ -131,6 +131,8 @@ class T:
     cacheWriteTokens = TRAILS.cacheWriteTokens
     costUSD = TRAILS.costUSD
     cacheHit = TRAILS.cacheHit
+    cacheScope = TRAILS.cacheScope
+    cachedFrom = TRAILS.cachedFrom
     latencyMs = TRAILS.latencyMs
     retries = TRAILS.retries
     failedProvider = TRAILS.failedProvider
