@@ -90,9 +90,20 @@ def test_the_session_budget_applies_to_every_run(store: Store, notes: list[str])
     assert {str(r["run"]) for r in breaches} == {str(first.activity_iri), str(second.activity_iri)}
 
 
-@pytest.mark.seed_row("001-024", differs=SAME_PLACE)
-def test_the_history_window_is_set_on_the_session_and_evicts_oldest_first(store: Store) -> None:
-    assert Session(principal=ALICE).history.max_tokens == 32_000  # not the model's window
+@pytest.mark.seed_row("001-024")
+def test_the_history_window_is_the_models_minus_a_margin_and_evicts_as_told(store: Store) -> None:
+    sized = Session(principal=ALICE, store=store)
+    sized.fit_window(LLMClient.anthropic(model="claude-sonnet-4-5", api_key="k"))  # as a run does
+    assert sized.history.max_tokens == 180_000  # 200,000 less a tenth
+    longest_first = TokenWindow(
+        max_tokens=9,
+        count_tokens=lambda text: len(text.split()),
+        evict=lambda may_go: max(range(len(may_go)), key=lambda i: may_go[i].tokens),
+    )
+    longest_first.append("system", "terse")
+    for text in ("a b c d e", "f g", "h i j"):
+        longest_first.append("user", text)
+    assert [e.content for e in longest_first] == ["terse", "f g", "h i j"]  # the longest went
     window = TokenWindow(max_tokens=11, pin_head=1, count_tokens=lambda text: len(text.split()))
     window.append("system", "you are terse")
     for i in range(4):

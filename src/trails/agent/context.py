@@ -35,13 +35,20 @@ from typing import TYPE_CHECKING, Any
 
 from trails.agent.cost_warning import cost_watch
 from trails.agent.evictions import EvictionRecorder, Summarizer
-from trails.agent.history import HistoryEntry, TokenWindow, estimate_tokens
+from trails.agent.history import (
+    DEFAULT_WINDOW_TOKENS,
+    LOCAL_CONTEXT_TOKENS,
+    HistoryEntry,
+    TokenWindow,
+    estimate_tokens,
+    window_for,
+)
 from trails.agent.knowledge import SessionKnowledge
 from trails.agent.screening import OutputScreen, output_screens
 from trails.agent.session_events import check_trace_metadata, record_trace_metadata
 from trails.agent.strategies import STRATEGIES
 from trails.config import load_settings
-from trails.errors import ConfigError, SessionError, UserError
+from trails.errors import ConfigError, SessionError, TrailsError, UserError
 from trails.kernel.context import Context, InvocationRecord, minted_session_id, now
 from trails.kernel.lifecycle import end_status, interruption
 from trails.prov.iri import check_session_id
@@ -163,7 +170,10 @@ class Session:
 
     Args:
         principal: who the agent acts for (a DID or any principal id).
-        max_tokens: the history window's token budget.
+        max_tokens: the history window's token budget. Left at its default (32,000), the
+            window is sized from the model the session first runs with: its context window
+            minus a safety margin (``window_for``; 4,096 tokens for a local model the
+            catalogue does not know; 32,000 stays when the model's window is unknown).
         pin_head: how many leading history entries are never evicted.
         auth: a credential (a biscuit, token, DID or DID document), kept as
             ``session.auth.credential``; ``session.auth`` is an ``AuthState`` with
@@ -224,7 +234,7 @@ class Session:
         self,
         *,
         principal: str,
-        max_tokens: int = 32_000,
+        max_tokens: int = DEFAULT_WINDOW_TOKENS,
         pin_head: int = 1,
         auth: Any = None,
         card: Any = None,
@@ -257,8 +267,11 @@ class Session:
         self.principal = principal
         self.id = session_id or minted_session_id()
         self.history = TokenWindow(
-            max_tokens=max_tokens, pin_head=pin_head, max_messages=max_messages
+            max_tokens=int(max_tokens) if max_tokens is DEFAULT_WINDOW_TOKENS else max_tokens,
+            pin_head=pin_head,
+            max_messages=max_messages,
         )
+        self._window_set = max_tokens is not DEFAULT_WINDOW_TOKENS
         self.history.on_evict = EvictionRecorder(self, summarize_on_trim)
         self.invocations: list[InvocationRecord] = []
         self.metadata: dict[str, Any] = {}
@@ -279,6 +292,27 @@ class Session:
         self._context: Context | None = None
         self._closed = False
         self._origin: ReplayOrigin | None = None
+
+    def fit_window(self, llm: Any) -> None:
+        """Size a window nobody set from ``llm``'s model: its context minus a margin (once).
+
+        Called by every planner as its run starts. A ``max_tokens=`` given to the session
+        stands; a model whose window the catalogue does not know leaves the default (a
+        local one gets ``LOCAL_CONTEXT_TOKENS``, the context Ollama gives by default).
+        """
+        if self._window_set:
+            return
+        spec = getattr(llm, "spec", None)
+        try:
+            model = spec() if callable(spec) else None
+        except TrailsError:
+            model = None
+        window = getattr(model, "context_window", None)
+        if not window and getattr(model, "local", False):
+            window = LOCAL_CONTEXT_TOKENS
+        if isinstance(window, int) and window > 0:
+            self.history.max_tokens = window_for(window)
+            self._window_set = True
 
     @classmethod
     def new(

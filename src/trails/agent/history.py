@@ -16,7 +16,14 @@ from trails.errors import UserError
 from trails.llm.types import Message, Role
 from trails.text import check_text
 
-__all__ = ["HistoryEntry", "TokenWindow", "estimate_tokens"]
+__all__ = [
+    "DEFAULT_WINDOW_TOKENS",
+    "LOCAL_CONTEXT_TOKENS",
+    "HistoryEntry",
+    "TokenWindow",
+    "estimate_tokens",
+    "window_for",
+]
 
 _ROLES = ("system", "user", "assistant")
 
@@ -52,6 +59,33 @@ class HistoryEntry:
         return Message(self.role, self.content, cache=self.pinned and self.role == "system")
 
 
+class _Unset(int):
+    """An int that is 32,000 and also says "nobody chose it" (compared by identity)."""
+
+
+#: The window when nothing says the model's context: 32,000, as the trails guide's signatures
+#: write it. A ``Session`` given this very object sizes its window from the model it first
+#: runs with (``window_for``, ADR-0018); any ``max_tokens=`` a caller passes stands.
+DEFAULT_WINDOW_TOKENS: int = _Unset(32_000)
+#: A local model the catalogue does not know gets Ollama's default context (``num_ctx``).
+LOCAL_CONTEXT_TOKENS = 4_096
+
+
+def window_for(context_window: int) -> int:
+    """The history budget for a model's context window: the window minus a safety margin.
+
+    The margin keeps room for the reply and what the window does not count (tool schemas,
+    the provider's framing): a tenth of the window, and at least 1,024 tokens.
+
+    Args:
+        context_window: the model's context window in tokens.
+
+    Returns:
+        The token budget of the history window (at least 1).
+    """
+    return max(1, context_window - max(1_024, context_window // 10))
+
+
 class TokenWindow:
     """A FIFO message window with a pinned head and running-total eviction.
 
@@ -74,20 +108,24 @@ class TokenWindow:
         count_tokens: how to count the tokens of a text (default: ``estimate_tokens``).
         on_evict: called with the entries each eviction dropped, oldest first;
             returns the summary to keep in their place, or None.
+        evict: which entry goes next: given the entries that may go (unpinned, not the
+            summary, not the newest), oldest first, it returns the index of one of them
+            (default: 0, the oldest). The pluggable eviction strategy of ADR-0018.
 
     Raises:
         UserError: ``max_tokens`` or ``max_messages`` is not a positive int, or
-            ``pin_head`` is negative.
+            ``pin_head`` is negative; or ``evict`` chose no entry that may go.
     """
 
     def __init__(
         self,
         *,
-        max_tokens: int = 32_000,
+        max_tokens: int = DEFAULT_WINDOW_TOKENS,
         pin_head: int = 1,
         count_tokens: Callable[[str], int] | None = None,
         on_evict: Callable[[list[HistoryEntry]], str | None] | None = None,
         max_messages: int | None = None,
+        evict: Callable[[list[HistoryEntry]], int] | None = None,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise UserError(f"TokenWindow max_tokens must be a positive int, not {max_tokens!r}")
@@ -103,6 +141,7 @@ class TokenWindow:
         self.max_messages = max_messages
         self.pin_head = pin_head
         self.count_tokens = count_tokens or estimate_tokens
+        self.evict = evict
         self._entries: list[HistoryEntry] = []
         self._total = 0
         self.evicted = 0
@@ -198,12 +237,21 @@ class TokenWindow:
     def _evict(self) -> None:
         dropped: list[HistoryEntry] = []
         while self._total > self.max_tokens or self._too_many():
-            index = next(
-                (i for i, e in enumerate(self._entries[:-1]) if not (e.pinned or e.summary)),
-                None,
-            )
-            if index is None:
+            candidates = [
+                i for i, e in enumerate(self._entries[:-1]) if not (e.pinned or e.summary)
+            ]
+            if not candidates:
                 break
+            index = candidates[0]
+            if self.evict is not None:
+                chosen = self.evict([self._entries[i] for i in candidates])
+                if isinstance(chosen, bool) or not isinstance(chosen, int):
+                    raise UserError(f"evict= must return an int index, not {chosen!r}")
+                if not 0 <= chosen < len(candidates):
+                    raise UserError(
+                        f"evict= chose entry {chosen} of the {len(candidates)} that may go"
+                    )
+                index = candidates[chosen]
             entry = self._entries.pop(index)
             self._total -= entry.tokens
             self.evicted += 1

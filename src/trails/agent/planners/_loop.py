@@ -246,6 +246,7 @@ class PlanRun:
         if ctx is not None and not isinstance(ctx, Context):
             raise UserError(f"ctx= must be a trails Context, not {type(ctx).__name__}")
         session._refuse_if_read_only()  # a replayed session runs nothing, whatever the ctx
+        session.fit_window(llm)  # the history window from the model's context, unless set
         self.strategy = strategy
         self.goal = goal
         self.llm = llm
