@@ -285,8 +285,8 @@ def test_with_ctx_each_call_is_billed_and_linked_to_the_plan(
 ) -> None:
     client = LLMClient.mock(response=[act("notes.search", tag="urgent"), finish("ok")])
     result = react.run("Go.", llm=client, session=alice(), ctx=ctx)
-    assert {e.tag for e in ctx.tracker.envelopes()} == {"llm:mock"}
-    assert len(ctx.tracker.envelopes(principal=ctx.principal)) == 2
+    assert {e.tag for e in ctx.tracker.envelopes()} == {"llm:mock", "notes.search"}
+    assert len(ctx.tracker.envelopes(principal=ctx.principal, tag="llm:mock")) == 2
     linked = rows(
         store,
         """SELECT ?g ?run ?c WHERE { GRAPH ?g { ?run a trails:ReActPlan .
@@ -295,7 +295,8 @@ def test_with_ctx_each_call_is_billed_and_linked_to_the_plan(
         run=IRI(str(result.activity_iri)),
     )
     assert len(linked) == 2
-    assert {e.activity for e in ctx.tracker.envelopes()} == {row["c"] for row in linked}
+    billed = {e.activity for e in ctx.tracker.envelopes(tag="llm:mock")}
+    assert billed == {row["c"] for row in linked}
 
 
 @pytest.mark.seed_row("000-043")
@@ -315,8 +316,8 @@ def test_the_plan_root_carries_goal_principal_and_session(store: Store) -> None:
     assert root["session"] == session.iri
 
 
-@pytest.mark.seed_row("000-044", differs="docs/agent.md#cost-attribution")
-def test_invocations_are_activities_and_cost_lives_on_completions(
+@pytest.mark.seed_row("000-044")
+def test_every_invoke_is_an_activity_and_a_cost_envelope(
     store: Store, ctx: Context, notes: Any
 ) -> None:
     client = LLMClient.mock(
@@ -326,7 +327,10 @@ def test_invocations_are_activities_and_cost_lives_on_completions(
     invocations = of_type(store, ctx.session, T.CapabilityInvocation)
     assert len(invocations) == 1  # its own prov:Activity
     envelopes = ctx.tracker.envelopes()
-    assert [e.tag for e in envelopes] == ["llm:mock", "llm:mock"]  # no envelope for the invoke
+    assert [e.tag for e in envelopes] == ["llm:mock", "notes.search", "llm:mock"]
+    invoked = envelopes[1]  # its own envelope: it spent nothing itself, counted (0)
+    assert (invoked.activity, invoked.usd, invoked.counted) == (invocations[0], 0.0, True)
+    assert ctx.tracker.total_usd() == pytest.approx(0.2)
     costs = rows(
         store,
         """SELECT ?g ?inv ?usd WHERE { GRAPH ?g { ?inv prov:wasInformedBy ?c .
@@ -353,6 +357,8 @@ def test_a_nested_llm_call_is_counted_once(store: Store) -> None:
     session = alice()
     react.run("Summarize.", llm=client, session=session)
     assert _module_tracker().total_usd() == pytest.approx(0.4)
+    [own] = _module_tracker().envelopes(tag="notes.summarize")  # what the call cost: 0.2,
+    assert (own.usd, own.counted) == (pytest.approx(0.2), False)  # counted on its completion
     [total] = rows(
         store,
         """SELECT ?g (SUM(?usd) AS ?sum) WHERE { GRAPH ?g { ?c a trails:LLMCompletion ;

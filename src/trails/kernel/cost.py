@@ -8,6 +8,13 @@ call and books a summary), that outer row is booked with ``dedupe="child"``
 against the inner call's id and is excluded from the totals, so each dollar
 counts once however calls nest.
 
+Every ``invoke()`` books an envelope too, tagged with the capability id (the trails
+guide: each invoke "emits its own prov:Activity and cost envelope"). Envelopes booked
+while its handler ran name the invocation as their ``parent``; the invocation's own
+envelope carries their sum (``settle``) and is booked ``dedupe="child"`` when it has one,
+so it shows what the call cost without counting it twice. A call that spent nothing
+books a counted envelope of 0.
+
 Budgets are per principal (``usd`` and/or ``tokens``). ``check`` raises
 ``BudgetExceeded`` *before* a spend that would start past the budget.
 
@@ -48,6 +55,8 @@ class Envelope:
     parent_call_id: str | None = None
     dedupe: str | None = None
     at: float = field(default_factory=time.time)
+    parent: str | None = None
+    """The invocation whose handler made this spend (its envelope sums this one)."""
 
     @property
     def tokens(self) -> int:
@@ -68,16 +77,18 @@ class Budget:
 class _Totals:
     """Running sums of counted envelopes (one per principal, one overall)."""
 
-    __slots__ = ("tokens", "unknown", "usd")
+    __slots__ = ("input_tokens", "output_tokens", "tokens", "unknown", "usd")
 
     def __init__(self) -> None:
         self.usd = 0.0
-        self.tokens = 0
+        self.tokens = self.input_tokens = self.output_tokens = 0
         self.unknown = 0
 
     def add(self, envelope: Envelope) -> None:
         self.usd += envelope.usd or 0.0
         self.tokens += envelope.tokens
+        self.input_tokens += envelope.input_tokens
+        self.output_tokens += envelope.output_tokens
         if envelope.usd is None:
             self.unknown += 1
 
@@ -98,6 +109,7 @@ class CostTracker:
         self._budgets: dict[str, Budget] = {}
         self._all = _Totals()
         self._by: dict[str, _Totals] = {}
+        self._under: dict[str, _Totals] = {}
 
     def book(
         self,
@@ -110,8 +122,9 @@ class CostTracker:
         activity: str | None = None,
         parent_call_id: str | None = None,
         dedupe: str | None = None,
+        parent: str | None = None,
     ) -> Envelope:
-        """Record a spend and return its envelope."""
+        """Record a spend and return its envelope (``parent``: the invocation it was made in)."""
         envelope = Envelope(
             tag=tag,
             principal=principal,
@@ -121,9 +134,13 @@ class CostTracker:
             activity=activity,
             parent_call_id=parent_call_id,
             dedupe=dedupe,
+            parent=parent,
         )
         with self._lock:
             self._envelopes.append(envelope)
+            under = self._under.get(parent) if parent is not None else None
+            if under is not None:
+                under.add(envelope)
             if envelope.counted:
                 self._all.add(envelope)
                 totals = self._by.get(principal)
@@ -131,6 +148,23 @@ class CostTracker:
                     totals = self._by[principal] = _Totals()
                 totals.add(envelope)
         return envelope
+
+    def scope(self, activity: str) -> None:
+        """Start summing what is booked with ``parent=activity`` (an invocation's handler)."""
+        with self._lock:
+            self._under.setdefault(activity, _Totals())
+
+    def settle(self, activity: str) -> tuple[float | None, int, int, bool]:
+        """What was booked inside an invocation, once: (usd, input and output tokens, any).
+
+        The usd is None when some of it had no known price; the sums are forgotten.
+        """
+        with self._lock:
+            under = self._under.pop(activity, None)
+        if under is None or not (under.tokens or under.usd or under.unknown):
+            return 0.0, 0, 0, False
+        usd = None if under.unknown else under.usd
+        return usd, under.input_tokens, under.output_tokens, True
 
     def _totals(self, principal: str | None) -> _Totals:
         if principal is None:

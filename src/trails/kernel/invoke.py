@@ -144,6 +144,7 @@ def invoke(
         decided = []
     notify(ctx, "tool_start", call_id=str(activity), capability=spec.id, args=raw_args)
     riders = Riders(activity)  # events the handler records with this invocation's write
+    ctx.tracker.scope(str(activity))  # what its handler books, summed on its envelope
     inner = ctx.child(
         parent=activity, step=None, riders=riders, tool_call_id=None, tool_timeout_s=None
     )
@@ -321,6 +322,17 @@ def _finish(
     ).with_texts(args_text, result_text)  # encoded once, to check them: not again to record
     riding = riders.close() if riders is not None else ()
     ctx.recorder.record_all([*decided, invoked, *riding], hooked=invoked)
+    usd, input_tokens, output_tokens, nested = ctx.tracker.settle(str(activity))
+    ctx.tracker.book(  # the invocation's envelope: what it spent, counted where it was spent
+        tag=spec.id,
+        principal=ctx.principal,
+        usd=usd,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        activity=str(activity),
+        parent=ctx.parent,
+        dedupe="child" if nested else None,
+    )
     duration_ms = (ended - started).total_seconds() * 1000.0
     if status == "ok":
         notify(ctx, "tool_end", call_id=str(activity), capability=spec.id, duration_ms=duration_ms)

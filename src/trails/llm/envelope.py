@@ -498,6 +498,7 @@ class Envelope:
             input_tokens=response.input_tokens,
             output_tokens=response.output_tokens,
             activity=call.activity,
+            parent=ctx.parent,
         )
         ctx.recorder.record(
             SentCompletion(
