@@ -356,6 +356,14 @@ def test_crossing_the_cost_warning_threshold_warns_once_and_the_runs_go_on(
         session=IRI(session.iri),
     )
     assert [float(s["usd"]) for s in spent] == [0.3] * 3
+    [warned] = rows(  # the crossing is evidence too: once, naming the completion that crossed
+        store,
+        "SELECT ?session ?w ?limit ?spent ?c WHERE { GRAPH ?session { ?w a trails:CostWarningIssued ;"
+        " trails:costWarningUSD ?limit ; trails:spentUSD ?spent ; prov:wasInformedBy ?c ;"
+        " trails:inSession ?session . ?c a trails:LLMCompletion ; trails:costUSD ?usd } }",
+        session=IRI(session.iri),
+    )
+    assert (float(warned["limit"]), float(warned["spent"])) == (0.5, pytest.approx(0.6))
     for bad in (0, -1, True, "0.5"):
         with pytest.raises(UserError, match="cost_warning_usd"):
             alice(cost_warning_usd=bad)

@@ -283,6 +283,8 @@ class Session:
         self.llm = llm
         self.governance = _governance(policy, approver, approval_timeout_s, observers)
         if (watch := cost_watch(cost_warning_usd)) is not None:
+            watch.record = lambda event: self.context.recorder.record(event)
+            watch.mint = lambda: self.context.recorder.minter.activity()
             self.governance["observers"] += (watch,)
         self.trace_metadata = check_trace_metadata(trace_metadata)
         self.knowledge = SessionKnowledge.of(entity_memory, knowledge_graph, knowledge_memory)

@@ -130,6 +130,9 @@ class T:
     cacheReadTokens = TRAILS.cacheReadTokens
     cacheWriteTokens = TRAILS.cacheWriteTokens
     costUSD = TRAILS.costUSD
+    CostWarningIssued = TRAILS.CostWarningIssued
+    costWarningUSD = TRAILS.costWarningUSD
+    spentUSD = TRAILS.spentUSD
     cacheHit = TRAILS.cacheHit
     cacheScope = TRAILS.cacheScope
     cachedFrom = TRAILS.cachedFrom
