@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -209,6 +210,37 @@ def test_circuit_opens_after_max_failures_and_half_opens_after_cooldown(ctx: Con
     now[0] = 31.0  # cooldown over: one trial call
     assert client.complete("4", ctx=ctx).text == "primary back"
     assert adapter.states[0].failures == 0 and not adapter.states[0].is_open(now[0])
+
+
+def test_a_member_skipped_for_its_open_circuit_is_evidence(ctx: Context, store: Store) -> None:
+    now = [0.0]
+    primary = MockAdapter(down(1), model="primary")
+    backup = MockAdapter(["b1", "b2"], model="backup")
+    no_retry = RetryPolicy(max_retries=0)
+    adapter = FallbackAdapter(
+        [(primary, no_retry), (backup, no_retry)],
+        max_failures=1,
+        cooldown_seconds=30,
+        clock=lambda: now[0],
+    )
+    client = LLMClient(adapter, retry=no_retry)
+    client.complete("1", ctx=ctx)  # the primary fails: its circuit opens
+    answered = client.complete("2", ctx=ctx)  # the primary is skipped, unasked
+    assert answered.text == "b2" and len(primary.requests) == 1
+    skips = store.query(
+        f"SELECT ?s ?skipped ?instead ?until ?for WHERE {{ GRAPH ?g {{ ?s a {T.CircuitSkip.n3()} ;"
+        f" {T.skippedProvider.n3()} ?skipped ; {T.askedInstead.n3()} ?instead ;"
+        f" {T.circuitOpenUntil.n3()} ?until ; {T.skippedFor.n3()} ?for }} }}"
+    )
+    assert isinstance(skips, Solutions)
+    [skip] = list(skips)
+    assert (to_python(skip["skipped"]), to_python(skip["instead"])) == (
+        "mock:primary",
+        "mock:backup",
+    )
+    assert str(skip["for"]) == answered.activity_iri
+    assert to_python(skip["until"]) > datetime.now(UTC)  # about 30 s on
+    assert_conforms(store)
 
 
 def test_fallback_all_down(ctx: Context) -> None:

@@ -47,8 +47,14 @@ from trails.llm.cache import (
 )
 from trails.llm.catalogue import Catalogue, ModelSpec
 from trails.llm.errors import IncompleteStreamError, MalformedResponseError
-from trails.llm.evidence import BudgetRefused, ProviderFellBack, SentCompletion, images_sent
-from trails.llm.failover import Failover, watching
+from trails.llm.evidence import (
+    BudgetRefused,
+    ProviderFellBack,
+    ProviderSkipped,
+    SentCompletion,
+    images_sent,
+)
+from trails.llm.failover import CircuitSkip, Failover, watching
 from trails.llm.retry import RetryError, RetryPolicy, acall_with_retries, call_with_retries
 from trails.llm.structured import OutputFormat
 from trails.llm.types import Adapter, Chunk, Message, Request, Response, ToolCall, ToolSpec
@@ -315,11 +321,25 @@ class Envelope:
         notify(ctx, "budget", call_id=call.activity, **data)
         refusal.activity_iri = call.activity  # type: ignore[attr-defined]
 
-    def _watch(self, call: Call) -> Callable[[Failover], None]:
-        """Records each failed member of a fallback chain while ``call`` runs."""
+    def _watch(self, call: Call) -> Callable[[Failover | CircuitSkip], None]:
+        """Records each failed or skipped member of a fallback chain while ``call`` runs."""
 
-        def failed(failover: Failover) -> None:
+        def failed(failover: Failover | CircuitSkip) -> None:
             ctx = call.ctx
+            if isinstance(failover, CircuitSkip):
+                skipped = ProviderSkipped(
+                    session=ctx.session,
+                    activity=ctx.recorder.minter.activity(),
+                    principal=ctx.principal,
+                    skipped=failover.skipped,
+                    next_provider=failover.next,
+                    open_until=failover.open_until,
+                    at=failover.at,
+                    call=call.activity,
+                    step=ctx.step,
+                )
+                ctx.recorder.record(skipped)
+                return
             attempt = ctx.recorder.minter.activity()
             switch = ctx.recorder.minter.activity() if failover.next is not None else None
             event = ProviderFellBack(

@@ -122,6 +122,31 @@ class ProviderFellBack(Event):
         b.label(s, f"fallback from {failed} to {self.next_provider}")
 
 
+class ProviderSkipped(Event):
+    """A member of a fallback chain passed over, unasked, because its circuit was open."""
+
+    activity: str
+    principal: str
+    skipped: str
+    next_provider: str | None = None
+    open_until: datetime
+    at: datetime
+    call: str
+    step: int | None = None
+
+    def emit(self, b: QuadBuilder) -> None:
+        a = IRI.trusted(self.activity)
+        b.activity(a, T.CircuitSkip, self.at, self.at)
+        b.add(a, T.inSession, self.graph)
+        b.add(a, PROV.wasAssociatedWith, b.agent(self.principal))
+        b.value(a, T.skippedProvider, self.skipped)
+        b.value(a, T.askedInstead, self.next_provider)
+        b.value(a, T.circuitOpenUntil, self.open_until)
+        b.add(a, T.skippedFor, IRI.trusted(self.call))
+        b.value(a, T.stepIndex, self.step)
+        b.label(a, f"skipped {self.skipped}: its circuit is open")
+
+
 class BudgetRefused(Event):
     """A call a principal's budget refused: a ``refused`` completion ended by a budget breach."""
 

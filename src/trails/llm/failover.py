@@ -3,7 +3,8 @@
 A ``FallbackAdapter`` is an adapter: it knows requests, not sessions. The
 envelope around the call knows the session, so it watches the chain while the
 adapter runs (``watching``) and records each failed attempt and each switch to
-the next provider as evidence. The chain reports through ``report``; with no
+the next provider as evidence, and each member it passed over because that member's
+circuit was open (``CircuitSkip``). The chain reports through ``report``; with no
 watcher (an adapter used on its own) nothing is recorded and nothing fails.
 
 ``FallbackHook`` turns the user's ``on_fallback`` callable into one call per
@@ -22,7 +23,7 @@ from datetime import datetime
 
 from trails.errors import UserError
 
-__all__ = ["Failover", "FallbackHook", "report", "watching"]
+__all__ = ["CircuitSkip", "Failover", "FallbackHook", "report", "watching"]
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,31 @@ class Failover:
         return f"{self.provider}:{self.model}"
 
 
-Watcher = Callable[[Failover], None]
+@dataclass(frozen=True)
+class CircuitSkip:
+    """A member of a chain passed over, unasked, because its circuit is open.
+
+    Attributes:
+        provider: the skipped member's provider.
+        model: the skipped member's model id.
+        next: ``provider:model`` of the member asked instead (None: none was left).
+        open_until: when its circuit lets a trial call through again.
+        at: when it was skipped.
+    """
+
+    provider: str
+    model: str
+    next: str | None
+    open_until: datetime
+    at: datetime
+
+    @property
+    def skipped(self) -> str:
+        """``provider:model`` of the skipped member."""
+        return f"{self.provider}:{self.model}"
+
+
+Watcher = Callable[[Failover | CircuitSkip], None]
 
 _watcher: ContextVar[Watcher | None] = ContextVar("trails_failover_watcher", default=None)
 
@@ -70,8 +95,8 @@ def watching(watcher: Watcher) -> Iterator[None]:
         _watcher.reset(token)
 
 
-def report(failover: Failover) -> None:
-    """Tell the watcher of the call in progress (if any) that a member failed."""
+def report(failover: Failover | CircuitSkip) -> None:
+    """Tell the watcher of the call in progress (if any) that a member failed or was skipped."""
     watcher = _watcher.get()
     if watcher is not None:
         watcher(failover)

@@ -25,13 +25,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from trails.errors import TrailsError, UserError
 from trails.kernel.context import now
 from trails.kernel.observe import notify_current
 from trails.llm.errors import ModelBadRequestError, ProvidersUnavailable, RealModelsForbidden
-from trails.llm.failover import Failover, FallbackHook, report
+from trails.llm.failover import CircuitSkip, Failover, FallbackHook, report
 from trails.llm.retry import RetryError, RetryPolicy, call_with_retries
 from trails.llm.types import Adapter, Chunk, Request, Response
 
@@ -100,10 +100,31 @@ class FallbackAdapter:
     def _name(adapter: Adapter) -> str:
         return f"{adapter.provider}:{adapter.model}"
 
-    def _available(self) -> list[int]:
+    def _circuits(self) -> tuple[list[int], dict[int, float]]:
+        """The members a call may ask, in order, and when each open one's circuit closes."""
         at = self._clock()
         with self._lock:
-            return [i for i, s in enumerate(self.states) if not s.is_open(at)]
+            opened = {
+                i: (s.open_until or at) - at for i, s in enumerate(self.states) if s.is_open(at)
+            }
+        return [i for i in range(len(self.states)) if i not in opened], opened
+
+    def _skip(self, opened: dict[int, float], after: int, below: int) -> None:
+        """Report each member between ``after`` and ``below`` passed over for its open circuit."""
+        wall = now()
+        nxt = self._name(self.members[below][0]) if below < len(self.members) else None
+        for i in sorted(opened):
+            if after < i < below:
+                adapter = self.members[i][0]
+                report(
+                    CircuitSkip(
+                        provider=adapter.provider,
+                        model=adapter.model,
+                        next=nxt,
+                        open_until=wall + timedelta(seconds=max(0.0, opened[i])),
+                        at=wall,
+                    )
+                )
 
     def _record(self, index: int, ok: bool) -> None:
         with self._lock:
@@ -174,8 +195,9 @@ class FallbackAdapter:
         """
         errors: list[tuple[str, BaseException]] = []
         retries = 0
-        available = self._available()
+        available, opened = self._circuits()
         for pos, i in enumerate(available):
+            self._skip(opened, available[pos - 1] if pos else -1, i)
             adapter, policy = self.members[i]
             req = self._request_for(i, request)
 
@@ -199,14 +221,16 @@ class FallbackAdapter:
                 model=response.model or adapter.model,
                 retries=retries + used,
             )
+        self._skip(opened, available[-1] if available else -1, len(self.members))
         raise self._unavailable(errors, retries)
 
     def stream(self, request: Request) -> Iterator[Chunk | Response]:
         """Stream from the first member that starts answering; later failures are not retried."""
         errors: list[tuple[str, BaseException]] = []
         retries = 0
-        available = self._available()
+        available, opened = self._circuits()
         for pos, i in enumerate(available):
+            self._skip(opened, available[pos - 1] if pos else -1, i)
             adapter, policy = self.members[i]
             req = self._request_for(i, request)
 
@@ -240,4 +264,5 @@ class FallbackAdapter:
                 yield item
                 item = next(it, None)
             return
+        self._skip(opened, available[-1] if available else -1, len(self.members))
         raise self._unavailable(errors, retries)

@@ -131,6 +131,11 @@ class T:
     cacheWriteTokens = TRAILS.cacheWriteTokens
     costUSD = TRAILS.costUSD
     CostWarningIssued = TRAILS.CostWarningIssued
+    CircuitSkip = TRAILS.CircuitSkip
+    skippedProvider = TRAILS.skippedProvider
+    askedInstead = TRAILS.askedInstead
+    circuitOpenUntil = TRAILS.circuitOpenUntil
+    skippedFor = TRAILS.skippedFor
     costWarningUSD = TRAILS.costWarningUSD
     spentUSD = TRAILS.spentUSD
     cacheHit = TRAILS.cacheHit
