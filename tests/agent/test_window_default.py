@@ -48,3 +48,31 @@ def test_a_given_window_stands_and_a_run_sizes_an_unset_one(store: Store) -> Non
     unset = Session(principal="did:local:alice")
     react.run("Go.", llm=LLMClient.mock([FINISH]), session=unset, tools=[])
     assert unset.history.max_tokens == window_for(1_000_000)  # the mock model's window
+
+
+def test_the_agents_name_is_a_software_agent_acting_for_the_principal(store: Store) -> None:
+    from trails.errors import UserError
+    from trails.prov import T
+    from trails.store import IRI, Solutions, to_python
+
+    session = Session(principal="did:local:alice", name="support-bot")
+    react.run("Go.", llm=LLMClient.mock([FINISH]), session=session, tools=[])
+    assert session.name == "support-bot"
+    found = store.query(
+        "SELECT ?g ?name ?who WHERE { GRAPH ?g { ?g <http://www.w3.org/ns/prov#wasAssociatedWith> ?a ;"
+        " " + T.agentName.n3() + " ?name . ?a a <http://www.w3.org/ns/prov#SoftwareAgent> ;"
+        " <http://www.w3.org/2000/01/rdf-schema#label> ?name ;"
+        " <http://www.w3.org/ns/prov#actedOnBehalfOf> ?p . ?p " + T.principalId.n3() + " ?who } }",
+        {"g": IRI(str(session.iri))},
+    )
+    assert isinstance(found, Solutions)
+    assert [(to_python(r["name"]), to_python(r["who"])) for r in found] == [
+        ("support-bot", "did:local:alice")
+    ]
+    for bad in ("", " ", 7):
+        try:
+            Session(principal="did:local:alice", name=bad)  # type: ignore[arg-type]
+        except UserError as err:
+            assert "name" in str(err)
+        else:
+            raise AssertionError(f"name={bad!r} was accepted")

@@ -68,18 +68,19 @@ def test_a_session_with_its_client_and_strategy_is_the_agent(
 
 
 @pytest.mark.seed_row("002-002", differs="docs/agent.md#coming-from-selectools")
-def test_an_agent_is_named_by_its_principal_and_session_id(store: Store) -> None:
-    researcher = Session(principal="did:local:researcher", session_id="researcher-1")
+def test_an_agent_has_a_name_recorded_as_its_software_agent(store: Store) -> None:
+    researcher = Session(principal="did:local:researcher", name="researcher")
     researcher.run("Find info about Python", llm=LLMClient.mock([finish("ok")]), tools=[])
-    assert researcher.iri.endswith("researcher-1")
+    assert researcher.name == "researcher"
     found = rows(
         store,
-        """SELECT ?session ?principal WHERE { GRAPH ?session {
-             ?session a trails:Session ; prov:wasAssociatedWith ?agent .
-             ?agent trails:principalId ?principal } }""",
+        """SELECT ?session ?name ?principal WHERE { GRAPH ?session {
+             ?session a trails:Session ; trails:agentName ?name ; prov:wasAssociatedWith ?agent .
+             ?agent a prov:SoftwareAgent ; rdfs:label ?name ; prov:actedOnBehalfOf ?p .
+             ?p trails:principalId ?principal } }""",
         session=IRI(researcher.iri),
     )
-    assert [r["principal"] for r in found] == ["did:local:researcher"]
+    assert [(r["name"], r["principal"]) for r in found] == [("researcher", "did:local:researcher")]
 
 
 @pytest.mark.seed_row("002-003", differs="docs/agent.md#coming-from-selectools")

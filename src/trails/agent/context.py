@@ -45,7 +45,11 @@ from trails.agent.history import (
 )
 from trails.agent.knowledge import SessionKnowledge
 from trails.agent.screening import OutputScreen, output_screens
-from trails.agent.session_events import check_trace_metadata, record_trace_metadata
+from trails.agent.session_events import (
+    check_trace_metadata,
+    record_agent_name,
+    record_trace_metadata,
+)
 from trails.agent.strategies import STRATEGIES
 from trails.config import load_settings
 from trails.errors import ConfigError, SessionError, TrailsError, UserError
@@ -221,6 +225,9 @@ class Session:
             withheld: <reason>``) and is recorded as a denying ``trails:PolicyDecision``
             informed by the invocation, whose recorded output stays as it was
             (seed 002's output screening).
+        name: the agent's name (seed 002's ``agent.name``): recorded as the session's
+            ``prov:SoftwareAgent``, acting for the principal, and as the session's
+            ``trails:agentName``.
 
     Raises:
         UserError: an empty principal, a bad budget, an unknown strategy, a
@@ -257,6 +264,7 @@ class Session:
         cost_warning_usd: float | None = None,
         knowledge_memory: Any = None,
         screen_output: OutputScreen | Sequence[OutputScreen] | None = None,
+        name: str | None = None,
     ) -> None:
         if not isinstance(principal, str) or not principal.strip():
             raise UserError(f"Session principal must be a non-empty str, not {principal!r}")
@@ -264,7 +272,11 @@ class Session:
         check_text(session_id, "Session session_id")
         if session_id is not None:
             check_session_id(session_id, "Session session_id")
+        if name is not None and (not isinstance(name, str) or not name.strip()):
+            raise UserError(f"Session name must be a non-empty str, not {name!r}")
+        check_text(name, "Session name")
         self.principal = principal
+        self.name = name
         self.id = session_id or minted_session_id()
         self.history = TokenWindow(
             max_tokens=int(max_tokens) if max_tokens is DEFAULT_WINDOW_TOKENS else max_tokens,
@@ -384,6 +396,7 @@ class Session:
                 **self.governance,
             )
             record_trace_metadata(self._context, self.trace_metadata, now())
+            record_agent_name(self._context, self.name)
         return self._context
 
     @property

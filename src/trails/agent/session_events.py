@@ -38,10 +38,12 @@ if TYPE_CHECKING:
     from trails.kernel.context import Context
 
 __all__ = [
+    "AgentNamed",
     "SessionLoaded",
     "SessionSaved",
     "TraceMetadataRecorded",
     "check_trace_metadata",
+    "record_agent_name",
     "record_trace_metadata",
     "trace_metadata_iri",
 ]
@@ -92,6 +94,40 @@ class TraceMetadataRecorded(Event):
         m = trace_metadata_iri(str(s))
         b.entity(m, T.TraceMetadata, self.metadata, generated_by=s, at=self.at)
         b.label(m, f"trace metadata ({len(self.metadata)} keys)")
+
+
+class AgentNamed(Event):
+    """The agent a session runs as (``Session(name=...)``): a ``prov:SoftwareAgent``.
+
+    It is ``<session>:agent``, labelled with the name, acting on behalf of the session's
+    principal; the session is associated with it and carries the name as
+    ``trails:agentName`` (as a received span's activity does), so "which agent did this"
+    is a plain PROV-O question.
+    """
+
+    name: str
+    principal: str
+
+    def emit(self, b: QuadBuilder) -> None:
+        s = self.graph
+        agent = Minter.part(s, "agent")
+        b.types(agent, PROV.SoftwareAgent, PROV.Agent)
+        b.label(agent, self.name)
+        b.add(agent, PROV.actedOnBehalfOf, b.agent(self.principal))
+        b.add(s, PROV.wasAssociatedWith, agent)
+        b.value(s, T.agentName, self.name)
+
+
+def record_agent_name(ctx: Context, name: str | None) -> None:
+    """Record the name a session's agent goes by (nothing when it has none).
+
+    Raises:
+        StoreError: the write failed; nothing was recorded.
+    """
+    if name:
+        ctx.recorder.record(
+            AgentNamed(session=str(ctx.session), name=name, principal=ctx.principal)
+        )
 
 
 class SessionSaved(Event):
