@@ -140,7 +140,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """
     for item in items:
         for mark in item.iter_markers("seed_row"):
-            item.user_properties.append(("seed_row", [mark.args[0], mark.kwargs.get("differs")]))
+            item.user_properties.append(
+                ("seed_row", [mark.args[0], mark.kwargs.get("differs"), mark.kwargs.get("missing")])
+            )
         names = set(getattr(item, "fixturenames", ()))
         if (
             _END_TO_END & set(item.path.parts)

@@ -6,10 +6,13 @@ it had when the seeds were first checked from outside) is graded by the tests ma
 Running this file runs the marked tests of the whole suite and grades each row from what they
 did:
 
-* ✓: every test of the row passed, and none is marked ``differs=``;
+* ✓: every test of the row passed, and none is marked ``differs=`` or ``missing=``;
 * ~: every test passed, and one says ``differs="docs/agent.md#..."``: trails does it another
-  way on purpose, the test asserts the trails way, and that doc explains it;
-* ✗: a test of the row failed or is an expected failure (a missing feature), or the row has no test.
+  way on purpose (or under another name: a seed's own name that raises is never ✓), the
+  test asserts the trails way, and that doc explains it;
+* ✗: a test of the row failed or is an expected failure, the row has no test, or a test
+  says ``missing="..."``: it asserts what trails does where the seed's feature is absent,
+  and the reason is shown in the table.
 
 Usage: ``python tests/seed_rows/table.py [--write]``; it prints the counts per seed, before and
 after, and with ``--write`` rewrites ``docs/seeds.md``.
@@ -47,7 +50,7 @@ class _Collector:
     """
 
     def __init__(self) -> None:
-        self.results: dict[str, list[tuple[str, str, str | None]]] = defaultdict(list)
+        self.results: dict[str, list[tuple[str, str, str | None, str | None]]] = defaultdict(list)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not (report.when == "call" or (report.when == "setup" and not report.passed)):
@@ -55,21 +58,24 @@ class _Collector:
         outcome = "xfailed" if hasattr(report, "wasxfail") else report.outcome
         for name, value in report.user_properties:
             if name == "seed_row":
-                row, differs = value
-                self.results[str(row)].append((report.nodeid, outcome, differs))
+                row, differs, missing = value
+                self.results[str(row)].append((report.nodeid, outcome, differs, missing))
 
 
 def grade_rows(
-    rows: list[dict[str, Any]], results: dict[str, list[tuple[str, str, str | None]]]
+    rows: list[dict[str, Any]], results: dict[str, list[tuple[str, str, str | None, str | None]]]
 ) -> dict[str, tuple[str, list[str], str | None]]:
-    """Each row's grade now, the tests that gave it, and the doc of a deliberate difference."""
+    """Each row's grade now, the tests that gave it, and the doc of a difference (or why ✗)."""
     graded: dict[str, tuple[str, list[str], str | None]] = {}
     for row in rows:
         runs = results.get(row["id"], [])
-        tests = [nodeid.split("::", 1)[-1] for nodeid, _, _ in runs]
-        differs = next((doc for _, _, doc in runs if doc), None)
-        if not runs or any(outcome != "passed" for _, outcome, _ in runs):
+        tests = [nodeid.split("::", 1)[-1] for nodeid, _, _, _ in runs]
+        differs = next((doc for _, _, doc, _ in runs if doc), None)
+        missing = next((why for _, _, _, why in runs if why), None)
+        if not runs or any(outcome != "passed" for _, outcome, _, _ in runs):
             graded[row["id"]] = ("✗", tests, differs)
+        elif missing:
+            graded[row["id"]] = ("✗", tests, f"missing: {missing}")
         else:
             graded[row["id"]] = ("~" if differs else "✓", tests, differs)
     return graded
@@ -122,7 +128,9 @@ def render(table: dict[str, Any], graded: dict[str, tuple[str, list[str], str | 
             grade, tests, differs = graded[row["id"]]
             feature = row["feature"].replace("|", "\\|")
             by = ", ".join(f"`{t}`" for t in tests) or "no test"
-            if differs:
+            if differs and differs.startswith("missing: "):
+                by += f" ({differs})"
+            elif differs:
                 by += f" ([the trails way]({differs.removeprefix('docs/')}))"
             lines.append(f"| {row['id']} | {feature} | {row['before']} | {grade} | {by} |")
     return "\n".join(lines) + "\n"

@@ -339,7 +339,9 @@ def test_the_request_timeout_is_the_clients_timeout(store: Store) -> None:
     assert [r["status"] for r in rows(store, RETRIES, session=IRI(session.iri))] == ["error"]
 
 
-@pytest.mark.seed_row("002-021")
+@pytest.mark.seed_row(
+    "002-021", differs="docs/agent.md#coming-from-selectools"
+)  # cost_warning_usd=, not _threshold
 def test_crossing_the_cost_warning_threshold_warns_once_and_the_runs_go_on(
     store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -492,7 +494,9 @@ def test_entity_memory_injects_known_entities_on_the_next_turn(store: Store) -> 
     assert [t["topic"] for t in topics] == ["entity"]
 
 
-@pytest.mark.seed_row("002-029")
+@pytest.mark.seed_row(
+    "002-029", differs="docs/agent.md#coming-from-selectools"
+)  # no storage= / provider=
 def test_knowledge_graph_memory_injects_known_relationships(store: Store) -> None:
     from trails.agent.knowledge import KnowledgeGraphMemory
 

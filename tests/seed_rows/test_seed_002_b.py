@@ -97,7 +97,7 @@ def test_each_structured_validation_is_an_event(store: Store) -> None:
     }
 
 
-@pytest.mark.seed_row("002-057")
+@pytest.mark.seed_row("002-057", differs=SELECTOOLS)  # history_trim, not on_memory_trim
 def test_trims_summaries_and_entity_extractions_are_events(store: Store) -> None:
     seen = Seen()
     trimmed = alice(

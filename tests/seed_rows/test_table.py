@@ -18,12 +18,13 @@ def _marked_rows() -> set[str]:
 
 
 def test_grades_follow_the_outcomes() -> None:
-    rows = [{"id": f"009-00{i}", "before": "✗"} for i in range(1, 6)]
+    rows = [{"id": f"009-00{i}", "before": "✗"} for i in range(1, 7)]
     results = {
-        "009-001": [("t::a", "passed", None), ("t::b", "passed", None)],
-        "009-002": [("t::c", "passed", "docs/agent.md#coming-from-selectools")],
-        "009-003": [("t::d", "passed", None), ("t::e", "failed", None)],
-        "009-004": [("t::f", "xfailed", None)],
+        "009-001": [("t::a", "passed", None, None), ("t::b", "passed", None, None)],
+        "009-002": [("t::c", "passed", "docs/agent.md#coming-from-selectools", None)],
+        "009-003": [("t::d", "passed", None, None), ("t::e", "failed", None, None)],
+        "009-004": [("t::f", "xfailed", None, None)],
+        "009-006": [("t::g", "passed", None, "no create_agent tool")],
     }
     graded = grade_rows(rows, results)
     assert graded["009-001"] == ("✓", ["a", "b"], None)
@@ -32,6 +33,17 @@ def test_grades_follow_the_outcomes() -> None:
     assert graded["009-003"][0] == "✗"
     assert graded["009-004"][0] == "✗"
     assert graded["009-005"] == ("✗", [], None)
+    # a passing test that asserts a feature is absent grades the row ✗, saying why
+    assert graded["009-006"] == ("✗", ["g"], "missing: no create_agent tool")
+    text = render(
+        {
+            "measured_on": "x",
+            "seeds": {"009": "s"},
+            "rows": [{"id": "009-006", "feature": "f", "before": "✗"}],
+        },
+        {"009-006": graded["009-006"]},
+    )
+    assert "| 009-006 | f | ✗ | ✗ | `g` (missing: no create_agent tool) |" in text
 
 
 def test_the_rendered_table_counts_before_and_now() -> None:
