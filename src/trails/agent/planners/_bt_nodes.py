@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, TypeAlias
 
 from trails.agent.planners._parse import json_candidates
@@ -35,8 +36,10 @@ __all__ = [
     "MAX_NODES",
     "Action",
     "AgentNode",
+    "DefaultTreeConfig",
     "Fallback",
     "Node",
+    "NodeStatus",
     "Parallel",
     "Sequence",
     "SequenceWithEarlyExit",
@@ -134,6 +137,36 @@ class TreeConfig:
     def seed_defaults(cls) -> TreeConfig:
         """The seed's ``DefaultTreeConfig``: depth 3, 10 decisions per node, 20 nodes."""
         return cls(max_depth=3, max_decisions_per_node=10, max_total_nodes=20)
+
+
+def DefaultTreeConfig() -> TreeConfig:
+    """Seed 004's ``reactree.DefaultTreeConfig()``: depth 3, 10 decisions per node, 20 nodes.
+
+    ``TreeConfig()`` keeps trails' own limits (8, 5, 64; see ``TreeConfig``); this is the
+    seed's, under the seed's name.
+    """
+    return TreeConfig.seed_defaults()
+
+
+class NodeStatus(StrEnum):
+    """Seed 004's ``NodeStatus``: a node is Running, then ends in Success or Failure.
+
+    The values are the ``trails:nodeOutcome`` a node's activity records (``NodeStatus(
+    outcome)`` reads one back; a node a run's stop cut short or never reached records
+    ``stopped`` or ``skipped``, which are not statuses of a node that ran). ``str()`` is
+    the seed's ``String()``: ``Running``, ``Success``, ``Failure``.
+    """
+
+    Running = "running"
+    Success = "success"
+    Failure = "failure"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def String(self) -> str:
+        """The seed's ``String()``: ``Running``, ``Success`` or ``Failure``."""
+        return self.name
 
 
 #: The JSON ``type`` of each leaf.
