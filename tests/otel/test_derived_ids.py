@@ -138,3 +138,23 @@ def test_a_conversation_id_spelling_a_continuation_gets_its_own_session(
     assert not late & spelled
     receiver.ingestor.sweep(float("inf"))
     assert verify(store).ok
+
+
+def test_a_loopback_sender_naming_a_tenants_trace_changes_nothing_of_theirs(
+    make_receiver: Any, store: Store, tmp_path: Path
+) -> None:
+    tokens = load_write_tokens(tokens_file(tmp_path / "tokens.toml"))
+    tenant: Receiver = make_receiver(tokens=tokens)
+    open_receiver: Receiver = make_receiver()
+    trace = "c" * 32
+    assert post(tenant.url, chat_payload("conv-1", trace, 1), "token-a").json() == {}
+    (row,) = writers(store, "conv-1")
+    before = store.dump(format="nquads", graph=row["s"])
+    # the same trace id, no conversation id: keyed by the trace, never the tenant's session
+    body = chat_payload("conv-1", trace, 2).replace(b'"gen_ai.conversation.id"', b'"x.unused"')
+    assert post(open_receiver.url, body).json() == {}
+    assert store.dump(format="nquads", graph=row["s"]) == before
+    tenant.ingestor.sweep(float("inf"))
+    open_receiver.ingestor.sweep(float("inf"))
+    report = verify(store)
+    assert report.ok, report.findings

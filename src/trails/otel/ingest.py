@@ -245,7 +245,9 @@ class Ingestor:
         ids: set[str] = set()
         prefix = f"{self.recorder.minter.base}session:{namespace}"
         for row in select(self.recorder.store, _RECORDED, {"trace": _literal(trace_id)}):
-            if not str(row["g"]).startswith(prefix):
+            if not str(row["g"]).startswith(prefix) or (
+                not namespace and str(row["g"])[len(prefix) :].startswith(_NAMESPACED)
+            ):
                 continue  # another token's session: never this one's to write or to skip
             session = str(row["g"])
             ids.add(str(to_python(row["sid"])))
