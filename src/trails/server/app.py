@@ -594,8 +594,7 @@ class Endpoint:
         grant = self.tokens.authenticate(header)
         if grant is None:  # counted against the client and the token; a right one gets in
             scheme, _, token = (header or "").strip().partition(" ")
-            client = request.client.host if request.client else ""
-            keys = failure_keys(client, token.strip() or scheme)
+            keys = failure_keys(request.client.host if request.client else "", token or scheme)
             self.throttle.check(*keys)  # too many failures: 429, once in the log
             self.throttle.failed(*keys)
             raise _Unauthorized("unknown token" if scheme.lower() == "bearer" and token else "")
