@@ -125,7 +125,8 @@ def refused(done: subprocess.CompletedProcess[str]) -> str:
 def test_every_command_is_listed_as_reading_or_as_creating() -> None:
     # memory: learn only; mcp: serve and proxy record the calls they carry
     creating = {"demo", "init", "import", "otlp", "memory", "mcp"}
-    storeless = {"capabilities"}  # prints what a program registers; opens no store
+    # capabilities prints what a program registers, shapes the installed shapes: no store
+    storeless = {"capabilities", "shapes"}
     assert set(COMMANDS) == {argv[0] for argv in READING.values()} | creating | storeless
 
 

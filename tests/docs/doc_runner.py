@@ -36,11 +36,19 @@ shell at all. The rules, which are also what the docs promise their readers:
   block with a file is a program a command runs, not run in the namespace).
 - A block that genuinely cannot run is preceded by a visible line
   ``*Not run by the docs tests: <reason>.*``; the reason is required, and the
-  runner prints every such block it skips.
+  runner prints every such block it skips. Where the block must come first for the
+  reader (the README's two opening commands), the same words may stand in an HTML
+  comment, ``<!-- Not run by the docs tests: <reason>. -->``, which a rendered page
+  does not show.
+- An ```` ```output ```` block right after a Python block is what that block prints:
+  the runner compares them (lines stripped of trailing blanks) and fails naming the
+  document and line when they differ.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shlex
@@ -53,7 +61,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SHELLS = {"bash", "sh", "shell", "console"}
-NOT_RUN = re.compile(r"^\*Not run by the docs tests: (?P<reason>.*\S.*)\.\*\s*$")
+NOT_RUN = re.compile(
+    r"^(\*Not run by the docs tests: (?P<reason>.*\S.*)\.\*"
+    r"|<!-- Not run by the docs tests: (?P<hidden>.*\S.*)\. -->)\s*$"
+)
 NOT_RUN_LOOSE = re.compile(r"not run by the docs tests", re.IGNORECASE)
 FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 PORT = re.compile(r"\b(127\.0\.0\.1|localhost):(\d{2,5})\b")
@@ -95,9 +106,9 @@ def blocks(text: str, doc: str) -> list[Block]:
             if marker is None:
                 raise DocFailure(
                     f"{doc}:{fence_line - 1}: a not-run marker must read "
-                    "'*Not run by the docs tests: <reason>.*'"
+                    "'*Not run by the docs tests: <reason>.*' (or the same words in '<!-- ... -->')"
                 )
-            skip = marker.group("reason")
+            skip = marker.group("reason") or marker.group("hidden")
         found.append(Block(m.group("info").strip(), m.group("body"), fence_line + 1, skip))
     return found
 
@@ -122,6 +133,18 @@ def commands(body: str, lang: str) -> list[tuple[int, str]]:
         out.append((start, pending + line))
         pending = ""
     return out
+
+
+class _Tee(io.StringIO):
+    """Keeps what is written and passes it on to ``out``."""
+
+    def __init__(self, out: io.TextIOBase | object) -> None:
+        super().__init__()
+        self.out = out
+
+    def write(self, text: str) -> int:
+        self.out.write(text)  # type: ignore[attr-defined]
+        return super().write(text)
 
 
 def release_store() -> None:
@@ -156,15 +179,33 @@ class Runner:
 
     # -- python ----------------------------------------------------------------
 
-    def python(self, block: Block) -> None:
+    def python(self, block: Block) -> str:
+        """Run ``block``; returns what it printed (also passed on to standard output)."""
         source = "\n" * (block.line - 1) + block.body
+        printed = _Tee(sys.stdout)
         try:
-            exec(compile(source, self.label, "exec"), self.namespace)
+            with contextlib.redirect_stdout(printed):
+                exec(compile(source, self.label, "exec"), self.namespace)
         except BaseException as exc:
             detail = "".join(traceback.format_exception(exc))
             raise DocFailure(
                 f"{self.label}:{block.line}: the python block failed\n{detail}"
             ) from exc
+        return printed.getvalue()
+
+    def output(self, block: Block, printed: str | None) -> None:
+        """Check that the Python block before ``block`` printed what ``block`` shows."""
+        if printed is None:
+            raise DocFailure(f"{self.label}:{block.line}: an output block follows no python block")
+
+        def lines(text: str) -> list[str]:
+            return [line.rstrip() for line in text.strip("\n").splitlines()]
+
+        if lines(printed) != lines(block.body):
+            raise DocFailure(
+                f"{self.label}:{block.line}: the python block above printed something else\n"
+                f"--- the document shows:\n{block.body}--- it printed:\n{printed}"
+            )
 
     # -- shell -----------------------------------------------------------------
 
@@ -307,7 +348,11 @@ class Runner:
 
     def _blocks(self, found: list[Block]) -> None:
         ran = 0
+        printed: str | None = None  # what the last python block printed
         for block in found:
+            if block.lang == "output" and block.skip is None:
+                self.output(block, printed)
+                continue
             if block.lang != "python" and block.lang not in SHELLS:
                 continue
             if block.file and block.lang == "python":
@@ -317,9 +362,10 @@ class Runner:
                 continue
             print(f"--- {self.label}:{block.line} ({block.lang})", flush=True)
             if block.lang == "python":
-                self.python(block)
+                printed = self.python(block)
             else:
                 self.shell(block)
+                printed = None
             ran += 1
         print(f"=== {self.label}: {ran} blocks ran", flush=True)
 

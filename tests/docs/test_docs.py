@@ -121,6 +121,37 @@ def test_not_run_markers_need_a_reason_and_are_reported(
         blocks("*not run by the docs tests*\n```python\npass\n```\n", "g.md")
 
 
+def test_a_hidden_not_run_marker_is_understood(tmp_path: Path, fresh_env: dict[str, str]) -> None:
+    doc = tmp_path / "README.md"
+    doc.write_text(
+        "# Title\n\n<!-- Not run by the docs tests: builds a fresh environment. -->\n"
+        "```bash\nexit 3\n```\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    done = run_doc(doc, work, fresh_env)
+    assert done.returncode == 0, done.stderr
+    assert "README.md:5 not run: builds a fresh environment" in done.stdout
+    with pytest.raises(DocFailure, match="must read"):
+        blocks("<!-- not run by the docs tests -->\n```python\npass\n```\n", "g.md")
+
+
+def test_an_output_block_is_what_the_python_block_printed(
+    tmp_path: Path, fresh_env: dict[str, str]
+) -> None:
+    doc = tmp_path / "guide.md"
+    doc.write_text(
+        "```python\nprint('a', 1)\nprint('b')\n```\n\n```output\na 1\nb\n```\n\n"
+        "```python\nprint('c')\n```\n\n```output\nd\n```\n"
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    done = run_doc(doc, work, fresh_env)
+    assert done.returncode == 1
+    assert "guide.md:16: the python block above printed something else" in done.stderr
+    assert "guide.md:7" not in done.stderr  # the first one matched
+
+
 def test_commands_join_continuations_and_drop_prompts() -> None:
     assert commands("a \\\n  b\n# c\n\nd\n", "bash") == [(0, "a    b"), (4, "d")]
     assert commands("$ trails x\noutput\n$ trails y\n", "console") == [

@@ -4,7 +4,8 @@ what each call was given and returned, in the order they happened (``trails logs
 The report shows a session for an auditor; this is the view a developer reaches for
 first (as ``llm logs`` shows prompts and answers): plain text fitted to the terminal,
 or JSON. It reads three pack queries (``session-overview``, ``session-timeline``,
-``session-io``): nothing a regulator could not ask for the same way.
+``session-io``) and the error message each failed activity recorded (in the session's
+content graph): nothing a regulator could not ask for the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from dataclasses import asdict, dataclass, field
 from trails.audit.export import Redaction
 from trails.audit.querypack import get_query
 from trails.errors import SessionError
-from trails.store.base import Solutions, Store
+from trails.prov.content import content_graph
+from trails.prov.vocab import T
+from trails.store.base import Solutions, Store, select
 from trails.store.terms import IRI, Literal, Term
 
 __all__ = ["Entry", "Log", "conversation", "render_json", "render_text"]
@@ -74,6 +77,23 @@ def _rows(store: Store, name: str, session: IRI) -> list[dict[str, str]]:
     ]
 
 
+_ERRORS = f"""SELECT ?activity ?error $session $content WHERE {{
+  GRAPH $session {{ ?activity {T.inSession.n3()} $session }}
+  {{ GRAPH $content {{ ?activity {T.errorMessage.n3()} ?error }} }}
+  UNION {{ GRAPH $session {{ ?activity {T.errorMessage.n3()} ?error }} }}
+}}"""
+# what the kind of an entry is called at the start of its label (``completion by MODEL``,
+# ``invoke CAPABILITY``): the heading names the kind once
+_LABEL_KIND = {"completion": "completion ", "call": "invoke "}
+
+
+def _errors(store: Store, session: IRI) -> dict[str, str]:
+    """The recorded error message of each failed activity of ``session`` (content; an
+    erased one is absent)."""
+    found = select(store, _ERRORS, {"session": session, "content": content_graph(session)})
+    return {_text(row[0]): _text(row[1]) for row in found.rows if row[1] is not None}
+
+
 def _local(iri: str) -> str:
     return iri.rsplit("#", 1)[-1].rsplit("/", 1)[-1]
 
@@ -109,6 +129,8 @@ def conversation(store: Store, session: IRI, *, redaction: Redaction | None = No
         elif action == "hash":
             value = "sha256:" + hashlib.sha256(value.encode("utf-8")).hexdigest()
         values.setdefault(r["activity"], {}).setdefault(role, value)
+    for activity, error in _errors(store, session).items():
+        values.setdefault(activity, {}).setdefault("error", error)
     entries: dict[str, Entry] = {}
     for r in _rows(store, "session-timeline", session):
         kind = _KINDS.get(_local(r.get("type", "")))
@@ -185,7 +207,10 @@ def render_text(logs: list[Log], *, width: int = 100, prompt_lines: int = 6) -> 
             out.extend(_block("goal", goal, width))
         for entry in log.entries:
             status = f" [{entry.status}]" if entry.status and entry.status != "ok" else ""
-            out.append(f"## {entry.kind} {entry.label}{status}  {entry.started}")
+            label = entry.label.removeprefix(_LABEL_KIND.get(entry.kind, ""))
+            out.append(f"## {entry.kind} {label}{status}  {entry.started}")
+            if "error" in entry.values:
+                out.extend(_block("error", entry.values["error"], width))
             if entry.kind == "completion":
                 if "prompt" in entry.values:
                     out.extend(_block("prompt", _tail(entry.values["prompt"], prompt_lines), width))

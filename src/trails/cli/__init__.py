@@ -66,6 +66,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "otlp": ("otlp", "receive OpenTelemetry GenAI traces (OTLP/HTTP) as provenance"),
     "mcp": ("mcp", "trails over MCP (serve) and a recording MCP proxy (proxy)"),
     "capabilities": ("capabilities", "print the capability manifest (JSON-LD, JSON or MCP tools)"),
+    "shapes": ("shapes", "print the SHACL shapes recorded graphs satisfy (--path: where they are)"),
 }
 
 _STORE_HELP = "store location: a path, memory:, or http(s)://... (default: settings)"
@@ -122,8 +123,10 @@ def build_parser(command: str | None = "*") -> argparse.ArgumentParser:
         elif module_name not in loaded:
             loaded.add(module_name)
             importlib.import_module(f"trails.cli.{module_name}").register(sub)
-    for child in sub.choices.values():
+    for name, child in sub.choices.items():
         _add_store(child)
+        if not child.description and name in COMMANDS:  # --help says what it does, always
+            child.description = COMMANDS[name][1][:1].upper() + COMMANDS[name][1][1:] + "."
     return parser
 
 

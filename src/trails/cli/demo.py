@@ -17,7 +17,14 @@ __all__ = ["register", "run"]
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("demo", help="run a short agent session and audit it by SPARQL")
+    parser = sub.add_parser(
+        "demo",
+        help="run a short agent session and audit it by SPARQL",
+        description="Run a short ReAct session over three note-keeping capabilities (a "
+        "scripted model by default, so it runs offline), record it into the store, then "
+        "answer audit questions about it by SPARQL alone: what happened in order, why each "
+        "capability ran, and what the models cost.",
+    )
     parser.add_argument(
         "--principal",
         help="the DID the agent acts for (default: [agent] principal of trails.toml, "

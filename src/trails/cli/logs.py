@@ -19,6 +19,7 @@ from trails.audit.logs import conversation, render_json, render_text
 from trails.audit.sessions_page import sessions_page
 from trails.cli.common import session_arg
 from trails.config import load_settings
+from trails.errors import UserError
 from trails.store.terms import IRI
 
 __all__ = ["register", "run"]
@@ -37,7 +38,11 @@ def _count(text: str) -> int:
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``logs`` command."""
     p = subparsers.add_parser(
-        "logs", help="show sessions as conversations (prompts, answers, calls)"
+        "logs",
+        help="show sessions as conversations (prompts, answers, calls)",
+        description="Show sessions as conversations, newest first: the goal, what each "
+        "completion was asked and answered, what each call was given and returned, and the "
+        "error of each that failed.",
     )
     p.add_argument("session", nargs="?", help="the session's IRI or UUID (default: the newest)")
     p.add_argument("-n", type=_count, default=1, help="the newest N sessions (default 1)")
@@ -55,7 +60,13 @@ def run(args: argparse.Namespace) -> int:
     redaction = None if args.no_redaction else Redaction.from_settings(load_settings())
     with reading(args.store) as store:
         if args.session:
-            sessions = [IRI(session_arg(args.session))]
+            try:
+                sessions = [IRI(session_arg(args.session))]
+            except ValueError:
+                raise UserError(
+                    f"{args.session!r} is neither a session IRI nor a session UUID "
+                    "(trails sessions lists them)"
+                ) from None
         else:
             page = sessions_page(store, {}, args.n)
             at = page.variables.index("session")

@@ -5,11 +5,14 @@ local collector; with ``--tokens FILE``, or on any other address (where a
 tokens file is required), only bearer tokens whose entry says ``write = true``.
 Sessions are ended and sealed when their root span arrives, or after
 ``--idle`` seconds without a span (``[otel] idle_timeout``, default 300).
+The port is bound before the listening line, as ``trails serve`` binds it: a busy
+or bad port is one ``trails: error:`` line and exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from typing import Any
 
@@ -34,7 +37,7 @@ def register(subparsers: Any) -> None:
         "spans, and the message content their log records carry, as PROV-O sessions in the store.",
     )
     p.add_argument("--host", help="address to bind (default 127.0.0.1, [otel] host)")
-    p.add_argument("--port", type=int, help="port (default 4318, [otel] port)")
+    p.add_argument("--port", help="port (default 4318, [otel] port; 0 picks a free one)")
     p.add_argument("--tokens", help="tokens file; entries need write = true ([otel] tokens)")
     p.add_argument("--idle", type=float, help="seconds before an idle session is ended (300)")
     p.add_argument("--max-bytes", type=int, help="largest request body (default 16 MiB)")
@@ -62,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     """
     import uvicorn
 
+    from trails.cli.serve import _listen, _port
     from trails.otel.ingest import Ingestor, ingest_options
     from trails.prov.recorder import Recorder
     from trails.server.heads import head_timeout, server_limits
@@ -73,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     settings = load_settings()
     section = settings.section("otel")
     host = args.host or str(section.get("host", "127.0.0.1"))
-    port = args.port or int(section.get("port", 4318))
+    port = _port(args.port if args.port is not None else section.get("port", 4318))
     tokens_path = args.tokens or section.get("tokens")
     if host not in _LOOPBACK and not tokens_path:
         raise ConfigError(
@@ -101,13 +105,23 @@ def run(args: argparse.Namespace) -> int:
     ingestor = Ingestor(recorder, idle_timeout=idle, **options)
     app = receiver_app(ingestor, tokens=tokens, max_bytes=args.max_bytes or DEFAULT_MAX_BYTES)
     mount_logs(app, ingestor, tokens=tokens, max_bytes=args.max_bytes or DEFAULT_MAX_BYTES)
-    print(
-        f"trails otlp: http://{host}:{port}/v1/traces and /v1/logs, "
-        f"{'tokens with write = true' if tokens is not None else 'no token (loopback)'}, "
-        f"idle sessions end after {idle:g} s",
-        file=sys.stderr,
-    )
-    # keep-alive, connections and request heads limited as `trails serve`'s ([otel]
-    # header_timeout, 408); a body must arrive in 30 s
-    uvicorn.run(app, host=host, port=port, log_level="warning", **server_limits(header_seconds))
+    sock = _listen(host, port)  # a busy or bad port: one line, exit 2, before the banner
+    try:
+        where = f"[{host}]" if ":" in host else host
+        print(
+            f"trails otlp: http://{where}:{sock.getsockname()[1]}/v1/traces and /v1/logs, "
+            f"{'tokens with write = true' if tokens is not None else 'no token (loopback)'}, "
+            f"idle sessions end after {idle:g} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        # keep-alive, connections and request heads limited as `trails serve`'s ([otel]
+        # header_timeout, 408); a body must arrive in 30 s
+        server = uvicorn.Server(
+            uvicorn.Config(app, log_level="warning", **server_limits(header_seconds))
+        )
+        with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises it after stopping
+            server.run(sockets=[sock])
+    finally:
+        sock.close()
     return 0

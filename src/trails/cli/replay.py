@@ -35,7 +35,11 @@ def register(sub: Any) -> None:
         sub: the subparsers of the ``trails`` parser.
     """
     parser = sub.add_parser(
-        "replay", help="print a persisted session; --rerun checks it still runs"
+        "replay",
+        help="print a persisted session; --rerun checks it still runs",
+        description="Print a persisted session rebuilt from its projection (writing "
+        "nothing); --rerun runs it again with its recorded completions and exits 1 when it "
+        "diverges, naming the first activity that differs.",
     )
     parser.add_argument(
         "iri", help="the session: its IRI or UUID, or the graph it was persisted into"
@@ -63,7 +67,12 @@ def register(sub: Any) -> None:
     parser.add_argument("--planner", help="with --rerun: run every plan with this strategy")
     parser.set_defaults(func=replay)
 
-    parser = sub.add_parser("diff", help="where two recorded sessions diverge")
+    parser = sub.add_parser(
+        "diff",
+        help="where two recorded sessions diverge",
+        description="Compare the trajectories of two recorded sessions (read by SPARQL from "
+        "both graphs) and print where they diverge; exit 1 when they differ.",
+    )
     parser.add_argument("a", help="the reference session (IRI, UUID or persisted graph)")
     parser.add_argument("b", help="the session to compare with it (IRI, UUID or graph)")
     parser.set_defaults(func=diff)

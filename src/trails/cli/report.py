@@ -17,7 +17,12 @@ __all__ = ["register", "run"]
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``report`` command."""
-    p = subparsers.add_parser("report", help="write the HTML audit report of a session")
+    p = subparsers.add_parser(
+        "report",
+        help="write the HTML audit report of a session",
+        description="Write the printable HTML audit report of one session: its outcome, "
+        "timeline, calls and their inputs and outputs, failures, costs and seal.",
+    )
     p.add_argument("session", help="the session's IRI or UUID (trails sessions lists them)")
     p.add_argument("--out", "-o", help="HTML file to write (default: standard output)")
     p.add_argument(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ipaddress
 import signal
 import socket
 import sys
@@ -55,6 +56,13 @@ def register(subparsers: Any) -> None:
         metavar="LOCATION",
         help="store of the access log: a directory, memory: or http(s):// ([serve] access_log; "
         "default: PATH.access-log beside a directory store, .trails/access-log for a server)",
+    )
+    p.add_argument(
+        "--forwarded-allow-ips",
+        metavar="ADDRESSES",
+        help="comma-separated addresses or networks of the reverse proxies whose "
+        "X-Forwarded-For names the client (default 127.0.0.1, [serve] forwarded_allow_ips; "
+        '"*" trusts any, "" none)',
     )
     p.add_argument("--time-limit", type=float, help="seconds a query may run (default 30)")
     p.add_argument("--max-query-bytes", type=int, help="largest query accepted (default 65536)")
@@ -106,6 +114,25 @@ def _hash_token(args: argparse.Namespace) -> int:
 
 class _StartupError(ConfigError):
     """The endpoint cannot start (port, address or store): one line, exit 2."""
+
+
+def _trusted_proxies(value: Any, where: str) -> str:
+    """The proxies whose ``X-Forwarded-For`` names the client: addresses or networks."""
+    text = str(value).strip()
+    if text == "*":
+        return text
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        try:
+            if "/" in item:
+                ipaddress.ip_network(item, strict=False)
+            else:
+                ipaddress.ip_address(item)
+        except ValueError:
+            raise _StartupError(
+                f"{where}: {item!r} is not an IP address or network "
+                '(give addresses or networks separated by commas, "*" or "")'
+            ) from None
+    return text
 
 
 def _port(value: Any) -> int:
@@ -178,6 +205,13 @@ def run(args: argparse.Namespace) -> int:
         threads=args.threads,
     )
     header_seconds = head_timeout(section, "serve")
+    proxies = _trusted_proxies(
+        *(
+            (args.forwarded_allow_ips, "--forwarded-allow-ips")
+            if args.forwarded_allow_ips is not None
+            else (section.get("forwarded_allow_ips", "127.0.0.1"), "[serve] forwarded_allow_ips")
+        )
+    )
     location = args.store or str(settings.resolve_path(settings.store))
     if settings.store.startswith(("http://", "https://", "memory:")) and not args.store:
         location = settings.store
@@ -244,6 +278,9 @@ def run(args: argparse.Namespace) -> int:
             uvicorn.Config(
                 endpoint.app,
                 log_level="warning",
+                # the client a trusted reverse proxy reports is the one failures count against
+                proxy_headers=True,
+                forwarded_allow_ips=proxies,
                 # keep-alive, connections and request heads limited ([serve] header_timeout);
                 # bodies: BODY_SECONDS
                 **server_limits(header_seconds),

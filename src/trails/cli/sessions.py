@@ -48,7 +48,13 @@ def _limit(text: str) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``sessions`` command."""
-    p = subparsers.add_parser("sessions", help="list sessions (by principal, status, time range)")
+    p = subparsers.add_parser(
+        "sessions",
+        help="list sessions (by principal, status, time range)",
+        description="List the recorded sessions, newest first: IRI, principal, start, end, "
+        "status, activities and cost, filtered by principal, status and time range, a page "
+        "at a time.",
+    )
     p.add_argument("--principal", help="only this principal (an IRI or DID)")
     p.add_argument("--since", help="started at or after (ISO 8601)")
     p.add_argument("--until", help="started before (ISO 8601)")

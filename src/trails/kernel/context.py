@@ -37,7 +37,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from trails.config import load_settings
-from trails.errors import TrailsError
+from trails.errors import TrailsError, UserError
 from trails.kernel.cost import CostTracker, default_tracker
 from trails.kernel.decision import Decision, ToolPolicy
 from trails.kernel.lifecycle import (
@@ -207,14 +207,21 @@ class Context:
         (``trails.prov.starts``).
 
         Raises:
-            UserError: a principal, label or other text that is not valid Unicode.
+            UserError: a principal that is empty or blank (None means the configured
+                one), or a principal, label or other text that is not valid Unicode.
             SessionError: a ``session_id`` that cannot name a session (empty, blank,
                 too long, a character an IRI path segment cannot hold as it is).
             SessionTaken: the ``session_id`` is taken (``reason`` says why).
             StoreError: the session start could not be recorded.
         """
         drain_pending()  # a safe point: end sessions the garbage collector found abandoned
-        principal = principal or load_settings().principal
+        if principal is None:
+            principal = load_settings().principal
+        elif not isinstance(principal, str) or not principal.strip():
+            raise UserError(
+                f"Context.open principal must be a non-empty str, not {principal!r:.40} "
+                "(leave it out for the configured principal)"
+            )
         for name, value in (
             ("principal", principal),
             ("session_id", session_id),

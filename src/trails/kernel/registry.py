@@ -13,6 +13,7 @@ import functools
 import importlib
 import inspect
 import json
+import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -209,6 +210,45 @@ def _preconditions(capability_id: str, value: Any) -> tuple[Precondition, ...]:
     return tuple(value)
 
 
+def _cost_estimate(capability_id: str, value: Any) -> dict[str, float] | None:
+    """``cost_estimate`` as a mapping of names to numbers (a number alone: US dollars).
+
+    Raises:
+        UserError: not a number or a mapping, a name that is not a non-empty string, or
+            a value that is not a finite number at least 0.
+    """
+    where = f"capability {capability_id!r}: cost_estimate"
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value) or value < 0:
+            raise UserError(
+                f"{where} must be a finite number at least 0 (US dollars), not {value!r}"
+            )
+        return {"usd": float(value)}
+    if not isinstance(value, Mapping):
+        raise UserError(
+            f"{where} must be a number of US dollars or a mapping such as "
+            f'{{"usd": 0.02, "tokens": 1500}}, not {type(value).__name__} {value!r:.40}'
+        )
+    out: dict[str, float] = {}
+    for name, amount in value.items():
+        if not isinstance(name, str) or not name.strip():
+            raise UserError(f"{where}: names must be non-empty strings, not {name!r:.40}")
+        check_text(name, f"{where} name")
+        if (
+            isinstance(amount, bool)
+            or not isinstance(amount, int | float)
+            or not math.isfinite(amount)
+            or amount < 0
+        ):
+            raise UserError(
+                f"{where}: {name!r} must be a finite number at least 0, not {amount!r:.40}"
+            )
+        out[name] = amount
+    return out
+
+
 def _type_name(annotation: Any) -> str:
     if annotation is inspect.Parameter.empty:
         return "Any"
@@ -288,7 +328,7 @@ def capability(
     *,
     id: str,
     description: str = "",
-    cost_estimate: Mapping[str, float] | None = None,
+    cost_estimate: Mapping[str, float] | float | None = None,
     side_effects: bool = False,
     terminal: bool = False,
     annotations: Mapping[str, Any] | None = None,
@@ -301,7 +341,8 @@ def capability(
     Args:
         id: the capability id, e.g. ``"notes.search"``.
         description: one line for planners and auditors (default: the docstring).
-        cost_estimate: e.g. ``{"usd": 0.02, "tokens": 1500}``; an estimate, never booked.
+        cost_estimate: e.g. ``{"usd": 0.02, "tokens": 1500}``, or a number alone: US
+            dollars (``0.02`` is ``{"usd": 0.02}``); an estimate, never booked.
         side_effects: the capability changes the world (auditors list these).
         terminal: calling it ends a planner run.
         annotations: free-form tool annotations (e.g. ``{"tags": "read-only"}``).
@@ -316,8 +357,9 @@ def capability(
             planner does not offer the capability while one fails).
 
     Raises:
-        UserError: an empty id, an unsupported signature, or an id or description
-            that is not valid Unicode text.
+        UserError: an empty id, an unsupported signature, an id or description
+            that is not valid Unicode text, or a ``cost_estimate`` that is not a
+            number at least 0 or a mapping of names to such numbers.
     """
     if not isinstance(id, str) or not id.strip():
         raise UserError("capability id must be a non-empty string")
@@ -332,13 +374,14 @@ def capability(
     if not isinstance(parallel_safe, bool):
         raise UserError(f"capability {id!r}: parallel_safe must be True or False")
     conditions = _preconditions(id, preconditions)
+    estimate = _cost_estimate(id, cost_estimate)
 
     def register(fn: F) -> F:
         spec = _build_spec(
             fn,
             id=id,
             description=description,
-            cost_estimate=cost_estimate,
+            cost_estimate=estimate,
             side_effects=side_effects,
             terminal=terminal,
             annotations=annotations,

@@ -50,6 +50,7 @@ _COUNTS = {
     "cache_read": T.cacheReadTokens,
     "cache_write": T.cacheWriteTokens,
 }
+_NOT_CARRIED = frozenset({T.retries, T.cacheHit})
 _MEMORY_CLASSES: dict[str, IRI] = {
     "create_memory": T.MemoryLearn,
     "update_memory": T.MemoryLearn,
@@ -124,9 +125,10 @@ class SpanCompletion(LLMCompleted, SpanIdentity):
     def emit(self, b: QuadBuilder) -> None:
         super().emit(b)
         a = IRI.trusted(self.activity)
-        unknown = {_COUNTS[name] for name in self.unknown}
-        if unknown:  # a count the span did not give is unrecorded, never 0
-            b.quads[:] = [q for q in b.quads if not (q.subject == a and q.predicate in unknown)]
+        # a count the span did not give is unrecorded, never 0; nor does a span say whether
+        # the call was retried or answered from a cache (absent, never 0 and false)
+        unknown = {_COUNTS[name] for name in self.unknown} | _NOT_CARRIED
+        b.quads[:] = [q for q in b.quads if not (q.subject == a and q.predicate in unknown)]
         self.identify(b, a)
         b.value(a, T.requestModel, self.request_model)
         b.value(a, T.reasoningTokens, self.reasoning_tokens)
@@ -156,7 +158,9 @@ class SpanInvocation(CapabilityInvoked, SpanIdentity):
 class SpanAgentRun(SpanIdentity):
     """An agent span (invoke_agent, create_agent, invoke_workflow): a whole plan run.
 
-    The span arrives finished, so its start and end are one event and one write.
+    The span arrives finished, so its start and end are one event and one write. A
+    failed span's run stopped on an ``error``; an OK span's run has no stop reason (a
+    span does not say whether its agent reached its goal or ran out of steps).
     """
 
     activity: str
@@ -182,15 +186,19 @@ class SpanAgentRun(SpanIdentity):
             goal=self.goal,
             started=self.started,
         ).emit(b)
-        PlanRunEnded(
-            session=self.session,
-            activity=self.activity,
-            ended=self.ended,
-            stop_reason="error" if self.failed else "goal_achieved",
-            answer=self.answer,
-            error=self.error if self.failed else None,
-        ).emit(b)
         a = IRI.trusted(self.activity)
+        if self.failed:
+            PlanRunEnded(
+                session=self.session,
+                activity=self.activity,
+                ended=self.ended,
+                stop_reason="error",
+                answer=self.answer,
+                error=self.error,
+            ).emit(b)
+        else:  # an OK span says the run ended, not why it stopped: no trails:stopReason
+            b.value(a, PROV.endedAtTime, self.ended)
+            b.content_text(a, T.answer, self.answer)
         self.identify(b, a)
         b.value(a, T.agentName, self.agent_name)
         b.value(a, T.agentId, self.agent_id)

@@ -74,6 +74,7 @@ from trails.otel.otlp import Span, SpanEvent
 from trails.otel.refusals import SpansRefused, refusals_graph
 from trails.otel.replayable import projection_of
 from trails.prov.events import SessionEnded
+from trails.prov.iri import foreign_session_key
 from trails.prov.recorder import Recorder
 from trails.prov.vocab import PROV, T
 from trails.store.base import ask, select
@@ -88,6 +89,7 @@ _RECORDED = f"""
 SELECT ?g ?sid ?trace WHERE {{
   GRAPH ?g {{ ?a {T.traceId.n3()} ?trace ; {T.spanId.n3()} ?sid }}
 }}"""
+_NAMESPACED = ("otlp-",)  # how a write token's sessions begin (``_namespace``)
 _IS_SESSION = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} }} }}"
 _IS_RECEIVED = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} . ?a {T.traceId.n3()} ?trace }} }}"
 _IS_ENDED = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} ; {PROV.endedAtTime.n3()} ?end }} }}"
@@ -243,7 +245,9 @@ class Ingestor:
         ids: set[str] = set()
         prefix = f"{self.recorder.minter.base}session:{namespace}"
         for row in select(self.recorder.store, _RECORDED, {"trace": _literal(trace_id)}):
-            if not str(row["g"]).startswith(prefix):
+            if not str(row["g"]).startswith(prefix) or (
+                not namespace and str(row["g"])[len(prefix) :].startswith(_NAMESPACED)
+            ):
                 continue  # another token's session: never this one's to write or to skip
             session = str(row["g"])
             ids.add(str(to_python(row["sid"])))
@@ -350,7 +354,9 @@ class Ingestor:
             conversation = next(
                 (r.conversation_id for r in readings.values() if r.conversation_id), None
             )
-            key = str(conversation) if conversation else trace_id
+            # an id spelling a continuation (``~``) or, from loopback, a tenant's namespace
+            # names a session of its own (``:`` the minter escapes in every session id)
+            key = foreign_session_key(str(conversation), _NAMESPACED) if conversation else trace_id
             grouped = None
             if not conversation and earlier_session is None and self.group_window is not None:
                 grouped = self._group_of(namespace, fresh, readings, token_principal)

@@ -14,6 +14,7 @@ it into a name nobody chose.
 
 from __future__ import annotations
 
+import re
 import uuid
 from functools import lru_cache
 from urllib.parse import quote
@@ -21,7 +22,7 @@ from urllib.parse import quote
 from trails.errors import SessionError
 from trails.store.terms import _IRI_BAD, _IRI_SCHEME, IRI
 
-__all__ = ["SESSION_ID_MAX", "Minter", "agent_iri", "check_session_id"]
+__all__ = ["SESSION_ID_MAX", "Minter", "agent_iri", "check_session_id", "foreign_session_key"]
 
 SESSION_ID_MAX = 200
 """The longest session id accepted, in characters."""
@@ -79,6 +80,40 @@ def check_session_id(session_id: object, field: str = "session_id") -> None:
             )
 
 
+# what a session id keeps as it is in its IRI: a path segment's characters less ":" (so no
+# session is ever named ``<another session>:content`` or ``:<part>``), and "%" when it starts
+# an escape (an id read back from an escaped IRI names the same session again)
+_SESSION_SAFE = "-._~!$&'()*+,;=@%"
+_BARE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+
+
+@lru_cache(maxsize=4096)
+def _session_segment(value: str) -> str:
+    return _BARE_PERCENT.sub("%25", quote(value, safe=_SESSION_SAFE))
+
+
+def foreign_session_key(text: str, reserved: tuple[str, ...] = ()) -> str:
+    """An id chosen outside trails (an OTLP conversation id) as a session id of its own.
+
+    ``Minter.session`` escapes ``:`` in any id, so no id names the content graph or a
+    part of another session. This also escapes ``~``, which trails puts between a
+    conversation and a trace to name the continuation of an ended session, and the first
+    character of a ``reserved`` prefix (the namespace of another writer's sessions), so
+    such an id always names a session of its own. Letters, digits and ``- . _`` are kept.
+
+    Args:
+        text: the id as received.
+        reserved: prefixes the id must not start with as it is.
+
+    Returns:
+        The id to mint the session from (``text`` itself when it spells no such shape).
+    """
+    key = text.replace("~", "%7E")
+    if key.startswith(reserved):
+        key = f"%{ord(key[0]):02X}{key[1:]}"
+    return key
+
+
 @lru_cache(maxsize=4096)  # capability, model, policy and principal names repeat in every event
 def _safe(value: str) -> str:
     return quote(value, safe="-._~:@!$&'()*+,;=/")
@@ -101,8 +136,16 @@ class Minter:
         self.base = base
 
     def session(self, session_id: str | None = None) -> IRI:
-        """A session's IRI, which is also the name of its graph."""
-        return IRI.trusted(f"{self.base}session:{_safe(session_id or str(uuid.uuid4()))}")
+        """A session's IRI, which is also the name of its graph.
+
+        The id is its last segment, every character a path segment cannot hold, and
+        ``:``, percent-encoded (``a:b`` names ``<base>session:a%3Ab``), so no id names a
+        graph or resource trails derives from another session's IRI (``<session>:content``,
+        ``<session>:<part>``); an escape already in the id is kept as it is.
+        """
+        return IRI.trusted(
+            f"{self.base}session:{_session_segment(session_id or str(uuid.uuid4()))}"
+        )
 
     def activity(self) -> IRI:
         return IRI.trusted(f"{self.base}activity:{uuid.uuid4()}")

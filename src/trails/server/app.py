@@ -63,7 +63,7 @@ from trails.errors import (
 )
 from trails.prov.iri import Minter
 from trails.server.auth import Grant, TokenTable
-from trails.server.limits import BODY_SECONDS, FailureThrottle, Throttled
+from trails.server.limits import BODY_SECONDS, FailureThrottle, Throttled, failure_keys
 from trails.server.log import (
     ACCESS_LOG,
     AccessLog,
@@ -590,13 +590,13 @@ class Endpoint:
         return b"".join(chunks)
 
     def _authenticate(self, request: Request, record: _Record) -> Grant:
-        client = request.client.host if request.client else ""
-        self.throttle.check(client)  # too many failures from there: 429 before any check
         header = request.headers.get("authorization")
         grant = self.tokens.authenticate(header)
-        if grant is None:
-            self.throttle.failed(client)
+        if grant is None:  # counted against the client and the token; a right one gets in
             scheme, _, token = (header or "").strip().partition(" ")
+            keys = failure_keys(request.client.host if request.client else "", token or scheme)
+            self.throttle.check(*keys)  # too many failures: 429, once in the log
+            self.throttle.failed(*keys)
             raise _Unauthorized("unknown token" if scheme.lower() == "bearer" and token else "")
         record.principal = grant.principal
         return grant

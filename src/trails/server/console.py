@@ -37,7 +37,7 @@ from trails.errors import TrailsError
 from trails.server import console_pages, console_tools
 from trails.server.auth import TokenTable
 from trails.server.console_base import Console, ConsoleError, Login, QueryLog
-from trails.server.limits import FailureThrottle, Throttled
+from trails.server.limits import FailureThrottle, Throttled, failure_keys
 from trails.server.pool import Evaluator
 from trails.store.terms import IRI
 
@@ -80,18 +80,18 @@ def console_routes(console: Console, throttle: FailureThrottle | None = None) ->
             fields = await console.form(request, None)
         except ConsoleError as exc:
             return console.login_form(request, message=str(exc), status=exc.status)
-        client = request.client.host if request.client else ""
-        if throttle is not None:
-            try:
-                throttle.check(client)
-            except Throttled as exc:
-                response = console.login_form(request, message=str(exc), status=429)
-                response.headers["Retry-After"] = str(exc.retry_after)
-                return response
         made = console.log_in(fields.get("token", ""))
-        if made is None:
+        if made is None:  # counted against the client and the token; a right one gets in
             if throttle is not None:
-                throttle.failed(client)
+                client = request.client.host if request.client else ""
+                keys = failure_keys(client, fields.get("token", "").strip())
+                try:
+                    throttle.check(*keys)
+                except Throttled as exc:
+                    response = console.login_form(request, message=str(exc), status=429)
+                    response.headers["Retry-After"] = str(exc.retry_after)
+                    return response
+                throttle.failed(*keys)
             return console.login_form(request, message="unknown token", status=401)
         key, _ = made
         target = fields.get("next", "/console/")
