@@ -336,6 +336,15 @@ def _phoenix_count(database: str) -> int:
         return 0
 
 
+CURVE = """Each receiver needs about 1/500 CPU second per span (the table above) and the server
+stayed far from busy (its CPU in the table), so receivers and server together stay well under
+the two cores: the curve is flat because the machine had no free core to give a second or
+fourth receiver (other work kept the load average far above the core count), not because
+`oxigraph serve` was the limit. On a machine with idle cores each receiver adds its own
+~500 spans per CPU second until the server's update path (parsing each batch's
+`INSERT DATA`, one transaction per write) saturates; that point was not reachable here.
+"""
+
 PROFILE = """Where the time goes (cProfile of `Ingestor.ingest` over 4 of these batches, directory
 store, sealing on; shares of the profiled time, which inflates Python calls against C ones):
 
@@ -420,9 +429,11 @@ def main() -> None:
             m, lo, hi = ratio(a, b)
             ratios.append(f"| {label} | **{m:.2f}x** | {lo:.2f}-{hi:.2f}x |")
     curve_rows = []
+    load = "not measured"
     if not args.no_curve:
         for n, rate, server in receivers_curve(args.per_receiver, (1, 2, 4)):
             curve_rows.append(f"| {n} | {rate:,.0f} | {server:.2f} |")
+        load = f"{os.getloadavg()[0]:.1f}"
     if phoenix_side is None:
         phoenix_note = f"Phoenix: {why_no_phoenix}."
     else:
@@ -460,6 +471,9 @@ sent at once (wall clock, on a 2-core machine other work shares):
 | receivers | spans/s | server CPU (cores busy) |
 | ---: | ---: | ---: |
 {chr(10).join(curve_rows) if curve_rows else "| (skipped) | | |"}
+
+The machine's load average (1 min) when the curve ended: {load}, on {os.cpu_count()} cores.
+{CURVE}
 
 {PROFILE}"""
     write_section("otlp-ingest", markdown)
