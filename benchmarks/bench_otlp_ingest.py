@@ -273,10 +273,14 @@ def receivers_curve(per_receiver: int, counts: tuple[int, ...]) -> list[tuple[in
 
 def phoenix_available() -> str | None:
     """None when ``phoenix serve`` can run here, else why not."""
+    import importlib.util
+
     try:
-        import phoenix  # noqa: F401
-    except ImportError as exc:
-        return f"arize-phoenix is not installed ({exc}); pip install arize-phoenix"
+        found = importlib.util.find_spec("phoenix.server.main")
+    except ImportError:
+        found = None
+    if found is None:
+        return "arize-phoenix is not installed (pip install arize-phoenix)"
     return None
 
 
