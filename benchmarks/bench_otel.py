@@ -66,7 +66,7 @@ def batch(number: int) -> bytes:
     t0 = 1_750_000_000_000_000_000 + number * 10_000_000_000
     for t in range(2):
         trace = (number << 8 | t) + 1
-        root = _ctx(trace, 1)
+        root = _ctx(trace, trace << 16 | 1)  # span ids unique across traces, as exporters make them
         spans.append(
             ReadableSpan(
                 "invoke_agent bench",
@@ -120,7 +120,7 @@ def batch(number: int) -> bytes:
             spans.append(
                 ReadableSpan(
                     name,
-                    _ctx(trace, sid),
+                    _ctx(trace, trace << 16 | sid),
                     root,
                     RESOURCE,
                     attrs,

@@ -82,6 +82,7 @@ __all__ = [
     "public_key_b64",
     "rotate_signing_key",
     "seal_ended_unsealed",
+    "sealer_of",
 ]
 
 log = logging.getLogger(__name__)
@@ -246,6 +247,27 @@ class Sealer:
         recorder.add_prewrite(self, on_written=self.written)
         recorder.add_write_observer(self.observe)
         self.tracking = True
+
+    def track(self, graph: IRI) -> None:
+        """Seal ``graph`` from what this recorder writes to it from now on, without reading
+        it back: for a writer that starts session graphs in writes of its own (the OTLP
+        receiver writes a batch's new sessions with their spans, through ``write_quads``).
+
+        Call it just before the write that starts ``graph`` (a graph that does not exist
+        yet), and ``forget`` it when that write failed: a write that raised may still
+        have been committed, so the seal then reads the graph as stored.
+        """
+        with self._lock:
+            if self.tracking:
+                self._unsealed.add(graph)  # a new graph: nothing to revise
+                self._graphs.setdefault(graph, set())
+
+    def forget(self, graphs: Sequence[IRI]) -> None:
+        """Stop keeping ``graphs`` (their seal reads them from the store)."""
+        with self._lock:
+            for graph in graphs:
+                self._graphs.pop(graph, None)
+                self._starts.pop(graph, None)
 
     def observe(self, recorder: Recorder, added: Sequence[Quad], removed: Sequence[Quad]) -> None:
         """Keep the quads of the session graphs this recorder started (a write observer),
@@ -560,6 +582,11 @@ def _newest(priors: list[SealRecord]) -> IRI | None:
     unique = {p.iri: p for p in priors}
     newest = latest_of(list(unique.values()))
     return newest.iri if newest is not None else None
+
+
+def sealer_of(recorder: Recorder) -> Sealer | None:
+    """The sealer installed on ``recorder`` (``install_sealer``), or None."""
+    return _installed.get(recorder)
 
 
 def seal_ended_unsealed(recorder: Recorder, settings: Settings | None = None) -> list[IRI]:

@@ -58,6 +58,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trails.errors import ConfigError, StoreError
+from trails.evidence.seal import sealer_of
 from trails.llm.catalogue import Catalogue, default_catalogue
 from trails.otel.conventions import Reading, read_span
 from trails.otel.ends import session_end
@@ -481,11 +482,21 @@ class Ingestor:
             stale.extend(_only_in(self.recorder.quads(as_written), now_quads, as_written))
             quads.extend(now_quads)
         if quads:
+            # each once: a session's principal, model and tool are described by every span
+            quads = list(dict.fromkeys(quads))
+            sealer = sealer_of(self.recorder)
+            new_graphs = [IRI.trusted(s) for s in started]
+            if sealer is not None:  # it seals them from this write's quads, not read back
+                for graph in new_graphs:
+                    sealer.track(graph)
             try:
-                self.recorder.store.write(quads, remove=stale)  # the whole batch, atomically
+                self.recorder.write_quads(quads, remove=stale)  # the whole batch, atomically
             except StoreError:
                 # a write that timed out may still have been committed: its sessions are
-                # tracked all the same, so the sweep (or shutdown) ends those that exist
+                # tracked all the same, so the sweep (or shutdown) ends those that exist,
+                # and their seals read them as stored
+                if sealer is not None:
+                    sealer.forget(new_graphs)
                 now = self.clock()
                 for session, last in touched.items():
                     self._open.setdefault(session, _Open(now, last))
@@ -651,7 +662,7 @@ class Ingestor:
             rewritten[key] = _Kept(span, new)
             result.written += len(events)
         if quads:
-            self.recorder.store.write(quads, remove=stale)  # the whole batch, atomically
+            self.recorder.write_quads(quads, remove=stale)  # the whole batch, atomically
         for key, kept in rewritten.items():
             self._kept[key] = kept
             self._users_of[key[0]].replace(kept.event)
@@ -668,7 +679,7 @@ class Ingestor:
                 at = max(at, state.last_end)
             if self.replayable:  # before the end, so the seal covers it
                 add, remove = projection_of(self.recorder.store, session, self.recorder.minter, at)
-                self.recorder.store.write(add, remove=remove)
+                self.recorder.write_quads(add, remove=remove)
             ended = (
                 session_end(self.recorder.store, session, at, idle=idle)
                 if status is None
