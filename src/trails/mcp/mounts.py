@@ -306,8 +306,8 @@ class MountedServer:
         if client is None:
             return
         try:
-            tools = await self._list(client)
-        except Exception as exc:
+            tools = await asyncio.wait_for(self._list(client), self._call_timeout_s)
+        except Exception as exc:  # TimeoutError too: the list is bounded like a call
             log.warning("could not re-list the tools of %s: %s", self.prefix, one_line(exc))
             return
         self._register(tools)
