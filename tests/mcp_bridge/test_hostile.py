@@ -19,7 +19,15 @@ import pytest
 
 from trails import invoke
 from trails.kernel import Context
-from trails.mcp import MountedServer, MountError, ServerStopped, ToolTimedOut, mount, unmount
+from trails.mcp import (
+    MountedServer,
+    MountError,
+    ServerStopped,
+    ToolTimedOut,
+    mount,
+    mount_configured,
+    unmount,
+)
 from trails.store import Store
 from trails.store.terms import Literal
 
@@ -149,3 +157,31 @@ def test_garbage_before_the_handshake_fails_the_mount_in_one_line() -> None:
 def test_the_call_timeout_must_be_a_positive_number(bad: Any) -> None:
     with pytest.raises(MountError, match="call_timeout_s must be a positive number"):
         mount(HOSTILE, call_timeout_s=bad)
+
+
+def test_trails_toml_sets_the_call_timeout(tmp_path: Path, ctx: Context) -> None:
+    (tmp_path / "trails.toml").write_text(
+        "[[mcp.servers]]\n"
+        f"command = {sys.executable!r}\n"
+        f"args = [{HOSTILE[1]!r}]\n"
+        "prefix = 'slow'\n"
+        "call_timeout_s = 1\n",
+        encoding="utf-8",
+    )
+    try:
+        [server] = mount_configured()
+        assert server.prefix == "slow"
+        with pytest.raises(ToolTimedOut, match="no answer in 1 s"):
+            call("slow.silent", {}, ctx)
+    finally:
+        unmount("slow")
+    (tmp_path / "trails.toml").write_text(
+        "[[mcp.servers]]\n"
+        f"command = {sys.executable!r}\n"
+        f"args = [{HOSTILE[1]!r}]\n"
+        "prefix = 'odd'\n"
+        "call_timeout_s = 'soon'\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(MountError, match="call_timeout_s must be a positive number"):
+        mount_configured()
