@@ -89,6 +89,10 @@ def test_a_result_that_is_not_an_object_is_a_failed_call_and_stops_the_server(
     with pytest.raises(ServerStopped, match=reason):  # later calls: at once, with the reason
         call("hostile.echo", {"a": 2}, ctx, wait_s=5)
     assert [s for s, _ in recorded(store, "hostile.echo")] == ["error", "ok"]
+    assert not hostile.alive
+    again = mount(HOSTILE)  # mounting anew replaces the stopped server, no replace= needed
+    assert again is not None and again.alive and again is not hostile
+    assert call("hostile.echo", {"a": 3}, ctx) == '{"a": 3}'
 
 
 def test_a_line_that_is_not_json_stops_the_server(

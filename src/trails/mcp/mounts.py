@@ -331,14 +331,24 @@ class MountedServer:
             self._stopped.set()
 
     def _taken(self, capability_id: str) -> CapabilitySpec | None:
-        """The capability registered under ``capability_id`` by someone else, if any."""
+        """The capability registered under ``capability_id`` by someone else, if any (a tool
+        of a mounted server that has stopped does not count: mounting anew replaces it)."""
         try:
             found = get_capability(capability_id)
         except UserError:
             return None
-        if isinstance(found, McpToolSpec) and found.owner == id(self):
-            return None
+        if isinstance(found, McpToolSpec):
+            owner = mounted().get(found.server)
+            if found.owner == id(self) or (
+                owner is not None and id(owner) == found.owner and not owner.alive
+            ):
+                return None
         return found
+
+    @property
+    def alive(self) -> bool:
+        """Whether the connection is up (False once the server stopped or was stopped)."""
+        return self._client is not None and self._holder_alive()
 
     def _register(self, tools: Sequence[Any], *, starting: bool = False) -> None:
         """Register the tools; a tool whose id is taken is refused (``MountError`` when
@@ -604,9 +614,9 @@ def mount(
         ).start()
         with _mounted_lock:
             old = _mounted.get(mounted_server.prefix)
-            if old is None or replace:
+            if old is None or replace or not old.alive:
                 _mounted[mounted_server.prefix] = mounted_server
-        if old is not None and not replace:
+        if old is not None and not replace and old.alive:
             mounted_server.close()
             raise MountError(
                 f"an MCP server is already mounted as {mounted_server.prefix!r} "
