@@ -7,6 +7,7 @@ proxied ones must be on the record.
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -206,7 +207,53 @@ def test_a_server_that_cannot_start_or_be_reached_is_one_line(tmp_path: Path) ->
         check=False,
     )
     assert unreachable.returncode == 2 and "Traceback" not in unreachable.stderr
-    assert "the MCP server at http://127.0.0.1:9/mcp failed" in unreachable.stderr
+    assert unreachable.stderr.startswith(
+        "trails: error: cannot reach the MCP server at http://127.0.0.1:9/mcp: ConnectError"
+    )
+    assert unreachable.stderr.count("\n") == 1
+
+
+def proxy_upstream(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``trails mcp proxy --upstream URL < /dev/null`` (a hang fails: TimeoutExpired)."""
+    return subprocess.run(
+        [TRAILS, "--store", str(tmp_path / "s"), "mcp", "proxy", "--upstream", url, *extra],
+        stdin=subprocess.DEVNULL,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_an_unreachable_upstream_is_one_line_even_without_input(tmp_path: Path) -> None:
+    refused = proxy_upstream(tmp_path, "http://127.0.0.1:9/mcp")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.startswith("trails: error: cannot reach the MCP server at")
+    assert refused.stderr.count("\n") == 1
+    unknown = proxy_upstream(tmp_path, "http://no-such-host.invalid/mcp")
+    assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1
+    assert "cannot reach the MCP server at http://no-such-host.invalid/mcp" in unknown.stderr
+    for bad in ("0", "-1", "nan", "soon"):
+        done = proxy_upstream(tmp_path, "http://127.0.0.1:9/mcp", "--connect-timeout", bad)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_an_upstream_that_accepts_but_never_answers_is_given_up_on(tmp_path: Path) -> None:
+    with socket.socket() as silent:  # the kernel accepts connections; nothing ever answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/mcp"
+        done = proxy_upstream(tmp_path, url, "--connect-timeout", "1")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"trails: error: cannot reach the MCP server at {url}: no answer in 1 s\n"
+
+
+def test_a_client_that_closes_at_once_ends_the_proxy(served: Served, tmp_path: Path) -> None:
+    bearer = f"Authorization: Bearer {TOKENS[ALICE]}"
+    done = proxy_upstream(tmp_path, served.url, "--header", bearer)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
 
 
 DYING = '''

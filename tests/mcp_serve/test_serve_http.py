@@ -18,9 +18,9 @@ from tests.mcp_serve.conftest import ALICE, AUDITOR, BOB, TOKENS, Served, rows, 
 CALLS = """
 PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?g ?cap ?who WHERE { GRAPH ?g {
+SELECT ?g ?cap ?who ?status WHERE { GRAPH ?g {
   ?a a trails:CapabilityInvocation ; trails:capability/trails:capabilityId ?cap ;
-     prov:wasAssociatedWith ?p .
+     trails:status ?status ; prov:wasAssociatedWith ?p .
   ?p trails:principalId ?who .
   ?g prov:endedAtTime ?ended .
 } } ORDER BY ?who ?cap"""
@@ -124,8 +124,16 @@ def test_calls_are_recorded_in_the_token_principals_sessions(served: Served) -> 
 
     served.stop()
     calls = rows(store, CALLS)
-    assert [(r["who"], r["cap"]) for r in calls] == [(ALICE, "notes.add"), (BOB, "notes.count")]
-    assert len({r["g"] for r in calls}) == 2
+    assert sorted((r["who"], r["cap"], r["status"]) for r in calls) == [
+        (ALICE, "notes.add", "ok"),
+        (ALICE, "query_side-effects", "ok"),
+        (AUDITOR, "query_side-effects", "ok"),
+        (AUDITOR, "verify", "ok"),
+        (BOB, "notes.count", "ok"),
+        (BOB, "query_side-effects", "ok"),
+        (BOB, "verify", "error"),  # the whole store is not bob's to verify
+    ]
+    assert len({r["g"] for r in calls}) == 3
     done = trails("--store", str(store), "verify", cwd=store.parent)
     assert done.returncode == 0, done.stdout + done.stderr
 

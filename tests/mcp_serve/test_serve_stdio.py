@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp import ClientSession, types
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 from tests.mcp_serve.conftest import TRAILS, assert_conforming, environment, rows, trails
 
 ALICE = "did:example:alice"
@@ -109,6 +111,9 @@ def test_tools_calls_resources_and_the_record(workdir: Path) -> None:
     assert [(r["cap"], r["status"], r["who"]) for r in calls] == [
         ("notes.add", "ok", ALICE),
         ("notes.count", "invalid", ALICE),
+        ("query_sessions", "invalid", ALICE),  # the principal that is not an IRI
+        ("query_sessions", "ok", ALICE),
+        ("query_sessions", "ok", ALICE),
     ]
     assert len({r["g"] for r in calls}) == 1  # one trails session for the client connection
     assert not rows(store, 'SELECT ?s WHERE { GRAPH ?g { ?s ?p "pwned" } }')
@@ -140,16 +145,43 @@ def test_session_label_names_the_client_and_each_connection_is_a_session(workdir
 def test_tools_globs_select_the_capabilities(workdir: Path) -> None:
     store = workdir / "store"
 
-    async def work(session: ClientSession) -> tuple[set[str], types.CallToolResult]:
+    async def work(session: ClientSession) -> tuple[set[str], MCPError]:
         names = {t.name for t in (await session.list_tools()).tools}
-        return names, await session.call_tool("admin.wipe", {})
+        with pytest.raises(MCPError) as refused:
+            await session.call_tool("admin.wipe", {})
+        return names, refused.value
 
     names, refused = anyio.run(
         drive, serve(store, workdir, "--principal", ALICE, "--tools", "notes.*"), work
     )
     assert {"notes.add", "notes.count", "verify"} <= names and "admin.wipe" not in names
-    assert refused.is_error and "admin.wipe" in text(refused)
-    assert not rows(store, CALLS)  # nothing ran, nothing was recorded as a call
+    # an unknown tool is a protocol error (JSON-RPC -32602), as the MCP specification says
+    assert refused.error.code == types.INVALID_PARAMS
+    assert refused.error.message == "Unknown tool: admin.wipe"
+    # nothing ran, and the attempt is on the record
+    assert [(r["cap"], r["status"]) for r in rows(store, CALLS)] == [("admin.wipe", "invalid")]
+    assert_conforming(store)
+
+
+def test_unknown_tools_are_json_rpc_errors_and_recorded(workdir: Path) -> None:
+    store = workdir / "store"
+    odd = 'no such tool \u00e9 <>"{}'
+
+    async def work(session: ClientSession) -> list[MCPError]:
+        errors = []
+        for name in ("nope", odd, "query_nope", "x" * 2000):
+            with pytest.raises(MCPError) as raised:
+                await session.call_tool(name, {"a": 1})
+            errors.append(raised.value)
+        return errors
+
+    errors = anyio.run(drive, serve(store, workdir, "--principal", ALICE), work)
+    assert [e.error.code for e in errors] == [types.INVALID_PARAMS] * 4
+    assert errors[1].error.message == f"Unknown tool: {odd}"
+    calls = rows(store, CALLS)
+    assert sorted(r["cap"] for r in calls) == sorted(["nope", odd, "query_nope", "x" * 2000])
+    assert {r["status"] for r in calls} == {"invalid"} and len({r["g"] for r in calls}) == 1
+    assert_conforming(store)
 
 
 def test_verify_tool_checks_the_seals(workdir: Path) -> None:
@@ -166,6 +198,11 @@ def test_verify_tool_checks_the_seals(workdir: Path) -> None:
     anyio.run(drive, params, first)
     report = anyio.run(drive, params, check)
     assert report["ok"] is True and report["seals"] == 1 and report["findings"] == []
+    calls = rows(store, CALLS)  # the verify call is on the record, in the second session
+    assert [(r["cap"], r["status"]) for r in calls] == [("notes.count", "ok"), ("verify", "ok")]
+    assert len({r["g"] for r in calls}) == 2
+    done = trails("--store", str(store), "verify", cwd=workdir)
+    assert done.returncode == 0 and "2 seal(s)" in done.stdout, done.stdout + done.stderr
 
 
 def test_bad_import_is_one_line(workdir: Path) -> None:

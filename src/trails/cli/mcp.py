@@ -80,6 +80,14 @@ def register(subparsers: Any) -> None:
         help="with --upstream: an HTTP header for every request (Authorization: Bearer ...)",
     )
     p.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --upstream: how long the server has to answer the first request "
+        "(default 10); past it, one line and exit status 2",
+    )
+    p.add_argument(
         "server_command",
         nargs=argparse.REMAINDER,
         metavar="-- COMMAND ARGS",
@@ -200,7 +208,7 @@ def proxy(args: argparse.Namespace) -> int:
         UserError: neither a command nor ``--upstream``, or both.
     """
     from trails.audit.access import writing
-    from trails.mcp.proxy import Proxy
+    from trails.mcp.proxy import CONNECT_TIMEOUT_S, Proxy
     from trails.prov.recorder import Recorder
 
     command = list(args.server_command)
@@ -218,6 +226,9 @@ def proxy(args: argparse.Namespace) -> int:
         headers[name.strip()] = value.strip()
     if headers and not args.upstream:
         raise UserError("--header is for --upstream URL (a stdio server gets no HTTP headers)")
+    timeout = CONNECT_TIMEOUT_S if args.connect_timeout is None else args.connect_timeout
+    if not 0 < timeout < float("inf"):
+        raise UserError(f"--connect-timeout wants a positive number of seconds, not {timeout:g}")
     settings = load_settings()
     with writing(args.store) as store:
         recorder = Recorder.from_settings(settings, store=store)
@@ -227,6 +238,7 @@ def proxy(args: argparse.Namespace) -> int:
             command=command or None,
             upstream=args.upstream,
             headers=headers,
+            connect_timeout_s=timeout,
         )
         relay.run_stdio()
     return 0

@@ -19,9 +19,17 @@ loop of its own, in a daemon thread, so a sync ``invoke`` waits on it and
 Failures are clear and recorded: a server that cannot start fails ``mount``
 with ``MountError`` (one line; with ``optional=True`` it is logged and ``None``
 returned so a run goes on with the other tools); an error answer or an
-``isError`` result is a recorded failed call (``ToolFailed``); a server that
-stops during a call fails it with ``ServerStopped``. ``tools/list_changed``
-re-lists the tools and re-registers them. Mounted servers are closed at exit.
+``isError`` result is a recorded failed call (``ToolFailed``); a call not
+answered within ``call_timeout_s`` fails with ``ToolTimedOut`` (and the server is
+stopped when it does not answer a ``tools/list`` either); a server that stops during a
+call fails it with ``ServerStopped``, and so does one that sends a message that
+is not JSON-RPC (a ``tools/call`` result that is not an object, a line that is
+not JSON): it is stopped, and every later call fails at once with the reason.
+A tool whose id is already registered (the application's own capability, or
+another mount's tool) is refused with ``MountError`` unless ``replace=True``;
+a replaced capability of the application comes back when the server is
+unmounted. ``tools/list_changed`` re-lists the tools and re-registers them.
+Mounted servers are closed at exit.
 
 ``[[mcp.servers]]`` tables of trails.toml (``command`` + ``args`` + ``env``, or
 ``url`` + ``headers``; ``prefix``, ``optional``, ``cwd``) are mounted by
@@ -35,32 +43,39 @@ import asyncio
 import atexit
 import concurrent.futures
 import logging
+import math
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import create_model
 
 from trails.config import Settings, load_settings
-from trails.errors import CapabilityError, ConfigError, UserError, ValidationError
-from trails.kernel.registry import (
-    CapabilitySpec,
-    ParamSpec,
-    get_capability,
-    register_spec,
-    unregister,
-)
+from trails.errors import CapabilityError, CapabilityTimeout, ConfigError, UserError
+from trails.kernel.registry import CapabilitySpec, get_capability, register_spec, unregister
 from trails.kernel.riders import ride
 from trails.mcp.events import McpToolCalled
+from trails.mcp.tools import (
+    McpToolSpec,
+    ToolArgs,
+    ToolFailed,
+    malformed,
+    one_line,
+    params_of,
+    side_effects_of,
+    tool_result,
+    validator_of,
+    whose,
+)
 
 __all__ = [
+    "CALL_TIMEOUT_S",
     "McpToolSpec",
     "MountError",
     "MountedServer",
     "ServerStopped",
     "ToolFailed",
+    "ToolTimedOut",
     "install",
     "mount",
     "mount_configured",
@@ -73,116 +88,29 @@ log = logging.getLogger(__name__)
 
 #: Seconds a server may take to start and answer its handshake and tool list.
 START_TIMEOUT_S = 30.0
-
-_JSON_TYPES = {
-    "string": "str",
-    "integer": "int",
-    "number": "float",
-    "boolean": "bool",
-    "array": "list",
-    "object": "dict",
-    "null": "None",
-}
+#: Seconds a tool call may wait for its answer (the MCP TypeScript SDK's default too).
+CALL_TIMEOUT_S = 60.0
+#: Seconds a server that let a call time out has to answer a ``tools/list`` before it is
+#: stopped.
+PROBE_TIMEOUT_S = 5.0
+_GRACE_S = 5.0  # past the call's own timeout, the caller stops waiting on the SDK
 
 
 class MountError(UserError):
     """An MCP server could not be mounted (it did not start, or did not answer)."""
 
 
-class ToolFailed(CapabilityError):
-    """A mounted tool answered with an error (an error reply or an ``isError`` result)."""
-
-
 class ServerStopped(CapabilityError):
-    """The MCP server behind a mounted tool stopped (before or during the call)."""
+    """The MCP server behind a mounted tool stopped (before or during the call), or was
+    stopped because it broke the protocol (a malformed message)."""
 
 
-def _one_line(exc: BaseException) -> str:
-    """An exception as one line, reaching into the SDK's exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"
+class ToolTimedOut(CapabilityTimeout):
+    """A mounted tool did not answer within the mount's ``call_timeout_s``."""
 
-
-@dataclass(frozen=True)
-class McpToolSpec(CapabilitySpec):
-    """A capability that is a tool of a mounted MCP server: validated against the
-    server's JSON schema, described by its manifest, and carrying its MCP tool."""
-
-    tool: Mapping[str, Any] = field(default_factory=dict)
-    """The tool as the server listed it (the MCP ``Tool`` object, camelCase keys)."""
-    server: str = ""
-    """The prefix of the mounted server it belongs to."""
-    owner: int = 0
-    """Which mount registered it (so a later mount's tools are not unregistered)."""
-    validator: Any = None
-    """The input schema's validator, built once (None: built per call)."""
-
-    def validate(self, args: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The arguments, checked against the tool's input schema.
-
-        Raises:
-            ValidationError: they do not fit the schema.
-        """
-        if args is None:
-            args = {}
-        if not isinstance(args, Mapping):
-            raise ValidationError(
-                self.id, f"arguments must be a mapping, not {type(args).__name__}"
-            )
-        checked = dict(args)
-        validator = self.validator or _validator(self.tool)
-        try:
-            if validator.is_valid(checked):
-                return checked
-            problems = sorted(validator.iter_errors(checked), key=lambda e: list(e.path))
-        except Exception as exc:  # the server's schema itself is broken
-            raise ValidationError(
-                self.id, f"the server's input schema cannot be checked: {_one_line(exc)}"
-            ) from exc
-        if problems:
-            raise ValidationError(
-                self.id,
-                "; ".join(
-                    f"{'.'.join(str(p) for p in e.path) or '(args)'}: {e.message}" for e in problems
-                ),
-            )
-        return checked
-
-    def manifest(self) -> dict[str, Any]:
-        """The capability's manifest, with the server's input and output schemas."""
-        manifest = super().manifest()
-        manifest["input_schema"] = dict(self.tool.get("inputSchema") or {"type": "object"})
-        manifest["output_schema"] = dict(self.tool.get("outputSchema") or {})
-        return manifest
-
-
-def _validator(tool: Mapping[str, Any]) -> Any:
-    return jsonschema.Draft202012Validator(tool.get("inputSchema") or {"type": "object"})
-
-
-class _Args(BaseModel):
-    """The input model of a mounted tool: the server's schema validates, not this."""
-
-    model_config = ConfigDict(extra="allow")
-
-
-def _params(schema: Mapping[str, Any]) -> tuple[ParamSpec, ...]:
-    required = set(schema.get("required") or [])
-    props = schema.get("properties") or {}
-    params = []
-    for name, prop in props.items() if isinstance(props, Mapping) else ():
-        kind = prop.get("type") if isinstance(prop, Mapping) else None
-        kind = kind if isinstance(kind, str) else "Any"
-        default = prop.get("default") if isinstance(prop, Mapping) else None
-        params.append(ParamSpec(str(name), _JSON_TYPES.get(kind, kind), name in required, default))
-    return tuple(params)
-
-
-def _side_effects(annotations: Mapping[str, Any]) -> bool:
-    """MCP's hints: read-only means none; otherwise (destructive or unsaid) it has them."""
-    return not bool(annotations.get("readOnlyHint", False))
+    def __init__(self, capability_id: str, timeout_s: float, detail: str) -> None:
+        self.timeout_s = timeout_s
+        CapabilityError.__init__(self, capability_id, f"no answer in {timeout_s:g} s; {detail}")
 
 
 class MountedServer:
@@ -197,7 +125,17 @@ class MountedServer:
         headers: Mapping[str, str] | None = None,
         cwd: str | None = None,
         start_timeout_s: float = START_TIMEOUT_S,
+        call_timeout_s: float = CALL_TIMEOUT_S,
+        replace: bool = False,
     ) -> None:
+        if (
+            isinstance(call_timeout_s, bool)
+            or not isinstance(call_timeout_s, int | float)
+            or not 0 < call_timeout_s < math.inf
+        ):
+            raise MountError(
+                f"call_timeout_s must be a positive number of seconds, not {call_timeout_s!r}"
+            )
         if isinstance(server, str):
             if not server.startswith(("http://", "https://")):
                 raise MountError(
@@ -216,6 +154,13 @@ class MountedServer:
         self._headers = dict(headers or {})
         self._cwd = cwd
         self._start_timeout_s = start_timeout_s
+        self._call_timeout_s = float(call_timeout_s)
+        self._replace = replace
+        self._replaced: dict[str, CapabilitySpec] = {}
+        """Capabilities of the application this mount replaced (``replace=True``), by id."""
+        self._failed: str | None = None
+        """Why the server was stopped for breaking the protocol, once it was."""
+        self._ready: concurrent.futures.Future[list[Any]] | None = None
         self._prefix = prefix
         self.name = ""
         self.version = ""
@@ -243,6 +188,7 @@ class MountedServer:
         """
         self._thread.start()
         ready: concurrent.futures.Future[list[Any]] = concurrent.futures.Future()
+        self._ready = ready
         self._holder = asyncio.run_coroutine_threadsafe(self._hold(ready), self._loop)
         try:
             tools = ready.result(timeout=self._start_timeout_s)
@@ -254,13 +200,16 @@ class MountedServer:
             ) from None
         except Exception as exc:
             self.close()
-            raise MountError(
-                f"cannot mount the MCP server {self.target!r}: {_one_line(exc)}"
-            ) from exc
+            detail = str(exc) if isinstance(exc, _Broken) else one_line(exc)
+            raise MountError(f"cannot mount the MCP server {self.target!r}: {detail}") from exc
         if not self.prefix.strip():
             self.close()
             raise MountError(f"the MCP server {self.target!r} has no name: give prefix=")
-        self._register(tools)
+        try:
+            self._register(tools, starting=True)
+        except MountError:
+            self.close()
+            raise
         return self
 
     def _connection(self) -> Any:
@@ -296,7 +245,10 @@ class MountedServer:
                 info = client.session.server_info
                 self.name = str(getattr(info, "name", "") or "")
                 self.version = str(getattr(info, "version", "") or "")
-                ready.set_result(await self._list(client))
+                tools = await self._list(client)
+                if self._failed is not None:  # a malformed message during the handshake
+                    raise _Broken(self._failed)
+                ready.set_result(tools)
                 listening = asyncio.ensure_future(self._listen(client))
                 try:
                     await self._stopped.wait()
@@ -306,7 +258,7 @@ class MountedServer:
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(exc))
             else:
-                self._gone = _one_line(exc)
+                self._gone = self._failed or one_line(exc)
                 log.warning("the MCP server %s stopped: %s", self.prefix, self._gone)
             if not isinstance(exc, Exception):
                 raise
@@ -326,7 +278,11 @@ class MountedServer:
                 return tools
 
     async def _on_message(self, message: Any) -> None:
-        """Handshake-era servers announce a changed tool list as a plain notification."""
+        """What the SDK passes on: a message it could not read (the server is stopped), or a
+        changed tool list, which handshake-era servers announce as a plain notification."""
+        if isinstance(message, Exception):
+            self._fail(f"it sent {malformed(message)}")
+            return
         if getattr(message, "method", None) == "notifications/tools/list_changed":
             await self._resync()
 
@@ -343,16 +299,16 @@ class MountedServer:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # an old server, or the stream dropped: no re-sync then
-            log.debug("no tools/list_changed from %s: %s", self.prefix, _one_line(exc))
+            log.debug("no tools/list_changed from %s: %s", self.prefix, one_line(exc))
 
     async def _resync(self) -> None:
         client = self._client
         if client is None:
             return
         try:
-            tools = await self._list(client)
-        except Exception as exc:
-            log.warning("could not re-list the tools of %s: %s", self.prefix, _one_line(exc))
+            tools = await asyncio.wait_for(self._list(client), self._call_timeout_s)
+        except Exception as exc:  # TimeoutError too: the list is bounded like a call
+            log.warning("could not re-list the tools of %s: %s", self.prefix, one_line(exc))
             return
         self._register(tools)
 
@@ -360,25 +316,87 @@ class MountedServer:
         """List the tools again and register what changed (``tools/list_changed`` does this)."""
         asyncio.run_coroutine_threadsafe(self._resync(), self._loop).result()
 
-    def _register(self, tools: Sequence[Any]) -> None:
+    def _fail(self, reason: str) -> None:
+        """Stop a server that broke the protocol: the calls in flight, and every later one,
+        fail with ``reason`` (run on the server's loop)."""
+        if self._failed is None:
+            self._failed = reason
+            log.warning("stopping the MCP server %s: %s", self.prefix or self.target, reason)
+        self._gone = self._failed
+        self._client = None
+        ready = self._ready
+        if ready is not None and not ready.done():
+            ready.set_exception(_Broken(reason))
+        if self._stopped is not None:
+            self._stopped.set()
+
+    def _taken(self, capability_id: str) -> CapabilitySpec | None:
+        """The capability registered under ``capability_id`` by someone else, if any (a tool
+        of a mounted server that has stopped does not count: mounting anew replaces it)."""
+        try:
+            found = get_capability(capability_id)
+        except UserError:
+            return None
+        if isinstance(found, McpToolSpec):
+            owner = mounted().get(found.server)
+            if found.owner == id(self) or (
+                owner is not None and id(owner) == found.owner and not owner.alive
+            ):
+                return None
+        return found
+
+    @property
+    def alive(self) -> bool:
+        """Whether the connection is up (False once the server stopped or was stopped)."""
+        return self._client is not None and self._holder_alive()
+
+    def _register(self, tools: Sequence[Any], *, starting: bool = False) -> None:
+        """Register the tools; a tool whose id is taken is refused (``MountError`` when
+        mounting, left out with a warning on a later re-list) unless ``replace``."""
         with self._lock:
+            specs = [self._spec(tool) for tool in tools]
+            taken = {s.id: found for s in specs if (found := self._taken(s.id)) is not None}
+            if taken and not self._replace:
+                groups: dict[str, list[str]] = {}
+                for cid, found in sorted(taken.items()):
+                    groups.setdefault(whose(found), []).append(cid)
+                what = "; ".join(
+                    ", ".join(ids[:3])
+                    + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+                    + f" ({owner})"
+                    for owner, ids in groups.items()
+                )
+                message = (
+                    f"the MCP server {self.target!r} would replace {what}: "
+                    "give another prefix=, or replace=True"
+                )
+                if starting:
+                    raise MountError(message)
+                log.warning("%s; those tools are left out", message)
+                specs = [s for s in specs if s.id not in taken]
+            for cid, found in taken.items():
+                if not isinstance(found, McpToolSpec):  # the application's: back at unmount
+                    self._replaced.setdefault(cid, found)
             fresh: dict[str, str] = {}
-            for tool in tools:
-                spec = self._spec(tool)
+            for spec in specs:
                 register_spec(spec)
-                fresh[spec.id] = tool.name
+                fresh[spec.id] = str(spec.tool.get("name"))
             for gone in set(self.tools) - set(fresh):
                 self._unregister(gone)
             self.tools = fresh
 
     def _unregister(self, capability_id: str) -> None:
-        """Unregister a tool of this server (not one registered since under its id)."""
+        """Unregister a tool of this server (not one registered since under its id), and
+        put back the application's capability it replaced."""
         try:
             spec = get_capability(capability_id)
         except UserError:
             return
         if isinstance(spec, McpToolSpec) and spec.owner == id(self):
             unregister(capability_id)
+            replaced = self._replaced.pop(capability_id, None)
+            if replaced is not None:
+                register_spec(replaced)
 
     def _spec(self, tool: Any) -> McpToolSpec:
         wire = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -407,15 +425,15 @@ class MountedServer:
             description=str(wire.get("description") or wire.get("title") or name),
             handler=call,
             takes_ctx=True,
-            params=_params(wire.get("inputSchema") or {}),
-            input_model=create_model(f"{name}Input", __base__=_Args),
+            params=params_of(wire.get("inputSchema") or {}),
+            input_model=create_model(f"{name}Input", __base__=ToolArgs),
             output_adapter=None,
-            side_effects=_side_effects(annotations),
+            side_effects=side_effects_of(annotations),
             annotations={"mcp": annotations} if annotations else {},
             tool=wire,
             server=self.prefix,
             owner=id(self),
-            validator=_validator(wire),
+            validator=validator_of(wire),
         )
 
     def call(self, capability_id: str, tool: str, arguments: Mapping[str, Any]) -> Any:
@@ -430,34 +448,73 @@ class MountedServer:
             raise ServerStopped(
                 capability_id, f"the MCP server {self.prefix} stopped: {self._gone}"
             )
+        timeout = self._call_timeout_s
         future = asyncio.run_coroutine_threadsafe(
-            client.call_tool(tool, dict(arguments)), self._loop
+            self._call(client, tool, dict(arguments)), self._loop
         )
         try:
-            result = future.result()
+            result = future.result(timeout=timeout + _GRACE_S)
+        except concurrent.futures.TimeoutError:  # the SDK did not time out: the pipe is stuck
+            future.cancel()
+            self._loop.call_soon_threadsafe(
+                self._fail, f"a call got no answer in {timeout:g} s and could not be cancelled"
+            )
+            raise ToolTimedOut(capability_id, timeout, "the server was stopped") from None
         except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 future.cancel()
                 raise
+            if isinstance(exc, _TimedOut):
+                raise ToolTimedOut(capability_id, timeout, str(exc)) from None
             from mcp.shared.exceptions import MCPError
             from mcp.types import CONNECTION_CLOSED
 
+            if self._failed is not None:
+                raise ServerStopped(
+                    capability_id,
+                    f"the MCP server {self.prefix} was stopped during the call: {self._failed}",
+                ) from exc
             closed = isinstance(exc, MCPError) and exc.error.code == CONNECTION_CLOSED
             if closed or self._client is None or not self._holder_alive():
                 self._gone = "the connection closed"
                 self._client = None
                 raise ServerStopped(
                     capability_id,
-                    f"the MCP server {self.prefix} stopped during the call ({_one_line(exc)})",
+                    f"the MCP server {self.prefix} stopped during the call ({one_line(exc)})",
                 ) from exc
             if isinstance(exc, MCPError):
                 raise ToolFailed(
                     capability_id, f"the server answered: {exc.error.message}"
                 ) from exc
             raise ServerStopped(
-                capability_id, f"the call to the MCP server {self.prefix} failed: {_one_line(exc)}"
+                capability_id, f"the call to the MCP server {self.prefix} failed: {one_line(exc)}"
             ) from exc
-        return _result(capability_id, result)
+        return tool_result(capability_id, result)
+
+    async def _call(self, client: Any, tool: str, arguments: dict[str, Any]) -> Any:
+        """One ``tools/call``, bounded by ``call_timeout_s``; past it, a ``tools/list`` (which
+        every revision of MCP has, unlike ``ping``) says whether the server still answers:
+        if it does not either, it is stopped."""
+        from mcp.shared.exceptions import MCPError
+        from mcp.types import REQUEST_TIMEOUT
+
+        timeout = self._call_timeout_s
+        try:
+            return await client.call_tool(tool, arguments, read_timeout_seconds=timeout)
+        except MCPError as exc:
+            if exc.error.code != REQUEST_TIMEOUT:
+                raise
+        probe = min(PROBE_TIMEOUT_S, timeout)
+        try:
+            await asyncio.wait_for(client.list_tools(cache_mode="refresh"), probe)
+        except Exception:
+            self._fail(
+                f"it answered neither a call in {timeout:g} s nor a tools/list in {probe:g} s"
+            )
+            raise _TimedOut(
+                "it did not answer a tools/list either: the server was stopped"
+            ) from None
+        raise _TimedOut("the server still answers (tools/list), so it stays mounted")
 
     def _holder_alive(self) -> bool:
         holder = getattr(self, "_holder", None)
@@ -475,6 +532,8 @@ class MountedServer:
         if stopped is not None and self._loop.is_running():
             self._loop.call_soon_threadsafe(stopped.set)
             holder = getattr(self, "_holder", None)
+            if holder is not None and self._client is None:  # not mounted: do not wait on it
+                holder.cancel()
             if holder is not None:
                 try:
                     holder.result(timeout=10)
@@ -488,21 +547,12 @@ class MountedServer:
             self._loop.close()
 
 
-def _result(capability_id: str, result: Any) -> Any:
-    """What a call returns: the structured content, else the text (or the content blocks).
+class _Broken(Exception):
+    """The server broke the protocol (its message says how)."""
 
-    Raises:
-        ToolFailed: the result is an ``isError`` one.
-    """
-    blocks = [block.model_dump(mode="json", exclude_none=True) for block in result.content]
-    texts = [b.get("text", "") for b in blocks if b.get("type") == "text"]
-    if result.is_error:
-        raise ToolFailed(capability_id, " ".join(texts) or "the tool reported an error")
-    if result.structured_content is not None:
-        return result.structured_content
-    if len(blocks) == 1 and len(texts) == 1:
-        return texts[0]
-    return blocks
+
+class _TimedOut(Exception):
+    """A call got no answer in time (its message says what became of the server)."""
 
 
 _mounted: dict[str, MountedServer] = {}
@@ -518,6 +568,8 @@ def mount(
     headers: Mapping[str, str] | None = None,
     cwd: str | None = None,
     start_timeout_s: float = START_TIMEOUT_S,
+    call_timeout_s: float = CALL_TIMEOUT_S,
+    replace: bool = False,
 ) -> MountedServer | None:
     """Mount an MCP server's tools as capabilities ``PREFIX.TOOL``.
 
@@ -531,13 +583,23 @@ def mount(
         headers: HTTP headers for a streamable HTTP server (``Authorization`` ...).
         cwd: the working folder of a stdio server.
         start_timeout_s: how long the server may take to answer its handshake.
+        call_timeout_s: how long a tool call may wait for its answer (default 60 s);
+            past it the call fails with ``ToolTimedOut`` (recorded), and the server is
+            stopped if it does not answer a ``tools/list`` either.
+        replace: let the tools replace capabilities registered under the same ids
+            (the application's own, or another mount's) and this mount replace a
+            server mounted under the same prefix. Without it such a collision is a
+            ``MountError``: a server cannot shadow a capability by naming itself after
+            its prefix. A replaced capability of the application comes back when the
+            server is unmounted.
 
     Returns:
         The mounted server (its ``tools`` map capability ids to tool names), or None
         when an optional server could not be mounted.
 
     Raises:
-        MountError: the server could not be mounted (and ``optional`` is False).
+        MountError: the server could not be mounted, or its tools would replace
+            registered capabilities (and ``optional`` is False).
     """
     try:
         mounted_server = MountedServer(
@@ -547,15 +609,24 @@ def mount(
             headers=headers,
             cwd=cwd,
             start_timeout_s=start_timeout_s,
+            call_timeout_s=call_timeout_s,
+            replace=replace,
         ).start()
+        with _mounted_lock:
+            old = _mounted.get(mounted_server.prefix)
+            if old is None or replace or not old.alive:
+                _mounted[mounted_server.prefix] = mounted_server
+        if old is not None and not replace and old.alive:
+            mounted_server.close()
+            raise MountError(
+                f"an MCP server is already mounted as {mounted_server.prefix!r} "
+                f"({old.target}): unmount it, give another prefix=, or replace=True"
+            )
     except MountError as exc:
         if not optional:
             raise
         log.warning("%s; going on without its tools", exc)
         return None
-    with _mounted_lock:
-        old = _mounted.pop(mounted_server.prefix, None)
-        _mounted[mounted_server.prefix] = mounted_server
     if old is not None:
         old.close()
     return mounted_server
@@ -586,7 +657,10 @@ def unmount_all() -> None:
 
 atexit.register(unmount_all)
 
-_SERVER_KEYS = frozenset({"command", "args", "env", "url", "headers", "prefix", "optional", "cwd"})
+_SERVER_KEYS = frozenset(
+    {"command", "args", "env", "url", "headers", "prefix", "optional", "cwd"}
+    | {"call_timeout_s", "replace"}
+)
 _configured: dict[str, str | None] = {}
 """Each configured server this process tried -> the prefix it is mounted under (None: an
 optional one that could not be mounted, not tried again)."""
@@ -614,7 +688,10 @@ def _server_of(entry: Any, where: str) -> tuple[str | list[str], dict[str, Any]]
     options: dict[str, Any] = {
         "prefix": entry.get("prefix"),
         "optional": bool(entry.get("optional", False)),
+        "replace": bool(entry.get("replace", False)),
     }
+    if entry.get("call_timeout_s") is not None:
+        options["call_timeout_s"] = entry["call_timeout_s"]
     if url is not None:
         if not isinstance(url, str):
             raise ConfigError(f"{where}: url must be a string")

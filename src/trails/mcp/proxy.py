@@ -60,6 +60,8 @@ __all__ = ["McpClientActedFor", "Proxy", "ProxyError", "client_iri"]
 log = logging.getLogger(__name__)
 
 _EXIT_WAIT = 2.0  # seconds a server gets to exit once its input closed (then once stopped)
+#: Seconds an ``--upstream`` server has to answer the proxy's first request (a GET).
+CONNECT_TIMEOUT_S = 10.0
 _UNANSWERED = "the connection closed before the server answered"
 
 
@@ -282,6 +284,9 @@ class Proxy:
         env: extra environment for the server's process.
         cwd: the server's working directory.
         headers: HTTP headers for every request to ``upstream`` (its ``Authorization``).
+        connect_timeout_s: how long ``upstream`` has to answer the first request, a GET
+            sent before the client is relayed (any HTTP answer will do): past it, or
+            when it cannot be connected to at all, ``run_stdio`` fails with ``ProxyError``.
     """
 
     def __init__(
@@ -294,6 +299,7 @@ class Proxy:
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         headers: dict[str, str] | None = None,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
     ) -> None:
         if bool(command) == bool(upstream):
             raise ValueError("give the server's command or its upstream URL, not both")
@@ -304,6 +310,7 @@ class Proxy:
         self.env = env
         self.cwd = cwd
         self.headers = dict(headers or {})
+        self.connect_timeout_s = connect_timeout_s
         self.transport = "stdio" if command else "streamable-http"
         self.sessions: list[str] = []
         """The trails sessions this proxy recorded, one per client connection."""
@@ -335,11 +342,14 @@ class Proxy:
         streamable HTTP client (``relay``).
 
         Raises:
-            ProxyError: the server's command cannot be started.
+            ProxyError: the server's command cannot be started, or the ``upstream``
+                server cannot be reached (no HTTP answer in ``connect_timeout_s``).
         """
         if self.upstream:
             try:
                 anyio.run(self._relay_stdio)
+            except ProxyError:
+                raise
             except Exception as exc:  # the SDK's transport raises inside its task groups
                 cause = _innermost(exc)
                 raise ProxyError(
@@ -388,8 +398,39 @@ class Proxy:
             watch.close()
 
     async def _relay_stdio(self) -> None:
+        await self._reach()
         async with stdio_server() as (read, write):
-            await self.relay(read, write)
+            try:
+                await self.relay(read, write)
+            finally:  # the SDK's stdout writer runs until this stream closes
+                await write.aclose()
+
+    async def _reach(self) -> None:
+        """Check that an HTTP server answers at ``upstream`` before relaying anything (a
+        client that sends nothing, or only after a while, would otherwise not learn it).
+
+        Raises:
+            ProxyError: no connection, or no answer within ``connect_timeout_s``.
+        """
+        import httpx2
+
+        assert self.upstream is not None
+        timeout = self.connect_timeout_s
+        problem = f"no answer in {timeout:g} s"
+        try:
+            with anyio.move_on_after(timeout):
+                async with (
+                    create_mcp_http_client(
+                        headers=self.headers, timeout=httpx2.Timeout(timeout)
+                    ) as http,
+                    http.stream("GET", self.upstream, headers={"Accept": "text/event-stream"}),
+                ):
+                    return  # any answer: the server is there
+        except (httpx2.TimeoutException, TimeoutError):
+            pass
+        except (httpx2.HTTPError, OSError, ValueError) as exc:
+            problem = f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no detail'}"
+        raise ProxyError(f"cannot reach the MCP server at {self.upstream}: {problem}")
 
     async def relay(self, client_read: Any, client_write: Any) -> None:
         """Relay one client connection (a pair of SDK message streams) to the server."""

@@ -10,7 +10,9 @@ HTTP, through the official SDK's low-level ``Server``. What a client sees:
   capability call, labelled with the client's name and version, and ended (so
   sealed) when the connection closes;
 - the regulator query pack as read-only tools ``query_NAME`` and ``verify``
-  (``trails.mcp.reads``);
+  (``trails.mcp.reads``), each call recorded in the same session as a
+  capability invocation of that name (no side effects; its arguments, result or
+  error);
 - sessions as resources ``trails://session/{id}`` (TriG) and
   ``trails://session/{id}/jsonld``, and their HTML reports as ``trails://report/{id}``.
 
@@ -20,6 +22,12 @@ one the bearer token speaks for, with the graphs its grant reads (the caller of
 server's, so it takes the check as a function). A request without a valid token
 is answered 401 before the SDK sees it, and a connection keeps the principal it
 opened with: a request on it with another token is refused (403).
+
+A tool the server does not offer is a protocol error, as the MCP specification
+says of unknown tools: a JSON-RPC error ``-32602`` ("Unknown tool: NAME"), not a
+result; the attempt is recorded too (status ``invalid``). A call whose arguments do
+not fit, or that fails, is a result with ``isError`` (recorded ``invalid`` or
+``error``), which a model can read and correct.
 
 The session of a connection is found through the SDK's per-connection state and
 closed from the connection's exit stack, which the SDK unwinds however the
@@ -46,8 +54,8 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from trails.audit.querypack import Query
-from trails.errors import TrailsError, UserError
-from trails.kernel.context import Context
+from trails.errors import QueryParameterError, TrailsError, UserError, ValidationError
+from trails.kernel.context import Context, now
 from trails.kernel.invoke import ainvoke
 from trails.kernel.registry import CapabilitySpec, all_capabilities
 from trails.mcp.reads import (
@@ -59,6 +67,7 @@ from trails.mcp.reads import (
     run_verify,
 )
 from trails.prov.content import canonical_json
+from trails.prov.events import CapabilityInvoked
 from trails.prov.recorder import Recorder
 
 __all__ = ["Authenticate", "TrailsServer"]
@@ -83,6 +92,7 @@ _VERIFY_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 _NOT_FOUND = -32002  # MCP's "resource not found" error code
+_UNKNOWN_TOOL = types.INVALID_PARAMS  # what the MCP specification answers an unknown tool
 _READ_ONLY = types.ToolAnnotations(read_only_hint=True, destructive_hint=False)
 
 
@@ -227,23 +237,70 @@ class TrailsServer:
         name, arguments = params.name, dict(params.arguments or {})
         try:
             access = self._access(ctx)
-            if name in self.queries:
-                query, _ = self.queries[name]
-                result: Any = await anyio.to_thread.run_sync(
-                    run_pack_query, self.store, access, query, arguments
-                )
-            elif name == VERIFY_TOOL:
-                session = arguments.get("session")
+            reads = name in self.queries or name == VERIFY_TOOL
+            if not reads and name in {spec.id for spec in self.capabilities()}:
+                result: Any = await ainvoke(name, arguments, ctx=self._session(ctx, access))
+            else:  # the pack, verify, or no tool at all: recorded here
+                session = self._session(ctx, access)
                 result = await anyio.to_thread.run_sync(
-                    run_verify, self.store, self.minter, access, str(session) if session else None
+                    self._read_tool, session, access, name, arguments
                 )
-            elif name in {spec.id for spec in self.capabilities()}:
-                result = await ainvoke(name, arguments, ctx=self._session(ctx, access))
-            else:
-                raise UserError(f"no tool {name!r}")
         except (TrailsError, _Refused) as exc:
             return types.CallToolResult(content=[types.TextContent(text=str(exc))], is_error=True)
+        if result is _UNKNOWN:
+            raise MCPError(_UNKNOWN_TOOL, f"Unknown tool: {name}")
         return _result(result)
+
+    def _read_tool(self, session: Context, access: Access, name: str, arguments: Any) -> Any:
+        """Run a query pack tool or ``verify`` (or find that ``name`` is no tool) and record
+        the call in the connection's session, as ``invoke`` records a capability's."""
+        started = now()
+        status, output = "error", None
+        error: str | None = "the call failed"
+        if name in self.queries:
+            what = f"query pack tool {name} (read-only)"
+        elif name == VERIFY_TOOL:
+            what = "verify: check that recorded sessions still match their seals (read-only)"
+        else:
+            what = f"{name}: not a tool of this server"
+        try:
+            if name in self.queries:
+                output = run_pack_query(self.store, access, self.queries[name][0], arguments)
+            elif name == VERIFY_TOOL:
+                wanted = arguments.get("session")
+                output = run_verify(
+                    self.store, self.minter, access, str(wanted) if wanted else None
+                )
+            else:
+                status, error = "invalid", f"Unknown tool: {name}"
+                return _UNKNOWN
+            status, error = "ok", None
+            return output
+        except (ValidationError, QueryParameterError) as exc:
+            status, error = "invalid", str(exc)
+            raise
+        except Exception as exc:
+            error = str(exc) if isinstance(exc, TrailsError) else f"{type(exc).__name__}: {exc}"
+            raise
+        finally:
+            event = CapabilityInvoked(
+                session=str(session.session),
+                activity=str(self.minter.activity()),
+                parent=None,
+                principal=session.principal,
+                capability_id=name,
+                description=what,
+                started=started,
+                ended=now(),
+                status=status,  # type: ignore[arg-type]
+                inputs=arguments,
+                output=output,
+                error=error,
+            )
+            try:
+                self.recorder.record(event)
+            except TrailsError:
+                log.exception("could not record the MCP call of %s", name)
 
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -348,6 +405,9 @@ class _TokenGuard:
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+_UNKNOWN = object()  # what ``_read_tool`` returns for a tool the server does not offer
 
 
 def _version() -> str:
