@@ -264,3 +264,42 @@ def test_a_store_without_entries_gives_the_outcome_from_the_graph(store: Store) 
         "failed",
         "a run stopped: error: provider down",
     )
+
+
+FAILING = """
+from trails import capability
+
+
+@capability(id="notes.fail", description="a call that always fails")
+def fail(text: str) -> str:
+    raise RuntimeError("the notes service is down")
+"""
+
+
+def test_a_session_whose_only_mcp_call_failed_is_failed(tmp_path: Path) -> None:
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    (tmp_path / "failcaps.py").write_text(FAILING)
+    params = StdioServerParameters(
+        command=TRAILS,
+        args=["--store", "store", "mcp", "serve", "--import", "failcaps", "--principal", ALICE],
+        cwd=str(tmp_path),
+        env=environment(),
+    )
+
+    async def call() -> bool:
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                result = await session.call_tool("notes.fail", {"text": "x"})
+                return bool(result.is_error)
+
+    assert anyio.run(call)
+    [(session, (outcome, reason))] = outcomes(tmp_path).items()
+    assert outcome == "failed" and "1 call(s) failed" in reason and "notes.fail" in reason
+    assert list(outcomes(tmp_path, "--status", "failed")) == [session]
+    assert outcomes(tmp_path, "--status", "ok") == {}
+    logs = trails("--store", "store", "logs", session, cwd=tmp_path)
+    assert logs.stdout.splitlines()[0].split()[:3] == ["#", session, "failed"]

@@ -90,7 +90,7 @@ _ROWS = (
     + """SELECT ?session ?principal ?label ?started ?ended ?outcome ?outcomeReason ?activities ?planner
        ?stopReason ?costUSD ?inputTokens ?outputTokens ?sealed
        (GROUP_CONCAT(DISTINCT ?modelLabel; separator=", ") AS ?models)
-       $since $until $model $text $day $oldest $newest
+       $status $since $until $model $text $day $oldest $newest
 WHERE {
   { SELECT ?entry ?started $principal $status $since $until $planner $model $text $day
            $oldest $newest WHERE {
@@ -117,7 +117,7 @@ WHERE {
   BIND(COALESCE(?storedReason, "") AS ?outcomeReason)
 }
 GROUP BY ?session ?principal ?label ?started ?ended ?outcome ?outcomeReason ?activities ?planner ?stopReason
-         ?costUSD ?inputTokens ?outputTokens ?sealed $since $until $model $text $day
+         ?costUSD ?inputTokens ?outputTokens ?sealed $status $since $until $model $text $day
          $oldest $newest
 ORDER BY DESC(?started) ?session
 """
