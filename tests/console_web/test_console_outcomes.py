@@ -23,6 +23,7 @@ from tests.console_web.conftest import (
     CHROMIUM,
     ROOT,
     TOKENS,
+    TRAILS,
     Served,
     environment,
     log_in,
@@ -45,6 +46,24 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     )
     assert done.returncode == 0, done.stderr
     sessions = {line.split()[0]: line.split()[1] for line in done.stdout.splitlines() if line}
+    checked = subprocess.run(  # a checkpoint: the transparency log gets its first tree head
+        [TRAILS, "--store", "store", "verify"],
+        cwd=home,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    held = subprocess.run(  # a legal hold on the failed session: the compliance page lists it
+        [TRAILS, "--store", "store", "hold", "add", sessions["failed"], "--reason", "case 46"],
+        cwd=home,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert held.returncode == 0, held.stderr
     (home / "tokens.toml").write_text(
         token_entry(TOKENS["auditor"], "did:example:auditor", ["*"], audit=True)
     )
@@ -109,3 +128,41 @@ def test_an_auditor_sees_and_filters_the_failed_run_in_chromium(
     assert page.locator("table.sessions tbody tr").count() == 1
     assert page.locator("table.sessions .badge").inner_text() == "failed"
     assert page.locator("p.totals").inner_text().startswith("1 session(s)")
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's Chromium")
+def test_the_verify_page_says_which_head_is_whose(outcomes: Served, browser: Any) -> None:
+    page = log_in(browser, outcomes, "auditor")
+    page.goto(outcomes.url + "/console/verify")
+    log_head = page.locator("p.head").inner_text()
+    assert log_head.startswith("The transparency log's tree head") and "3 seal(s)" in log_head
+    page.click("form button[type=submit] >> text=Verify")
+    ledger = page.locator("p.ledger-heads").inner_text()
+    assert ledger.startswith("The ledger's head") and "trails verify --expect-head" in ledger
+
+
+def test_compliance_tables_have_human_headers_and_linked_sessions(outcomes: Served) -> None:
+    client = logged_in(outcomes)
+    try:
+        page = client.get("/console/compliance").text
+    finally:
+        client.close()
+    holds = page.split("<h2>Legal holds</h2>", 1)[1].split("</table>", 1)[0]
+    assert "<th>Held session</th>" in holds and "<th>Placed at</th>" in holds
+    assert "heldSession" not in holds and "placedAt" not in holds
+    failed = outcomes.sessions["failed"]
+    assert f'<a href="/console/session?s={quote(failed, safe="")}">{failed}</a>' in holds
+
+
+def test_a_chart_has_axes_and_a_zero_series_takes_one_line() -> None:
+    from xml.etree import ElementTree
+
+    from trails.server.console_svg import bar_chart
+
+    drawn = ElementTree.fromstring(bar_chart("calls", [("a", 2.0), ("b", 4.0)]))
+    svg = "{http://www.w3.org/2000/svg}"
+    assert len(list(drawn.iter(svg + "line"))) == 2  # the value axis and the baseline
+    assert [t.text for t in drawn.iter(svg + "text")][:2] == ["4", "0"]
+    zero = ElementTree.fromstring(bar_chart("failures", [("a", 0.0), ("b", 0.0)]))
+    assert zero.get("height") == "24" and not list(zero.iter(svg + "rect"))
+    assert [t.text for t in zero.iter(svg + "text")] == ["none: 0 in each of 2"]

@@ -23,9 +23,9 @@ import signal
 import socket
 import sys
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from trails.audit.access import check_reading
+from trails.cli.common import store_place
 from trails.config import load_settings
 from trails.errors import ConfigError, TrailsError
 from trails.server import EndpointConfig, create_app
@@ -236,9 +236,9 @@ def run(args: argparse.Namespace) -> int:
         where = f"[{host}]" if ":" in host else host
         print(
             f"trails serve: {len(tokens)} token(s), store {location}, access log "
-            f"{_place(endpoint.access_log.store)}, http://{where}:{bound}/sparql "
-            f"(time limit {config.time_limit:g} s)\n"
-            f"trails serve: the console is at http://{where}:{bound}/console/",
+            f"{store_place(endpoint.access_log.store)}, http://{where}:{bound}/sparql "
+            f"(time limit {config.time_limit:g} s), the console at "
+            f"http://{where}:{bound}/console/",
             file=sys.stderr,
             flush=True,
         )
@@ -261,18 +261,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         sock.close()
     return 0
-
-
-def _place(store: Any) -> str:
-    """Where a store is, as a user names it (a folder, a URL, ``memory:``): not its repr."""
-    path = getattr(store, "path", None)
-    if path is not None:
-        return str(path)
-    url = getattr(store, "query_url", None)
-    if url is not None:  # without a user:password
-        parts = urlsplit(str(url))
-        return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
-    return "memory:"
 
 
 def _interrupted(signum: int, frame: Any) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import defaultdict
 from decimal import Decimal
 from typing import Any
@@ -310,14 +311,27 @@ def _compliance(console: Console, login: Login) -> dict[str, Any]:
             except TrailsError as exc:
                 answers[name] = f"failed: {exc}"
     return {
-        "holds": pack("legal-holds"),
-        "erasures": _rows(reader.query(_ERASURES)),
-        "retention": pack("retention-runs"),
+        "holds": _human(pack("legal-holds")),
+        "erasures": _human(_rows(reader.query(_ERASURES))),
+        "retention": _human(pack("retention-runs")),
+        "session_prefix": f"{console.base_iri}session:",
         "article12": [
             {"obligation": o, "asks": a, "queries": [(n, answers[n]) for n in names]}
             for o, a, names in ARTICLE_12
         ],
     }
+
+
+_HEADERS = {"at": "When", "by": "By", "hold": "Hold", "erased": "Values erased"}
+
+
+def _human(data: tuple[list[str], list[list[str]]]) -> tuple[list[str], list[list[str]]]:
+    """A table's columns as headers a reader reads (``placedAt`` -> ``Placed at``)."""
+    columns, rows = data
+    return [
+        _HEADERS.get(c) or re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", c).lower().capitalize()
+        for c in columns
+    ], rows
 
 
 async def compliance(console: Console, request: Request, login: Login) -> Response:
