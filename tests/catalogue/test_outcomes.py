@@ -303,3 +303,28 @@ def test_a_session_whose_only_mcp_call_failed_is_failed(tmp_path: Path) -> None:
     assert outcomes(tmp_path, "--status", "ok") == {}
     logs = trails("--store", "store", "logs", session, cwd=tmp_path)
     assert logs.stdout.splitlines()[0].split()[:3] == ["#", session, "failed"]
+
+
+def test_a_run_a_fallback_recovered_is_ok_and_one_it_did_not_is_failed(store: Store) -> None:
+    from trails.agent import Session
+    from trails.llm import LLMClient, ModelServerError
+
+    def fallen(second: object) -> str:
+        model = LLMClient.mock(
+            response=[ModelServerError("planner model down", provider="mock", status=503), second]
+        )
+        session = Session.new(
+            strategy="plan_and_execute", fallback="react", principal=ALICE, llm=model
+        )
+        session.run("What is 2 + 2?")
+        session.close()
+        return str(session.iri)
+
+    recovered = fallen("It is 4.")
+    assert session_outcome(store, IRI(recovered)) == (
+        "ok",
+        "the session ended ok and its runs reached their goal",
+    )
+    lost = fallen(ModelServerError("react model down too", provider="mock", status=503))
+    outcome, reason = session_outcome(store, IRI(lost))
+    assert outcome == "failed" and "react model down too" in reason

@@ -417,13 +417,17 @@ def summarise(
         newest = max(stopped, key=lambda r: (str(first(r, PROV.startedAtTime) or ""), r))
         add(entry, sessionStopReason, first(newest, T.stopReason))
     status = first(str(session), T.status)
+    # a run a fallback followed (a run informed by it, started once it ended) is decided by
+    # the fallback; nested runs (started while their parent ran) are not followers
+    deciding = [_followed(by_subject, runs, r, first) for r in stopped]
+    deciding = [r for r in dict.fromkeys(deciding) if first(r, T.stopReason) is not None]
     _outcome(
         add,
         entry,
         outcome_of(
             ended=True,
             status=str(status.value) if isinstance(status, Literal) else None,
-            stops=[(str(first(r, T.stopReason).value), _why(by_subject, r)) for r in stopped],
+            stops=[(str(first(r, T.stopReason).value), _why(by_subject, r)) for r in deciding],
             failed_calls=_failed_calls(by_subject, str(session)),
         ),
     )
@@ -498,6 +502,33 @@ def _outcome(add: Any, entry: IRI, found: tuple[str, str]) -> None:
 
 def _text(term: Any) -> str:
     return str(term.value) if isinstance(term, Literal) else ""
+
+
+def _followed(
+    by_subject: dict[Any, dict[Any, list[Any]]], runs: list[Any], run: Any, first: Any
+) -> Any:
+    """The run that decides for ``run``: itself, or the newest run that followed it up (a
+    fallback: informed by it, started at or after its end), and so on."""
+    seen = {run}
+    while True:
+        ended = _moment(first(run, PROV.endedAtTime))
+        followers = [
+            f
+            for f in runs
+            if f not in seen
+            and str(run) in map(str, by_subject[f].get(PROV.wasInformedBy, ()))
+            and ended is not None
+            and (_moment(first(f, PROV.startedAtTime)) or ended) >= ended
+        ]
+        if not followers:
+            return run
+        run = max(followers, key=lambda f: (str(_moment(first(f, PROV.startedAtTime))), f))
+        seen.add(run)
+
+
+def _moment(term: Any) -> Any:
+    value = to_python(term) if isinstance(term, Literal) else None
+    return value if isinstance(value, datetime) else None
 
 
 def _why(by_subject: dict[Any, dict[Any, list[Any]]], run: Any) -> str:
