@@ -22,7 +22,13 @@ from pathlib import Path
 import pytest
 from tests.known_store import ALICE, Fixture
 
-from trails.catalogue.entries import catalogue_iri, entry_iri, session_outcome
+from trails.catalogue.entries import (
+    catalogue_iri,
+    entry_iri,
+    existing_entry,
+    session_outcome,
+    summarise,
+)
 from trails.context import Context
 from trails.evidence.recovery import recover
 from trails.prov.iri import Minter
@@ -210,8 +216,23 @@ def test_an_entry_written_before_outcomes_reads_the_same(
         from trails.store.terms import Quad
 
         store.write([], remove=[Quad(*row[:3], CATALOGUE) for row in found.rows])  # type: ignore[misc]
+        # and counted the failed completion unpriced, as trails did then
+        failed = IRI(s["failed"])
+        rows = store.query("SELECT ?s ?p ?o $g WHERE { GRAPH $g { ?s ?p ?o } }", {"g": failed})
+        assert isinstance(rows, Solutions)
+        then = summarise(
+            failed, [r[:3] for r in rows.rows], CATALOGUE, is_sealed=True, before_outcomes=True
+        )
+        now = [
+            q for q in existing_entry(store, failed, CATALOGUE) if q.predicate == T.unpricedCount
+        ]
+        old = [q for q in then if q.predicate == T.unpricedCount]
+        assert sorted(map(str, now)) != sorted(map(str, old))
+        store.write(old, remove=now)
     finally:
         store.close()
+    checked = trails("verify", "--store", "store", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr  # no finding: not tampered
     said = outcomes(tmp_path)
     assert {k: said[v][0] for k, v in s.items()} == {
         "failed": "failed",

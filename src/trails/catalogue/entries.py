@@ -324,6 +324,7 @@ def summarise(
     catalogue: IRI,
     *,
     is_sealed: bool,
+    before_outcomes: bool = False,
 ) -> list[Quad]:
     """The whole catalogue entry of ``session`` from the triples of its graph.
 
@@ -332,6 +333,8 @@ def summarise(
         triples: every (subject, predicate, object) of the session graph.
         catalogue: the catalogue graph's IRI.
         is_sealed: whether the session is sealed (with this write or before).
+        before_outcomes: the entry as written before outcomes were (a failed completion
+            counted unpriced), which verification holds such an entry to.
 
     Returns:
         The entry's quads (none when the graph holds no ``trails:Session``).
@@ -448,7 +451,7 @@ def summarise(
         tokens_out = _number(first(s, T.outputTokens)) or 0
         cost = cost_of(first(s, T.costUSD))
         # a failed completion was never answered: it has no price to miss (not unpriced)
-        failed = _text(first(s, T.status)) in FAILED_STATUSES
+        failed = _text(first(s, T.status)) in FAILED_STATUSES and not before_outcomes
         for account in [
             totals,
             *(accounts[str(a)] for a in set(map(str, props.get(PROV.wasAssociatedWith, [])))),
