@@ -51,7 +51,7 @@ def _limit(text: str) -> int:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``sessions`` command."""
-    p = subparsers.add_parser("sessions", help="list sessions (by principal, outcome, time range)")
+    p = subparsers.add_parser("sessions", help="list sessions (by principal, status, time range)")
     p.add_argument("--principal", help="only this principal (an IRI or DID)")
     p.add_argument("--since", help="started at or after (ISO 8601)")
     p.add_argument("--until", help="started before (ISO 8601)")
