@@ -138,9 +138,14 @@ def test_sessions_fits_the_terminal_and_leaves_no_label_repeated(demo: tuple[Pat
     assert narrow.returncode == 0, narrow.stderr
     lines = narrow.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines[:-1]), lines
-    assert lines[0].split() == ["session", "principal", "label"]
-    assert lines[2].split() == [session, "did:local:alice"]  # the label is not the id again
-    assert lines[-1] == "(1 row; 11 columns left out to fit: started … sealed)"
+    # the outcome beside the session, before everything else
+    assert lines[0].split() == ["session", "outcome"]
+    assert lines[2].split() == [session, "ok"]
+    assert lines[-1] == "(1 row; 13 columns left out to fit: principal … sealed)"
+    labels = trails("--store", "store", "sessions", cwd=home, env={"COLUMNS": "100"})
+    assert labels.stdout.splitlines()[0].split() == ["session", "outcome", "principal", "label"]
+    # the label is not the id again
+    assert labels.stdout.splitlines()[2].split() == [session, "ok", "did:local:alice"]
     wide = trails("--store", "store", "sessions", cwd=home, env={"COLUMNS": "400"})
     header = wide.stdout.splitlines()[0].split()
     assert header[-1] == "sealed" and "activities" in header
@@ -155,7 +160,7 @@ def test_sessions_refuses_an_unknown_status(demo: tuple[Path, str]) -> None:
     done = trails("--store", "store", "sessions", "--status", "bogus", cwd=demo[0])
     assert done.returncode == 2
     line = one_line_error(done)
-    assert "bogus" in line and "ok, error, interrupted" in line
+    assert "bogus" in line and "ok, failed, stopped, interrupted, open, error" in line
     ok = rows(trails("--store", "store", "sessions", "--status", "ok", "-f", "csv", cwd=demo[0]))
     assert [r["session"] for r in ok] == [demo[1]]
 

@@ -42,7 +42,7 @@ def test_an_auditor_browses_filters_opens_and_checks(
     assert totals.startswith("4 session(s)")
     shot(page, "sessions")
     # filters: status, then principal (the totals follow the filter)
-    page.select_option("select[name=status]", "error")
+    page.select_option("select[name=status]", "failed")
     page.click("form.filters button")
     assert session_rows(page) == [f"/console/session?s={quote(b, safe='')}"]
     assert page.locator("p.totals").inner_text().startswith("1 session(s) · 0.5 USD")

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 
 from trails.audit.export import Redaction
 from trails.audit.querypack import get_query
+from trails.catalogue.entries import session_outcome
 from trails.errors import SessionError
 from trails.prov.content import content_graph
 from trails.prov.vocab import T
@@ -52,7 +53,9 @@ class Entry:
 
 @dataclass
 class Log:
-    """A session as a conversation."""
+    """A session as a conversation; ``outcome`` and ``reason`` as every listing says them
+    (``failed`` for a session that ended ``ok`` while its run failed), ``status`` how the
+    session itself ended."""
 
     session: str
     principal: str
@@ -61,6 +64,8 @@ class Log:
     goals: list[str]
     answers: list[str]
     entries: list[Entry]
+    outcome: str = ""
+    reason: str = ""
 
 
 def _text(term: Term | None) -> str:
@@ -145,6 +150,7 @@ def conversation(store: Store, session: IRI, *, redaction: Redaction | None = No
             values=values.get(r["activity"], {}),
         )
     ordered = sorted(entries.values(), key=lambda e: (e.started, e.activity))
+    outcome, reason = session_outcome(store, session)
     return Log(
         session=str(session),
         principal=head.get("principal", ""),
@@ -153,6 +159,8 @@ def conversation(store: Store, session: IRI, *, redaction: Redaction | None = No
         goals=goals,
         answers=answers,
         entries=[e for e in ordered if e.kind != "run"],
+        outcome=outcome,
+        reason=reason,
     )
 
 
@@ -201,8 +209,10 @@ def render_text(logs: list[Log], *, width: int = 100, prompt_lines: int = 6) -> 
     """The logs as text fitted to ``width`` columns, a prompt shown by its last lines."""
     out: list[str] = []
     for log in logs:
-        title = f"# {log.session}  {log.status}  {log.principal}  {log.started}"
+        title = f"# {log.session}  {log.outcome or log.status}  {log.principal}  {log.started}"
         out.append(title if len(title) <= width else title[: width - 1] + "…")
+        if log.reason and log.outcome != "ok":
+            out.extend(_block("outcome", f"{log.outcome}: {log.reason}", width))
         for goal in log.goals:
             out.extend(_block("goal", goal, width))
         for entry in log.entries:

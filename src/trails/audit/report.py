@@ -33,6 +33,7 @@ from trails.audit.export import Redaction
 from trails.audit.files import write_bytes
 from trails.audit.querypack import get_query
 from trails.audit.render import cell, duration, usd
+from trails.catalogue.entries import FAILED_STATUSES, session_outcome
 from trails.errors import SessionError, VerificationError
 from trails.evidence.ledger import ledger_iri, seals_of_graph
 from trails.evidence.verify import VerifyReport, verify
@@ -257,38 +258,14 @@ def _money(value: Any) -> str:
     return usd(value)
 
 
-_CLEAN_STOPS = {"goal_achieved"}
-_LIMIT_STOPS = {"max_steps", "max_cost", "max_tokens", "max_wall_time"}
+def _outcome(store: Store, session: IRI) -> dict[str, str]:
+    """What the report's top says of the session: its outcome and why, as its catalogue
+    entry says (``trails.catalogue.entries.session_outcome``: the same in every listing).
 
-
-def _outcome(head: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, str]:
-    """What the report's top says of the session: its end and how its runs stopped.
-
-    A session that ended ``ok`` while a run in it failed is not ``ok``: the
-    worst of the session's status and its runs' stop reasons decides.
+    A session that ended ``ok`` while its run failed is ``failed``.
     """
-    status = head.get("status")
-    if not head.get("ended"):
-        return {"state": "open", "detail": "the session has not ended"}
-    if status and status != "ok":
-        return {"state": str(status), "detail": f"the session ended {status}"}
-    stops = [str(r["stopReason"]) for r in runs if r.get("stopReason")]
-    bad = [s for s in stops if s not in _CLEAN_STOPS | _LIMIT_STOPS]
-    if bad:
-        return {
-            "state": "failed",
-            "detail": f"the session ended ok, but a run stopped: {', '.join(sorted(set(bad)))}",
-        }
-    limited = [s for s in stops if s in _LIMIT_STOPS]
-    if limited:
-        return {
-            "state": "stopped",
-            "detail": f"a run stopped at a limit: {', '.join(sorted(set(limited)))}",
-        }
-    return {
-        "state": "ok",
-        "detail": "the session ended ok" + (" and its runs reached their goal" if stops else ""),
-    }
+    state, detail = session_outcome(store, session)
+    return {"state": state, "detail": detail}
 
 
 def _distinct_terminations(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -352,15 +329,24 @@ def report_data(
     completions.sort(key=lambda r: r["started"] or "")
     costs = {r["completion"]: _money(r.get("costUSD")) for r in completions}
     by_model: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {"calls": 0, "input": 0, "output": 0, "usd": Decimal(0), "unpriced": 0}
+        lambda: {
+            "calls": 0,
+            "input": 0,
+            "output": 0,
+            "usd": Decimal(0),
+            "unpriced": 0,
+            "failed": 0,
+        }
     )
     for r in completions:
         m = by_model[f"{r.get('provider', '')}:{r.get('model', '')}"]
         m["calls"] += 1
         m["input"] += int(r.get("inputTokens") or 0)
         m["output"] += int(r.get("outputTokens") or 0)
+        if r.get("status") in FAILED_STATUSES:
+            m["failed"] += 1  # never answered: failed, not unpriced
         if r.get("costUSD") is None:
-            m["unpriced"] += 1
+            m["unpriced"] += 0 if r.get("status") in FAILED_STATUSES else 1
         else:
             m["usd"] += Decimal(str(r["costUSD"]))
     cost_rows = [{"model": k, **v, "usd": _money(v["usd"])} for k, v in sorted(by_model.items())]
@@ -402,7 +388,7 @@ def report_data(
     return {
         "session": iri,
         "head": head,
-        "outcome": _outcome(head, runs),
+        "outcome": _outcome(store, iri),
         "runs": runs,
         "effects": effects,
         "timeline": _timeline(

@@ -50,13 +50,19 @@ from trails.store.terms import IRI, Literal, Quad, Term, literal, to_python
 
 __all__ = [
     "CATALOGUE_TERMS",
+    "FAILED_STATUSES",
+    "OUTCOMES",
+    "OUTCOME_FILTER",
+    "OUTCOME_SPARQL",
     "catalogue_iri",
     "entry_iri",
     "entry_quads",
     "existing_entry",
     "has_entries",
     "open_mark",
+    "outcome_of",
     "rebuild",
+    "session_outcome",
     "start_quads",
     "summarise",
 ]
@@ -68,6 +74,8 @@ sessionStarted = T.sessionStarted
 sessionEnded = T.sessionEnded
 sessionStatus = T.sessionStatus
 sessionStopReason = T.sessionStopReason
+sessionOutcome = T.sessionOutcome
+outcomeReason = T.outcomeReason
 planner = T.planner
 usedModel = T.usedModel
 sealed = T.sealed
@@ -89,6 +97,8 @@ CATALOGUE_TERMS: tuple[IRI, ...] = (
     sessionEnded,
     sessionStatus,
     sessionStopReason,
+    sessionOutcome,
+    outcomeReason,
     planner,
     usedModel,
     sealed,
@@ -138,7 +148,98 @@ _READ = _AGENT_PREDICATES | {
     T.inputTokens,
     T.outputTokens,
     T.costUSD,
+    T.wasTerminatedBy,
+    T.reason,
 }
+
+OUTCOMES = ("ok", "failed", "stopped", "interrupted", "open")
+"""A session's outcome (``trails:sessionOutcome``): it ended and its runs reached their goal
+(or it had none and no call of it failed); a run failed, a call failed, or it ended with an
+error; a run stopped at a limit (steps, cost, tokens, wall time); it was cut short; it has
+not ended."""
+
+CLEAN_STOPS = frozenset({"goal_achieved"})
+LIMIT_STOPS = frozenset({"max_steps", "max_cost", "max_tokens", "max_wall_time"})
+FAILED_STATUSES = frozenset({"error", "invalid"})
+"""The statuses of a call (a capability invocation, an LLM completion) that failed."""
+
+
+def outcome_of(
+    *,
+    ended: bool,
+    status: str | None = None,
+    stops: Sequence[tuple[str, str]] = (),
+    failed_calls: Sequence[str] = (),
+) -> tuple[str, str]:
+    """A session's outcome (one of ``OUTCOMES``) and the reason, in a sentence.
+
+    Args:
+        ended: whether the session has ended.
+        status: its end status (``trails:status``: ok, error, interrupted).
+        stops: ``(stop reason, why)`` of each run that decides (the top-level ones).
+        failed_calls: the labels of the calls that failed and that nothing followed up
+            (no fallback), read only when no run decides.
+
+    Returns:
+        ``(outcome, reason)``: the worst of the end status and the runs' stops decides.
+    """
+    if not ended:
+        return "open", "the session has not ended"
+    if status == "interrupted" or any(stop == "interrupted" for stop, _ in stops):
+        return "interrupted", "the session was cut short before it ended"
+    if status and status != "ok":
+        return "failed", f"the session ended {status}"
+
+    def said(found: Sequence[tuple[str, str]]) -> str:
+        return "; ".join(
+            sorted({f"{stop}: {why}" if why and why != stop else stop for stop, why in found})
+        )
+
+    bad = [(stop, why) for stop, why in stops if stop not in CLEAN_STOPS | LIMIT_STOPS]
+    if bad:
+        return "failed", f"a run stopped: {said(bad)}"
+    limited = [(stop, why) for stop, why in stops if stop in LIMIT_STOPS]
+    if limited:
+        return "stopped", f"a run stopped at a limit: {said(limited)}"
+    if stops:
+        return "ok", "the session ended ok and its runs reached their goal"
+    if failed_calls:
+        named = ", ".join(sorted(set(failed_calls)))
+        return "failed", f"{len(failed_calls)} call(s) failed: {named}"
+    return "ok", "the session ended ok"
+
+
+def _outcome_sparql() -> str:
+    limits = ", ".join(f'"{s}"' for s in sorted(LIMIT_STOPS))
+    clean = ", ".join(f'"{s}"' for s in sorted(CLEAN_STOPS | LIMIT_STOPS))
+    return (
+        'COALESCE(?storedOutcome, IF(!BOUND(?ended), "open", '
+        'IF(COALESCE(?endStatus = "interrupted" || ?stopReason = "interrupted", false), '
+        '"interrupted", IF(COALESCE(?endStatus != "ok", false) || '
+        f'COALESCE(!(?stopReason IN ({clean})), false), "failed", '
+        f'IF(COALESCE(?stopReason IN ({limits}), false), "stopped", "ok")))))'
+    )
+
+
+OUTCOME_SPARQL = _outcome_sparql()
+"""A SPARQL expression of an entry's outcome: its ``trails:sessionOutcome`` (``?storedOutcome``),
+or for an entry written before outcomes were, derived from its end (``?ended``), end status
+(``?endStatus``) and stop reason (``?stopReason``) as ``outcome_of`` does (such an entry
+does not say whether a call failed: ``trails catalogue rebuild`` writes its outcome)."""
+
+OUTCOME_FILTER = (
+    """FILTER EXISTS {
+        GRAPH ?catalogue { ?entry trails:sessionStarted ?startedToo
+          OPTIONAL { ?entry trails:sessionOutcome ?storedOutcome }
+          OPTIONAL { ?entry trails:sessionEnded ?ended }
+          OPTIONAL { ?entry trails:sessionStatus ?endStatus }
+          OPTIONAL { ?entry trails:sessionStopReason ?stopReason } }
+        FILTER("""
+    + OUTCOME_SPARQL
+    + """ = IF($status = "error", "failed", $status)) }"""
+)
+"""A filter keeping the entry ``?entry`` whose outcome is ``$status`` (``error``: failed), as the
+``sessions`` pack query filters: its written outcome, or the one its end gives."""
 
 
 def catalogue_iri(minter: Minter) -> IRI:
@@ -176,6 +277,7 @@ def start_quads(
     ``trails:OpenSessionSummary`` until the write that ends the session (``open_mark``);
     ``ended``: the start of the entry of a session that has ended, without that type."""
     entry = entry_iri(session)
+    opened = [] if ended else [Quad(entry, sessionOutcome, Literal("open"), catalogue)]
     described = (
         [] if principal_id is None else [Quad(principal, T.principalId, principal_id, catalogue)]
     )
@@ -184,6 +286,7 @@ def start_quads(
         *start_quads_of(catalogue, entry, started),
         Quad(entry, RDF.type, SessionSummary, catalogue),
         *([] if ended else [open_mark(entry, catalogue)]),
+        *opened,
         Quad(entry, RDF.type, PROV.Entity, catalogue),
         Quad(entry, RDFS.label, Literal(f"summary of {label}"), catalogue),
         Quad(entry, summaryOf, session, catalogue),
@@ -221,6 +324,7 @@ def summarise(
     catalogue: IRI,
     *,
     is_sealed: bool,
+    before_outcomes: bool = False,
 ) -> list[Quad]:
     """The whole catalogue entry of ``session`` from the triples of its graph.
 
@@ -229,6 +333,8 @@ def summarise(
         triples: every (subject, predicate, object) of the session graph.
         catalogue: the catalogue graph's IRI.
         is_sealed: whether the session is sealed (with this write or before).
+        before_outcomes: the entry as written before outcomes were (a failed completion
+            counted unpriced), which verification holds such an entry to.
 
     Returns:
         The entry's quads (none when the graph holds no ``trails:Session``).
@@ -313,6 +419,21 @@ def summarise(
     if stopped:
         newest = max(stopped, key=lambda r: (str(first(r, PROV.startedAtTime) or ""), r))
         add(entry, sessionStopReason, first(newest, T.stopReason))
+    status = first(str(session), T.status)
+    # a run a fallback followed (a run informed by it, started once it ended) is decided by
+    # the fallback; nested runs (started while their parent ran) are not followers
+    deciding = [_followed(by_subject, runs, r, first) for r in stopped]
+    deciding = [r for r in dict.fromkeys(deciding) if first(r, T.stopReason) is not None]
+    _outcome(
+        add,
+        entry,
+        outcome_of(
+            ended=True,
+            status=str(status.value) if isinstance(status, Literal) else None,
+            stops=[(str(first(r, T.stopReason).value), _why(by_subject, r)) for r in deciding],
+            failed_calls=_failed_calls(by_subject, str(session)),
+        ),
+    )
 
     # accounts: activities associated with each agent, completions on its account
     activities = {
@@ -329,6 +450,8 @@ def summarise(
         tokens_in = _number(first(s, T.inputTokens)) or 0
         tokens_out = _number(first(s, T.outputTokens)) or 0
         cost = cost_of(first(s, T.costUSD))
+        # a failed completion was never answered: it has no price to miss (not unpriced)
+        failed = _text(first(s, T.status)) in FAILED_STATUSES and not before_outcomes
         for account in [
             totals,
             *(accounts[str(a)] for a in set(map(str, props.get(PROV.wasAssociatedWith, [])))),
@@ -337,7 +460,7 @@ def summarise(
             account.input_tokens += int(tokens_in)
             account.output_tokens += int(tokens_out)
             if cost is None:
-                account.unpriced += 1
+                account.unpriced += 0 if failed else 1
             else:
                 account.cost = exact_sum((account.cost, cost))
     _counts(out, entry, totals, catalogue)
@@ -373,6 +496,65 @@ def summarise(
                         for v in values
                     )
     return list(dict.fromkeys(out))
+
+
+def _outcome(add: Any, entry: IRI, found: tuple[str, str]) -> None:
+    add(entry, sessionOutcome, Literal(found[0]))
+    add(entry, outcomeReason, Literal(found[1]))
+
+
+def _text(term: Any) -> str:
+    return str(term.value) if isinstance(term, Literal) else ""
+
+
+def _followed(
+    by_subject: dict[Any, dict[Any, list[Any]]], runs: list[Any], run: Any, first: Any
+) -> Any:
+    """The run that decides for ``run``: itself, or the newest run that followed it up (a
+    fallback: informed by it, started at or after its end), and so on."""
+    seen = {run}
+    while True:
+        ended = _moment(first(run, PROV.endedAtTime))
+        followers = [
+            f
+            for f in runs
+            if f not in seen
+            and str(run) in map(str, by_subject[f].get(PROV.wasInformedBy, ()))
+            and ended is not None
+            and (_moment(first(f, PROV.startedAtTime)) or ended) >= ended
+        ]
+        if not followers:
+            return run
+        run = max(followers, key=lambda f: (str(_moment(first(f, PROV.startedAtTime))), f))
+        seen.add(run)
+
+
+def _moment(term: Any) -> Any:
+    value = to_python(term) if isinstance(term, Literal) else None
+    return value if isinstance(value, datetime) else None
+
+
+def _why(by_subject: dict[Any, dict[Any, list[Any]]], run: Any) -> str:
+    """What ended a run, as its termination says (``trails:reason``; structure, not content)."""
+    for t in sorted(map(str, by_subject[run].get(T.wasTerminatedBy, []))):
+        reasons = by_subject.get(t, {}).get(T.reason, [])
+        if reasons:
+            return min(map(_text, reasons))
+    return ""
+
+
+def _failed_calls(by_subject: dict[Any, dict[Any, list[Any]]], session: str) -> list[str]:
+    """The labels of the session's calls that failed and that nothing followed up (a provider
+    fallback is ``prov:wasInformedBy`` the attempt that failed)."""
+    informing = {str(o) for props in by_subject.values() for o in props.get(PROV.wasInformedBy, ())}
+    failed = []
+    for s, props in by_subject.items():
+        if s == session or str(s) in informing:
+            continue
+        if any(_text(v) in FAILED_STATUSES for v in props.get(T.status, ())):
+            labels = props.get(RDFS.label, ())
+            failed.append(min(map(_text, labels)) if labels else str(s))
+    return sorted(failed)
 
 
 def _counts(out: list[Quad], node: IRI, account: _Account, catalogue: IRI) -> None:
@@ -433,7 +615,12 @@ def entry_quads(
     stale = day_totals(store, catalogue, days) if days else []
     if not replace:  # a first end: the start typed the entry open, the end removes that
         ended = any(q.predicate == sessionEnded for q in add)
-        return add, [*stale, open_mark(entry_iri(session), catalogue)] if ended else stale
+        entry = entry_iri(session)
+        opened = [
+            open_mark(entry, catalogue),
+            Quad(entry, sessionOutcome, Literal("open"), catalogue),
+        ]
+        return add, [*stale, *opened] if ended else stale
     keep, have = set(add), set(stored)
     return [q for q in add if q not in have], [*(q for q in stored if q not in keep), *stale]
 
@@ -523,3 +710,36 @@ def has_entries(store: Store) -> tuple[bool, bool]:
     """``(catalogued, recorded)``: whether the store holds any entry, and any session graph."""
     entries = bool(store.query(_ANY_ENTRY))
     return entries, entries or bool(store.query(_ANY_SESSION))
+
+
+_OUTCOME = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?outcome ?reason $entry WHERE {
+  GRAPH ?catalogue { $entry trails:sessionOutcome ?outcome OPTIONAL { $entry trails:outcomeReason ?reason } }
+}
+"""
+
+
+def session_outcome(store: Store, session: IRI) -> tuple[str, str]:
+    """``(outcome, reason)`` of ``session`` as its catalogue entry says, or (no entry, or one
+    written before outcomes were) as ``summarise`` finds it in the session's graph: every
+    listing, the report and ``trails logs`` say the same of a session.
+
+    Raises:
+        StoreError: the store could not be read.
+    """
+    found = store.query(_OUTCOME, {"entry": entry_iri(session)})
+    assert isinstance(found, Solutions)
+    for outcome, reason, _ in found.rows:
+        if isinstance(outcome, Literal) and outcome.value in OUTCOMES:
+            return outcome.value, reason.value if isinstance(reason, Literal) else ""
+    rows = store.query(_GRAPH, {"g": session})
+    assert isinstance(rows, Solutions)
+    derived = summarise(session, [r[:3] for r in rows.rows], session, is_sealed=False)
+    said = {
+        q.predicate: q.object for q in derived if q.predicate in (sessionOutcome, outcomeReason)
+    }
+    outcome, reason = said.get(sessionOutcome), said.get(outcomeReason)
+    if not isinstance(outcome, Literal):
+        return "open", "the session has not ended"
+    return outcome.value, reason.value if isinstance(reason, Literal) else ""

@@ -8,6 +8,7 @@ from typing import Any
 
 from trails.audit.access import writing
 from trails.audit.render import timestamp, usd
+from trails.cli.common import store_place
 from trails.config import load_settings
 from trails.demo import run_demo
 from trails.errors import ModelAPIError
@@ -72,9 +73,9 @@ def run(args: argparse.Namespace) -> int:
                 f"  {row['model']}: {row['calls']} calls, {row['inputTokens']} in / "
                 f"{row['outputTokens']} out tokens, {usd(row.get('usdKnown'))}"
             )
-        print(f"\nStore: {store!r}")
-        print(f"Next:  trails query session-timeline --param session={result.session}")
+        print(f"\nNext:  trails query session-timeline --param session={result.session}")
         print(f"       trails replay {result.session} --rerun --import trails.demo")
+        print(f"Store: {store_place(store)}")
     if result.stopped == "error":
         print(f"trails: error: the run failed: {result.error}", file=sys.stderr)
         return 1

@@ -26,6 +26,7 @@ import sys
 from typing import Any
 
 from trails.audit.access import check_reading
+from trails.cli.common import store_place
 from trails.config import load_settings
 from trails.errors import ConfigError, TrailsError
 from trails.server import EndpointConfig, create_app
@@ -269,8 +270,9 @@ def run(args: argparse.Namespace) -> int:
         where = f"[{host}]" if ":" in host else host
         print(
             f"trails serve: {len(tokens)} token(s), store {location}, access log "
-            f"{endpoint.access_log.store!r}, http://{where}:{bound}/sparql "
-            f"(time limit {config.time_limit:g} s)",
+            f"{store_place(endpoint.access_log.store)}, http://{where}:{bound}/sparql "
+            f"(time limit {config.time_limit:g} s), the console at "
+            f"http://{where}:{bound}/console/",
             file=sys.stderr,
             flush=True,
         )

@@ -4,7 +4,10 @@ Answered from the catalogue graph (the ``sessions`` pack query, see
 ``trails.catalogue.entries``), a page read minute by minute from the newest
 (``trails.audit.sessions_page``): by default the newest 20, ``--limit N`` for
 another page size, ``--all`` for every one; filters by principal, start-time
-range and end status (one of ``STATUSES``). The table fits the terminal's
+range and outcome (one of ``STATUSES``: ok, failed, stopped, interrupted,
+open; ``error`` is failed). The table shows each session's outcome and why
+(a session whose run failed is failed, though it ended ``ok``); the other
+formats also carry its end status (``endStatus``). The table fits the terminal's
 width (long cells cut with an ellipsis, the last columns left out when even
 that is too wide, and named); a session without a label of its own shows an
 empty label rather than its id again. A store recorded without the catalogue (before it
@@ -23,15 +26,15 @@ from trails.audit.access import reading
 from trails.audit.querypack import get_query
 from trails.audit.render import table
 from trails.audit.sessions_page import PAGE_MARKER, paged, sessions_page, sessions_page_to
-from trails.catalogue.entries import has_entries
+from trails.catalogue.entries import OUTCOMES, has_entries
 from trails.errors import UserError
 from trails.store import QueryResult, Solutions
 from trails.store.terms import Literal, Term
 
 __all__ = ["DEFAULT_LIMIT", "PAGE_MARKER", "STATUSES", "paged", "register", "run"]
 
-STATUSES = ("ok", "error", "interrupted")
-"""The end statuses a session is recorded with."""
+STATUSES = (*OUTCOMES, "error")
+"""The outcomes ``--status`` filters by (``error``: the same as ``failed``)."""
 
 DEFAULT_LIMIT = 20
 
@@ -58,7 +61,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--principal", help="only this principal (an IRI or DID)")
     p.add_argument("--since", help="started at or after (ISO 8601)")
     p.add_argument("--until", help="started before (ISO 8601)")
-    p.add_argument("--status", help="ended with this status (ok, error, interrupted)")
+    p.add_argument(
+        "--status",
+        help="with this outcome (ok, failed, stopped, interrupted, open; error is failed)",
+    )
     pages = p.add_mutually_exclusive_group()
     pages.add_argument(
         "--limit",
@@ -81,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the command; see ``register``."""
     if args.status is not None and args.status not in STATUSES:
         raise UserError(
-            f"--status {args.status!r} is not a session status: use one of {', '.join(STATUSES)}"
+            f"--status {args.status!r} is not a session outcome: use one of {', '.join(STATUSES)}"
         )
     query = get_query("sessions")
     values = {
@@ -98,13 +104,25 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         if args.format == "table":
-            result = _without_default_labels(sessions_page(store, bound, limit))
+            result = _outcome_first(_without_default_labels(sessions_page(store, bound, limit)))
             print(table(result, hide=set(query.params) - set(bound), fit=_terminal_width()))
             return 0
         data = sessions_page_to(store, bound, limit, format=args.format)
     sys.stdout.buffer.write(data)
     sys.stdout.flush()
     return 0
+
+
+def _outcome_first(result: QueryResult) -> QueryResult:
+    """The rows with the outcome beside the session (a narrow terminal keeps it in view) and
+    without the end status: the outcome says more (``ok`` is how a session whose run
+    failed ended; the other formats keep the column)."""
+    if not isinstance(result, Solutions) or "outcome" not in result.variables:
+        return result
+    names = [n for n in result.variables if n != "endStatus"]
+    names.insert(1, names.pop(names.index("outcome")))
+    at = [result.variables.index(n) for n in names]
+    return Solutions(names, [tuple(row[i] for i in at) for row in result.rows])
 
 
 def _terminal_width() -> int | None:

@@ -286,8 +286,10 @@ def check_entry(store: Store, ledger: IRI, session: IRI, report: VerifyReport) -
     base = str(ledger)[: -len("graph:ledger")]
     catalogue = catalogue_iri(Minter(base))
     data = store.dump(format="ntriples", graph=session) or b""
-    expected = entry_lines(session, ntriples_rows(data), catalogue)
     stored = existing_entry(store, session, catalogue)
+    # an entry written before outcomes were counted a failed completion unpriced
+    before = bool(stored) and not any(q.predicate == T.sessionOutcome for q in stored)
+    expected = entry_lines(session, ntriples_rows(data), catalogue, before_outcomes=before)
     have = _lines((q.subject, q.predicate, q.object) for q in stored)
     if have == expected or _as_decimals(have) == _as_decimals(expected):
         return
@@ -307,11 +309,20 @@ def _owned(entry: str, subject: str) -> bool:
     return subject == entry or subject.startswith(entry + ":usage:")
 
 
-def entry_lines(session: IRI, triples: Iterable[Sequence[Any]], catalogue: str) -> frozenset[str]:
+def entry_lines(
+    session: IRI,
+    triples: Iterable[Sequence[Any]],
+    catalogue: str,
+    *,
+    before_outcomes: bool = False,
+) -> frozenset[str]:
     """The entry a sealed session's graph gives (the entry and its usage nodes, as
-    canonical lines; agent descriptions and day totals, shared by entries, are left out)."""
+    canonical lines; agent descriptions and day totals, shared by entries, are left out);
+    ``before_outcomes``: as trails wrote it before entries had outcomes."""
     entry = str(entry_iri(session))
-    quads = summarise(session, triples, IRI.trusted(catalogue), is_sealed=True)
+    quads = summarise(
+        session, triples, IRI.trusted(catalogue), is_sealed=True, before_outcomes=before_outcomes
+    )
     return _lines((q.subject, q.predicate, q.object) for q in quads if _owned(entry, q.subject))
 
 

@@ -236,6 +236,8 @@ class T:
     sessionEnded = TRAILS.sessionEnded
     sessionStatus = TRAILS.sessionStatus
     sessionStopReason = TRAILS.sessionStopReason
+    sessionOutcome = TRAILS.sessionOutcome
+    outcomeReason = TRAILS.outcomeReason
     planner = TRAILS.planner
     usedModel = TRAILS.usedModel
     sealed = TRAILS.sealed

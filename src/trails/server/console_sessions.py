@@ -17,7 +17,7 @@ the entries of a run of the newest minutes at a time until the page is full
   sessions that have not ended (their summaries typed
   ``trails:OpenSessionSummary``: one index lookup each);
 - a time range alone: the entries started in it (each one's figures read);
-- any other filter (principal, status, planner, model, text), or a token that
+- any other filter (principal, status: the outcome, planner, model, text), or a token that
   reads only part of the store: every catalogue entry of the time range is
   read once, and the page says so.
 
@@ -32,6 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from trails.audit.sessions_page import start_days
+from trails.catalogue.entries import OUTCOME_FILTER, OUTCOME_SPARQL
 from trails.prov.iri import agent_iri
 from trails.server.console_base import Console, ConsoleError, Login
 from trails.store import Solutions
@@ -74,7 +75,8 @@ _UNDATED = """
 #: one clause per filter, in the text only when its value is given (each value bound)
 _CLAUSES = {
     "principal": "FILTER EXISTS { GRAPH ?catalogue { ?entry prov:wasAttributedTo $principal } }",
-    "status": "FILTER EXISTS { GRAPH ?catalogue { ?entry trails:sessionStatus $status } }",
+    # the outcome (a session whose run failed is failed, though it ended ok)
+    "status": OUTCOME_FILTER,
     "planner": "FILTER EXISTS { GRAPH ?catalogue { ?entry trails:planner $planner } }",
     "model": """FILTER EXISTS { GRAPH ?catalogue {
         ?entry trails:usedModel/rdfs:label ?modelName
@@ -85,10 +87,10 @@ _CLAUSES = {
 }
 _ROWS = (
     _PREFIXES
-    + """SELECT ?session ?principal ?label ?started ?ended ?status ?activities ?planner
+    + """SELECT ?session ?principal ?label ?started ?ended ?outcome ?outcomeReason ?activities ?planner
        ?stopReason ?costUSD ?inputTokens ?outputTokens ?sealed
        (GROUP_CONCAT(DISTINCT ?modelLabel; separator=", ") AS ?models)
-       $since $until $model $text $day $oldest $newest
+       $status $since $until $model $text $day $oldest $newest
 WHERE {
   { SELECT ?entry ?started $principal $status $since $until $planner $model $text $day
            $oldest $newest WHERE {
@@ -99,7 +101,9 @@ WHERE {
   OPTIONAL { GRAPH ?catalogue { ?entry prov:wasAttributedTo ?principal } }
   OPTIONAL { GRAPH ?catalogue { ?entry rdfs:label ?entryLabel } }
   OPTIONAL { GRAPH ?catalogue { ?entry trails:sessionEnded ?ended } }
-  OPTIONAL { GRAPH ?catalogue { ?entry trails:sessionStatus ?status } }
+  OPTIONAL { GRAPH ?catalogue { ?entry trails:sessionStatus ?endStatus } }
+  OPTIONAL { GRAPH ?catalogue { ?entry trails:sessionOutcome ?storedOutcome } }
+  OPTIONAL { GRAPH ?catalogue { ?entry trails:outcomeReason ?storedReason } }
   OPTIONAL { GRAPH ?catalogue { ?entry trails:activityCount ?activities } }
   OPTIONAL { GRAPH ?catalogue { ?entry trails:sessionStopReason ?stopReason } }
   OPTIONAL { GRAPH ?catalogue { ?entry trails:totalCostUSD ?costUSD } }
@@ -109,13 +113,15 @@ WHERE {
   OPTIONAL { GRAPH ?catalogue { ?entry trails:planner ?planner } }
   OPTIONAL { GRAPH ?catalogue { ?entry trails:usedModel/rdfs:label ?modelLabel } }
   BIND(STRAFTER(STR(?entryLabel), "summary of ") AS ?label)
+  BIND(#OUTCOME AS ?outcome)
+  BIND(COALESCE(?storedReason, "") AS ?outcomeReason)
 }
-GROUP BY ?session ?principal ?label ?started ?ended ?status ?activities ?planner ?stopReason
-         ?costUSD ?inputTokens ?outputTokens ?sealed $since $until $model $text $day
+GROUP BY ?session ?principal ?label ?started ?ended ?outcome ?outcomeReason ?activities ?planner ?stopReason
+         ?costUSD ?inputTokens ?outputTokens ?sealed $status $since $until $model $text $day
          $oldest $newest
 ORDER BY DESC(?started) ?session
 """
-)
+).replace("#OUTCOME", OUTCOME_SPARQL)
 #: the figures the totals add up, one row per entry: summed here, exactly
 _TOTALS = (
     _PREFIXES

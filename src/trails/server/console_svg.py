@@ -294,7 +294,9 @@ def prov_graph_svg(picture: GraphPicture, *, max_nodes: int = 120) -> str:
 def bar_chart(
     title: str, bars: Sequence[tuple[str, float]], *, unit: str = "", width: int = 640
 ) -> str:
-    """A bar chart: one labelled bar per ``(label, value)``, in the given order.
+    """A bar chart: one labelled bar per ``(label, value)``, in the given order, over a value
+    axis (0 and the highest value) and a baseline; a series with nothing above 0 is one line
+    saying so (no empty plot area).
 
     Args:
         title: what the chart shows (its ``<title>``).
@@ -305,21 +307,36 @@ def bar_chart(
     Returns:
         An ``<svg>`` element.
     """
-    height, top, bottom = 200, 20, 50
-    n = max(len(bars), 1)
-    slot = (width - 20) / n
-    peak = max((v for _, v in bars), default=0.0) or 1.0
+    if not bars or not any(v for _, v in bars):
+        # nothing to draw: a line that says so, no empty plot area
+        said = "nothing recorded" if not bars else f"none: 0 in each of {len(bars)}"
+        return (
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="chart empty" role="img" '
+            f'width="{width}" height="24" viewBox="0 0 {width} 24">'
+            f"<title>{escape(title)}</title>"
+            f'<text x="10" y="16" font-size="12">{escape(said)}</text></svg>'
+        )
+    height, top, bottom, left = 200, 20, 50, 48
+    n = len(bars)
+    slot = (width - left - 10) / n
+    peak = max(v for _, v in bars) or 1.0
+    base = height - bottom
+    top_label = f"{peak:.4g}{(' ' + unit) if unit else ''}"
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" role="img" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}">',
         f"<title>{escape(title)}</title>",
+        # the axes: the value axis with its 0 and its top, the baseline under the bars
+        f'<g class="axes" stroke="#555"><line x1="{left}" y1="{top}" x2="{left}" y2="{base}"/>'
+        f'<line x1="{left}" y1="{base}" x2="{width - 10}" y2="{base}"/></g>',
+        f'<text x="{left - 4}" y="{top + 4}" font-size="10" text-anchor="end">'
+        f"{escape(_cut(top_label, 9))}</text>",
+        f'<text x="{left - 4}" y="{base}" font-size="10" text-anchor="end">0</text>',
     ]
-    if not bars:
-        out.append(f'<text x="10" y="{height / 2}" font-size="12">nothing recorded</text>')
     for index, (label, value) in enumerate(bars):
-        h = (height - top - bottom) * value / peak
-        x = 10 + index * slot
-        y = height - bottom - h
+        h = (base - top) * value / peak
+        x = left + index * slot
+        y = base - h
         shown = f"{value:.4g}{(' ' + unit) if unit else ''}"
         out.append(f'<g class="bar"><title>{escape(label)}: {escape(shown)}</title>')
         out.append(
@@ -331,7 +348,7 @@ def bar_chart(
             f'text-anchor="middle">{escape(shown)}</text>'
         )
         out.append(
-            f'<text x="{x + slot / 2:.1f}" y="{height - bottom + 14}" font-size="10" '
+            f'<text x="{x + slot / 2:.1f}" y="{base + 14}" font-size="10" '
             f'text-anchor="middle">{escape(_cut(label, 14))}</text></g>'
         )
     out.append("</svg>")

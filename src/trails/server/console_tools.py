@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections import defaultdict
 from decimal import Decimal
 from typing import Any
@@ -29,6 +30,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from trails.catalogue.entries import OUTCOME_SPARQL
 from trails.errors import QueryParameterError, QueryRefused, TrailsError
 from trails.evidence.proofs import TreeHead
 from trails.evidence.transparency import log_iri, read_head
@@ -82,16 +84,20 @@ SELECT ?erasure ?at ?by ?reason ?erased WHERE {
 } ORDER BY DESC(?at)"""
 _DAYS = """PREFIX trails: <https://w3id.org/trails/ns#>
 PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
-SELECT ?session ?started ?status ?cost ?model ?calls ?usd WHERE {
+SELECT ?session ?started ?outcome ?cost ?model ?calls ?usd WHERE {
   GRAPH ?catalogue {
     ?entry trails:summaryOf ?session ; trails:sessionStarted ?started .
-    OPTIONAL { ?entry trails:sessionStatus ?status }
+    OPTIONAL { ?entry trails:sessionOutcome ?storedOutcome }
+    OPTIONAL { ?entry trails:sessionEnded ?ended }
+    OPTIONAL { ?entry trails:sessionStatus ?endStatus }
+    OPTIONAL { ?entry trails:sessionStopReason ?stopReason }
     OPTIONAL { ?entry trails:totalCostUSD ?cost }
     OPTIONAL { ?entry trails:usage ?usage . ?usage trails:usedAgent ?agent ;
                trails:completionCount ?calls . ?agent trails:modelId ?model
                OPTIONAL { ?usage trails:totalCostUSD ?usd } }
   }
-}"""
+  BIND(#OUTCOME AS ?outcome)
+}""".replace("#OUTCOME", OUTCOME_SPARQL)
 _REFUSALS = "policy-denials"
 _FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/sparql-results+json"}
 
@@ -305,14 +311,27 @@ def _compliance(console: Console, login: Login) -> dict[str, Any]:
             except TrailsError as exc:
                 answers[name] = f"failed: {exc}"
     return {
-        "holds": pack("legal-holds"),
-        "erasures": _rows(reader.query(_ERASURES)),
-        "retention": pack("retention-runs"),
+        "holds": _human(pack("legal-holds")),
+        "erasures": _human(_rows(reader.query(_ERASURES))),
+        "retention": _human(pack("retention-runs")),
+        "session_prefix": f"{console.base_iri}session:",
         "article12": [
             {"obligation": o, "asks": a, "queries": [(n, answers[n]) for n in names]}
             for o, a, names in ARTICLE_12
         ],
     }
+
+
+_HEADERS = {"at": "When", "by": "By", "hold": "Hold", "erased": "Values erased"}
+
+
+def _human(data: tuple[list[str], list[list[str]]]) -> tuple[list[str], list[list[str]]]:
+    """A table's columns as headers a reader reads (``placedAt`` -> ``Placed at``)."""
+    columns, rows = data
+    return [
+        _HEADERS.get(c) or re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", c).lower().capitalize()
+        for c in columns
+    ], rows
 
 
 async def compliance(console: Console, request: Request, login: Login) -> Response:
@@ -339,8 +358,9 @@ def _charts(console: Console, login: Login) -> dict[str, str]:
         if session not in seen:
             seen.add(session)
             cost_day[day] += Decimal(str(to_python(row["cost"]))) if "cost" in row else Decimal(0)
-            status = str(to_python(row["status"])) if "status" in row else ""
-            if status in ("error", "interrupted"):
+            # the outcome: a session whose run failed is failed, though it ended ok
+            outcome = str(to_python(row["outcome"])) if "outcome" in row else ""
+            if outcome in ("failed", "interrupted"):
                 fail_day[day] += 1
         if "model" in row:
             model = str(to_python(row["model"]))

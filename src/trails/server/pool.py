@@ -291,10 +291,15 @@ def _serve_jobs(
     memory_mb: int | None = None,
 ) -> None:
     try:
+        directory = not location.startswith(("http://", "https://", "memory:"))
         try:
-            store = open_store(location, base_iri=base_iri, create=False)  # serving reads
+            if directory and make_writer is None:
+                # serving only reads: never the writer's lock, so agents, `trails hold`
+                # and `trails erase` open the store whenever they start
+                raise StoreLockedError("a reader takes no lock")
+            store = open_store(location, base_iri=base_iri, create=False)
         except StoreLockedError:
-            # an agent is recording into it: serve snapshots, renewed every few seconds
+            # read-only snapshots, renewed every few seconds (what an agent records appears)
             store = LiveSnapshot(
                 location, base_iri=base_iri or DEFAULT_BASE_IRI, interval=snapshot_interval
             )

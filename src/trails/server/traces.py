@@ -451,8 +451,10 @@ def mount_traces(
         isinstance(evaluator, ProcessPool)
         and isinstance(location, str)
         and not location.startswith(("http://", "https://", "memory:"))
-    ):  # one process may open a directory store: the worker holding it writes
-        evaluator.attach_writer(functools.partial(_span_writer, settings, idle))
+    ):  # one process may open a directory store: the worker holding it writes; without a
+        # token that writes, the worker holds nothing (it reads snapshots)
+        if tokens.any_write:
+            evaluator.attach_writer(functools.partial(_span_writer, settings, idle))
         pool_ingestor = _PoolIngestor(evaluator)
         app.router.routes.append(traces_route(lambda: pool_ingestor, tokens=tokens))
         return lambda: pool_ingestor

@@ -43,6 +43,11 @@ class WriteTokens:
     def __len__(self) -> int:
         return len(self._grants)
 
+    @property
+    def any_write(self) -> bool:
+        """Whether a token may write (none: an endpoint that only reads)."""
+        return any(grant.write for grant in self._grants.values())
+
     def authenticate(self, authorization: str | None) -> WriteGrant | None:
         """The grant of a bearer header, or None when missing or unknown."""
         if not authorization:

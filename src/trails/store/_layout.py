@@ -61,6 +61,7 @@ __all__ = [
     "discard",
     "drop_earlier_copies",
     "finish_copy",
+    "holder",
     "leftovers",
     "on_step",
     "point",
@@ -139,6 +140,9 @@ class DirectoryLock:
             os.close(fd)
             raise
         self._fd = fd
+        with contextlib.suppress(OSError, AttributeError):  # who holds it: named to the refused
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, _holding().encode("utf-8", "replace"), 0)
 
     def release(self) -> None:
         """Let other openers in (idempotent)."""
@@ -148,6 +152,37 @@ class DirectoryLock:
 
     def __del__(self) -> None:
         self.release()
+
+
+def _holding() -> str:
+    """This process as the lock file names it: its id and its command."""
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
+    if name in ("trails", "__main__.py") or name.startswith("trails"):
+        command = " ".join(["trails", *sys.argv[1:]])
+    else:
+        command = " ".join([sys.executable.rsplit("/", 1)[-1], *sys.argv]).strip()
+    return f"{os.getpid()}\n{command[:300]}\n"
+
+
+def holder(root: Path) -> str | None:
+    """Who holds the store's lock, as the holder wrote it in the lock file: ``the process
+    N (COMMAND)``, ``this process`` for one of our own; None when it names no live process
+    (a store opened by another program, or a file of a process that is gone)."""
+    try:
+        pid_text, _, command = (root / LOCK).read_text(encoding="utf-8").partition("\n")
+        pid = int(pid_text)
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if pid == os.getpid():
+        return "this process"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        pass  # alive, another user's
+    command = command.strip()
+    return f"process {pid} ({command})" if command else f"process {pid}"
 
 
 @dataclass(frozen=True)

@@ -387,10 +387,16 @@ class OxigraphStore(Store):
         return self.raw
 
     def _locked(self, exc: OSError) -> StoreLockedError:
+        held = _layout.holder(self.path) if self.path is not None else None
+        if held == "this process":
+            where = "already open earlier in this process"
+        elif held is not None:
+            where = f"already open in another process: {held} holds it"
+        else:
+            where = "already open in another process (or earlier in this one)"
         return StoreLockedError(
-            f"the store at {self.path} is already open in another process "
-            f"(or earlier in this one). The embedded store is single-writer: stop "
-            f"the other process, or share one store between processes through a "
+            f"the store at {self.path} is {where}. The embedded store is single-writer: "
+            f"stop the other process, or share one store between processes through a "
             f"SPARQL server (TRAILS_STORE=http://...). Backend said: {exc}"
         )
 
