@@ -17,7 +17,9 @@ hook in the writers:
   and its structure graph, one query per session);
 - erasure: each ``trails:Erasure`` receipt names the sessions it erased content
   of (``trails:erasedSession``): those sessions are indexed again from what
-  the store still holds, so erased content is gone from the index;
+  the store still holds, so erased content is gone from the index
+  (``forget_erased``, which ``trails erase`` calls before it reports, also
+  rewrites the file so the deleted text leaves it);
 - retention: each ``trails:RetentionRemoval`` names a graph it removed: its
   rows are deleted.
 
@@ -243,6 +245,17 @@ class SearchIndex:
                 self._words = True
             self._db.commit()
             return done
+
+    def forget_erased(self, store: Store) -> int:
+        """``catch_up`` (erased content leaves the index), then rewrite the file so no
+        deleted row's text survives in it: FTS5's segments merged into one, the file
+        vacuumed. ``trails erase`` calls it before it reports; returns ``catch_up``'s count."""
+        done = self.catch_up(store)
+        with self._lock:
+            self._db.execute("INSERT INTO content(content) VALUES ('optimize')")
+            self._db.commit()
+            self._db.execute("VACUUM")
+        return done
 
     def rebuild(self, store: Store) -> int:
         """Empty the index and read every ended session again; how many were indexed."""
