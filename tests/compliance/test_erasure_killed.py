@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 from tests.compliance.test_erasure import ALICE, BOB, marker, record_session, store_bytes
 
+from trails.audit.search import FILE_NAME, SearchIndex
 from trails.compliance.erasure import erase, list_erasures
+from trails.compliance.holds import place_hold
 from trails.evidence import verify
 from trails.evidence.seal import install_sealer
 from trails.prov import Recorder
@@ -239,3 +241,106 @@ def test_a_receipt_left_without_its_seal_is_sealed_by_recovery(
     assert again.returncode == 0 and "nothing left to erase" in again.stdout, again
     assert check(where)[2] == 1
     assert os.listdir(where)
+
+
+INTERRUPTER = r"""
+import os, signal, sys
+from trails.store import _layout
+
+
+def interrupt(reached):
+    if reached == sys.argv[1]:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C
+
+
+_layout.on_step = interrupt
+from trails.cli import main
+
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("step", ["copying", "renamed"])
+def test_ctrl_c_while_compacting_says_the_erasure_is_recorded_and_compact_finishes(
+    template: Path, tmp_path: Path, step: str
+) -> None:
+    where = copy_of(template, tmp_path, "store")
+    run = subprocess.run(
+        [sys.executable, "-c", INTERRUPTER, step, *erase_args(where)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert run.returncode == 130, (run.stdout, run.stderr)
+    assert run.stderr.strip().splitlines() == [
+        "trails: erasure recorded; compaction interrupted: the erased text remains in the "
+        "store files until `trails compact`"
+    ]
+    assert "erased " in run.stdout and "receipt" in run.stdout
+    ok, findings, receipts, dump = check(where)
+    assert ok and receipts == 1, findings
+    assert marker("alice", 0) not in dump
+    compacted = trails(tmp_path, "--store", str(where), "compact")
+    assert compacted.returncode == 0, compacted.stderr
+    assert "no removed text remains" in compacted.stdout
+    assert marker("alice", 0).encode() not in store_bytes(where)
+
+
+def test_no_compact_points_at_trails_compact(template: Path, tmp_path: Path) -> None:
+    where = copy_of(template, tmp_path, "store")
+    run = trails(tmp_path, *erase_args(where), "--no-compact")
+    assert run.returncode == 0, run.stderr
+    assert "run `trails compact`" in run.stdout
+    assert marker("alice", 0).encode() in store_bytes(where)  # not rewritten yet
+    assert trails(tmp_path, "--store", str(where), "compact").returncode == 0
+    assert marker("alice", 0).encode() not in store_bytes(where)
+
+
+def test_compact_on_a_sparql_server_says_the_server_compacts_its_files(tmp_path: Path) -> None:
+    run = trails(tmp_path, "--store", "http://127.0.0.1:9/sparql", "compact")
+    assert run.returncode == 2
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert "compacts its own files" in run.stderr
+
+
+def test_an_erasure_blocked_by_holds_exits_3_naming_them_and_writes_no_receipt(
+    template: Path, tmp_path: Path
+) -> None:
+    where = copy_of(template, tmp_path, "store")
+    store = open_store(str(where))
+    try:
+        recorder = Recorder(store)
+        install_sealer(recorder)
+        hold = place_hold(recorder, ALICE, reason="case 2025-17", by="did:example:dpo")
+    finally:
+        store.close()
+    run = trails(tmp_path, *erase_args(where))
+    assert run.returncode == 3, (run.stdout, run.stderr)
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and hold.iri in lines[0] and "case 2025-17" in lines[0], lines
+    assert "nothing erased" in lines[0]
+    ok, findings, receipts, dump = check(where)
+    assert ok and receipts == 0, findings
+    assert marker("alice", 0) in dump
+
+
+def test_erase_removes_the_subjects_text_from_the_search_index_before_it_reports(
+    template: Path, tmp_path: Path
+) -> None:
+    where = copy_of(template, tmp_path, "store")
+    store = open_store(str(where))
+    try:
+        index = SearchIndex.beside(where)
+        index.catch_up(store)
+        index.close()
+    finally:
+        store.close()
+    indexed = where / FILE_NAME
+    assert marker("alice", 0).encode() in indexed.read_bytes()
+    run = trails(tmp_path, *erase_args(where))
+    assert run.returncode == 0, run.stderr
+    data = indexed.read_bytes()
+    for i in range(2):
+        assert marker("alice", i).encode() not in data, i
+    assert marker("bob", 0).encode() in data
