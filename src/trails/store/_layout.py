@@ -331,10 +331,12 @@ def unfinished_creation(root: Path) -> list[Path]:
             return []
         found = []
         for path in _entries(root, _DATA, folders=True).values():
-            names = [e for e in os.scandir(path)]
-            if all(e.is_file(follow_symlinks=False) and _ROCKSDB.fullmatch(e.name) for e in names):
-                if not is_database(path):
-                    found.append(path)
+            names = list(os.scandir(path))
+            rocksdb = all(
+                e.is_file(follow_symlinks=False) and _ROCKSDB.fullmatch(e.name) for e in names
+            )
+            if rocksdb and not is_database(path):
+                found.append(path)
         return sorted(found)
     except OSError:
         return []
