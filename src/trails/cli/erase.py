@@ -135,8 +135,7 @@ def run_erase(args: argparse.Namespace) -> int:
         except ErasureBlocked as blocked:
             print(f"trails: {blocked}", file=sys.stderr)
             return BLOCKED
-        if receipt.erased:
-            forget_in_search_index(store)
+        forget_in_search_index(store)  # also what an erasure killed before it left
         compacted = False
         if receipt.erased and not args.no_compact and callable(getattr(store, "compact", None)):
             try:
