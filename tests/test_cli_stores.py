@@ -64,6 +64,7 @@ READING: dict[str, list[str]] = {
     "erase": ["erase", "--session", NO_SESSION, "--reason", "request"],
     "migrate": ["migrate"],
     "recover": ["recover"],
+    "compact": ["compact"],
 }
 
 # what each kind of folder that is not a store is called in the error

@@ -217,7 +217,7 @@ def test_trails_recover_on_an_embedded_store(
     assert f"SEALED      {made['unsealed']}" in out
     assert (
         "1 session(s) ended as interrupted and sealed (3 activities cut short), "
-        "1 that had ended unsealed now sealed, 0 left open"
+        "1 that had ended unsealed now sealed, 0 left open, 0 erasure(s) finished"
     ) in out
     assert main(["--store", str(db), "recover", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {
@@ -225,6 +225,7 @@ def test_trails_recover_on_an_embedded_store(
         "activities": [],
         "sealed": [],
         "skipped": [],
+        "erasures": [],
     }
     assert main(["--store", str(db), "verify"]) == 0
     assert main(["--store", str(db), "sessions"]) == 0

@@ -18,9 +18,9 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from trails.config import load_settings
-from trails.errors import NotAStore, StoreLockedError
+from trails.errors import NotAStore, StoreLockedError, TrailsError
 from trails.store import Store, default_store, open_store
-from trails.store.location import check_existing
+from trails.store.location import check_existing, is_store, undo_creation
 
 __all__ = ["changing", "check_reading", "existing_store", "reading", "writing"]
 
@@ -137,7 +137,9 @@ def reading(location: str | None) -> AbstractContextManager[Store]:
 
 
 def writing(location: str | None) -> AbstractContextManager[Store]:
-    """``reading`` for a command that records: the directory store is created if missing or empty.
+    """``reading`` for a command that records: the directory store is created if missing or
+    empty. A command that fails (its block raises) before anything was recorded leaves no
+    store behind: the one created for it is deleted, with the folders made for it.
 
     Args:
         location: as for ``existing_store``.
@@ -145,7 +147,47 @@ def writing(location: str | None) -> AbstractContextManager[Store]:
     Returns:
         The store, as a context manager that closes what it opened.
     """
-    return _closing(*existing_store(location, create=True))
+    return _created(location)
+
+
+@contextmanager
+def _created(location: str | None) -> Iterator[Store]:
+    path = _directory(location)
+    made: list[Path] = []
+    if path is not None and not is_store(path):
+        whole = path.absolute()
+        made = [p for p in [whole, *whole.parents] if not p.exists()]
+        fresh = True
+    else:
+        fresh = False
+    store, owned = existing_store(location, create=True)
+    try:
+        yield store
+    except BaseException:
+        if fresh and owned and path is not None and _empty(store):
+            store.close()
+            undo_creation(path, made)
+        raise
+    finally:
+        if owned:
+            store.close()
+
+
+def _directory(location: str | None) -> Path | None:
+    """The directory of a directory store at ``location`` (None: memory, a server)."""
+    settings = load_settings()
+    where = location if location is not None else settings.store
+    if where == "memory:" or where.startswith(("http://", "https://")):
+        return None
+    return Path(where) if location is not None else settings.resolve_path(where)
+
+
+def _empty(store: Store) -> bool:
+    """Whether nothing at all is recorded in ``store``."""
+    try:
+        return not store.query("ASK { { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }")
+    except TrailsError:
+        return False
 
 
 def changing(location: str | None) -> AbstractContextManager[Store]:

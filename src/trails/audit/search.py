@@ -17,7 +17,9 @@ hook in the writers:
   and its structure graph, one query per session);
 - erasure: each ``trails:Erasure`` receipt names the sessions it erased content
   of (``trails:erasedSession``): those sessions are indexed again from what
-  the store still holds, so erased content is gone from the index;
+  the store still holds, so erased content is gone from the index
+  and the file is rewritten so the deleted text leaves it too (``trails
+  erase`` calls ``forget_erased`` before it reports);
 - retention: each ``trails:RetentionRemoval`` names a graph it removed: its
   rows are deleted.
 
@@ -234,15 +236,30 @@ class SearchIndex:
         """
         with self._lock:
             done = self._removals(store)
-            done += self._erasures(store)
-            done += self._ended(store)
+            erased = self._erasures(store)
+            done += erased + self._ended(store)
             if not self._words:  # a new index, or one from before the word list
                 self._db.execute("DELETE FROM words")
                 self._db.execute("INSERT INTO words SELECT term, doc FROM temp.all_terms")
                 self._db.execute("INSERT OR REPLACE INTO meta VALUES ('words', '1')")
                 self._words = True
             self._db.commit()
+            if erased:
+                self._scrub()
             return done
+
+    def _scrub(self) -> None:
+        """Rewrite the file so no deleted row's text survives in it: FTS5's segments
+        merged into one, the file vacuumed (SQLite keeps deleted text in free pages)."""
+        self._db.execute("INSERT INTO content(content) VALUES ('optimize')")
+        self._db.commit()
+        self._db.execute("VACUUM")
+
+    def forget_erased(self, store: Store) -> int:
+        """``catch_up``: erased content leaves the index and, when an erasure it had not
+        seen touched a session it holds, the file is rewritten so no deleted row's text
+        survives in it. ``trails erase`` calls it before it reports."""
+        return self.catch_up(store)
 
     def rebuild(self, store: Store) -> int:
         """Empty the index and read every ended session again; how many were indexed."""

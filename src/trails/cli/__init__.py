@@ -54,6 +54,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "erase",
         "erase recorded content (keeping digests and seals) with a sealed receipt",
     ),
+    "compact": (
+        "compact",
+        "rewrite the store's files so no erased or removed text remains in them",
+    ),
     "migrate": (
         "erase",
         "move content out of sealed graphs into content graphs, recorded and re-sealed",

@@ -5,19 +5,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
 from trails.audit.access import changing
+from trails.audit.search import FILE_NAME, SearchIndex
 from trails.cli.common import session_arg
 from trails.compliance.access_log import AccessLogErasure, erase_from_access_log
-from trails.compliance.erasure import erase
+from trails.compliance.erasure import ErasureBlocked, ErasureReceipt, erase
 from trails.compliance.migration import migrate
 from trails.config import Settings, load_settings
 from trails.prov.iri import Minter
 from trails.prov.recorder import Recorder
+from trails.store.base import Store
 
-__all__ = ["access_log_location", "register", "run_erase", "run_migrate"]
+__all__ = [
+    "BLOCKED",
+    "INTERRUPTED",
+    "access_log_location",
+    "forget_in_search_index",
+    "register",
+    "run_erase",
+    "run_migrate",
+]
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,8 +40,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "memory text) of a data subject, a session, a memory or a content digest. The "
         "structure and each value's sha256 stay, every seal still verifies, and a "
         "trails:Erasure receipt (who, when, why, which digests) is recorded and sealed. "
-        "Sessions under a legal hold are skipped and each hold is named. The embedded "
-        "store's files are rewritten so no erased text survives in them. The endpoint's "
+        "Sessions under a legal hold are skipped and each hold is named; when holds cover "
+        "everything selected nothing is erased, no receipt is written, and it exits 3. "
+        "Nothing left to erase writes no receipt. The console's search index is brought "
+        "up to the erasure before it reports. The embedded "
+        "store's files are rewritten so no erased text survives in them (interrupted, "
+        "`trails compact` finishes it). The endpoint's "
         "access log loses the text of every logged query that mentions a --principal or "
         "a --mention.",
     )
@@ -59,7 +74,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--no-compact",
         action="store_true",
-        help="do not rewrite the store's files now (compact later)",
+        help="do not rewrite the store's files now (run `trails compact` later)",
     )
     p.add_argument(
         "--mention",
@@ -91,46 +106,99 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     m.set_defaults(func=run_migrate)
 
 
+BLOCKED = 3
+"""``trails erase``'s exit status when legal holds cover everything it selected."""
+
+INTERRUPTED = (
+    "erasure recorded; compaction interrupted: the erased text remains in the store files "
+    "until `trails compact`"
+)
+
+
 def run_erase(args: argparse.Namespace) -> int:
-    """Run ``trails erase``."""
+    """Run ``trails erase``: the erasure (recorded and sealed in one write), the console's
+    search index brought up to it, then the store's files rewritten."""
     settings = load_settings()
     with changing(args.store) as store:
         recorder = Recorder.from_settings(settings, store=store)
-        receipt = erase(
-            recorder,
-            principal=args.principal,
-            session=[session_arg(s) for s in args.session],
-            memory=args.memory,
-            digest=args.digest,
-            reason=args.reason,
-            by=args.by or settings.principal,
-            compact=not args.no_compact,
-        )
+        try:
+            receipt = erase(
+                recorder,
+                principal=args.principal,
+                session=[session_arg(s) for s in args.session],
+                memory=args.memory,
+                digest=args.digest,
+                reason=args.reason,
+                by=args.by or settings.principal,
+                compact=False,
+            )
+        except ErasureBlocked as blocked:
+            print(f"trails: {blocked}", file=sys.stderr)
+            return BLOCKED
+        forget_in_search_index(store)  # also what an erasure killed before it left
+        compacted = False
+        if receipt.erased and not args.no_compact and callable(getattr(store, "compact", None)):
+            try:
+                store.compact()  # type: ignore[attr-defined]
+            except KeyboardInterrupt:
+                _say(receipt, args, compacted=False)
+                print(f"trails: {INTERRUPTED}", file=sys.stderr)
+                return 130
+            compacted = True
     logged = _erase_access_log(args, settings)
+    _say(receipt, args, compacted=compacted, logged=logged)
+    return 0
+
+
+def forget_in_search_index(store: Store) -> None:
+    """Bring the console's full-text index beside a directory store up to the erasures
+    just recorded (its rows of erased content deleted and its file rewritten), when
+    there is one (none is created)."""
+    folder = getattr(store, "path", None)
+    if folder is None or not (Path(folder) / FILE_NAME).is_file():
+        return
+    index = SearchIndex(Path(folder) / FILE_NAME)
+    try:
+        index.forget_erased(store)
+    finally:
+        index.close()
+
+
+def _say(
+    receipt: ErasureReceipt,
+    args: argparse.Namespace,
+    *,
+    compacted: bool,
+    logged: AccessLogErasure | None = None,
+) -> None:
     if args.json:
         data = asdict(receipt)
+        data["compacted"] = compacted
         data["skipped"] = [{"target": s.target, "hold": asdict(s.hold)} for s in receipt.skipped]
         data["access_log"] = asdict(logged) if logged is not None else None
         print(json.dumps(data, indent=2))
-        return 0
+        return
     for skipped in receipt.skipped:
         print(
             f"SKIPPED {skipped.target}: legal hold {skipped.hold.iri} "
             f"({skipped.hold.reason!r}, by {skipped.hold.placed_by})"
         )
-    print(
-        f"erased {receipt.erased} content value(s) from {len(receipt.sessions)} session(s) "
-        f"and {len(receipt.memories)} memory(ies); receipt {receipt.erasure} "
-        f"in {receipt.graph}, sealed by {receipt.seal or '(not sealed)'}"
-        + ("; store files rewritten" if receipt.compacted else "")
-    )
+    if not receipt.erasure:
+        print("nothing left to erase: no content it selects remains; no receipt written")
+    else:
+        print(
+            f"erased {receipt.erased} content value(s) from {len(receipt.sessions)} session(s) "
+            f"and {len(receipt.memories)} memory(ies); receipt {receipt.erasure} "
+            f"in {receipt.graph}, sealed by {receipt.seal or '(not sealed)'}"
+            + ("; store files rewritten" if compacted else "")
+            + ("; store files not rewritten: run `trails compact`" if args.no_compact else "")
+        )
     if logged is not None:
         print(
             f"access log: removed the text of {logged.entries} logged query(ies) that "
             f"mention(s) them ({logged.values} value(s))"
             + ("; its files rewritten" if logged.compacted else "")
         )
-    return 0
 
 
 def access_log_location(args: argparse.Namespace, settings: Settings) -> str | None:

@@ -11,9 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from dataclasses import asdict
 from datetime import timedelta
 
 from trails.audit.access import changing
+from trails.cli.erase import forget_in_search_index
+from trails.compliance.erasure import finish_erasures
 from trails.config import load_settings
 from trails.errors import UserError
 from trails.evidence.recovery import recover
@@ -43,7 +46,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "recover",
         help="end sessions left open by a process that stopped (as interrupted) and seal them",
         description="End, as interrupted, the sessions a stopped process left open, with "
-        "the activities they had started; seal sessions that ended unsealed. On an "
+        "the activities they had started; seal sessions that ended unsealed; finish "
+        "erasures a stopped `trails erase` left (a receipt without its seal is sealed, "
+        "one cut short between its batches is closed as interrupted and sealed). On an "
         "embedded store every open session is a dead process's (the store's lock says "
         "so); on a SPARQL server give --older-than: only sessions with nothing recorded "
         "for that long are ended, so live writers keep theirs.",
@@ -64,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
     with changing(args.store) as store:
         recorder = Recorder(store, base_iri=settings.base_iri, content=settings.record_content)
         report = recover(recorder, older_than=older_than, settings=settings)
+        erasures = []
+        if settings.section("audit").get("seal", True):
+            erasures = finish_erasures(recorder, older_than=older_than)
+            if erasures:
+                forget_in_search_index(store)
     if args.json:
         print(
             json.dumps(
@@ -72,11 +82,14 @@ def run(args: argparse.Namespace) -> int:
                     "activities": report.activities,
                     "sealed": report.sealed,
                     "skipped": report.skipped,
+                    "erasures": [asdict(e) for e in erasures],
                 },
                 indent=2,
             )
         )
         return 0
+    for erasure in erasures:
+        print(f"ERASURE     {erasure.describe()}")
     for session in report.interrupted:
         print(f"INTERRUPTED {session}")
     for session in report.sealed:
@@ -88,6 +101,6 @@ def run(args: argparse.Namespace) -> int:
         f"{len(report.interrupted)} session(s) ended as interrupted {sealing}"
         f"({len(report.activities)} activit{'y' if len(report.activities) == 1 else 'ies'} "
         f"cut short), {len(report.sealed)} that had ended unsealed now sealed, "
-        f"{len(report.skipped)} left open"
+        f"{len(report.skipped)} left open, {len(erasures)} erasure(s) finished"
     )
     return 0

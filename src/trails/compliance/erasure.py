@@ -14,10 +14,18 @@ and records a ``trails:Erasure`` activity in a receipt graph of its own
 (``<base>graph:erasure/<uuid>``): who (``prov:wasAssociatedWith``), when, why
 (``trails:erasureReason``), which sessions, memories and digests, and, in plain
 PROV, each erased content entity ``prov:wasInvalidatedBy`` the erasure. The
-receipt is written in the same atomic write as the removal it describes (in
-batches of ``batch`` values for large erasures: each batch is whole or absent)
-and sealed into the ledger afterwards, so ``trails verify`` checks it like any
-sealed graph.
+receipt is written in the same atomic write as the removal it describes, and its
+seal too (as a session's end and its seal are one write): an erasure killed at
+any moment has either not happened or happened, recorded and sealed, so ``trails
+verify`` checks it like any sealed graph. An erasure of more than ``batch``
+values is written in batches (each whole or absent, the last one sealed): one
+killed between two of them leaves a receipt without an end, which
+``finish_erasures`` (``trails recover``, and the next ``erase`` on an embedded
+store) closes as ``interrupted`` and seals, naming what it did remove; the same
+erasure run again removes the rest. ``finish_erasures`` also seals a complete
+receipt left without a seal (by a version of trails that sealed it in a second
+write). Nothing left to erase writes no receipt; an erasure whose every value is
+held raises ``ErasureBlocked``.
 
 Held evidence is never erased: a session under an active legal hold
 (``trails.compliance.holds``; directly or through its principal), and a memory whose
@@ -44,7 +52,7 @@ import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from trails.compliance.holds import Hold, active_holds_for, list_holds
@@ -57,20 +65,24 @@ from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, Literal, Quad, Term
+from trails.store.terms import IRI, Literal, Quad, Term, to_python
 from trails.text import check_text
 
 if TYPE_CHECKING:
+    from trails.evidence.seal import Sealer
     from trails.prov.recorder import Recorder
 
 __all__ = [
     "BATCH",
     "ContentErased",
+    "ErasureBlocked",
     "ErasureReceipt",
     "ErasureRecord",
+    "FinishedErasure",
     "SkippedHold",
     "erase",
     "erasure_graph",
+    "finish_erasures",
     "list_erasures",
 ]
 
@@ -155,14 +167,31 @@ class SkippedHold:
         return f"skipped {self.target}: held by {self.hold.describe()}"
 
 
+class ErasureBlocked(UserError):
+    """Nothing was erased because legal holds cover everything the erasure selected; no
+    receipt was written. ``skipped`` names what each hold kept (``trails erase`` exits 3)."""
+
+    def __init__(self, skipped: Sequence[SkippedHold]) -> None:
+        self.skipped = tuple(skipped)
+        holds = {s.hold.iri: s.hold for s in self.skipped}
+        named = "; ".join(h.describe() for h in holds.values())
+        super().__init__(
+            f"nothing erased, no receipt written: what it selects is under legal hold: {named}"
+        )
+
+
 @dataclass(frozen=True)
 class ErasureReceipt:
-    """What ``erase`` did (and what its sealed receipt graph records)."""
+    """What ``erase`` did (and what its sealed receipt graph records).
+
+    When nothing was left to erase (an erasure run again, a digest no value has)
+    no receipt is written: ``erasure`` and ``graph`` are empty and ``erased`` is 0.
+    """
 
     erasure: str
-    """The ``trails:Erasure`` activity's IRI."""
+    """The ``trails:Erasure`` activity's IRI ("" when nothing was left to erase)."""
     graph: str
-    """The receipt graph (sealed unless ``seal=False``)."""
+    """The receipt graph (sealed unless ``seal=False``; "" when none was written)."""
     seal: str | None
     by: str
     at: str
@@ -199,6 +228,14 @@ class ContentErased(Event):
     memories: tuple[str, ...] = ()
     items: tuple[tuple[str, str], ...] = ()
     """(erased content entity, its sha256)."""
+    status: str | None = None
+    """``interrupted`` for the end ``finish_erasures`` writes to a receipt cut short."""
+    sealed: bool = False
+    """The last part is sealed in its own write (``completes_graph``)."""
+
+    @property
+    def completes_graph(self) -> bool:
+        return self.last and self.sealed
 
     def emit(self, b: QuadBuilder) -> None:
         a = IRI.trusted(self.activity)
@@ -225,6 +262,7 @@ class ContentErased(Event):
         if self.last:
             b.value(a, PROV.endedAtTime, self.ended or self.at)
             b.value(a, T.erasedCount, self.count)
+            b.value(a, T.status, self.status)
 
 
 @dataclass
@@ -442,6 +480,7 @@ def erase(
     Raises:
         UserError: no selector, an empty reason, a session, memory or digest that
             is not in the store, or a store not yet migrated (``trails migrate``).
+        ErasureBlocked: legal holds cover everything selected: nothing was erased.
         StoreError: the store could not be read or written.
     """
     principals, sessions = _names(principal), _names(session)
@@ -463,16 +502,35 @@ def erase(
     if not by.strip():
         raise UserError("an erasure needs who erases (by)")
     store, minter = recorder.store, recorder.minter
+    sealer = _sealer(recorder) if seal else None
+    if sealer is not None and getattr(store, "exclusive_since", None) is not None:
+        # this process holds the store alone: an erasure cut short here before is closed
+        finish_erasures(recorder)
     plan = _plan(
         store, minter, principals=principals, sessions=sessions, memories=memories, digests=digests
     )
     removals = _removals(store, plan)
+    if not removals:
+        if plan.skipped:
+            raise ErasureBlocked(plan.skipped)
+        return ErasureReceipt(
+            erasure="",
+            graph="",
+            seal=None,
+            by=by,
+            at=datetime.now(UTC).isoformat(),
+            reason=reason,
+            sessions=(),
+            memories=(),
+            digests=(),
+            erased=0,
+        )
     erasure_id = str(uuid.uuid4())
     graph = erasure_graph(minter, erasure_id)
     activity = Minter.part(graph, "erasure")
     at = datetime.now(UTC)
     skipped_holds = sorted({s.hold.iri for s in plan.skipped})
-    chunks = [removals[i : i + batch] for i in range(0, len(removals), max(1, batch))] or [[]]
+    chunks = [removals[i : i + batch] for i in range(0, len(removals), max(1, batch))]
     for n, chunk in enumerate(chunks):
         last = n == len(chunks) - 1
         recorder.record(
@@ -491,16 +549,16 @@ def erase(
                 sessions=tuple(sorted({r.owner for r in chunk if not r.memory})),
                 memories=tuple(sorted({r.owner for r in chunk if r.memory})),
                 items=tuple((r.entity, r.digest) for r in chunk),
+                sealed=sealer is not None,
             ),
             remove=[r.quad for r in chunk],
         )
     if any(r.memory for r in removals):
         _drop_memory_copies(store, minter)
     seal_iri = None
-    if seal:
-        from trails.evidence.seal import install_sealer
-
-        seal_iri = str(install_sealer(recorder).seal(recorder, graph))
+    if sealer is not None:
+        sealed = sealer.sealed_by(graph)  # in the last part's write, unless the hook failed
+        seal_iri = str(sealed if sealed is not None else sealer.seal(recorder, graph))
     compacted = False
     rewrite = getattr(store, "compact", None)
     if compact and removals and callable(rewrite):
@@ -520,6 +578,121 @@ def erase(
         skipped=tuple(plan.skipped),
         compacted=compacted,
     )
+
+
+def _sealer(recorder: Recorder) -> Sealer:
+    from trails.evidence.seal import install_sealer
+
+    return install_sealer(recorder)
+
+
+_UNFINISHED = f"""
+SELECT ?g ?e ?at ?ended ?by ?reason ?memory $ledger WHERE {{
+  GRAPH ?g {{
+    ?e a {T.Erasure.n3()} ; {PROV.startedAtTime.n3()} ?at ; {T.erasureReason.n3()} ?reason .
+    OPTIONAL {{ ?e {PROV.endedAtTime.n3()} ?ended }}
+    OPTIONAL {{ ?e {PROV.wasAssociatedWith.n3()}/{T.principalId.n3()} ?by }}
+    OPTIONAL {{ ?e {T.erasedMemory.n3()} ?memory }}
+  }}
+  FILTER NOT EXISTS {{ GRAPH $ledger {{ ?seal {T.sealedGraph.n3()} ?g }} }}
+}}
+"""
+
+_ITEMS = f"""
+SELECT DISTINCT ?x $g $e WHERE {{ GRAPH $g {{ ?x {PROV.wasInvalidatedBy.n3()} $e }} }}
+"""
+
+
+@dataclass(frozen=True)
+class FinishedErasure:
+    """An erasure receipt ``finish_erasures`` found without a seal, and what it did."""
+
+    erasure: str
+    graph: str
+    seal: str
+    interrupted: bool
+    """The erasure was cut short between two of its writes: its receipt was closed as
+    ``interrupted`` (the values it names were removed; run the erasure again for the rest).
+    False: the receipt was complete and only its seal was missing."""
+    erased: int
+    """How many values the receipt accounts for."""
+
+    def describe(self) -> str:
+        if self.interrupted:
+            return (
+                f"{self.erasure} was interrupted after removing {self.erased} value(s): its "
+                f"receipt is closed as interrupted and sealed ({self.seal}); run the same "
+                "`trails erase` again to erase the rest"
+            )
+        return f"{self.erasure} had been recorded without its seal: now sealed ({self.seal})"
+
+
+def finish_erasures(
+    recorder: Recorder, *, older_than: timedelta | None = None
+) -> list[FinishedErasure]:
+    """Close and seal the erasure receipts a stopped process left without a seal.
+
+    A receipt whose erasure had ended (an earlier version of trails sealed it in a
+    write of its own) is sealed. One without an end was cut short between two of its
+    batches: what it names was removed with it, the rest was not; it is ended as
+    ``interrupted`` with the count of what it names, and sealed, in one write (running
+    the same erasure again removes the rest). Either way every removed value is then
+    accounted for by a sealed receipt, and ``trails verify`` passes.
+
+    Args:
+        recorder: writes the ends and seals (with its sealer, installed when missing).
+        older_than: on a store shared with live writers (a SPARQL server), only receipts
+            started at least this long ago (an erasure running elsewhere is left alone).
+            None: every unsealed receipt (an embedded store this process holds alone).
+
+    Returns:
+        What was finished, oldest first.
+
+    Raises:
+        StoreError: the store could not be read or written.
+    """
+    from trails.evidence.ledger import ledger_iri
+
+    store, minter = recorder.store, recorder.minter
+    sealer = _sealer(recorder)
+    rows = _rows(store, _UNFINISHED, {"ledger": ledger_iri(minter)})
+    cutoff = datetime.now(UTC) - older_than if older_than is not None else None
+    found: dict[str, dict[str, Term]] = {}
+    memories: set[str] = set()
+    for row in rows:
+        found.setdefault(str(row["g"]), dict(row))
+        if row.get("memory") is not None:
+            memories.add(str(row["g"]))
+    done: list[FinishedErasure] = []
+    for g, row in sorted(found.items(), key=lambda kv: str(kv[1].get("at"))):
+        graph, activity = IRI.trusted(g), IRI.trusted(str(row["e"]))
+        started = to_python(row["at"]) if row.get("at") is not None else None
+        if cutoff is not None and (not isinstance(started, datetime) or started > cutoff):
+            continue
+        interrupted = row.get("ended") is None
+        erased = len(_rows(store, _ITEMS, {"g": graph, "e": activity}))
+        if interrupted:
+            at = started if isinstance(started, datetime) else datetime.now(UTC)
+            recorder.record(
+                ContentErased(
+                    session=graph,
+                    activity=activity,
+                    by=_text(row.get("by")) or "did:trails:unknown",
+                    reason=_text(row.get("reason")) or "",
+                    at=at,
+                    first=False,
+                    ended=datetime.now(UTC),
+                    count=erased,
+                    status="interrupted",
+                    sealed=True,
+                )
+            )
+            if g in memories:  # its batches removed memory text the index may still hold
+                _drop_memory_copies(store, minter)
+        sealed = sealer.sealed_by(graph)
+        seal = sealed if sealed is not None else sealer.seal(recorder, graph)
+        done.append(FinishedErasure(str(activity), g, str(seal), interrupted, erased))
+    return done
 
 
 def _drop_memory_copies(store: Store, minter: Minter) -> None:

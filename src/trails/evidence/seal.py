@@ -2,7 +2,8 @@
 
 The ``Sealer`` is a recorder pre-write hook (installed by configuration, see
 ``trails.config.SEALER``). When the recorder is about to write a
-``SessionEnded``, the sealer reads the session graph *and* the ledger's
+``SessionEnded`` (or another event that completes its graph, such as the last
+part of an erasure receipt: ``Event.completes_graph``), the sealer reads the graph *and* the ledger's
 ``trails:latestSeal`` pointer in one query, adds the end event's quads to what
 it read, computes the canonical hash (``trails.evidence.canonical``, version 2)
 and returns the seal's quads; the recorder writes the end and the seal in one
@@ -188,7 +189,7 @@ class Sealer:
                     self._graphs.setdefault(event.graph, set())  # filled by observe()
                     self._starts[event.graph] = frozenset(start)
                 return start, []
-            if isinstance(event, SessionEnded):
+            if isinstance(event, SessionEnded) or event.completes_graph:
                 targets = [event.graph]
             else:
                 written = {q[3] for q in quads}
@@ -292,6 +293,11 @@ class Sealer:
                 kept = graphs.get(g)
                 if kept is not None:
                     kept.add((s, p, o))
+
+    def sealed_by(self, graph: IRI) -> IRI | None:
+        """The newest seal this sealer wrote of ``graph`` (None: it sealed none)."""
+        with self._lock:
+            return self._sealed.get(graph)
 
     def _is_sealed(self, recorder: Recorder, ledger: IRI, graph: IRI) -> bool:
         if graph in self._sealed:

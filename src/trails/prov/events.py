@@ -85,6 +85,12 @@ class Event(BaseModel):
         """The named graph the event is written to (the session's, by default)."""
         return _iri(self.session)
 
+    @property
+    def completes_graph(self) -> bool:
+        """Whether this event's write completes its graph, so the sealer seals the graph in
+        that same write (a session's end; the last part of an erasure receipt)."""
+        return False
+
     def emit(self, b: QuadBuilder) -> None:  # pragma: no cover - abstract
         raise NotImplementedError(type(self).__name__)
 

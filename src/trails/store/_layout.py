@@ -31,9 +31,16 @@ an earlier version between the two renames of its compaction (no store at the
 root, the whole store at ``<root>.compacting-old``) is repaired too: that copy
 becomes ``data-1``.
 
+Creating a store is the same commit: RocksDB creates ``data-1``, then the pointer is
+written. A crash before the pointer leaves ``data-1`` whole (``recover`` points at it)
+or half written by RocksDB, with nothing recorded in it (``unfinished_creation``):
+``recover`` deletes it and the creation starts again.
+
 ``on_step`` is called with the name of each step of a compaction as it is reached
-(``copying``, ``copied``, ``renamed``, ``switched``, ``deleting``); it does nothing,
-and exists so that tests can stop the process between two steps.
+(``copying``, ``copied``, ``renamed``, ``switched``, ``deleting``), and of a creation
+(``creating``: the lock held, RocksDB not yet opened; ``created``: RocksDB's files
+written, the pointer not yet); it does nothing, and exists so that tests can stop the
+process between two steps.
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ __all__ = [
     "drop_earlier_copies",
     "finish_copy",
     "holder",
+    "is_database",
     "leftovers",
     "on_step",
     "point",
@@ -70,6 +78,7 @@ __all__ = [
     "recover",
     "remove",
     "start_copy",
+    "unfinished_creation",
     "unpointed",
 ]
 
@@ -86,6 +95,9 @@ _ROCKSDB = re.compile(
 )
 # the names an earlier version's compaction used beside the root
 _EARLIER_COPY, _EARLIER_OLD = ".compacting", ".compacting-old"
+_MANIFEST = re.compile(r"MANIFEST-\d+")
+#: the column families every Oxigraph store declares in its RocksDB OPTIONS file
+_OXIGRAPH_FAMILIES = ('[CFOptions "id2str"]', '[CFOptions "spog"]')
 
 log = logging.getLogger("trails.store")
 
@@ -326,6 +338,45 @@ def _beside(root: Path, suffix: str) -> Path:
     return folder.with_name(folder.name + suffix)
 
 
+def is_database(folder: Path) -> bool:
+    """Whether ``folder`` holds a whole Oxigraph RocksDB database: RocksDB's ``CURRENT``
+    naming a ``MANIFEST-*`` that exists, beside an ``OPTIONS-*`` file declaring Oxigraph's
+    column families (what ``trails.store.location`` takes for the mark of a store)."""
+    try:
+        current = (folder / "CURRENT").read_text(encoding="ascii").strip()
+        if not _MANIFEST.fullmatch(current) or not (folder / current).is_file():
+            return False
+        for options in folder.glob("OPTIONS-*"):
+            text = options.read_text(encoding="utf-8", errors="replace")
+            if all(family in text for family in _OXIGRAPH_FAMILIES):
+                return True
+    except (OSError, UnicodeDecodeError):
+        return False
+    return False
+
+
+def unfinished_creation(root: Path) -> list[Path]:
+    """The data directories a creation of the store left unfinished: with no pointer and
+    none of the earlier layout's files in the root, a ``data-N`` directory holding only
+    files RocksDB writes (or nothing) but no whole database. A process killed while
+    RocksDB created its files leaves one; nothing was ever recorded in it (the pointer
+    is written before anything is). Never raises."""
+    try:
+        if (root / POINTER).exists() or _earlier_layout_files(root):
+            return []
+        found = []
+        for path in _entries(root, _DATA, folders=True).values():
+            names = list(os.scandir(path))
+            rocksdb = all(
+                e.is_file(follow_symlinks=False) and _ROCKSDB.fullmatch(e.name) for e in names
+            )
+            if rocksdb and not is_database(path):
+                found.append(path)
+        return sorted(found)
+    except OSError:
+        return []
+
+
 def unpointed(root: Path) -> list[Path]:
     """Data directories that hold a store although no pointer names them yet: a complete
     ``data-N`` (a store whose first pointer, or a compaction's, was never written) and an
@@ -419,6 +470,9 @@ def recover(root: Path) -> Layout:
     """
     state = _read(root)
     if state is None:
+        for begun in unfinished_creation(root):  # redo a creation a crash cut short
+            remove(begun)
+            log.warning("removed %s: the creation of the store at %s had not finished", begun, root)
         _adopt_earlier_copy(root)
     versions = _entries(root, _DATA, folders=True)  # complete copies (a .tmp never is)
     newest = max(versions, default=None)

@@ -24,11 +24,7 @@ from pathlib import Path
 from trails.errors import NotAStore, StoreError
 from trails.store import _layout
 
-__all__ = ["check_creatable", "check_existing", "is_store"]
-
-_MANIFEST = re.compile(r"MANIFEST-\d+")
-#: the column families every Oxigraph store declares in its RocksDB OPTIONS file
-_OXIGRAPH_FAMILIES = ('[CFOptions "id2str"]', '[CFOptions "spog"]')
+__all__ = ["check_creatable", "check_existing", "is_store", "undo_creation"]
 
 
 def is_store(path: str | Path) -> bool:
@@ -53,23 +49,12 @@ def is_store(path: str | Path) -> bool:
     return any(_is_oxigraph(where) for where in [folder, *elsewhere])
 
 
-def _is_oxigraph(folder: Path) -> bool:
-    """Whether ``folder`` holds an Oxigraph RocksDB database itself."""
-    try:
-        current = (folder / "CURRENT").read_text(encoding="ascii").strip()
-        if not _MANIFEST.fullmatch(current) or not (folder / current).is_file():
-            return False
-        for options in folder.glob("OPTIONS-*"):
-            text = options.read_text(encoding="utf-8", errors="replace")
-            if all(family in text for family in _OXIGRAPH_FAMILIES):
-                return True
-    except (OSError, UnicodeDecodeError):
-        return False
-    return False
+_is_oxigraph = _layout.is_database
 
 
 #: what an open that stopped before its store was written leaves (the lock file, a
-#: pointer never swapped in, an empty data directory): a folder of only these is empty
+#: pointer never swapped in, a data directory RocksDB never wrote into or had not
+#: finished creating): a folder of only these is empty
 _BOOKKEEPING = re.compile(
     rf"{re.escape(_layout.LOCK)}|{re.escape(_layout.POINTER)}\.tmp|data-[0-9]{{1,9}}(?:\.tmp)?"
 )
@@ -77,11 +62,12 @@ _BOOKKEEPING = re.compile(
 
 def _entries(folder: Path) -> list[str]:
     """What ``folder`` holds, leaving out what an interrupted creation of a store left."""
+    begun = {p.name for p in _layout.unfinished_creation(folder)}
     try:
         return sorted(
             p.name
             for p in folder.iterdir()
-            if not (_BOOKKEEPING.fullmatch(p.name) and _is_empty_or_file(p))
+            if not (_BOOKKEEPING.fullmatch(p.name) and (p.name in begun or _is_empty_or_file(p)))
         )
     except OSError as exc:
         raise StoreError(f"cannot open store at {folder}: {exc.strerror or exc}") from exc
@@ -163,3 +149,31 @@ def _some(names: list[str]) -> str:
     """A few of a folder's entries, so the error shows what is there."""
     shown = ", ".join(n if n.isprintable() else repr(n) for n in names[:3])
     return shown if len(names) <= 3 else f"{shown} and {len(names) - 3} more"
+
+
+def undo_creation(root: str | Path, made: list[Path]) -> None:
+    """Delete a store that was just created and holds nothing, closed: its lock, its
+    pointer and its data directories, then the folders in ``made`` (those created for
+    it, deepest first) that are left empty. Anything else in the folder stays. For a
+    command that failed: it must not leave a store behind. Never raises.
+
+    Args:
+        root: the store's folder.
+        made: the folders that did not exist before the store was created.
+    """
+    folder = Path(root)
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if _BOOKKEEPING.fullmatch(entry.name) or entry.name == _layout.POINTER:
+            try:
+                _layout.remove(entry)
+            except OSError:
+                return  # what is left is a store or part of one: the next open repairs it
+    for path in sorted(made, key=lambda p: len(p.parts), reverse=True):
+        try:
+            path.rmdir()
+        except OSError:
+            return

@@ -336,8 +336,11 @@ class OxigraphStore(Store):
             raise StoreError(f"cannot open store at {self.path}: {exc}") from exc
         try:
             self._disk = _layout.recover(self.path)
+            if self._disk.fresh:
+                _layout.reached("creating")
             self._store = ox.Store(str(self._disk.data))
             if self._disk.fresh:
+                _layout.reached("created")
                 self._disk = _layout.commit(self._disk)
         except OSError as exc:
             if self._store is None and self._disk is not None and self._disk.fresh:
