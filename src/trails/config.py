@@ -120,6 +120,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "recover",
             "timestamp_url",
             "timestamp_cert",
+            "log_origin",
         }
     ),
     "serve": frozenset(

@@ -37,17 +37,25 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from trails.audit.access import reading
 from trails.audit.bundle import verify_bundle
 from trails.cli.common import session_arg
-from trails.cli.prove import print_report, report_json, run_proof, since_head_check
+from trails.cli.prove import (
+    expect_head_check,
+    print_report,
+    report_json,
+    run_proof,
+    since_head_check,
+)
 from trails.config import load_settings
 from trails.errors import StoreError, UserError
 from trails.evidence.checks import checkpoint_report
 from trails.evidence.findings import Finding
 from trails.evidence.interruptions import calls_cut_short
+from trails.evidence.proofs import ProofReport
 from trails.evidence.quick import QUICK
 from trails.evidence.seal import configured_signing_key
 from trails.evidence.verify import VerifyReport, load_public_key, verify
@@ -105,9 +113,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--key", help="trusted Ed25519 public key (PEM): every seal must be signed")
     p.add_argument(
         "--expect-head",
-        metavar="HASH[,HASH]",
+        metavar="HASH[,HASH]|FILE",
         help="head hash(es) printed by an earlier verify and kept elsewhere; each must "
-        "still be in the ledger (catches the newest seals being removed)",
+        "still be in the ledger (catches the newest seals being removed); or a checkpoint "
+        "file (trails head): the log's newest tree head must be exactly it",
     )
     p.add_argument(
         "--strict",
@@ -156,9 +165,17 @@ def _heads(text: str | None) -> list[str] | None:
     if not heads or not all(_HASH.fullmatch(h) for h in heads):
         raise UserError(
             f"--expect-head {text!r} must be one or more 64-hex-digit seal hashes, "
-            "separated by commas"
+            "separated by commas, or a checkpoint file"
         )
     return heads
+
+
+def _expected(text: str | None) -> tuple[list[str] | None, str | None]:
+    """``--expect-head``: seal hashes, or the path of a kept checkpoint (or JSON head)."""
+    first = text.split(",")[0].strip().lower() if text is not None else ""
+    if text is not None and not _HASH.fullmatch(first) and Path(text).is_file():
+        return None, text
+    return _heads(text), None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -170,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
             session = IRI(session_arg(args.session))
         except (ValueError, UnicodeError):
             raise UserError(f"--session {args.session!r} is not an IRI") from None
-    heads = _heads(args.expect_head)
+    heads, expected_file = _expected(args.expect_head)
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs {args.jobs} must be 1 or more (1: no worker processes)")
     key_path = args.key or settings.section("audit").get("verify_key")
@@ -196,6 +213,9 @@ def run(args: argparse.Namespace) -> int:
         )
         cut = calls_cut_short(store, session) if args.strict else []
         since = since_head_check(store, args, public_key) if args.since_head else None
+        if expected_file is not None:
+            exact = expect_head_check(store, args, public_key, expected_file)
+            since = _merged(since, exact)
         recorded = None
         if report.ok and session is None and not args.no_checkpoint and (not since or since.ok):
             recorded = _checkpoint(store, report)
@@ -241,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1 if failed else 0
     if since is not None:
-        print_report(since, f"the log against the tree head {args.since_head}")
+        print_report(since, f"the log against the tree head {args.since_head or expected_file}")
     for finding in report.findings:
         print(finding)
     for removed in report.removed:
@@ -261,7 +281,7 @@ def run(args: argparse.Namespace) -> int:
     if not report.ok:
         verdict = f"FAILED: {len(report.findings)} finding(s)"
     elif since is not None and not since.ok:
-        verdict = f"FAILED: the transparency log does not extend {args.since_head}"
+        verdict = f"FAILED: {_since_verdict(since, str(args.since_head or expected_file))}"
     elif failed:
         verdict = (
             f"FAILED (--strict): {len(unfinished)} open or interrupted session(s), "
@@ -285,6 +305,25 @@ def run(args: argparse.Namespace) -> int:
         f"seal(s) in {report.chains} chain(s), {report.signed} signed; head {report.head}"
     )
     return 1 if failed else 0
+
+
+def _merged(a: ProofReport | None, b: ProofReport) -> ProofReport:
+    if a is None:
+        return b
+    a.findings.extend(b.findings)
+    a.proves.extend(p for p in b.proves if p not in a.proves)
+    a.does_not_prove.extend(p for p in b.does_not_prove if p not in a.does_not_prove)
+    return a
+
+
+def _since_verdict(since: ProofReport, path: str) -> str:
+    """What failed against a kept head, named by its first finding's kind."""
+    kinds = [f.kind for f in since.findings]
+    if kinds and kinds[0] == "timestamp":
+        return f"the time-stamp of the tree head {path} does not verify"
+    if kinds and kinds[0] == "signature":
+        return f"the tree head {path} is not signed as required"
+    return f"the transparency log does not extend {path}"
 
 
 def _not_rechecked(report: VerifyReport) -> str:
