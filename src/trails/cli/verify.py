@@ -19,7 +19,8 @@ store untouched).
 
 Exit 0: nothing was altered (open and interrupted sessions are listed, not
 failures, unless ``--strict``, which also names each capability call that
-started and did not finish: ``trails.evidence.interruptions``). Exit 1: at least
+started and did not finish: ``trails.evidence.interruptions``, and fails on a tree
+head that ``[audit] timestamp_url`` is set for and no authority stamped). Exit 1: at least
 one integrity finding (or, with ``--strict``, anything unfinished). Exit 2:
 bad usage (an empty or malformed ``--session``, a malformed ``--expect-head``,
 an unreadable key, a session that does not exist).
@@ -58,6 +59,8 @@ from trails.evidence.interruptions import calls_cut_short
 from trails.evidence.proofs import ProofReport
 from trails.evidence.quick import QUICK
 from trails.evidence.seal import configured_signing_key
+from trails.evidence.timestamp import configured_tsas
+from trails.evidence.transparency import log_iri, read_head
 from trails.evidence.verify import VerifyReport, load_public_key, verify
 from trails.prov.iri import Minter
 from trails.prov.recorder import Recorder
@@ -121,8 +124,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument(
         "--strict",
         action="store_true",
-        help="also fail on open and interrupted sessions, and name each capability call "
-        "that started and did not finish",
+        help="also fail on open and interrupted sessions, name each capability call "
+        "that started and did not finish, and fail on a tree head no configured "
+        "time-stamping authority stamped",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument(
@@ -219,8 +223,9 @@ def run(args: argparse.Namespace) -> int:
         recorded = None
         if report.ok and session is None and not args.no_checkpoint and (not since or since.ok):
             recorded = _checkpoint(store, report)
+        unstamped = _unstamped(store, settings) if args.strict and session is None else []
     unfinished = report.open_sessions + report.interrupted_sessions
-    failed = not report.ok or (args.strict and bool(unfinished or cut))
+    failed = not report.ok or (args.strict and bool(unfinished or cut or unstamped))
     failed = failed or (since is not None and not since.ok)
     if args.json:
         print(
@@ -245,6 +250,7 @@ def run(args: argparse.Namespace) -> int:
                     "interrupted_sessions": report.interrupted_sessions,
                     "projections": report.projections,
                     "interrupted_calls": [asdict(c) for c in cut],
+                    "unstamped": unstamped,
                     "removed_by_retention": [asdict(r) for r in report.removed],
                     "erasures": report.erasures,
                     "content": {
@@ -270,6 +276,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"INTERRUPTED {graph}: ended as interrupted (stopped or interrupted while running)")
     for call in cut:
         print(call)
+    for line in unstamped:
+        print(line)
     for graph in report.open_sessions:
         print(f"OPEN      {graph}: not ended yet, so not sealed yet")
     for graph in report.projections:
@@ -285,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
     elif failed:
         verdict = (
             f"FAILED (--strict): {len(unfinished)} open or interrupted session(s), "
-            f"{len(cut)} call(s) cut short"
+            f"{len(cut)} call(s) cut short, {len(unstamped)} tree head(s) not time-stamped"
         )
     else:
         verdict = "OK"
@@ -305,6 +313,20 @@ def run(args: argparse.Namespace) -> int:
         f"seal(s) in {report.chains} chain(s), {report.signed} signed; head {report.head}"
     )
     return 1 if failed else 0
+
+
+def _unstamped(store: Store, settings: Any) -> list[str]:
+    """With a TSA configured, the newest tree head (the one this verification's checkpoint
+    wrote, if it wrote one) when no TSA stamped it: a ``--strict`` failure."""
+    if not configured_tsas(settings):
+        return []
+    head = read_head(store, log_iri(Minter(settings.base_iri)))
+    if head is None or head.timestamp:
+        return []
+    return [
+        f"UNSTAMPED tree head {head.size}@{head.at}: [audit] timestamp_url is set but no "
+        "time-stamping authority stamped it (see the warning above)"
+    ]
 
 
 def _merged(a: ProofReport | None, b: ProofReport) -> ProofReport:
