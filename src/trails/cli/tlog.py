@@ -35,10 +35,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     sub = p.add_subparsers(dest="log_command", metavar="ACTION", required=True)
     pub = sub.add_parser("publish", help="write the log as tiles under DIR")
-    pub.add_argument("dir", metavar="DIR")
+    pub.add_argument("dir", metavar="DIR", help="the folder to write the tiles under")
     pub.set_defaults(func=run_publish)
     chk = sub.add_parser("check", help="mirror and check a tiled log (DIR or URL)")
-    chk.add_argument("source", metavar="DIR|URL")
+    chk.add_argument(
+        "source", metavar="DIR|URL", help="the published log: its folder or its http(s) prefix"
+    )
     chk.add_argument("--key", help="the log's Ed25519 public key (PEM): the checkpoint's signer")
     chk.add_argument("--json", action="store_true", help="print the report as JSON")
     chk.set_defaults(func=run_check)
