@@ -43,6 +43,7 @@ READING: dict[str, list[str]] = {
     "logs": ["logs"],
     "prove": ["prove", NO_SESSION, "--out", "proof.json"],
     "head": ["head", "--out", "head.json"],
+    "log-publish": ["log", "publish", "site"],
     "verify": ["verify"],
     "verify-session": ["verify", "--session", NO_SESSION],
     "export": ["export", "--all", "--out", "all.trig"],

@@ -120,6 +120,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "recover",
             "timestamp_url",
             "timestamp_cert",
+            "log_origin",
         }
     ),
     "serve": frozenset(
@@ -138,6 +139,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "snapshot_interval",
             "header_timeout",
             "worker_memory_mb",
+            "log_tiles",
         }
     ),
     "memory": frozenset({"max_content_chars", "weights", "ranker"}),

@@ -1,8 +1,11 @@
 """A time-stamping authority on the loopback interface, for the RFC 3161 tests.
 
-Keys and certificates are made here (a root CA and a TSA certificate for time-stamping);
-each request is answered by ``openssl ts -reply``, behind a small ``http.server`` handler,
-as a real TSA answers over HTTP (RFC 3161, section 3.4).
+Keys and certificates are made here (a root CA, optionally an intermediate CA, and a TSA
+certificate for time-stamping); each request is answered by ``openssl ts -reply``, behind a
+small ``http.server`` handler, as a real TSA answers over HTTP (RFC 3161, section 3.4).
+``certs=True`` sets the ``certs`` option of OpenSSL's TSA configuration, as production
+TSAs do: the response then carries the certificate chain (intermediate and root) beside
+the TSA's own certificate, in a CMS certificate SET that OpenSSL writes in BER order.
 """
 
 from __future__ import annotations
@@ -48,23 +51,29 @@ class LoopbackTSA:
     url: str
     root_pem: Path
     requests: list[bytes]
+    tsa_pem: Path | None = None
+    """The TSA's own certificate."""
+    chain_pem: Path | None = None
+    """The TSA's certificate, then the intermediate CA's (when there is one)."""
+    intermediate_pem: Path | None = None
 
 
 def _name(cn: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
 
 
-def _certificates(folder: Path) -> None:
+def _ca(
+    name: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: x509.Name,
+    issuer_key: ec.EllipticCurvePrivateKey,
+) -> x509.Certificate:
     now = datetime.datetime.now(datetime.UTC)
-    ca_key, tsa_key = (
-        ec.generate_private_key(ec.SECP256R1()),
-        ec.generate_private_key(ec.SECP256R1()),
-    )
-    ca = (
+    return (
         x509.CertificateBuilder()
-        .subject_name(_name("trails test root"))
-        .issuer_name(_name("trails test root"))
-        .public_key(ca_key.public_key())
+        .subject_name(_name(name))
+        .issuer_name(issuer)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(days=1))
         .not_valid_after(now + datetime.timedelta(days=30))
@@ -83,8 +92,25 @@ def _certificates(folder: Path) -> None:
             ),
             critical=True,
         )
-        .sign(ca_key, hashes.SHA256())
+        .sign(issuer_key, hashes.SHA256())
     )
+
+
+def _certificates(folder: Path, *, intermediate: bool, certs: bool) -> None:
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key, tsa_key = (
+        ec.generate_private_key(ec.SECP256R1()),
+        ec.generate_private_key(ec.SECP256R1()),
+    )
+    ca = root = _ca("trails test root", ca_key, _name("trails test root"), ca_key)
+    pem = serialization.Encoding.PEM
+    chain = b""
+    if intermediate:
+        mid_key = ec.generate_private_key(ec.SECP256R1())
+        ca = _ca("trails test intermediate", mid_key, root.subject, ca_key)
+        ca_key = mid_key
+        chain = ca.public_bytes(pem)
+        (folder / "intermediate.pem").write_bytes(chain)
     tsa = (
         x509.CertificateBuilder()
         .subject_name(_name("trails test tsa"))
@@ -97,22 +123,28 @@ def _certificates(folder: Path) -> None:
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), critical=True)
         .sign(ca_key, hashes.SHA256())
     )
-    pem = serialization.Encoding.PEM
-    (folder / "root.pem").write_bytes(ca.public_bytes(pem))
+    (folder / "root.pem").write_bytes(root.public_bytes(pem))
     (folder / "tsa.pem").write_bytes(tsa.public_bytes(pem))
+    (folder / "chain.pem").write_bytes(tsa.public_bytes(pem) + chain)
+    (folder / "included.pem").write_bytes(chain + root.public_bytes(pem))
     (folder / "tsa.key").write_bytes(
         tsa_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     )
     (folder / "serial").write_text("01\n")
-    (folder / "tsa.cnf").write_text(_CONFIG.format(dir=folder))
+    config = _CONFIG.format(dir=folder)
+    if certs:
+        config += f"certs = {folder}/included.pem\n"
+    (folder / "tsa.cnf").write_text(config)
 
 
 @contextmanager
-def loopback_tsa() -> Iterator[LoopbackTSA]:
-    """A TSA at ``http://127.0.0.1:<port>/``, its root certificate, and the requests it got."""
+def loopback_tsa(*, intermediate: bool = False, certs: bool = False) -> Iterator[LoopbackTSA]:
+    """A TSA at ``http://127.0.0.1:<port>/``, its root certificate, and the requests it got
+    (``intermediate``: its certificate issued by an intermediate CA; ``certs``: the chain
+    included in each response)."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        _certificates(folder)
+        _certificates(folder, intermediate=intermediate, certs=certs)
         requests: list[bytes] = []
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -144,7 +176,12 @@ def loopback_tsa() -> Iterator[LoopbackTSA]:
         thread.start()
         try:
             yield LoopbackTSA(
-                f"http://127.0.0.1:{server.server_address[1]}/", folder / "root.pem", requests
+                f"http://127.0.0.1:{server.server_address[1]}/",
+                folder / "root.pem",
+                requests,
+                tsa_pem=folder / "tsa.pem",
+                chain_pem=folder / "chain.pem",
+                intermediate_pem=folder / "intermediate.pem" if intermediate else None,
             )
         finally:
             server.shutdown()

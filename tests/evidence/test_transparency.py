@@ -231,6 +231,12 @@ def test_a_signed_head_verifies_only_with_its_key(store: Store, tmp_path: Path) 
     forged.write_text(json.dumps(doc))
     kinds = {f.kind for f in verify_proof(forged, public_key=key.public_key()).findings}
     assert "signature" in kinds
+    # the signature alone stripped (the head still names its key): a finding without --key
+    doc = json.loads(path.read_text())
+    doc["head"]["signature"] = None
+    forged.write_text(json.dumps(doc))
+    stripped = verify_proof(forged).findings
+    assert [f.kind for f in stripped] == ["signature"] and "no signature" in stripped[0].detail
     checkpoint(recorder)  # an unsigned head: a trusted key finds it unsigned
     path.write_text(json.dumps(prove_session(store, MINTER, sessions[0])))
     assert [f.kind for f in verify_proof(path, public_key=key.public_key()).findings] == [
@@ -446,3 +452,45 @@ def test_prove_and_verify_a_proof_from_the_command_line(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
     done = trails(tmp_path, "verify", "--session-file", "s.trig")
     assert done.returncode == 2 and "--session-file goes with --proof" in done.stderr
+
+
+@pytest.mark.allow_nonconforming  # the log is removed on purpose
+def test_a_removed_log_is_a_finding_of_plain_and_quick_verification(store: Store) -> None:
+    """The checkpoint's hash covers the size and root of the log written with it: the log's
+    graph dropped (or cut) afterwards is a finding without any kept head."""
+    recorder = sealed(store)
+    record(recorder, 3)
+    checkpoint(recorder)
+    kept = read_checkpoint(store, LEDGER)
+    assert kept is not None and kept.log is not None and kept.log[0] == 3
+    assert verify(store).ok and verify(store, quick=True).ok
+    store.clear(LOG)
+    for report in (verify(store), verify(store, quick=True)):
+        found = [f for f in report.findings if f.kind == "log"]
+        assert found and "removed" in found[0].detail, report.findings
+
+
+@pytest.mark.allow_nonconforming  # an older checkpoint rewritten on purpose
+def test_a_checkpoint_written_before_the_log_existed_asks_for_no_log(store: Store) -> None:
+    """A checkpoint without the log line (an older store) is intact and needs no log."""
+    recorder = sealed(store)
+    record(recorder, 2)
+    checkpoint(recorder)
+    old = read_checkpoint(store, LEDGER)
+    assert old is not None
+    # the older form: no log fields, its hash recomputed without them
+    store.clear(LOG)
+    rows = store.query(
+        "SELECT ?p ?o $s $g WHERE { GRAPH $g { $s ?p ?o } }", {"s": old.iri, "g": LEDGER}
+    )
+    assert isinstance(rows, Solutions)
+    gone = (T.logSize, T.logRoot, T.checkpointHash)
+    store.write(
+        [],
+        remove=[Quad(old.iri, r["p"], r["o"], LEDGER) for r in rows if r["p"] in gone],  # type: ignore[arg-type]
+    )
+    old.log = None
+    store.write([Quad(old.iri, T.checkpointHash, Literal(sha256_hex(old.message())), LEDGER)])
+    again = read_checkpoint(store, LEDGER)
+    assert again is not None and again.intact() and again.log is None
+    assert not [f for f in verify(store).findings if f.kind == "log"]

@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("verify", "check that recorded sessions still match their seals"),
     "prove": ("prove", "write a session's inclusion proofs in the transparency log"),
     "head": ("prove", "write the transparency log's newest signed tree head"),
+    "log": ("tlog", "publish the transparency log as static C2SP tiles, or check published tiles"),
     "recover": (
         "recover",
         "end sessions left open by a process that stopped (as interrupted) and seal them",

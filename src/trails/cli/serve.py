@@ -256,6 +256,10 @@ def run(args: argparse.Namespace) -> int:
             evaluator=endpoint.evaluator,  # on a directory store, its worker writes the spans
         )
         mount_logs(endpoint.app, writer, tokens_file=tokens_file)
+        if section.get("log_tiles"):  # the published transparency log, read-only at /log/
+            from trails.server.tiles import mount_tiles
+
+            mount_tiles(endpoint.app, settings.resolve_path(str(section["log_tiles"])))
         # workers open the store now, not after the banner; they ignore Ctrl-C (the
         # terminal sends it to them too): this process stops them on its way out
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -19,7 +19,8 @@ store untouched).
 
 Exit 0: nothing was altered (open and interrupted sessions are listed, not
 failures, unless ``--strict``, which also names each capability call that
-started and did not finish: ``trails.evidence.interruptions``). Exit 1: at least
+started and did not finish: ``trails.evidence.interruptions``, and fails on a tree
+head that ``[audit] timestamp_url`` is set for and no authority stamped). Exit 1: at least
 one integrity finding (or, with ``--strict``, anything unfinished). Exit 2:
 bad usage (an empty or malformed ``--session``, a malformed ``--expect-head``,
 an unreadable key, a session that does not exist).
@@ -37,19 +38,29 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from trails.audit.access import reading
 from trails.audit.bundle import verify_bundle
 from trails.cli.common import session_arg
-from trails.cli.prove import print_report, report_json, run_proof, since_head_check
+from trails.cli.prove import (
+    expect_head_check,
+    print_report,
+    report_json,
+    run_proof,
+    since_head_check,
+)
 from trails.config import load_settings
 from trails.errors import StoreError, UserError
 from trails.evidence.checks import checkpoint_report
 from trails.evidence.findings import Finding
 from trails.evidence.interruptions import calls_cut_short
+from trails.evidence.proofs import ProofReport
 from trails.evidence.quick import QUICK
 from trails.evidence.seal import configured_signing_key
+from trails.evidence.timestamp import configured_tsas
+from trails.evidence.transparency import log_iri, read_head
 from trails.evidence.verify import VerifyReport, load_public_key, verify
 from trails.prov.iri import Minter
 from trails.prov.recorder import Recorder
@@ -105,15 +116,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--key", help="trusted Ed25519 public key (PEM): every seal must be signed")
     p.add_argument(
         "--expect-head",
-        metavar="HASH[,HASH]",
+        metavar="HASH[,HASH]|FILE",
         help="head hash(es) printed by an earlier verify and kept elsewhere; each must "
-        "still be in the ledger (catches the newest seals being removed)",
+        "still be in the ledger (catches the newest seals being removed); or a checkpoint "
+        "file (trails head): the log's newest tree head must be exactly it",
     )
     p.add_argument(
         "--strict",
         action="store_true",
-        help="also fail on open and interrupted sessions, and name each capability call "
-        "that started and did not finish",
+        help="also fail on open and interrupted sessions, name each capability call "
+        "that started and did not finish, and fail on a tree head no configured "
+        "time-stamping authority stamped",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument(
@@ -156,9 +169,17 @@ def _heads(text: str | None) -> list[str] | None:
     if not heads or not all(_HASH.fullmatch(h) for h in heads):
         raise UserError(
             f"--expect-head {text!r} must be one or more 64-hex-digit seal hashes, "
-            "separated by commas"
+            "separated by commas, or a checkpoint file"
         )
     return heads
+
+
+def _expected(text: str | None) -> tuple[list[str] | None, str | None]:
+    """``--expect-head``: seal hashes, or the path of a kept checkpoint (or JSON head)."""
+    first = text.split(",")[0].strip().lower() if text is not None else ""
+    if text is not None and not _HASH.fullmatch(first) and Path(text).is_file():
+        return None, text
+    return _heads(text), None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -170,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
             session = IRI(session_arg(args.session))
         except (ValueError, UnicodeError):
             raise UserError(f"--session {args.session!r} is not an IRI") from None
-    heads = _heads(args.expect_head)
+    heads, expected_file = _expected(args.expect_head)
     if args.jobs is not None and args.jobs < 1:
         raise UserError(f"--jobs {args.jobs} must be 1 or more (1: no worker processes)")
     key_path = args.key or settings.section("audit").get("verify_key")
@@ -196,11 +217,15 @@ def run(args: argparse.Namespace) -> int:
         )
         cut = calls_cut_short(store, session) if args.strict else []
         since = since_head_check(store, args, public_key) if args.since_head else None
+        if expected_file is not None:
+            exact = expect_head_check(store, args, public_key, expected_file)
+            since = _merged(since, exact)
         recorded = None
         if report.ok and session is None and not args.no_checkpoint and (not since or since.ok):
             recorded = _checkpoint(store, report)
+        unstamped = _unstamped(store, settings) if args.strict and session is None else []
     unfinished = report.open_sessions + report.interrupted_sessions
-    failed = not report.ok or (args.strict and bool(unfinished or cut))
+    failed = not report.ok or (args.strict and bool(unfinished or cut or unstamped))
     failed = failed or (since is not None and not since.ok)
     if args.json:
         print(
@@ -225,6 +250,7 @@ def run(args: argparse.Namespace) -> int:
                     "interrupted_sessions": report.interrupted_sessions,
                     "projections": report.projections,
                     "interrupted_calls": [asdict(c) for c in cut],
+                    "unstamped": unstamped,
                     "removed_by_retention": [asdict(r) for r in report.removed],
                     "erasures": report.erasures,
                     "content": {
@@ -241,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1 if failed else 0
     if since is not None:
-        print_report(since, f"the log against the tree head {args.since_head}")
+        print_report(since, f"the log against the tree head {args.since_head or expected_file}")
     for finding in report.findings:
         print(finding)
     for removed in report.removed:
@@ -250,6 +276,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"INTERRUPTED {graph}: ended as interrupted (stopped or interrupted while running)")
     for call in cut:
         print(call)
+    for line in unstamped:
+        print(line)
     for graph in report.open_sessions:
         print(f"OPEN      {graph}: not ended yet, so not sealed yet")
     for graph in report.projections:
@@ -261,11 +289,11 @@ def run(args: argparse.Namespace) -> int:
     if not report.ok:
         verdict = f"FAILED: {len(report.findings)} finding(s)"
     elif since is not None and not since.ok:
-        verdict = f"FAILED: the transparency log does not extend {args.since_head}"
+        verdict = f"FAILED: {_since_verdict(since, str(args.since_head or expected_file))}"
     elif failed:
         verdict = (
             f"FAILED (--strict): {len(unfinished)} open or interrupted session(s), "
-            f"{len(cut)} call(s) cut short"
+            f"{len(cut)} call(s) cut short, {len(unstamped)} tree head(s) not time-stamped"
         )
     else:
         verdict = "OK"
@@ -285,6 +313,39 @@ def run(args: argparse.Namespace) -> int:
         f"seal(s) in {report.chains} chain(s), {report.signed} signed; head {report.head}"
     )
     return 1 if failed else 0
+
+
+def _unstamped(store: Store, settings: Any) -> list[str]:
+    """With a TSA configured, the newest tree head (the one this verification's checkpoint
+    wrote, if it wrote one) when no TSA stamped it: a ``--strict`` failure."""
+    if not configured_tsas(settings):
+        return []
+    head = read_head(store, log_iri(Minter(settings.base_iri)))
+    if head is None or head.timestamp:
+        return []
+    return [
+        f"UNSTAMPED tree head {head.size}@{head.at}: [audit] timestamp_url is set but no "
+        "time-stamping authority stamped it (see the warning above)"
+    ]
+
+
+def _merged(a: ProofReport | None, b: ProofReport) -> ProofReport:
+    if a is None:
+        return b
+    a.findings.extend(b.findings)
+    a.proves.extend(p for p in b.proves if p not in a.proves)
+    a.does_not_prove.extend(p for p in b.does_not_prove if p not in a.does_not_prove)
+    return a
+
+
+def _since_verdict(since: ProofReport, path: str) -> str:
+    """What failed against a kept head, named by its first finding's kind."""
+    kinds = [f.kind for f in since.findings]
+    if kinds and kinds[0] == "timestamp":
+        return f"the time-stamp of the tree head {path} does not verify"
+    if kinds and kinds[0] == "signature":
+        return f"the tree head {path} is not signed as required"
+    return f"the transparency log does not extend {path}"
 
 
 def _not_rechecked(report: VerifyReport) -> str:

@@ -15,6 +15,8 @@ hash), how many seals and graphs it checked, the mode (``full`` or
     verified=<seal IRI>=<seal hash>,... (sorted)
     previous=<previous checkpoint's hash, 64 zeros for the first>
     last-full=<time of the last full verification> (a quick one's only; absent otherwise)
+    log=<tree size> <root hash, hex> (the tree head written with it; absent before the
+        transparency log existed)
 
 and, when ``[audit] signing_key`` is configured, an Ed25519 signature over
 that hash (``trails:signature``). The ledger's ``trails:latestCheckpoint``
@@ -34,10 +36,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from trails.config import Settings, load_settings
+from trails.errors import ConfigError
 from trails.evidence.canonical import normal_lexical
 from trails.evidence.ledger import GENESIS, ledger_iri, sha256_hex
 from trails.evidence.timestamp import configured_stamper
-from trails.evidence.transparency import extend_log
+from trails.evidence.transparency import extend_log, log_iri, log_origin
 from trails.prov.builder import QuadBuilder
 from trails.prov.events import Event
 from trails.prov.iri import Minter
@@ -49,6 +53,7 @@ __all__ = [
     "CheckpointRecord",
     "VerificationCheckpointed",
     "checkpoint_message",
+    "configured_origin",
     "read_checkpoint",
     "record_checkpoint",
 ]
@@ -68,10 +73,13 @@ def checkpoint_message(
     verified: list[tuple[str, str]],
     previous: str,
     last_full: str = "",
+    log: tuple[int, str] | None = None,
 ) -> bytes:
     """The bytes a checkpoint's hash covers (see the module docstring)."""
     pairs = ",".join(f"{s}={h}" for s, h in sorted(verified))
     full = f"last-full={normal_lexical(last_full, str(XSD.dateTime))}\n" if last_full else ""
+    if log is not None:
+        full += f"log={log[0]} {log[1]}\n"
     return (
         "trails-verify-checkpoint/1\n"
         f"time={normal_lexical(at, str(XSD.dateTime))}\n"
@@ -98,6 +106,8 @@ class VerificationCheckpointed(Event):
     checkpoint_hash: str
     signature: str | None = None
     last_full: str = ""
+    log_size: int | None = None
+    log_root: str | None = None
 
     def emit(self, b: QuadBuilder) -> None:
         c = IRI.trusted(self.checkpoint)
@@ -118,6 +128,8 @@ class VerificationCheckpointed(Event):
         if self.last_full:
             full = datetime.fromisoformat(self.last_full.replace("Z", "+00:00"))
             b.value(c, T.lastFullVerification, full)
+        b.value(c, T.logSize, self.log_size)
+        b.value(c, T.logRoot, self.log_root)
 
 
 @dataclass
@@ -136,6 +148,8 @@ class CheckpointRecord:
     signature: str | None = None
     last_full: str = ""
     """When the last full verification ran (recorded by a quick one)."""
+    log: tuple[int, str] | None = None
+    """The transparency log's size and root written with it (None before the log existed)."""
     malformed: bool = False
     """Some field is missing, repeated or unpaired (the checkpoint cannot be trusted)."""
 
@@ -148,6 +162,7 @@ class CheckpointRecord:
             verified=[(str(s), h) for s, h in self.verified.items()],
             previous=self.previous_hash,
             last_full=self.last_full,
+            log=self.log,
         )
 
     def intact(self) -> bool:
@@ -202,6 +217,7 @@ def _parse(iri: IRI, read: _Read) -> CheckpointRecord:
     hash_ = _one(props, T.checkpointHash)
     previous = props.get(T.previousCheckpoint, [])
     recorded = {h.value for h in props.get(T.verifiedSealHash, []) if isinstance(h, Literal)}
+    log_size, log_root = _one(props, T.logSize), _one(props, T.logRoot)
     record = CheckpointRecord(
         iri=iri,
         at=at or "",
@@ -213,9 +229,13 @@ def _parse(iri: IRI, read: _Read) -> CheckpointRecord:
         signature=_one(props, T.signature),
         last_full=_one(props, T.lastFullVerification) or "",
         verified={s: (h if h in recorded else "") for s, h in read.seal_hashes.items()},
+        log=(_int(log_size), log_root) if log_size is not None and log_root is not None else None,
     )
     record.malformed = (
         any(v is None for v in (at, mode, seals, graphs, hash_))
+        or (log_size is None) != (log_root is None)
+        or len(props.get(T.logSize, [])) > 1
+        or len(props.get(T.logRoot, [])) > 1
         or len(previous) > 1
         or len(recorded) != len(props.get(T.verifiedSeal, []))
         or (record.previous is not None and len(read.previous_hashes) != 1)
@@ -296,43 +316,68 @@ def record_checkpoint(
     at = datetime.now(UTC)
     previous_hash = previous.checkpoint_hash if previous is not None else GENESIS
     pairs = [(str(s), h) for s, h in verified]
-    checkpoint_hash = sha256_hex(
-        checkpoint_message(
-            literal(at).value,
-            mode,
-            seals=seals,
-            graphs=graphs,
-            verified=pairs,
-            previous=previous_hash,
-            last_full=last_full,
-        )
-    )
-    signature = None
-    if signing_key is not None:
-        raw = signing_key.sign(checkpoint_hash.encode("ascii"))
-        signature = base64.b64encode(raw).decode("ascii")
-    iri = Minter.part(ledger, f"checkpoint:{uuid.uuid4()}")
-    event = VerificationCheckpointed(
-        session=ledger,
-        ledger=ledger,
-        checkpoint=iri,
-        at=at,
-        mode=mode,
-        seals=seals,
-        graphs=graphs,
-        verified=tuple(sorted(pairs)),
-        previous=previous.iri if previous is not None else None,
-        checkpoint_hash=checkpoint_hash,
-        signature=signature,
-        last_full=last_full,
-    )
     remove = []
     if previous is not None:
         remove.append(Quad(ledger, T.latestCheckpoint, previous.iri, ledger))
     stamp = configured_stamper()
+    origin = configured_origin(minter) if signing_key is not None else None
     with recorder.locked():  # the seals not yet in the transparency log, and its new head
         logged, replaced = extend_log(
-            recorder.store, minter, signing_key=signing_key, stamp=stamp, tips=verified or None
+            recorder.store,
+            minter,
+            signing_key=signing_key,
+            stamp=stamp,
+            tips=verified or None,
+            origin=origin,
+        )
+        checkpoint_hash = sha256_hex(
+            checkpoint_message(
+                literal(at).value,
+                mode,
+                seals=seals,
+                graphs=graphs,
+                verified=pairs,
+                previous=previous_hash,
+                last_full=last_full,
+                log=(logged.size, logged.root),
+            )
+        )
+        signature = None
+        if signing_key is not None:
+            raw = signing_key.sign(checkpoint_hash.encode("ascii"))
+            signature = base64.b64encode(raw).decode("ascii")
+        iri = Minter.part(ledger, f"checkpoint:{uuid.uuid4()}")
+        event = VerificationCheckpointed(
+            session=ledger,
+            ledger=ledger,
+            checkpoint=iri,
+            at=at,
+            mode=mode,
+            seals=seals,
+            graphs=graphs,
+            verified=tuple(sorted(pairs)),
+            previous=previous.iri if previous is not None else None,
+            checkpoint_hash=checkpoint_hash,
+            signature=signature,
+            last_full=last_full,
+            log_size=logged.size,
+            log_root=logged.root,
         )
         recorder.record(event, remove=[*remove, *replaced], also=[logged])
     return iri
+
+
+def configured_origin(minter: Minter, settings: Settings | None = None) -> str:
+    """The origin line (and note key name) of the log's checkpoints: ``[audit] log_origin``,
+    else the log graph's IRI (``trails.evidence.transparency.log_origin``).
+
+    Raises:
+        ConfigError: ``log_origin`` is empty or holds a space or a ``+``.
+    """
+    settings = settings or load_settings()
+    origin = settings.section("audit").get("log_origin")
+    if origin is None:
+        return log_origin(log_iri(minter))
+    if not isinstance(origin, str) or not origin or any(c.isspace() or c == "+" for c in origin):
+        raise ConfigError("[audit] log_origin must be a non-empty name without spaces or '+'")
+    return origin

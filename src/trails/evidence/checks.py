@@ -270,6 +270,15 @@ def check_seal(seal: SealRecord, trusted: set[str] | None, report: VerifyReport)
         )
     if seal.signature is not None:
         report.signed += 1
+    elif seal.signing_key is not None:  # the key is under the hash: its signature was removed
+        report.findings.append(
+            Finding(
+                "signature",
+                name,
+                "it names the key that signed it but carries no signature (stripped?)",
+            )
+        )
+        return
     if trusted is not None:
         if seal.signature is None or seal.signing_key is None:
             report.findings.append(

@@ -43,6 +43,8 @@ from trails.evidence.content import ContentChecker, ContentTally, read_accounts
 from trails.evidence.findings import Finding
 from trails.evidence.ledger import SealRecord, latest_of, sha256_hex
 from trails.evidence.merkle import leaf_hash, verify_inclusion
+from trails.evidence.note import Checkpoint, NoteError, SignedNote, parse_checkpoint, parse_note
+from trails.evidence.note import signature_status as note_signed
 from trails.prov.content import content_graph
 from trails.prov.vocab import XSD
 from trails.store import open_store
@@ -56,8 +58,10 @@ __all__ = [
     "ProofReport",
     "TimestampCheck",
     "TreeHead",
+    "check_checkpoint",
     "check_head",
     "check_log_proofs",
+    "checkpoint_problem",
     "head_message",
     "leaf_data",
     "read_json",
@@ -104,6 +108,9 @@ class TreeHead:
     """Base64 DER of the RFC 3161 time-stamp response over ``hash``, or empty."""
     iri: str = ""
     """Where the head is kept in the store (not part of its hash)."""
+    note: str = ""
+    """The head as a signed C2SP checkpoint (``trails.evidence.note``; not part of its hash:
+    its note signature covers the checkpoint text), or empty."""
 
     def message(self) -> bytes:
         return head_message(self.log, self.size, self.root, self.at, self.key)
@@ -123,6 +130,7 @@ class TreeHead:
             "key": self.key or None,
             "signature": self.signature or None,
             "timestamp": self.timestamp or None,
+            "checkpoint": self.note or None,
         }
 
     @classmethod
@@ -135,7 +143,7 @@ class TreeHead:
         if not isinstance(data, dict) or data.get("format") != HEAD_FORMAT:
             raise ProofError(f"{where} is not a trails tree head ({HEAD_FORMAT})")
         text = {k: data.get(k) for k in ("log", "root", "time", "hash")}
-        optional = {k: data.get(k) or "" for k in ("key", "signature", "timestamp")}
+        optional = {k: data.get(k) or "" for k in ("key", "signature", "timestamp", "checkpoint")}
         size = data.get("size")
         if not all(isinstance(v, str) for v in [*text.values(), *optional.values()]) or not (
             isinstance(size, int) and not isinstance(size, bool) and size >= 0
@@ -150,6 +158,7 @@ class TreeHead:
             key=str(optional["key"]),
             signature=str(optional["signature"]),
             timestamp=str(optional["timestamp"]),
+            note=str(optional["checkpoint"]),
         )
 
 
@@ -235,6 +244,69 @@ def _signed(key_b64: str, signature_b64: str, hex_hash: str) -> bool:
     return True
 
 
+def checkpoint_problem(head: TreeHead) -> str | None:
+    """What is wrong with a head's checkpoint note (None when it is the head's size and
+    root, signed by the head's key under the note's origin)."""
+    try:
+        note = parse_note(head.note)
+        checkpoint = parse_checkpoint(note.text)
+        key = base64.b64decode(head.key, validate=True)
+    except (NoteError, ValueError, binascii.Error) as exc:
+        return f"it does not parse: {exc}"
+    if checkpoint.size != head.size or checkpoint.root.hex() != head.root:
+        return "its size or root is not the head's"
+    if note_signed(note, checkpoint.origin, key) is not True:
+        return "its note signature by the head's key does not verify"
+    return None
+
+
+def check_checkpoint(
+    note: SignedNote,
+    checkpoint: Checkpoint,
+    report: ProofReport,
+    *,
+    origin: str,
+    public_key: Any = None,
+    log_key: str = "",
+) -> None:
+    """A kept C2SP checkpoint's origin and note signature: by ``public_key`` (the trusted
+    key, ``--key``) when given, else by ``log_key`` (base64, the key the log signs with)."""
+    findings, subject = report.findings, f"checkpoint {checkpoint.origin} {checkpoint.size}"
+    if checkpoint.origin != origin:
+        findings.append(
+            Finding("head", subject, f"it is a checkpoint of {checkpoint.origin}, not of {origin}")
+        )
+        return
+    trusted = _raw_key(public_key) if public_key is not None else None
+    known = trusted or (base64.b64decode(log_key) if log_key else None)
+    status = note_signed(note, checkpoint.origin, known) if known else None
+    if status is False:
+        findings.append(Finding("signature", subject, "its note signature does not verify"))
+    elif trusted is not None and status is None:
+        findings.append(
+            Finding("signature", subject, "it is not signed by the trusted key (--key)")
+        )
+    elif trusted is not None:
+        report.proves.append("the checkpoint is signed by the trusted key (Ed25519 note)")
+    elif status:
+        report.does_not_prove.append(
+            "who signed the checkpoint: its signature was checked against the key the log "
+            "signs with now; pass the publisher's public key, obtained apart (--key)"
+        )
+    else:
+        report.does_not_prove.append(
+            "who signed the checkpoint: no signature by a known key; pass the publisher's "
+            "public key (--key)"
+        )
+
+
+def _raw_key(public_key: Any) -> bytes:
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    raw: bytes = public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+    return raw
+
+
 def _key_b64(public_key: Any) -> str:
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
@@ -275,9 +347,15 @@ def check_head(
     findings, subject = report.findings, f"tree head {head.size}@{head.at}"
     if not head.intact():
         findings.append(Finding("head", subject, "its fields do not hash to its recorded hash"))
+    if head.note and (problem := checkpoint_problem(head)) is not None:
+        findings.append(Finding("head", subject, f"its checkpoint: {problem}"))
     trusted = _key_b64(public_key) if public_key is not None else None
     if head.signature and not _signed(head.key, head.signature, head.hash):
         findings.append(Finding("signature", subject, "its signature does not verify"))
+    elif head.key and not head.signature:
+        findings.append(
+            Finding("signature", subject, "it names its signing key but carries no signature")
+        )
     elif trusted is not None and (not head.signature or head.key != trusted):
         findings.append(
             Finding("signature", subject, "it is not signed by the trusted key (--key)")

@@ -48,11 +48,13 @@ from trails.evidence.merkle import (
     root,
     verify_consistency,
 )
+from trails.evidence.note import Checkpoint, SignedNote, sign_line
 from trails.evidence.proofs import (
     LOG_PROOFS_FORMAT,
     PROOF_FORMAT,
     ProofReport,
     TreeHead,
+    checkpoint_problem,
     head_message,
     leaf_data,
     seal_to_json,
@@ -68,8 +70,11 @@ __all__ = [
     "LogExtended",
     "NotInLog",
     "check_log",
+    "consistency_from",
     "extend_log",
+    "extends",
     "log_iri",
+    "log_origin",
     "log_proofs",
     "node_iri",
     "prove_session",
@@ -89,6 +94,12 @@ class NotInLog(UserError):
 def log_iri(minter: Minter) -> IRI:
     """The log graph's IRI under the minter's base (``<base>graph:transparency``)."""
     return minter.graph("transparency")
+
+
+def log_origin(log: IRI) -> str:
+    """The checkpoint origin (and key name) of a log when ``[audit] log_origin`` is not set:
+    its graph IRI, any ``+`` percent-encoded (a key name holds none)."""
+    return str(log).replace("+", "%2B")
 
 
 def node_iri(log: IRI, level: int, index: int) -> IRI:
@@ -201,6 +212,7 @@ def read_head(store: Store, log: IRI) -> TreeHead | None:
                 key=p.get(T.signingKey, ""),
                 signature=p.get(T.signature, ""),
                 timestamp=p.get(T.timestampToken, ""),
+                note=p.get(T.checkpointNote, ""),
                 iri=iri,
             )
         )
@@ -224,6 +236,8 @@ class LogExtended(Event):
     signature: str | None = None
     signing_key: str | None = None
     timestamp: str | None = None
+    note: str | None = None
+    """The head as a signed C2SP checkpoint (``trails.evidence.note``), when signed."""
 
     def emit(self, b: QuadBuilder) -> None:
         log, h = IRI.trusted(self.log), IRI.trusted(self.head)
@@ -245,6 +259,7 @@ class LogExtended(Event):
         b.value(h, T.signature, self.signature)
         b.value(h, T.signingKey, self.signing_key)
         b.value(h, T.timestampToken, self.timestamp)
+        b.value(h, T.checkpointNote, self.note)
 
 
 def _frontier(size: int) -> list[tuple[int, int]]:
@@ -264,6 +279,7 @@ def extend_log(
     signing_key: Any = None,
     stamp: Stamp | None = None,
     tips: list[tuple[IRI, str]] | None = None,
+    origin: str | None = None,
 ) -> tuple[LogExtended, list[Quad]]:
     """The event that appends the seals not yet in the log and records a new signed tree
     head, and the quads it replaces (the previous head pointer, moved writers' pointers):
@@ -310,9 +326,11 @@ def extend_log(
     key = _public_b64(signing_key) if signing_key is not None else ""
     message = head_message(str(log), size, top.hex(), literal(at).value, key)
     hash_ = sha256_hex(message)
-    signature = None
+    signature = note = None
     if signing_key is not None:
         signature = base64.b64encode(signing_key.sign(hash_.encode("ascii"))).decode("ascii")
+        body = Checkpoint(origin or log_origin(log), size, top).text()
+        note = str(SignedNote(body, (sign_line(body, origin or log_origin(log), signing_key),)))
     iri = Minter.part(log, f"head:{uuid.uuid4()}")
     moved = _tips_after(ledger, logged, [seal for _, seal in leaves])
     event = LogExtended(
@@ -329,6 +347,7 @@ def extend_log(
         signature=signature,
         signing_key=key or None,
         timestamp=stamp(message) if stamp is not None else None,
+        note=note,
     )
     old = [Quad(log, T.latestTreeHead, IRI.trusted(head.iri), log)] if head is not None else []
     for writer, (seal, _) in moved.items():
@@ -490,7 +509,9 @@ def log_proofs(store: Store, minter: Minter, seals: list[IRI]) -> dict[str, Any]
     return {"format": LOG_PROOFS_FORMAT, "head": head.to_json(), "proofs": proofs}
 
 
-def since_head(store: Store, minter: Minter, old: TreeHead, report: ProofReport) -> None:
+def since_head(
+    store: Store, minter: Minter, old: TreeHead, report: ProofReport, *, subject: str = ""
+) -> None:
     """Whether the store's log extends ``old`` (an earlier head kept elsewhere): a consistency
     proof from ``old`` to the newest head, built from the stored nodes and checked against
     both roots. Adds findings (and what it proves) to ``report``.
@@ -499,7 +520,7 @@ def since_head(store: Store, minter: Minter, old: TreeHead, report: ProofReport)
         StoreError: the store could not be read.
     """
     log = log_iri(minter)
-    subject = f"tree head {old.size}@{old.at}"
+    subject = subject or f"tree head {old.size}@{old.at}"
     if old.log != str(log):
         report.findings.append(Finding("head", subject, f"it is a head of {old.log}, not of {log}"))
         return
@@ -540,10 +561,76 @@ def since_head(store: Store, minter: Minter, old: TreeHead, report: ProofReport)
             )
         )
         return
+    made = f" made at {old.at}" if old.at else ""
     report.proves.append(
-        f"the log ({current.size} leaves) extends the head of {old.size} leaves made at "
-        f"{old.at}: consistency proof of {len(proof)} hash(es) checked"
+        f"the log ({current.size} leaves) extends the head of {old.size} leaves{made}: "
+        f"consistency proof of {len(proof)} hash(es) checked"
     )
+
+
+def consistency_from(store: Store, minter: Minter, old: int) -> tuple[TreeHead, list[bytes]]:
+    """The newest head and the RFC 9162 consistency proof from the tree of its first ``old``
+    leaves to it (O(log n) stored subtrees read).
+
+    Raises:
+        NotInLog: no log yet, ``old`` larger than the log, or a subtree it needs is gone.
+        StoreError: the store could not be read.
+    """
+    log = log_iri(minter)
+    head = read_head(store, log)
+    if head is None:
+        raise NotInLog("the store has no transparency log yet")
+    if not 0 <= old <= head.size:
+        raise NotInLog(f"the log holds {head.size} leaves: no consistency proof from {old}")
+    return head, consistency_proof(_Nodes(store, log), old, head.size)
+
+
+def extends(store: Store, minter: Minter, size: int, root_hex: str, what: str) -> list[Finding]:
+    """Whether the store's log still holds the tree of ``size`` leaves and root ``root_hex``
+    that ``what`` (a checkpoint of the ledger) recorded: the log's graph is there, not
+    shorter, and a consistency proof leads from that tree to its newest head. O(log n).
+
+    Raises:
+        StoreError: the store could not be read.
+    """
+    log = log_iri(minter)
+    current = read_head(store, log)
+    if current is None:
+        return [
+            Finding(
+                "log",
+                str(log),
+                f"absent, but {what} was written with its tree head of {size} leaves "
+                "(the log's graph was removed)",
+            )
+        ]
+    if current.size < size:
+        return [
+            Finding(
+                "log",
+                str(log),
+                f"{current.size} leaves, fewer than the {size} {what} was written with "
+                "(it was cut)",
+            )
+        ]
+    try:
+        nodes = _Nodes(store, log)
+        proof = consistency_proof(nodes, size, current.size)
+        ok = verify_consistency(
+            size, current.size, bytes.fromhex(root_hex), bytes.fromhex(current.root), proof
+        ) and root(nodes, current.size) == bytes.fromhex(current.root)
+    except (NotInLog, ValueError) as exc:
+        return [Finding("log", str(log), f"no consistency proof from {what}: {exc}")]
+    if not ok:
+        return [
+            Finding(
+                "log",
+                str(log),
+                f"it does not extend the tree of {size} leaves {what} was written with "
+                "(a leaf was rewritten or removed)",
+            )
+        ]
+    return []
 
 
 def check_log(store: Store, minter: Minter) -> list[Finding]:
@@ -598,6 +685,12 @@ def check_log(store: Store, minter: Minter) -> list[Finding]:
     if head is not None:
         if not head.intact():
             findings.append(Finding("head", head.iri, "its fields do not hash to its hash"))
+        if head.key and not head.signature:
+            findings.append(
+                Finding("head", head.iri, "it names its signing key but carries no signature")
+            )
+        if head.note and (problem := checkpoint_problem(head)) is not None:
+            findings.append(Finding("head", head.iri, f"its checkpoint: {problem}"))
         top = root(from_leaves(hashes), min(head.size, len(hashes)))
         if head.size > len(hashes) or top.hex() != head.root:
             findings.append(Finding("head", head.iri, "its root is not the log's root"))

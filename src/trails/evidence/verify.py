@@ -110,7 +110,7 @@ from trails.evidence.sweep import (
     check_entry,
     graph_kind,
 )
-from trails.evidence.transparency import check_log
+from trails.evidence.transparency import check_log, extends
 from trails.prov.content import structure_graph
 from trails.prov.iri import Minter
 from trails.store.base import Solutions, Store
@@ -221,6 +221,9 @@ def verify(
                 "its fields do not hash to its recorded checkpoint hash",
             )
         )
+    elif checkpoint is not None and checkpoint.log is not None:  # the log written with it
+        what = f"the checkpoint of {checkpoint.at}"
+        report.findings.extend(extends(store, minter, *checkpoint.log, what))
     report.erasures = [e.describe() for e in list_erasures(store)]
     report.seconds = time.perf_counter() - began
     return report

@@ -211,6 +211,8 @@ class T:
     lastFullVerification = TRAILS.lastFullVerification
     sealsVerified = TRAILS.sealsVerified
     graphsVerified = TRAILS.graphsVerified
+    logSize = TRAILS.logSize
+    logRoot = TRAILS.logRoot
     # evidence: the transparency log over the seals (trails.evidence.transparency)
     TreeHead = TRAILS.TreeHead
     latestTreeHead = TRAILS.latestTreeHead
@@ -218,6 +220,7 @@ class T:
     rootHash = TRAILS.rootHash
     headHash = TRAILS.headHash
     timestampToken = TRAILS.timestampToken
+    checkpointNote = TRAILS.checkpointNote
     nodeHash = TRAILS.nodeHash
     leafSeal = TRAILS.leafSeal
     leafIndex = TRAILS.leafIndex
