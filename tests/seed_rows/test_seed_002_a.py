@@ -484,7 +484,7 @@ def test_entity_memory_injects_known_entities_on_the_next_turn(store: Store) -> 
         ['[{"name": "Alice", "type": "person", "attributes": "works at Acme Corp"}]', "[]"]
     )
     session = alice(entity_memory=EntityMemory(provider=extractor))
-    talk = LLMClient.mock(["Noted.", "Alice, at Acme Corp."])
+    talk = LLMClient.mock([finish("Noted."), finish("Alice, at Acme Corp.")])
     session.run("I'm working with Alice from Acme Corp", llm=talk, tools=[])
     session.run("Who is Alice?", llm=talk, tools=[])
     system = talk.requests[1].messages[0].content
@@ -506,7 +506,7 @@ def test_knowledge_graph_memory_injects_known_relationships(store: Store) -> Non
         ['[{"subject": "Alice", "relation": "manages", "object": "Project Alpha"}]', "[]"]
     )
     session = alice(knowledge_graph=KnowledgeGraphMemory(provider=extractor))
-    talk = LLMClient.mock(["Noted.", "Project Alpha."])
+    talk = LLMClient.mock([finish("Noted."), finish("Project Alpha.")])
     session.run("Alice manages Project Alpha", llm=talk, tools=[])
     session.run("What does Alice manage?", llm=talk, tools=[])
     assert (

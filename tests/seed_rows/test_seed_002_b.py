@@ -230,13 +230,13 @@ def test_astream_yields_tokens_then_the_result(store: Store) -> None:
         return [
             e
             async for e in react.astream(
-                "Greet.", llm=LLMClient.mock(["Hello there"]), session=alice(), tools=[]
+                "Greet.", llm=LLMClient.mock([finish("Hello there")]), session=alice(), tools=[]
             )
         ]
 
     events = asyncio.run(collect())
     tokens = [e.data["text"] for e in events if e.kind == "token"]
-    assert "".join(tokens) == "Hello there"
+    assert "".join(tokens) == finish("Hello there")  # the model's reply, as it streamed
     assert events[-1].kind == "run_end" and events[-1].data["result"].answer == "Hello there"
     assert max(i for i, e in enumerate(events) if e.kind == "token") < len(events) - 1
 
