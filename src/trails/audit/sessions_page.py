@@ -47,6 +47,7 @@ __all__ = [
     "PAGE_MARKER",
     "SECONDS_OF_MINUTE",
     "SECONDS_OF_MINUTES",
+    "SECONDS_OF_TWO_MINUTES",
     "UNDATED",
     "newest_first",
     "paged",
@@ -68,13 +69,20 @@ SECONDS_OF_MINUTE = (
     "} } } GRAPH ?catalogue { ?entry trails:startedInSecond ?slot ; trails:sessionStarted ?started }"
 )
 """The entries of a run of seconds of one minute (at most 60 seconds read to find them)."""
+SECONDS_OF_TWO_MINUTES = (
+    "{ SELECT ?slot ?catalogue $first $last $oldest $newest WHERE { GRAPH ?catalogue { "
+    "{ ?slot trails:secondOf $first } UNION { ?slot trails:secondOf $last } "
+    "FILTER(STR(?slot) >= $oldest && STR(?slot) <= $newest) "
+    "} } } GRAPH ?catalogue { ?entry trails:startedInSecond ?slot ; trails:sessionStarted ?started }"
+)
+"""The entries of a run of seconds over two minutes (at most 120 seconds read to find them)."""
 SECONDS_OF_MINUTES = (
     "{ SELECT ?slot ?catalogue $day $first $last $oldest $newest WHERE { GRAPH ?catalogue { "
     "?minute trails:minuteOf $day FILTER(STR(?minute) >= $first && STR(?minute) <= $last) "
     "?slot trails:secondOf ?minute FILTER(STR(?slot) >= $oldest && STR(?slot) <= $newest) "
     "} } } GRAPH ?catalogue { ?entry trails:startedInSecond ?slot ; trails:sessionStarted ?started }"
 )
-"""The entries of a run of seconds over several minutes of one day."""
+"""The entries of a run of seconds over more minutes of one day (the day's minutes read)."""
 OLD_MINUTES = (
     "{ SELECT ?minute ?catalogue $day $oldest $newest WHERE { GRAPH ?catalogue { "
     "?minute trails:minuteOf $day FILTER(STR(?minute) >= $oldest && STR(?minute) <= $newest) "
@@ -183,6 +191,11 @@ _SECONDS_OF = """
 PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT ?slot $minute WHERE { GRAPH ?catalogue { ?slot trails:secondOf $minute } }
 """
+_IN_SECOND = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT (COUNT(?entry) AS ?n) $second WHERE { GRAPH ?catalogue { ?entry trails:startedInSecond $second } }
+GROUP BY $second
+"""
 _SECONDS_IN = """
 PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT ?slot ?minute $day $first $last WHERE { GRAPH ?catalogue {
@@ -271,6 +284,16 @@ def _runs(day: IRI, slots: list[tuple[str, str, str]]) -> Iterator[tuple[str, di
                     "newest": newest,
                 },
             )
+        elif len({slot[2] for slot in run}) == 2:
+            yield (
+                SECONDS_OF_TWO_MINUTES,
+                {
+                    "first": IRI.trusted(run[-1][2]),
+                    "last": IRI.trusted(run[0][2]),
+                    "oldest": oldest,
+                    "newest": newest,
+                },
+            )
         else:
             yield (
                 SECONDS_OF_MINUTES,
@@ -293,21 +316,30 @@ def walk(store: Store, params: Mapping[str, Term], limit: int, run: Run) -> None
     """Run the pieces of the newest ``limit`` sessions until the page is full: the slots
     (seconds) of the newest minutes, newest first, then the entries with no slot.
 
-    A run is the newest slots not read yet: the first one slot, the next ones as many as
-    the rows still wanted need at the rows per slot seen so far (every slot holds an entry
-    unless it was erased), so a dense second is read once and a sparse store in a query or
-    two. The rows come in the pack query's order: slots in time order, and the entries of
+    A run is the newest slots not read yet, as many as the rows still wanted need at the
+    rows per slot seen so far (every slot holds an entry unless it was erased): at first
+    the entries the newest second holds (counted: an index range), then the rows the runs
+    gave. So a dense second is read once, and a sparse store's page is one run. The rows come in the pack query's order: slots in time order, and the entries of
     a run sorted by their start and IRI.
     """
     have = 0
     old = bool(store.query(_ANY_OLD))
     for day, minutes in start_days(store, params):
         slots = _Slots(store, day, minutes, old)
+        per: float | None = None  # rows per slot: counted in the newest second, then as read
+        newest = slots.take(1)
+        if newest and newest[0][0] == "s":
+            found = store.query(_IN_SECOND, {"second": IRI.trusted(newest[0][1])})
+            assert isinstance(found, Solutions)
+            counted = to_python(found.rows[0][0]) if found.rows else 0
+            per = float(counted) if isinstance(counted, int) else None
+        slots.queue[:0] = newest
         slots_read = rows_read = 0
         while True:
             wanted = limit - have
-            per = rows_read / slots_read if slots_read else 0.0
-            taken = slots.take(1 if not slots_read else min(wanted, _ceil(wanted, per)))
+            if slots_read:
+                per = rows_read / slots_read
+            taken = slots.take(1 if per is None else min(wanted, _ceil(wanted, per)))
             if not taken:
                 break
             for pattern, bound in _runs(day, taken):
