@@ -169,7 +169,7 @@ def _moment(term: Term | None) -> datetime | None:
 
 
 def _walkable(params: Mapping[str, Term], limit: int | None) -> bool:
-    """Whether the page can be read minute by minute (no filter a minute cannot narrow)."""
+    """Whether the page can be walked (no filter the days, minutes and seconds cannot narrow)."""
     return limit is not None and "principal" not in params and "status" not in params
 
 
@@ -410,7 +410,7 @@ def sessions_page_to(
 ) -> bytes:
     """``sessions_page`` as SPARQL JSON results, or another format the store writes.
 
-    JSON is read minute by minute like ``sessions_page``; CSV, TSV and XML run the
+    JSON is walked like ``sessions_page``; CSV, TSV and XML run the
     pack query as it is (it sorts every entry).
     """
     if not _walkable(params, limit) or format != "json":
