@@ -14,7 +14,10 @@ sample's sessions again, its graph and its content graph as recorded, with
   capabilities, the memory entries a recall read) keeps its IRI;
 - its times moved: every ``xsd:dateTime`` shifted by one offset, so the copy starts at
   its place in the spread (the copies are spread evenly over the days the sample spans,
-  between its sessions) and keeps its own durations;
+  between its sessions) and keeps its own durations; or, with a density
+  (``--per-second R``), the copies start ``R`` to a second after the sample's newest
+  session, ``1/R`` s apart, or (``--ties``) ``R`` at each whole second, as a fleet of
+  agents starting close together leaves them;
 - a real seal: the canonical hash of the new graph computed by trails' own code
   (``trails.evidence.canonical``, version 2), in a seal chain of its own (one
   writer, ``Sealed`` events turned into quads by a ``Recorder``), its first seal
@@ -38,7 +41,8 @@ wrote), and the access log (none in the sample).
 Built stores are cached next to ``_scale_store``'s (``cache_root()``), in a folder
 ``multiplied-<N>-from-<sample key>`` with the manifest in ``complete`` (how it was
 built: the sample, the seed, the times, the commit). Run:
-``python benchmarks/_multiply_store.py --sessions 100000 [--sample 10000]``. A build
+``python benchmarks/_multiply_store.py --sessions 100000 [--sample 10000]
+[--per-second 10 [--ties]]``. A build
 stopped part way (killed between two batches) is completed with ``--finish``: the
 copies it loaded become a store of that many sessions (spread over the oldest part of
 the planned days only; its manifest says so).
@@ -55,6 +59,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -63,7 +68,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _scale_store
 
-__all__ = ["build", "cached_multiplied", "folder_name", "main", "multiplied_stores"]
+__all__ = ["Density", "build", "cached_multiplied", "folder_name", "main", "multiplied_stores"]
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 PREFIX = "multiplied-"
@@ -100,9 +105,30 @@ SELECT DISTINCT ?day $catalogue WHERE { GRAPH $catalogue { ?day a trails:Catalog
 """
 
 
-def folder_name(sessions: int, sample_key: str) -> str:
-    """The cache folder of a store of ``sessions`` multiplied from the sample ``sample_key``."""
-    return f"{PREFIX}{sessions}-from-{sample_key}"
+def folder_name(sessions: int, sample_key: str, density: Density | None = None) -> str:
+    """The cache folder of a store of ``sessions`` multiplied from the sample ``sample_key``
+    (at ``density``, when the copies start close together)."""
+    return f"{PREFIX}{sessions}{'' if density is None else density.suffix}-from-{sample_key}"
+
+
+@dataclass(frozen=True)
+class Density:
+    """How close together the copies start: ``per_second`` to a second, after the sample's
+    newest session; ``ties``: each second's starts at the whole second (equal starts)."""
+
+    per_second: float
+    ties: bool = False
+
+    @property
+    def suffix(self) -> str:
+        return f"-{self.per_second:g}ps" + ("-ties" if self.ties else "")
+
+    def start(self, after: datetime, k: int) -> datetime:
+        """The start of the ``k``-th copy (from 0)."""
+        if self.ties:
+            whole = after.replace(microsecond=0) + timedelta(seconds=1 + int(k // self.per_second))
+            return whole
+        return after + timedelta(seconds=(k + 1) / self.per_second)
 
 
 def multiplied_stores(sessions: int, root: Path | None = None) -> list[Path]:
@@ -205,9 +231,11 @@ def build(
     seed: int = 36,
     progress: Callable[[str], None] | None = None,
     checkpoint: bool = True,
+    density: Density | None = None,
 ) -> dict[str, object]:
     """Make a store of ``sessions`` sessions at ``target`` from the recorded store at
-    ``sample_store`` (copied first; never written); returns the manifest.
+    ``sample_store`` (copied first; never written); returns the manifest. ``density``:
+    the copies start that close together after the sample (else spread over its days).
 
     Raises:
         ValueError: ``sessions`` is smaller than the sample.
@@ -298,7 +326,10 @@ def build(
             )
             loaded_j = j
         old_start, _, principal, pid = samples[j]
-        new_start = first_start + timedelta(seconds=(k + 0.5) * span / max(extra, 1))
+        if density is None:
+            new_start = first_start + timedelta(seconds=(k + 0.5) * span / max(extra, 1))
+        else:
+            new_start = density.start(last_start, k)
         rows_k = copier.copy(sample_rows, new_start - old_start, rng)
         graph = next(g for s, p, o, g in rows_k if p == PROV.startedAtTime and s == g)
         in_graph = [(s, p, o) for s, p, o, g in rows_k if g == graph]
@@ -393,6 +424,7 @@ def build(
         "build_s": round(built, 1),
         "middle": middle or samples[len(samples) // 2][1],
         "spread": [first_start.isoformat(), last_start.isoformat()],
+        "density": None if density is None else [density.per_second, density.ties],
         "checkpoint": checkpoint,
         "commit": _scale_store.git_commit(),
     }
@@ -520,6 +552,7 @@ def cached_multiplied(
     sample: int = 1000,
     root: Path | None = None,
     log: Callable[[str], None] | None = None,
+    density: Density | None = None,
 ) -> tuple[Path, dict[str, object]]:
     """The multiplied store of ``sessions`` sessions (from the newest complete sample store
     of ``sample`` sessions), built on first use; returns its store path and manifest."""
@@ -528,14 +561,18 @@ def cached_multiplied(
     if not samples:
         raise SystemExit(f"no complete cached store of {sample:,} sessions to multiply")
     sample_folder = samples[0]
-    folder = (root or _scale_store.cache_root()) / folder_name(sessions, sample_folder.name)
+    folder = (root or _scale_store.cache_root()) / folder_name(
+        sessions, sample_folder.name, density
+    )
     if not (folder / _scale_store.COMPLETE).is_file():
         if folder.exists():
             say(f"removing the stopped build {folder.name}")
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
         say(f"multiplying {sample_folder.name} to {sessions:,} sessions into {folder}")
-        manifest = build(sample_folder / "store", folder / "store", sessions, progress=say)
+        manifest = build(
+            sample_folder / "store", folder / "store", sessions, progress=say, density=density
+        )
         sample_manifest = json.loads((sample_folder / _scale_store.COMPLETE).read_text())
         manifest["sample"] = sample_folder.name
         manifest["persisted"] = sample_manifest.get("persisted")
@@ -581,11 +618,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="write here instead of the cache")
     parser.add_argument("--no-checkpoint", action="store_true", help="record no checkpoint")
     parser.add_argument(
+        "--per-second",
+        type=float,
+        default=None,
+        metavar="R",
+        help="the copies start R to a second after the sample's newest session (a density)",
+    )
+    parser.add_argument(
+        "--ties", action="store_true", help="with --per-second: starts at whole seconds (ties)"
+    )
+    parser.add_argument(
         "--finish",
         action="store_true",
         help="complete the stopped build of --sessions (or --out) with the copies it loaded",
     )
     args = parser.parse_args(argv)
+    if args.ties and args.per_second is None:
+        parser.error("--ties needs --per-second")
+    if args.per_second is not None and args.per_second <= 0:
+        parser.error("--per-second wants a number above 0")
+    density = None if args.per_second is None else Density(args.per_second, args.ties)
     if args.finish:
         return finish_cached(args.sessions, args.sample, args.out)
     if args.out is not None:
@@ -595,10 +647,12 @@ def main(argv: list[str] | None = None) -> int:
             if not stores:
                 parser.error(f"no complete cached store of {args.sample:,} sessions")
             source = stores[0] / "store"
-        manifest = build(source, args.out, args.sessions, checkpoint=not args.no_checkpoint)
+        manifest = build(
+            source, args.out, args.sessions, checkpoint=not args.no_checkpoint, density=density
+        )
         print(json.dumps(manifest, indent=1))
         return 0
-    path, manifest = cached_multiplied(args.sessions, sample=args.sample)
+    path, manifest = cached_multiplied(args.sessions, sample=args.sample, density=density)
     print(f"{args.sessions:,} sessions at {path}: {json.dumps(manifest)}")
     return 0
 

@@ -28,8 +28,9 @@ A third (``cpu``) splits the CPU one query costs: the trails server's
 event-loop thread, its other threads (the access-log writer), the worker, and
 Oxigraph's server for the same query.
 
-Run: ``python benchmarks/bench_endpoint.py [qps] [memory] [cpu]`` (qps and
-memory by default; each writes its section of docs/benchmarks.md).
+Run: ``python benchmarks/bench_endpoint.py [qps] [memory] [cpu] [sizes=1000,10000]``
+(qps and memory by default, at 300 and 3,000 sessions unless ``sizes=`` says;
+each writes its section of docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -199,7 +200,10 @@ def cases(team: list[str]) -> list[tuple[str, str, str, list[tuple[str, str]], i
     return [
         ("`*` token, latest sessions (GRAPH ?g)", LATEST, ALL_TOKEN, [], 10, 100, True),
         ("`*` token, count over the default graph", COUNT, ALL_TOKEN,
-         [("union-default-graph", "")], 1, 20, False),
+         [("union-default-graph", "")], 1, 20, True),
+        (f"pattern token ({len(team)} graph{'s' if len(team) > 1 else ''}), "
+         "count over the default graph", COUNT, TEAM_TOKEN,
+         [("default-graph-uri", g) for g in team], 1, 20, True),
         (f"pattern token ({len(team)} graph{'s' if len(team) > 1 else ''}), "
          "latest sessions", LATEST, TEAM_TOKEN,
          team_graphs, min(10, len(team)), 100, True),
@@ -416,6 +420,11 @@ own cost per request in the loop thread, before any endpoint work.
 
 
 def main(parts: list[str]) -> None:
+    global SIZES
+    sizes = [p for p in parts if p.startswith("sizes=")]
+    if sizes:  # sizes=1000,10000: the store sizes of qps and cpu
+        SIZES = tuple(int(n) for n in sizes[-1].removeprefix("sizes=").split(","))
+        parts = [p for p in parts if not p.startswith("sizes=")]
     parts = parts or ["qps", "memory"]
     if "cpu" in parts:
         cpu()

@@ -232,7 +232,7 @@ def test_the_sessions_page_benchmark_reads_a_given_store(
     folder = str(multiplied.parent)
     assert bench_sessions_page.main(["--rounds", "1", "--store", f"{SESSIONS}={folder}"]) == 0
     out = capsys.readouterr().out
-    assert "| recorded, minute walk |" in out and "| recorded, sorted |" in out
+    assert "| recorded, walk |" in out and "| recorded, sorted |" in out
     assert sorted(p.name for p in multiplied.parent.iterdir()) == ["complete", "store"]
 
 
@@ -260,3 +260,40 @@ def test_a_stopped_build_is_finished_with_the_copies_it_loaded(
     done = _run("verify", "--store", str(target))
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"OK. {len(KINDS) + copies} sealed graph(s) recomputed" in done.stdout
+
+
+@pytest.mark.parametrize("ties", [False, True], ids=["sub-second", "whole-second ties"])
+def test_a_density_starts_the_copies_close_together(
+    built: tuple[Path, Path, dict[str, object]], tmp_path: Path, ties: bool
+) -> None:
+    """``--per-second 10 [--ties]``: the copies start ten to a second after the sample."""
+    from collections import Counter
+
+    from trails.audit.querypack import get_query
+    from trails.audit.sessions_page import paged, sessions_page
+    from trails.store.terms import to_python
+
+    sample, _, _ = built
+    density = multiply.Density(10, ties=ties)
+    manifest = multiply.build(
+        sample, tmp_path / "store", 35, progress=print, checkpoint=False, density=density
+    )
+    assert manifest["density"] == [10, ties]
+    store = open_store(str(tmp_path / "store"))
+    try:
+        rows = store.query(_ENTRIES)
+        assert isinstance(rows, Solutions)
+        starts = sorted(to_python(r["started"]) for r in rows)
+        copies = starts[len(KINDS) :]
+        assert len(copies) == 30
+        seconds = Counter(s.replace(microsecond=0) for s in copies)
+        assert all(s.microsecond == 0 for s in copies) == ties
+        assert sorted(seconds.values()) == ([10, 10, 10] if ties else sorted(seconds.values()))
+        assert max(seconds.values()) >= 9
+        assert copies[0] > starts[len(KINDS) - 1]  # after the sample's newest session
+        whole = store.query(paged(get_query("sessions").text_for({}), 25))
+        assert isinstance(whole, Solutions)
+        got = sessions_page(store, {}, 25).rows
+        assert got == whole.rows
+    finally:
+        store.close()

@@ -1,27 +1,36 @@
-"""The newest sessions, a page at a time, read from the catalogue's start minutes.
+"""The newest sessions, a page at a time, read from the catalogue's start days, minutes and seconds.
 
 The ``sessions`` pack query sorts every catalogue entry before it keeps a page:
-its cost grows with the store. Every entry also points to the UTC minute it
-started in (``trails:startedInMinute``), and minutes to their day
-(``trails:minuteOf``); their IRIs sort in time order. So the newest page is
-found by walking days from the newest, then their minutes from the newest,
-running the pack query on a run of minutes at a time until the page is full.
-Every minute holds at least one entry, so the newest ``n`` minutes of a day
-hold at least the ``n`` entries the page still wants: one pack query reads
-them (its entries, index lookups from the day), and the next run of minutes is
-read only if some entries were erased. The newest page is then three small
-queries (the days, the newest day's minutes, the page), whatever the store holds.
+its cost grows with the store. Every entry also points to the UTC second it
+started in (``trails:startedInSecond``), seconds to their minute
+(``trails:secondOf``) and minutes to their day (``trails:minuteOf``); their IRIs
+sort in time order. So the newest page is found by walking days from the
+newest, then their minutes, then the seconds of the newest minutes, running the
+pack query on a run of seconds at a time until the page is full (``walk``).
+The first run is the newest second; the next ones as many seconds as the rows
+still wanted need at the rows per second seen so far (every second holds at
+least one entry unless it was erased). A page therefore reads the entries of
+the seconds it shows, never a whole minute: at 100 sessions a second, with
+every start on the whole second (each comparison a tie broken by the entry
+IRI), the newest page is the newest second's hundred entries, at 1,000 sessions
+or at 100,000. Its cost is the page plus the sessions that started in the seconds
+it reads, and a few small queries (the days, the newest day's minutes, the newest
+minutes' seconds), whatever the store holds.
 
 What the walk cannot serve runs the pack query as before: ``--all``, a filter by
-principal or status (a rare match would walk every minute), and the entries
-written before minutes existed (older than every minute-linked entry, so they
-fill the end of a page that the minutes did not, in order). The rows, their
+principal or status (a rare match would walk every second), and the entries
+written before minutes existed (older than every linked entry, so they fill
+the end of a page that the seconds did not, in order). Entries written before
+seconds existed point to their minute (``trails:startedInMinute``): such a
+minute is read whole, with any newer entries of its seconds, in its place
+(``trails catalogue rebuild`` links them to their seconds). The rows, their
 columns and their order are the pack query's.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -33,31 +42,64 @@ from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal, Term, to_python
 
 __all__ = [
+    "BOUND",
+    "OLD_MINUTES",
     "PAGE_MARKER",
+    "SECONDS_OF_MINUTE",
+    "SECONDS_OF_MINUTES",
+    "SECONDS_OF_TWO_MINUTES",
+    "UNDATED",
     "newest_first",
     "paged",
     "sessions_page",
     "sessions_page_to",
     "start_days",
+    "walk",
 ]
 
 PAGE_MARKER = "#PAGE"
 """The line of ``queries/sessions.rq`` where the page's ``LIMIT`` goes (inside its subquery)."""
 
 _ENTRIES = "GRAPH ?catalogue { ?entry trails:sessionStarted ?started }"
-# the run's minutes first (a subquery: joined flat, the store reads the entries of every
-# minute of the day before it filters), then their entries
-_IN_MINUTES = (
+# Each pattern reads the slots of a run first (a subquery: joined flat, the store reads the
+# entries of every slot it could reach before it filters), then their entries.
+SECONDS_OF_MINUTE = (
+    "{ SELECT ?slot ?catalogue $minute $oldest $newest WHERE { GRAPH ?catalogue { "
+    "?slot trails:secondOf $minute FILTER(STR(?slot) >= $oldest && STR(?slot) <= $newest) "
+    "} } } GRAPH ?catalogue { ?entry trails:startedInSecond ?slot ; trails:sessionStarted ?started }"
+)
+"""The entries of a run of seconds of one minute (at most 60 seconds read to find them)."""
+SECONDS_OF_TWO_MINUTES = (
+    "{ SELECT ?slot ?catalogue $first $last $oldest $newest WHERE { GRAPH ?catalogue { "
+    "{ ?slot trails:secondOf $first } UNION { ?slot trails:secondOf $last } "
+    "FILTER(STR(?slot) >= $oldest && STR(?slot) <= $newest) "
+    "} } } GRAPH ?catalogue { ?entry trails:startedInSecond ?slot ; trails:sessionStarted ?started }"
+)
+"""The entries of a run of seconds over two minutes (at most 120 seconds read to find them)."""
+SECONDS_OF_MINUTES = (
+    "{ SELECT ?slot ?catalogue $day $first $last $oldest $newest WHERE { GRAPH ?catalogue { "
+    "?minute trails:minuteOf $day FILTER(STR(?minute) >= $first && STR(?minute) <= $last) "
+    "?slot trails:secondOf ?minute FILTER(STR(?slot) >= $oldest && STR(?slot) <= $newest) "
+    "} } } GRAPH ?catalogue { ?entry trails:startedInSecond ?slot ; trails:sessionStarted ?started }"
+)
+"""The entries of a run of seconds over more minutes of one day (the day's minutes read)."""
+OLD_MINUTES = (
     "{ SELECT ?minute ?catalogue $day $oldest $newest WHERE { GRAPH ?catalogue { "
     "?minute trails:minuteOf $day FILTER(STR(?minute) >= $oldest && STR(?minute) <= $newest) "
-    "} } } GRAPH ?catalogue { ?entry trails:startedInMinute ?minute ; trails:sessionStarted ?started }"
+    "} } } GRAPH ?catalogue { { ?entry trails:startedInMinute ?minute } UNION "
+    "{ ?second trails:secondOf ?minute . ?entry trails:startedInSecond ?second } "
+    "?entry trails:sessionStarted ?started }"
 )
-_BOUND = ("day", "oldest", "newest")
-"""The parameters of a run of minutes, projected by the query and left out of the page."""
-_UNDATED = (
+"""The entries of a run of minutes that hold entries written before seconds existed (each
+such minute read whole, its newer entries with it)."""
+BOUND = ("day", "minute", "first", "last", "oldest", "newest")
+"""The parameters of a run, projected by the query and left out of the page."""
+UNDATED = (
     "GRAPH ?catalogue { ?entry trails:sessionStarted ?started "
-    "FILTER NOT EXISTS { ?entry trails:startedInMinute ?anyMinute } }"
+    "FILTER NOT EXISTS { ?entry trails:startedInMinute ?anyMinute } "
+    "FILTER NOT EXISTS { ?entry trails:startedInSecond ?anySecond } }"
 )
+"""The entries written before minutes existed (older than every linked one)."""
 
 _PROJECTED = ("SELECT ?session", "SELECT ?entry ?started", "GROUP BY ?session")
 
@@ -93,7 +135,7 @@ def _variant(text: str, pattern: str) -> str:
     if _ENTRIES not in text:
         raise UserError("the sessions query does not read its entries the way the page expects")
     out = text.replace(_ENTRIES, pattern, 1)
-    bound = " ".join(f"${name}" for name in _BOUND if f"${name}" in pattern)
+    bound = " ".join(f"${name}" for name in BOUND if f"${name}" in pattern)
     if bound:  # a bound parameter is projected, by the subquery and the query
         for anchor in _PROJECTED:
             if anchor not in out:
@@ -127,34 +169,206 @@ def _moment(term: Term | None) -> datetime | None:
 
 
 def _walkable(params: Mapping[str, Term], limit: int | None) -> bool:
-    """Whether the page can be read minute by minute (no filter a minute cannot narrow)."""
+    """Whether the page can be walked (no filter the days, minutes and seconds cannot narrow)."""
     return limit is not None and "principal" not in params and "status" not in params
 
 
-Run = Callable[[str, Mapping[str, Term]], int]
-"""Runs one piece of a page (its query text and parameters) and says how many rows it gave."""
+_ANY_OLD = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+ASK { GRAPH ?catalogue { ?entry trails:startedInMinute ?minute } }
+"""
+_OLD_MINUTE = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+ASK { GRAPH ?catalogue { ?entry trails:startedInMinute $minute } }
+"""
+_OLD_IN_MINUTES = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT DISTINCT ?minute $day $first $last WHERE { GRAPH ?catalogue {
+  ?minute trails:minuteOf $day FILTER(STR(?minute) >= $first && STR(?minute) <= $last)
+  ?entry trails:startedInMinute ?minute } }
+"""
+_SECONDS_OF = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?slot $minute WHERE { GRAPH ?catalogue { ?slot trails:secondOf $minute } }
+"""
+_IN_SECOND = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT (COUNT(?entry) AS ?n) $second WHERE { GRAPH ?catalogue { ?entry trails:startedInSecond $second } }
+GROUP BY $second
+"""
+_SECONDS_IN = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?slot ?minute $day $first $last WHERE { GRAPH ?catalogue {
+  ?minute trails:minuteOf $day FILTER(STR(?minute) >= $first && STR(?minute) <= $last)
+  ?slot trails:secondOf ?minute } }
+"""
 
 
-def _fill(store: Store, params: Mapping[str, Term], limit: int, run: Run) -> None:
-    """Run the pieces of the page (runs of minutes, then the undated entries) until it is full.
+def _ceil(wanted: int, per: float) -> int:
+    """How many units hold ``wanted`` items at ``per`` items a unit (all when none was seen)."""
+    return wanted if per <= 0 else max(1, math.ceil(wanted / per))
 
-    A run is the newest minutes not read yet, as many as the entries still wanted.
+
+class _Slots:
+    """A day's slots newest first, listed a run of minutes at a time as the walk asks.
+
+    A slot is a second (``("s", second, minute)``) or, for a minute that holds entries
+    written before seconds existed, the whole minute (``("m", minute, minute)``). The
+    first run is the newest minute; the next ones as many minutes as the slots still
+    wanted need at the slots per minute seen so far (every minute holds a slot).
     """
-    text = get_query("sessions").text_for(dict(params))
+
+    def __init__(self, store: Store, day: IRI, minutes: list[str], old: bool) -> None:
+        self.store, self.day, self.minutes, self.old = store, day, minutes, old
+        self.queue: list[tuple[str, str, str]] = []
+        self.minutes_seen = 0
+        self.slots_seen = 0
+
+    def take(self, wanted: int) -> list[tuple[str, str, str]]:
+        while len(self.queue) < wanted and self.minutes:
+            need = wanted - len(self.queue)
+            per = self.slots_seen / self.minutes_seen if self.minutes_seen else 0.0
+            count = 1 if not self.minutes_seen else min(need, _ceil(need, per))
+            batch, self.minutes = self.minutes[:count], self.minutes[count:]
+            found = self._list(batch)
+            self.minutes_seen += len(batch)
+            self.slots_seen += len(found)
+            self.queue += found
+        out, self.queue = self.queue[:wanted], self.queue[wanted:]
+        return out
+
+    def _list(self, batch: list[str]) -> list[tuple[str, str, str]]:
+        if len(batch) == 1:
+            bound: dict[str, Term] = {"minute": IRI.trusted(batch[0])}
+            seconds, old_query = _SECONDS_OF, _OLD_MINUTE
+        else:
+            bound = {"day": self.day, "first": Literal(batch[-1]), "last": Literal(batch[0])}
+            seconds, old_query = _SECONDS_IN, _OLD_IN_MINUTES
+        old: set[str] = set()
+        if self.old:
+            found = self.store.query(old_query, bound)
+            if isinstance(found, Solutions):
+                old = {str(row[0]) for row in found.rows}
+            elif found:
+                old = {batch[0]}
+        rows = self.store.query(seconds, bound)
+        assert isinstance(rows, Solutions)
+        minute_of = rows.variables.index("minute")
+        slots = [("m", m, m) for m in old]
+        for row in rows.rows:
+            minute = batch[0] if row[minute_of] is None else str(row[minute_of])
+            if minute not in old:
+                slots.append(("s", str(row[0]), minute))
+        return sorted(set(slots), key=lambda slot: slot[1], reverse=True)
+
+
+def _runs(day: IRI, slots: list[tuple[str, str, str]]) -> Iterator[tuple[str, dict[str, Term]]]:
+    """The queries that read ``slots`` (newest first, one day): one per stretch of slots of
+    one kind, its pattern and the run's bound parameters."""
+    at = 0
+    while at < len(slots):
+        kind = slots[at][0]
+        end = at
+        while end < len(slots) and slots[end][0] == kind:
+            end += 1
+        run, at = slots[at:end], end
+        oldest, newest = Literal(run[-1][1]), Literal(run[0][1])
+        if kind == "m":
+            yield OLD_MINUTES, {"day": day, "oldest": oldest, "newest": newest}
+        elif run[0][2] == run[-1][2]:
+            yield (
+                SECONDS_OF_MINUTE,
+                {
+                    "minute": IRI.trusted(run[0][2]),
+                    "oldest": oldest,
+                    "newest": newest,
+                },
+            )
+        elif len({slot[2] for slot in run}) == 2:
+            yield (
+                SECONDS_OF_TWO_MINUTES,
+                {
+                    "first": IRI.trusted(run[-1][2]),
+                    "last": IRI.trusted(run[0][2]),
+                    "oldest": oldest,
+                    "newest": newest,
+                },
+            )
+        else:
+            yield (
+                SECONDS_OF_MINUTES,
+                {
+                    "day": day,
+                    "first": Literal(run[-1][2]),
+                    "last": Literal(run[0][2]),
+                    "oldest": oldest,
+                    "newest": newest,
+                },
+            )
+
+
+Run = Callable[[str, Mapping[str, Term], int], int]
+"""Runs one piece of a page (the pattern its entries are read through, the run's bound
+parameters, how many rows it may give) and says how many rows it gave."""
+
+
+def walk(store: Store, params: Mapping[str, Term], limit: int, run: Run) -> None:
+    """Run the pieces of the newest ``limit`` sessions until the page is full: the slots
+    (seconds) of the newest minutes, newest first, then the entries with no slot.
+
+    A run is the newest slots not read yet, as many as the rows still wanted need at the
+    rows per slot seen so far (every slot holds an entry unless it was erased): at first
+    the entries the newest second holds (counted: an index range), then the rows the runs
+    gave. So a dense second is read once, and a sparse store's page is one run. The rows come in the pack query's order: slots in time order, and the entries of
+    a run sorted by their start and IRI.
+    """
     have = 0
-    in_minutes = _variant(text, _IN_MINUTES)
+    old = bool(store.query(_ANY_OLD))
     for day, minutes in start_days(store, params):
-        while minutes:
-            batch, minutes = minutes[: limit - have], minutes[limit - have :]
-            bound: dict[str, Term] = {
-                "day": day,
-                "oldest": Literal(batch[-1]),
-                "newest": Literal(batch[0]),
-            }
-            have += run(paged(in_minutes, limit - have), {**params, **bound})
-            if have >= limit:
-                return
-    run(paged(_variant(text, _UNDATED), limit - have), dict(params))
+        slots = _Slots(store, day, minutes, old)
+        per: float | None = None  # rows per slot: counted in the newest second, then as read
+        newest = slots.take(1)
+        if newest and newest[0][0] == "s":
+            found = store.query(_IN_SECOND, {"second": IRI.trusted(newest[0][1])})
+            assert isinstance(found, Solutions)
+            counted = to_python(found.rows[0][0]) if found.rows else 0
+            per = float(counted) if isinstance(counted, int) else None
+        slots.queue[:0] = newest
+        slots_read = rows_read = 0
+        while True:
+            wanted = limit - have
+            if slots_read:
+                per = rows_read / slots_read
+            taken = slots.take(1 if per is None else min(wanted, _ceil(wanted, per)))
+            if not taken:
+                break
+            for pattern, bound in _runs(day, taken):
+                got = run(pattern, bound, limit - have)
+                have += got
+                rows_read += got
+                if have >= limit:
+                    return
+            slots_read += len(taken)
+    run(UNDATED, {}, limit - have)
+
+
+def _fill(
+    store: Store,
+    params: Mapping[str, Term],
+    limit: int,
+    run: Callable[[str, Mapping[str, Term]], int],
+) -> None:
+    """``walk`` with the pack query: each piece is its text (the entries read through the
+    piece's pattern, limited to the rows still wanted) and its parameters."""
+    text = get_query("sessions").text_for(dict(params))
+    variants: dict[str, str] = {}
+
+    def piece(pattern: str, bound: Mapping[str, Term], wanted: int) -> int:
+        if pattern not in variants:
+            variants[pattern] = _variant(text, pattern)
+        return run(paged(variants[pattern], wanted), {**params, **bound})
+
+    walk(store, params, limit, piece)
 
 
 def sessions_page(store: Store, params: Mapping[str, Term], limit: int | None) -> Solutions:
@@ -183,7 +397,7 @@ def sessions_page(store: Store, params: Mapping[str, Term], limit: int | None) -
         return len(found.rows)
 
     _fill(store, params, limit, rows)
-    names = [v for v in parts[-1].variables if v not in _BOUND]
+    names = [v for v in parts[-1].variables if v not in BOUND]
     out: list[tuple[Term | None, ...]] = []
     for part in parts:
         at = [part.variables.index(v) for v in names]
@@ -196,7 +410,7 @@ def sessions_page_to(
 ) -> bytes:
     """``sessions_page`` as SPARQL JSON results, or another format the store writes.
 
-    JSON is read minute by minute like ``sessions_page``; CSV, TSV and XML run the
+    JSON is walked like ``sessions_page``; CSV, TSV and XML run the
     pack query as it is (it sorts every entry).
     """
     if not _walkable(params, limit) or format != "json":
@@ -211,9 +425,9 @@ def sessions_page_to(
         return len(data["results"]["bindings"])
 
     _fill(store, params, limit, serialised)
-    head = [v for v in pieces[-1]["head"]["vars"] if v not in _BOUND]
+    head = [v for v in pieces[-1]["head"]["vars"] if v not in BOUND]
     bindings = [
-        {k: v for k, v in b.items() if k not in _BOUND}
+        {k: v for k, v in b.items() if k not in BOUND}
         for data in pieces
         for b in data["results"]["bindings"]
     ]

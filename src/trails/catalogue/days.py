@@ -136,12 +136,17 @@ def start_day_iri(catalogue: IRI, day: date) -> IRI:
 
 
 def start_quads_of(catalogue: IRI, entry: IRI, started: Any) -> list[Quad]:
-    """Where the sessions page finds an entry by its start: its UTC minute, in its UTC day.
+    """Where the sessions page finds an entry by its start: its UTC second, in its UTC minute,
+    in its UTC day.
 
-    ``<catalogue>:started:2026-11-27T1403`` (a ``trails:StartMinute``) belongs to
-    ``<catalogue>:started:2026-11-27`` (a ``trails:StartDay``); both IRIs sort in time
-    order, so the newest sessions are found by walking days, then minutes, from the
-    newest, never by sorting every entry. Nothing for a start that is no dateTime.
+    ``<catalogue>:started:2026-11-27T140305`` (a ``trails:StartSecond``) belongs to
+    ``<catalogue>:started:2026-11-27T1403`` (a ``trails:StartMinute``), which belongs to
+    ``<catalogue>:started:2026-11-27`` (a ``trails:StartDay``); the IRIs sort in time
+    order, so the newest sessions are found by walking days, minutes, then seconds, from
+    the newest, never by sorting every entry nor reading a whole minute. Nine quads, the
+    same for every start (the nodes are shared: writing one again changes nothing).
+    Entries written before seconds existed point to their minute
+    (``trails:startedInMinute``) instead. Nothing for a start that is no dateTime.
     """
     value = to_python(started) if isinstance(started, Literal) else started
     if not isinstance(value, datetime):
@@ -149,8 +154,12 @@ def start_quads_of(catalogue: IRI, entry: IRI, started: Any) -> list[Quad]:
     at = (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
     day = start_day_iri(catalogue, at.date())
     minute = Minter.part(catalogue, f"started:{at:%Y-%m-%dT%H%M}")
+    second = Minter.part(catalogue, f"started:{at:%Y-%m-%dT%H%M%S}")
     return [
-        Quad(entry, T.startedInMinute, minute, catalogue),
+        Quad(entry, T.startedInSecond, second, catalogue),
+        Quad(second, RDF.type, T.StartSecond, catalogue),
+        Quad(second, RDF.type, PROV.Entity, catalogue),
+        Quad(second, T.secondOf, minute, catalogue),
         Quad(minute, RDF.type, T.StartMinute, catalogue),
         Quad(minute, RDF.type, PROV.Entity, catalogue),
         Quad(minute, T.minuteOf, day, catalogue),

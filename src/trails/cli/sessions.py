@@ -1,7 +1,7 @@
 """``trails sessions``: the sessions in the store, newest first, a page at a time.
 
 Answered from the catalogue graph (the ``sessions`` pack query, see
-``trails.catalogue.entries``), a page read minute by minute from the newest
+``trails.catalogue.entries``), a page read second by second from the newest
 (``trails.audit.sessions_page``): by default the newest 20, ``--limit N`` for
 another page size, ``--all`` for every one; filters by principal, start-time
 range and outcome (one of ``STATUSES``: ok, failed, stopped, interrupted,

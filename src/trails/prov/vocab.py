@@ -236,6 +236,9 @@ class T:
     StartMinute = TRAILS.StartMinute
     StartDay = TRAILS.StartDay
     minuteOf = TRAILS.minuteOf
+    startedInSecond = TRAILS.startedInSecond
+    StartSecond = TRAILS.StartSecond
+    secondOf = TRAILS.secondOf
     sessionEnded = TRAILS.sessionEnded
     sessionStatus = TRAILS.sessionStatus
     sessionStopReason = TRAILS.sessionStopReason

@@ -72,6 +72,7 @@ from trails.server.log import (
     access_log_entry,
     access_log_location,
 )
+from trails.server.newest import newest_sessions, page_limit
 from trails.server.pool import Evaluator, InlineEvaluator, Outcome, ProcessPool, QueryJob
 from trails.server.sparql import analyse, parse_graph_iri
 from trails.store import Store, open_store
@@ -487,12 +488,28 @@ class Endpoint:
             if query is None:
                 known = ", ".join(sorted(self.pack)) or "none"
                 raise UnknownQuery(f"no query named {name!r} in the pack (available: {known})")
-            params = query.bind(values)
-            text = query.text_for(params)  # no empty columns for parameters not given
-            response = await self._evaluate(request, record, grant, text, params)
+            limit = page_limit(name, values)
+            params = query.bind(
+                values if limit is None else {k: v for k, v in values.items() if k != "limit"}
+            )
+            if limit is not None:  # the newest sessions, walked (trails.audit.sessions_page)
+                response = await self._sessions_page(request, record, grant, params, limit)
+            else:
+                text = query.text_for(params)  # no empty columns for parameters not given
+                response = await self._evaluate(request, record, grant, text, params)
         except Exception as exc:
             response = self._error(record, exc)
         return await self._logged(record, response)
+
+    async def _sessions_page(
+        self, request: Request, record: _Record, grant: Grant, params: Any, limit: int
+    ) -> Response:
+        fmt = negotiate(request.headers.get("accept"), "SELECT")
+        await self.start()
+        data, record.results = await newest_sessions(
+            self.evaluator, grant, self.log_graph, self.config, params, limit, fmt
+        )
+        return Response(data, media_type=_MEDIA[fmt])
 
     async def list_queries(self, request: Request) -> Response:
         """The query pack: name, title, description and parameters of each query (token needed)."""

@@ -3,9 +3,9 @@
 Sorting every catalogue entry to keep 25, and summing every entry's cost for
 the totals, grows with the store. This module reads the page the way
 ``trails sessions`` does (``trails.audit.sessions_page``): the catalogue's
-start days, newest first (a few hundred small nodes), then their minutes, and
-the entries of a run of the newest minutes at a time until the page is full
-(how many sessions a day holds does not matter). The totals say what they cover:
+start days, newest first (a few hundred small nodes), then their minutes and
+seconds, and the entries of a run of the newest seconds at a time until the page
+is full (how many sessions a day, or a second, holds does not matter). The totals say what they cover:
 
 - no filter: the catalogue's daily totals (``trails.catalogue.totals``, kept by
   the sealer as sessions end): the running totals, the totals of the days after
@@ -27,16 +27,17 @@ a constant of this module or a ``LIMIT`` this module computes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from trails.audit.sessions_page import start_days
+from trails.audit.sessions_page import BOUND, walk
 from trails.catalogue.entries import OUTCOME_FILTER, OUTCOME_SPARQL
 from trails.prov.iri import agent_iri
 from trails.server.console_base import Console, ConsoleError, Login
 from trails.store import Solutions
-from trails.store.terms import IRI, Literal, Term, to_python
+from trails.store.terms import IRI, Term, to_python
 
 __all__ = ["FILTERS", "PAGE_SIZE", "Listing", "listing"]
 
@@ -55,20 +56,7 @@ _ALL = """
       FILTER(COALESCE(?started >= $since, true))
       FILTER(COALESCE(?started < $until, true))
 #FILTER"""
-#: the entries of a run of one start day's minutes (the minutes first, then their entries:
-#: index lookups; joined flat, the store reads the entries of every minute of the day)
-_MINUTES_RUN = """
-      { SELECT ?minute ?catalogue $day $oldest $newest WHERE { GRAPH ?catalogue {
-          ?minute trails:minuteOf $day FILTER(STR(?minute) >= $oldest && STR(?minute) <= $newest)
-      } } }
-      GRAPH ?catalogue { ?entry trails:startedInMinute ?minute ; trails:sessionStarted ?started }
-      FILTER(COALESCE(?started >= $since, true))
-      FILTER(COALESCE(?started < $until, true))
-#FILTER"""
-#: entries written before start minutes existed (older than every dated one)
-_UNDATED = """
-      GRAPH ?catalogue { ?entry trails:sessionStarted ?started
-        FILTER NOT EXISTS { ?entry trails:startedInMinute ?anyMinute } }
+_RANGE = """
       FILTER(COALESCE(?started >= $since, true))
       FILTER(COALESCE(?started < $until, true))
 #FILTER"""
@@ -90,10 +78,10 @@ _ROWS = (
     + """SELECT ?session ?principal ?label ?started ?ended ?outcome ?outcomeReason ?activities ?planner
        ?stopReason ?costUSD ?inputTokens ?outputTokens ?sealed
        (GROUP_CONCAT(DISTINCT ?modelLabel; separator=", ") AS ?models)
-       $status $since $until $model $text $day $oldest $newest
+       $status $since $until $model $text #BOUND
 WHERE {
-  { SELECT ?entry ?started $principal $status $since $until $planner $model $text $day
-           $oldest $newest WHERE {
+  { SELECT ?entry ?started $principal $status $since $until $planner $model $text #BOUND
+      WHERE {
 #ENTRIES
     } ORDER BY DESC(?started) ?entry #PAGE
   }
@@ -117,8 +105,7 @@ WHERE {
   BIND(COALESCE(?storedReason, "") AS ?outcomeReason)
 }
 GROUP BY ?session ?principal ?label ?started ?ended ?outcome ?outcomeReason ?activities ?planner ?stopReason
-         ?costUSD ?inputTokens ?outputTokens ?sealed $status $since $until $model $text $day
-         $oldest $newest
+         ?costUSD ?inputTokens ?outputTokens ?sealed $status $since $until $model $text #BOUND
 ORDER BY DESC(?started) ?session
 """
 ).replace("#OUTCOME", OUTCOME_SPARQL)
@@ -239,29 +226,29 @@ def _rows(result: object) -> list[dict[str, Any]]:
 
 def _text(template: str, entries: str, params: dict[str, Term], page: str = "") -> str:
     clauses = "".join(f"      {c}\n" for name, c in _CLAUSES.items() if name in params)
-    return template.replace("#ENTRIES", entries.replace("#FILTER", clauses)).replace("#PAGE", page)
+    bound = " ".join(f"${name}" for name in BOUND if f"${name}" in entries)
+    return (
+        template.replace("#ENTRIES", entries.replace("#FILTER", clauses))
+        .replace("#PAGE", page)
+        .replace("#BOUND", bound)
+    )
 
 
 def _walk(console: Console, params: dict[str, Term], wanted: int) -> list[dict[str, Any]]:
-    """The newest ``wanted`` rows of the range: the start days and their minutes, newest first
-    (``trails.audit.sessions_page.start_days``), a run of minutes at a time. Every minute holds
-    an entry, so the newest ``n`` minutes hold the ``n`` rows still wanted unless some were
-    erased or fall outside the range; the next run is read only then."""
+    """The newest ``wanted`` rows of the range, read as ``trails sessions`` reads them
+    (``trails.audit.sessions_page.walk``): the start days, their minutes and their seconds,
+    newest first, the entries of a run of the newest seconds at a time, never a whole
+    minute nor every entry."""
     rows: list[dict[str, Any]] = []
-    for day, minutes in start_days(console.system, params):
-        while minutes:
-            run, minutes = minutes[: wanted - len(rows)], minutes[wanted - len(rows) :]
-            bound: dict[str, Term] = {
-                "day": day,
-                "oldest": Literal(run[-1]),
-                "newest": Literal(run[0]),
-            }
-            text = _text(_ROWS, _MINUTES_RUN, params, f"LIMIT {wanted - len(rows)}")
-            rows += _rows(console.system.query(text, {**params, **bound}))
-            if len(rows) >= wanted:
-                return rows
-    text = _text(_ROWS, _UNDATED, params, f"LIMIT {wanted - len(rows)}")
-    return rows + _rows(console.system.query(text, params))
+
+    def run(pattern: str, bound: Mapping[str, Term], limit: int) -> int:
+        text = _text(_ROWS, "\n      " + pattern + _RANGE, params, f"LIMIT {limit}")
+        found = _rows(console.system.query(text, {**params, **bound}))
+        rows.extend(found)
+        return len(found)
+
+    walk(console.system, params, wanted, run)
+    return rows
 
 
 def _summed(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -109,10 +109,18 @@ class _Listing:
     graphs: tuple[IRI, ...]
     default_empty: bool
     grants: dict[tuple[Grant, IRI | None, str], Readable] = field(default_factory=dict)
+    changes: int | None = None
+    """The store's count of changes when it was listed (None: a store that keeps none)."""
 
 
 class GraphCache:
-    """The graphs of one store, listed at most once per ``ttl`` seconds.
+    """The graphs of one store, listed at most once per ``ttl`` seconds, and only again
+    when the store changed since (a store that counts its changes, as an embedded store
+    does: only the process that opened it writes it, through that object).
+
+    A listing of thousands of graphs and the match of a pattern grant against each
+    cost tens of milliseconds; listed every second whatever happened, they were
+    most of the CPU of a pattern token's query at a few queries a second.
 
     A listing up to ``ttl`` old is safe to use: it can only narrow what a
     token sees, never widen it. A graph created since is missing from a
@@ -148,10 +156,16 @@ class GraphCache:
         with self._lock:
             now = self._clock()
             listing = self._listing
+            changes = getattr(self.store, "changes", None)
+            if not isinstance(changes, int):
+                changes = None
+            unchanged = listing is not None and changes is not None and changes == listing.changes
+            if listing is not None and unchanged and now - listing.at >= self.ttl:
+                listing.at = now  # the store has not changed since it was listed: still its list
             if listing is None or now - listing.at >= self.ttl:
                 graphs = tuple(self.store.graphs())
                 default_empty = self.store.query(_DEFAULT_GRAPH_HOLDS_DATA) is False
-                listing = self._listing = _Listing(now, graphs, default_empty)
+                listing = self._listing = _Listing(now, graphs, default_empty, changes=changes)
                 self.listings += 1
             return listing
 
