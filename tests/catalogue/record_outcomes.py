@@ -14,7 +14,9 @@ from trails.agent.planners import react
 from trails.llm import LLMClient, ModelServerError
 from trails.store import open_store
 
-__all__ = ["PRINCIPAL", "main"]
+__all__ = ["FINISH", "PRINCIPAL", "main"]
+
+FINISH = '{"thought": "done", "action": "finish", "final_answer": "It is 4."}'
 
 PRINCIPAL = "did:local:alice"
 
@@ -29,7 +31,7 @@ def main(folder: str) -> None:
             ),
             5,
         ),
-        "ok": (LLMClient.mock(response=["It is 4."]), 5),
+        "ok": (LLMClient.mock(response=[FINISH]), 5),
         "stopped": (LLMClient.mock(response=["[1]", "[1]"]), 1),
     }
     for key, (client, steps) in runs.items():

@@ -341,7 +341,7 @@ def test_a_run_a_fallback_recovered_is_ok_and_one_it_did_not_is_failed(store: St
         session.close()
         return str(session.iri)
 
-    recovered = fallen("It is 4.")
+    recovered = fallen('{"thought": "done", "action": "finish", "final_answer": "It is 4."}')
     assert session_outcome(store, IRI(recovered)) == (
         "ok",
         "the session ended ok and its runs reached their goal",
