@@ -40,22 +40,20 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from trails.audit.files import write_file
-from trails.audit.jsonld import jsonld_to_nquads, nquads_to_jsonld
-from trails.audit.provn import Unsupported, write_prov
+from trails.audit.jsonld import graph_jsonld, jsonld_to_nquads
 from trails.audit.querypack import get_query
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
 from trails.evidence.canonical import canonical_term
-from trails.prov.content import content_graph, is_content_graph, structure_graph
+from trails.prov.content import content_graph, is_content_graph
 from trails.prov.iri import Minter
 from trails.prov.vocab import NAMESPACES, PROV, T
 from trails.store import Literal, Solutions, Store, open_store
@@ -332,11 +330,17 @@ def _redaction_targets(
     return targets
 
 
-def _redacted_lines(store: Store, graph: IRI, hide: dict[IRI, str]) -> tuple[list[str], int]:
+def _graph_rows(
+    store: Store, graph: IRI, hide: dict[IRI, str] | None
+) -> tuple[list[tuple[Term, Term, Term]], int]:
+    """The triples of one graph, redacted as ``hide`` says, and how many values were."""
     result = store.query(_GRAPH_ROWS, {"graph": graph})
     assert isinstance(result, Solutions)
-    value, marker = str(PROV.value), T.redaction
-    lines, redacted = [], 0
+    if not hide:
+        return [(s, p, o) for s, p, o, _ in result.rows], 0  # type: ignore[misc]
+    value, marker = str(PROV.value), IRI.trusted(str(T.redaction))
+    rows: list[tuple[Term, Term, Term]] = []
+    redacted = 0
     seen: set[IRI] = set()
     for s, p, o, _ in result.rows:
         action = hide.get(s) if p == value else None  # type: ignore[arg-type]
@@ -346,9 +350,14 @@ def _redacted_lines(store: Store, graph: IRI, hide: dict[IRI, str]) -> tuple[lis
             if action == "drop":
                 continue
             o = Literal("sha256:" + hashlib.sha256(o.value.encode("utf-8")).hexdigest())
-        lines.append(f"{canonical_term(s)} {canonical_term(p)} {canonical_term(o)}")  # type: ignore[arg-type]
-    for s in seen:
-        lines.append(f"{canonical_term(s)} <{marker}> {canonical_term(Literal(hide[s]))}")
+        rows.append((s, p, o))  # type: ignore[arg-type]
+    rows.extend((s, marker, Literal(hide[s])) for s in seen)
+    return rows, redacted
+
+
+def _redacted_lines(store: Store, graph: IRI, hide: dict[IRI, str]) -> tuple[list[str], int]:
+    rows, redacted = _graph_rows(store, graph, hide)
+    lines = [f"{canonical_term(s)} {canonical_term(p)} {canonical_term(o)}" for s, p, o in rows]  # type: ignore[arg-type]
     lines.sort()
     return lines, redacted
 
@@ -375,15 +384,16 @@ def _prefixes(minter: Minter, avoid: frozenset[str] = frozenset()) -> dict[str, 
     return {_free(name, avoid, names): iri for name, iri in names.items()}
 
 
-def _free(name: str, avoid: frozenset[str], taken: Iterable[str] = ()) -> str:
-    """``name``, or ``name1``, ``name2`` ...: a prefix no IRI of the data has as its scheme.
+def _free(name: str, avoid: frozenset[str], taken: Container[str] = ()) -> str:
+    """``name``, or ``name1``, ``name2`` ...: a prefix no IRI of the data has as its scheme
+    and no other prefix has (``taken``, looked into, never copied: an export declares
+    prefixes as it goes, and copying them for each was quadratic).
 
     The ``prov`` package reads ``agent:bob`` as the qualified name ``agent:bob``
     when a prefix ``agent`` is declared, so a prefix must never equal a scheme.
     """
-    used = set(taken) - {name}
     candidate, n = name, 0
-    while candidate.lower() in avoid or candidate in used:
+    while candidate.lower() in avoid or (candidate != name and candidate in taken):
         n += 1
         candidate = f"{name}{n}"
     return candidate
@@ -401,13 +411,19 @@ def _schemes(nquads: bytes) -> frozenset[str]:
 def _new_prefixes(
     data: bytes, names: dict[str, str], known: set[str], avoid: frozenset[str] = frozenset()
 ) -> bytes:
-    """``@prefix`` lines for namespaces in ``data`` not declared yet (PROV tools need a
-    prefix for every IRI; TriG allows directives between graph blocks)."""
+    """``@prefix`` lines for namespaces in ``data`` that no declared namespace covers (PROV
+    tools need a prefix for every IRI; TriG allows directives between graph blocks).
+
+    A namespace is covered when a declared one is it or starts it at a ``#``, ``/`` or
+    ``:`` (``urn:trails:activity:`` covers ``urn:trails:activity:<uuid>:``): the ``prov``
+    package names an IRI by the longest declared namespace it starts with, so the
+    vocabularies and the kinds of trails IRIs, declared once at the top, cover every
+    session's IRIs, and a session adds no prefix of its own."""
     lines = []
     for iri in sorted(set(_IRI_IN_NT.findall(data.decode("utf-8")))):
         cut = max(iri.rfind("#"), iri.rfind("/"), iri.rfind(":"))
         namespace = iri[: cut + 1]
-        if cut > 0 and cut + 1 < len(iri) and namespace not in known:
+        if cut > 0 and cut + 1 < len(iri) and not _covered(namespace, known):
             known.add(namespace)
             prefix = _free(f"ns{len(names) + 1}", avoid, names)
             names[prefix] = namespace
@@ -415,6 +431,14 @@ def _new_prefixes(
     return "".join(lines).encode()
 
 
+def _covered(namespace: str, known: set[str]) -> bool:
+    """Whether a namespace of ``known`` is ``namespace`` or starts it at a separator."""
+    if namespace in known:
+        return True
+    return any(namespace[: m.end()] in known for m in _SEPARATOR.finditer(namespace))
+
+
+_SEPARATOR = re.compile(r"[#/:]")
 _IRI_IN_NT = re.compile(r"<([^<>\s]+)>")
 
 
@@ -443,16 +467,25 @@ def _stream(
     minter: Minter | None = None,
     avoid: frozenset[str] = frozenset(),
 ) -> None:
-    """Write graphs as N-Quads or TriG, one graph at a time (no prefix named like ``avoid``)."""
+    """Write graphs as N-Quads, TriG or JSON-LD, one graph at a time, so the output is never
+    held whole (no prefix named like ``avoid``)."""
     names = _prefixes(minter or Minter(), avoid)
     known = set(names.values())
     if fmt == "trig":
         out.write("".join(f"@prefix {k}: <{v}> .\n" for k, v in names.items()).encode())
+    if fmt == "jsonld":
+        out.write(b"[")
     for i, g in enumerate(graphs, start=1):
-        data, count, redacted = _graph_ntriples(store, g, targets.get(g))
-        if fmt == "nquads":
+        if fmt == "jsonld":
+            rows, redacted = _graph_rows(store, g, targets.get(g))
+            out.write(b"\n" if i == 1 else b",\n")
+            out.write(graph_jsonld(g, rows))
+            count = len(rows)
+        elif fmt == "nquads":
+            data, count, redacted = _graph_ntriples(store, g, targets.get(g))
             out.write(data.replace(b" .\n", f" <{g}> .\n".encode()))
         else:
+            data, count, redacted = _graph_ntriples(store, g, targets.get(g))
             out.write(_new_prefixes(data, names, known, avoid))
             out.write(f"<{g}> {{\n".encode())
             out.write(data)
@@ -462,6 +495,8 @@ def _stream(
         stats.redacted += redacted
         if progress is not None:
             progress(i, len(graphs), stats.quads)
+    if fmt == "jsonld":
+        out.write(b"\n]\n" if graphs else b"]\n")
 
 
 def export(
@@ -527,10 +562,12 @@ def export(
             minter=minter,
         )
         return stats
-    buffer = io.BytesIO()
-    staged = progress if format in ("turtle", "jsonld") else None  # PROV: counted as converted
-    _stream(store, graphs, buffer, "nquads", targets=targets, stats=stats, progress=staged)
+    if format == "jsonld":
+        _stream(store, graphs, out, format, targets=targets, stats=stats, progress=progress)
+        return stats
     if format == "turtle":
+        buffer = io.BytesIO()
+        _stream(store, graphs, buffer, "nquads", targets=targets, stats=stats, progress=progress)
         scratch = open_store("memory:")
         try:
             scratch.load(buffer.getvalue(), format="nquads")
@@ -541,118 +578,12 @@ def export(
         finally:
             scratch.close()
         return stats
-    if format == "jsonld":
-        out.write(nquads_to_jsonld(buffer.getvalue()))
-        return stats
-    from prov.model import ProvDocument
+    from trails.audit.export_prov import export_prov
 
-    schemes = _schemes(buffer.getvalue())
-    if schemes & _RESERVED:
-        raise ExportError(
-            f"{format} cannot keep IRIs whose scheme is {', '.join(sorted(schemes & _RESERVED))}: "
-            f"the prov package reads them as its own prefix (prov:erin would become "
-            f"{PROV}erin); export as trig, nquads or jsonld"
-        )
-    structure = [g for g in graphs if not is_content_graph(g)]
-    # Written straight from the quads (trails.audit.provn), as the prov package reads them;
-    # a graph that writer cannot map exactly goes through the prov package instead.
-    direct = io.BytesIO()
-    try:
-        write_prov(
-            buffer.getvalue(),
-            direct,
-            format=format,
-            bundles=[str(g) for g in structure],
-            prefixes=_prefixes(minter, schemes),
-            avoid=schemes,
-            progress=None if progress is None else lambda i, n: progress(i, n, stats.quads),
-        )
-    except Unsupported:
-        pass
-    else:
-        out.write(direct.getvalue())
-        return stats
-    # Each session is converted on its own (the prov package's RDF reading slows down with
-    # every graph it holds at once: converting them together was superlinear), then the
-    # bundles are gathered in one document, and progress counts the sessions converted.
-    document = ProvDocument()
-    merged = None if len(structure) == len(graphs) else open_store("memory:")
-    try:
-        if merged is not None:  # one bundle per session: its content merged back into it
-            merged.load(buffer.getvalue(), format="nquads")  # already redacted
-            for g in graphs:
-                if is_content_graph(g):
-                    data = merged.dump(format="ntriples", graph=g) or b""
-                    merged.load(data, format="ntriples", graph=structure_graph(g))
-                    merged.clear(g)
-        source, names = (store, graphs) if merged is None else (merged, structure)
-        for done, g in enumerate(names, 1):
-            trig = io.BytesIO()
-            _stream(
-                source,
-                [g],
-                trig,
-                "trig",
-                targets=targets if merged is None else {},
-                stats=ExportStats(),
-                progress=None,
-                minter=minter,
-                avoid=schemes,
-            )
-            piece = ProvDocument.deserialize(
-                content=trig.getvalue().decode("utf-8"), format="rdf", rdf_format="trig"
-            )
-            for record in piece.get_records():
-                document.add_record(record)
-            for bundle in piece.bundles:
-                # prefixes travel with their bundle (another session may give a generated
-                # prefix such as ns15 another IRI); the document declares the bundle's name
-                for namespace in piece.namespaces:
-                    bundle.add_namespace(namespace)
-                if bundle.identifier is not None:
-                    document.add_namespace(bundle.identifier.namespace)
-                document.add_bundle(bundle)
-            if progress is not None:
-                progress(done, len(names), stats.quads)
-    finally:
-        if merged is not None:
-            merged.close()
-    text = document.serialize(format="provn" if format == "provn" else "json")
-    if isinstance(text, bytes):
-        text = text.decode("utf-8")
-    text = _drop_unused_prefixes(text or "", provn=format == "provn")
-    out.write(text.encode("utf-8"))
+    export_prov(
+        store, graphs, out, format, targets=targets, stats=stats, progress=progress, minter=minter
+    )
     return stats
-
-
-def _drop_unused_prefixes(text: str, *, provn: bool) -> str:
-    """Leave out prefix declarations nothing uses (rdflib binds dozens by default)."""
-    if provn:
-        lines = text.splitlines(keepends=True)
-        body = "".join(line for line in lines if not _PROVN_PREFIX.match(line))
-        used = set(_PROVN_USE.findall(body))  # one pass: linear in the document's size
-        kept = [
-            line for line in lines if not (m := _PROVN_PREFIX.match(line)) or m.group(1) in used
-        ]
-        return "".join(kept)
-    document = json.loads(text)
-    rest = json.dumps({k: v for k, v in document.items() if k != "prefix"})
-    used = set(_PROVN_USE.findall(rest))  # one pass, as for PROV-N
-
-    def prune(node: Any) -> None:
-        if isinstance(node, dict):
-            prefixes = node.get("prefix")
-            if isinstance(prefixes, dict):
-                node["prefix"] = {p: iri for p, iri in prefixes.items() if p in used}
-            for value in node.values():
-                prune(value)
-
-    prune(document)
-    return json.dumps(document, indent=2, ensure_ascii=False)
-
-
-_PROVN_PREFIX = re.compile(r"^\s*prefix\s+([A-Za-z_][\w.-]*)\s+<")
-_PROVN_USE = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*):")  # a prefix where it is used
 
 
 def export_to_path(write: Callable[[BinaryIO], ExportStats], path: Path) -> ExportStats:

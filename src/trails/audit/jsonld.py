@@ -8,13 +8,14 @@ store's serialiser: see ``nquads_to_jsonld`` for why.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from trails.errors import RDFSyntaxError
 from trails.store import Literal, Solutions, open_store
 from trails.store.terms import XSD, BNode, Term
 
-__all__ = ["jsonld_to_nquads", "nquads_to_jsonld"]
+__all__ = ["graph_jsonld", "jsonld_to_nquads", "nquads_to_jsonld"]
 
 
 def nquads_to_jsonld(data: bytes) -> bytes:
@@ -31,20 +32,26 @@ def nquads_to_jsonld(data: bytes) -> bytes:
         rows = scratch.query("SELECT ?g ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } }")
     finally:
         scratch.close()
-    graphs: dict[str, dict[str, dict[str, list[dict[str, str]]]]] = {}
+    graphs: dict[Term, list[tuple[Term, Term, Term]]] = {}
     for row in rows if isinstance(rows, Solutions) else ():
-        g, s, p, o = row["g"], row["s"], row["p"], row["o"]
-        node = graphs.setdefault(_jsonld_id(g), {}).setdefault(_jsonld_id(s), {})
-        node.setdefault(str(p), []).append(_jsonld_object(o))
-    document: list[dict[str, Any]] = []
-    for graph, nodes in sorted(graphs.items()):
-        members: list[dict[str, Any]] = []
-        for subject, props in sorted(nodes.items()):
-            member: dict[str, Any] = {"@id": subject}
-            for predicate, objects in sorted(props.items()):
-                member[predicate] = sorted(objects, key=_sort_key)
-            members.append(member)
-        document.append({"@id": graph, "@graph": members})
+        graphs.setdefault(row["g"], []).append((row["s"], row["p"], row["o"]))
+    pieces = [graph_jsonld(g, graphs[g]) for g in sorted(graphs, key=_jsonld_id)]
+    return b"[\n" + b",\n".join(pieces) + b"\n]\n"
+
+
+def graph_jsonld(graph: Term, triples: Iterable[tuple[Term, Term, Term]]) -> bytes:
+    """One named graph as an expanded JSON-LD object (``{"@id": ..., "@graph": [...]}``),
+    its nodes sorted: an export writes a dataset graph by graph, never holding it whole."""
+    nodes: dict[str, dict[str, list[dict[str, str]]]] = {}
+    for s, p, o in triples:
+        nodes.setdefault(_jsonld_id(s), {}).setdefault(str(p), []).append(_jsonld_object(o))
+    members: list[dict[str, Any]] = []
+    for subject, props in sorted(nodes.items()):
+        member: dict[str, Any] = {"@id": subject}
+        for predicate, objects in sorted(props.items()):
+            member[predicate] = sorted(objects, key=_sort_key)
+        members.append(member)
+    document = {"@id": _jsonld_id(graph), "@graph": members}
     return json.dumps(document, indent=1, ensure_ascii=False).encode("utf-8")
 
 
