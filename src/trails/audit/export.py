@@ -200,6 +200,11 @@ SELECT ?g ?e ?v $capability WHERE {
 
 _GRAPH_EXISTS = "ASK { GRAPH $g { ?s ?p ?o } }"
 
+_REGISTER = "graph:open-sessions"
+"""How the register of the sessions a running recorder has open ends (``<base>graph:...``,
+``trails.evidence.recovery``): left out of ``--all``, as imported into another store it
+would have that store's recovery end sessions it never held."""
+
 _GRAPH_ROWS = "SELECT ?s ?p ?o $graph WHERE { GRAPH $graph { ?s ?p ?o } }"
 
 
@@ -216,7 +221,8 @@ def select_graphs(
     Args:
         store: the store.
         sessions: session IRIs (each must name a graph in the store).
-        all_graphs: every named graph (sessions, ledger, memory ...).
+        all_graphs: every named graph (sessions, ledger, memory ...) but the register of
+            open sessions (bookkeeping of a running recorder, not evidence).
         since: sessions started at or after this time.
         until: sessions started before this time.
 
@@ -229,8 +235,8 @@ def select_graphs(
     chosen = [bool(sessions), all_graphs, since is not None or until is not None]
     if sum(chosen) != 1:
         raise ExportError("choose what to export: --session IRI ..., --all, or --since/--until")
-    if all_graphs:
-        graphs = set(store.graphs())
+    if all_graphs:  # the register of open sessions is live state, not evidence
+        graphs = {g for g in store.graphs() if not g.endswith(_REGISTER)}
     elif sessions:
         graphs = set()
         for s in sessions:
@@ -475,28 +481,32 @@ def _stream(
         out.write("".join(f"@prefix {k}: <{v}> .\n" for k, v in names.items()).encode())
     if fmt == "jsonld":
         out.write(b"[")
-    for i, g in enumerate(graphs, start=1):
+    written = 0
+    for i, g in enumerate(graphs, start=1):  # an empty graph is left out
         if fmt == "jsonld":
             rows, redacted = _graph_rows(store, g, targets.get(g))
-            out.write(b"\n" if i == 1 else b",\n")
-            out.write(graph_jsonld(g, rows))
             count = len(rows)
+            if count:
+                out.write(b",\n" if written else b"\n")
+                out.write(graph_jsonld(g, rows))
         elif fmt == "nquads":
             data, count, redacted = _graph_ntriples(store, g, targets.get(g))
             out.write(data.replace(b" .\n", f" <{g}> .\n".encode()))
         else:
             data, count, redacted = _graph_ntriples(store, g, targets.get(g))
-            out.write(_new_prefixes(data, names, known, avoid))
-            out.write(f"<{g}> {{\n".encode())
-            out.write(data)
-            out.write(b"}\n")
-        stats.graphs += 1
+            if count:
+                out.write(_new_prefixes(data, names, known, avoid))
+                out.write(f"<{g}> {{\n".encode())
+                out.write(data)
+                out.write(b"}\n")
+        written += 1 if count else 0
+        stats.graphs += 1 if count else 0
         stats.quads += count
         stats.redacted += redacted
         if progress is not None:
             progress(i, len(graphs), stats.quads)
     if fmt == "jsonld":
-        out.write(b"\n]\n" if graphs else b"]\n")
+        out.write(b"\n]\n" if written else b"]\n")
 
 
 def export(

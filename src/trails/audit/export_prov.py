@@ -126,14 +126,15 @@ def _write_prov(
                 continue
             data, count, redacted = _graph_ntriples(store, g, targets.get(g))
             pieces.append(data.replace(b" .\n", f" <{g}> .\n".encode()))
-            stats.graphs += 1
+            stats.graphs += 1 if count else 0
             stats.quads += count
             stats.redacted += redacted
         nquads = b"".join(pieces)
         schemes |= _schemes(nquads)
         if schemes & _RESERVED:
             break
-        writer.add(str(bundle), bundle_triples(nquads, str(bundle)))
+        if nquads:  # an empty graph is left out
+            writer.add(str(bundle), bundle_triples(nquads, str(bundle)))
         if progress is not None:
             progress(done, len(bundles), stats.quads)
     writer.close()
