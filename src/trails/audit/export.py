@@ -461,6 +461,65 @@ def with_prefixes(data: bytes, minter: Minter | None = None) -> bytes:
     return head + _new_prefixes(data, names, known) + data
 
 
+class _Lines:
+    """Where the store writes one graph's N-Triples, in chunks as it serialises them: each
+    whole line goes on to ``out`` as N-Quads (the graph's name added) or inside the graph's
+    TriG block (opened at its first line), so no graph is ever held whole, however large
+    (the ledger and the catalogue grow with the store). In TriG, the prefixes of namespaces
+    no declared one covers follow the block (a directive may stand between blocks, and
+    readers declare a prefix for the whole document)."""
+
+    def __init__(
+        self,
+        out: BinaryIO,
+        graph: IRI,
+        fmt: str,
+        names: dict[str, str],
+        known: set[str],
+        avoid: frozenset[str],
+    ) -> None:
+        self.out, self.fmt = out, fmt
+        self.names, self.known, self.avoid = names, known, avoid
+        self.suffix = f" <{graph}> .\n".encode()
+        self.head = f"<{graph}> {{\n".encode()
+        self.rest = b""
+        self.count = 0
+        self.prefixes: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, chunk: bytes) -> int:
+        data = self.rest + bytes(chunk)
+        cut = data.rfind(b"\n") + 1
+        self.rest = data[cut:]
+        if cut:
+            self._lines(data[:cut])
+        return len(chunk)
+
+    def flush(self) -> None:
+        pass
+
+    def _lines(self, lines: bytes) -> None:
+        if self.fmt == "nquads":
+            self.out.write(lines.replace(b" .\n", self.suffix))
+        else:
+            if not self.count:
+                self.out.write(self.head)
+            self.prefixes.append(_new_prefixes(lines, self.names, self.known, self.avoid))
+            self.out.write(lines)
+        self.count += lines.count(b"\n")
+
+    def close(self) -> None:
+        """The last line, and the end of the TriG block (nothing for an empty graph)."""
+        if self.rest:
+            self._lines(self.rest + (b"" if self.rest.endswith(b"\n") else b"\n"))
+            self.rest = b""
+        if self.fmt == "trig" and self.count:
+            self.out.write(b"}\n")
+            self.out.write(b"".join(self.prefixes))
+
+
 def _stream(
     store: Store,
     graphs: list[IRI],
@@ -489,16 +548,16 @@ def _stream(
             if count:
                 out.write(b",\n" if written else b"\n")
                 out.write(graph_jsonld(g, rows))
-        elif fmt == "nquads":
+        elif targets.get(g):  # redacted: the graph's lines, rewritten
             data, count, redacted = _graph_ntriples(store, g, targets.get(g))
-            out.write(data.replace(b" .\n", f" <{g}> .\n".encode()))
-        else:
-            data, count, redacted = _graph_ntriples(store, g, targets.get(g))
-            if count:
-                out.write(_new_prefixes(data, names, known, avoid))
-                out.write(f"<{g}> {{\n".encode())
-                out.write(data)
-                out.write(b"}\n")
+            piece = _Lines(out, g, fmt, names, known, avoid)
+            piece.write(data)
+            piece.close()
+        else:  # the store's own N-Triples, passed on as they come
+            piece = _Lines(out, g, fmt, names, known, avoid)
+            store.dump(piece, format="ntriples", graph=g)  # type: ignore[arg-type]
+            piece.close()
+            count, redacted = piece.count, 0
         written += 1 if count else 0
         stats.graphs += 1 if count else 0
         stats.quads += count
