@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from typing import IO, Any
 
-from trails.audit.export import (
+from trails.audit.export_graphs import (
     _RESERVED,
     ExportStats,
     Progress,
