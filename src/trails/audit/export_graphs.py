@@ -16,8 +16,9 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from trails.audit.jsonld import graph_jsonld
+from trails.audit.jsonld import graph_jsonld, graph_opening, jsonld_node, node_values
 from trails.evidence.canonical import canonical_term
+from trails.evidence.sweep import ntriples_rows
 from trails.prov.iri import Minter
 from trails.prov.vocab import NAMESPACES, PROV, T
 from trails.store import Literal, Solutions, Store
@@ -227,6 +228,69 @@ class _Lines:
             self.out.write(b"".join(self.prefixes))
 
 
+class _Nodes:
+    """Where the store writes one graph's N-Triples for JSON-LD: each subject's node object
+    is written once its triples have come (a store's dump lists them together; a subject
+    met again makes a second node object of the same ``@id``, which JSON-LD merges), so no
+    graph is held whole."""
+
+    def __init__(self, out: BinaryIO, graph: IRI, separator: bytes) -> None:
+        self.out, self.graph, self.separator = out, graph, separator
+        self.rest = b""
+        self.count = 0
+        self.pending: tuple[str, dict[str, list[dict[str, str]]]] | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        pass
+
+    def write(self, chunk: bytes) -> int:
+        data = self.rest + bytes(chunk)
+        cut = data.rfind(b"\n") + 1
+        self.rest = data[cut:]
+        if cut:
+            self._lines(data[:cut])
+        return len(chunk)
+
+    def _lines(self, lines: bytes) -> None:
+        rows = ntriples_rows(lines)
+        if self.pending is not None:  # the last node of the chunk before may go on here
+            subject, props = self.pending
+            nodes = list(node_values(rows))
+            if nodes and nodes[0][0] == subject:
+                for p, values in nodes[0][1].items():
+                    props.setdefault(p, []).extend(values)
+                nodes = nodes[1:]
+            groups = [(subject, props), *nodes]
+        else:
+            groups = list(node_values(rows))
+        self.count += len(rows)
+        for subject, props in groups[:-1]:
+            self._emit(subject, props)
+        self.pending = groups[-1] if groups else self.pending
+
+    def _emit(self, subject: str, props: dict[str, list[dict[str, str]]]) -> None:
+        if self.separator:
+            self.out.write(self.separator + graph_opening(self.graph))
+            self.separator = b""
+        else:
+            self.out.write(b",\n")
+        self.out.write(jsonld_node(subject, props))
+
+    def close(self) -> None:
+        """The last node, and the end of the graph's object (nothing for an empty graph)."""
+        if self.rest:
+            self._lines(self.rest + (b"" if self.rest.endswith(b"\n") else b"\n"))
+            self.rest = b""
+        if self.pending is not None:
+            self._emit(*self.pending)
+            self.pending = None
+        if self.count:
+            self.out.write(b"]}")
+
+
 def _stream(
     store: Store,
     graphs: list[IRI],
@@ -249,12 +313,17 @@ def _stream(
         out.write(b"[")
     written = 0
     for i, g in enumerate(graphs, start=1):  # an empty graph is left out
-        if fmt == "jsonld":
+        if fmt == "jsonld" and targets.get(g):
             rows, redacted = _graph_rows(store, g, targets.get(g))
             count = len(rows)
             if count:
                 out.write(b",\n" if written else b"\n")
                 out.write(graph_jsonld(g, rows))
+        elif fmt == "jsonld":  # node by node, as the store lists each subject's triples
+            nodes = _Nodes(out, g, b",\n" if written else b"\n")
+            store.dump(nodes, format="ntriples", graph=g)  # type: ignore[arg-type]
+            nodes.close()
+            count, redacted = nodes.count, 0
         elif targets.get(g):  # redacted: the graph's lines, rewritten
             data, count, redacted = _graph_ntriples(store, g, targets.get(g))
             piece = _Lines(out, g, fmt, names, known, avoid)
