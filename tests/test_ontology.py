@@ -317,3 +317,32 @@ def test_shapes_target_every_class_the_recorder_writes(
     assert not missing, (
         f"classes recorded without a shape (sh:targetClass) in shapes.ttl: {missing}"
     )
+
+
+def test_each_graph_validates_alone_under_the_ontologys_inference(
+    onto: rdflib.Graph, shapes: rdflib.Graph, store: Store, recorder: Recorder
+) -> None:
+    """A session graph and its content graph, each alone, conform with ``trails.ttl`` as the
+    ontology and RDFS inference (``pyshacl -s shapes.ttl -e trails.ttl -i rdfs``): a content
+    property's domain must not type the resource it is said of in the content graph (which
+    holds no structure), and the literals RDFS types are not taken for resources."""
+    record_sample_session(recorder)
+    graphs = store.graphs()
+    assert any(str(g).endswith(":content") for g in graphs)
+    for name in graphs:
+        data = rdflib.Graph().parse(data=store.dump(format="ntriples", graph=name), format="nt")
+        conforms, _, text = validate(data, shacl_graph=shapes, ont_graph=onto, inference="rdfs")
+        assert conforms, f"{name}:\n{text[:3000]}"
+
+
+def test_content_properties_have_no_domain(onto: rdflib.Graph) -> None:
+    """Each content property (``trails.prov.content.CONTENT_PROPERTIES``, kept in content
+    graphs apart from the resource's types) says what it is said of in words, not with
+    ``rdfs:domain``: inferred in a content graph alone, a domain would type an erasable
+    value's subject there."""
+    from trails.prov.content import CONTENT_PROPERTIES
+
+    with_domain = sorted(
+        str(p) for p in CONTENT_PROPERTIES if onto.value(URIRef(p), RDFS.domain) is not None
+    )
+    assert not with_domain

@@ -38,26 +38,28 @@ Two rules from the ``[audit]`` configuration apply on the way out:
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from trails.audit.export_graphs import (
+    ExportStats,
+    Progress,
+    _stream,
+    with_prefixes,
+)
+from trails.audit.export_prov import export_prov
 from trails.audit.files import write_file
-from trails.audit.jsonld import jsonld_to_nquads, nquads_to_jsonld
-from trails.audit.provn import Unsupported, write_prov
+from trails.audit.jsonld import jsonld_to_nquads
 from trails.audit.querypack import get_query
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
-from trails.evidence.canonical import canonical_term
-from trails.prov.content import content_graph, is_content_graph, structure_graph
+from trails.prov.content import content_graph, is_content_graph
 from trails.prov.iri import Minter
-from trails.prov.vocab import NAMESPACES, PROV, T
+from trails.prov.vocab import NAMESPACES
 from trails.store import Literal, Solutions, Store, open_store
 from trails.store.terms import IRI, Term
 
@@ -89,9 +91,6 @@ _EXTENSIONS = {
     ".json": "provjson",
     ".provjson": "provjson",
 }
-
-Progress = Callable[[int, int, int], None]
-"""``progress(graphs_done, graphs_total, quads_written)``."""
 
 
 @dataclass(frozen=True)
@@ -163,17 +162,6 @@ def _expand(name: Any, where: str) -> IRI:
         ) from None
 
 
-@dataclass
-class ExportStats:
-    """What an export wrote."""
-
-    graphs: int = 0
-    quads: int = 0
-    redacted: int = 0
-    format: str = ""
-    refused: list[str] = field(default_factory=list)
-
-
 _SESSION_META = """
 PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT ?g ?level ?domain WHERE {
@@ -202,7 +190,10 @@ SELECT ?g ?e ?v $capability WHERE {
 
 _GRAPH_EXISTS = "ASK { GRAPH $g { ?s ?p ?o } }"
 
-_GRAPH_ROWS = "SELECT ?s ?p ?o $graph WHERE { GRAPH $graph { ?s ?p ?o } }"
+_REGISTER = "graph:open-sessions"
+"""How the register of the sessions a running recorder has open ends (``<base>graph:...``,
+``trails.evidence.recovery``): left out of ``--all``, as imported into another store it
+would have that store's recovery end sessions it never held."""
 
 
 def select_graphs(
@@ -218,7 +209,8 @@ def select_graphs(
     Args:
         store: the store.
         sessions: session IRIs (each must name a graph in the store).
-        all_graphs: every named graph (sessions, ledger, memory ...).
+        all_graphs: every named graph (sessions, ledger, memory ...) but the register of
+            open sessions (bookkeeping of a running recorder, not evidence).
         since: sessions started at or after this time.
         until: sessions started before this time.
 
@@ -231,8 +223,8 @@ def select_graphs(
     chosen = [bool(sessions), all_graphs, since is not None or until is not None]
     if sum(chosen) != 1:
         raise ExportError("choose what to export: --session IRI ..., --all, or --since/--until")
-    if all_graphs:
-        graphs = set(store.graphs())
+    if all_graphs:  # the register of open sessions is live state, not evidence
+        graphs = {g for g in store.graphs() if not g.endswith(_REGISTER)}
     elif sessions:
         graphs = set()
         for s in sessions:
@@ -332,138 +324,6 @@ def _redaction_targets(
     return targets
 
 
-def _redacted_lines(store: Store, graph: IRI, hide: dict[IRI, str]) -> tuple[list[str], int]:
-    result = store.query(_GRAPH_ROWS, {"graph": graph})
-    assert isinstance(result, Solutions)
-    value, marker = str(PROV.value), T.redaction
-    lines, redacted = [], 0
-    seen: set[IRI] = set()
-    for s, p, o, _ in result.rows:
-        action = hide.get(s) if p == value else None  # type: ignore[arg-type]
-        if action is not None and isinstance(o, Literal):
-            seen.add(s)  # type: ignore[arg-type]
-            redacted += 1
-            if action == "drop":
-                continue
-            o = Literal("sha256:" + hashlib.sha256(o.value.encode("utf-8")).hexdigest())
-        lines.append(f"{canonical_term(s)} {canonical_term(p)} {canonical_term(o)}")  # type: ignore[arg-type]
-    for s in seen:
-        lines.append(f"{canonical_term(s)} <{marker}> {canonical_term(Literal(hide[s]))}")
-    lines.sort()
-    return lines, redacted
-
-
-def _graph_ntriples(
-    store: Store, graph: IRI, hide: dict[IRI, str] | None
-) -> tuple[bytes, int, int]:
-    """One graph as N-Triples bytes, its quad count and how many values were redacted."""
-    if hide:
-        lines, redacted = _redacted_lines(store, graph, hide)
-        data = "".join(line + " .\n" for line in lines).encode("utf-8")
-        return data, len(lines), redacted
-    data = store.dump(format="ntriples", graph=graph) or b""
-    return data, data.count(b"\n"), 0
-
-
-def _prefixes(minter: Minter, avoid: frozenset[str] = frozenset()) -> dict[str, str]:
-    names = dict(NAMESPACES)
-    for kind in ("session", "activity", "entity", "agent", "capability", "model", "policy"):
-        names[kind] = f"{minter.base}{kind}:"
-    names["graph"] = f"{minter.base}graph:"
-    if not avoid:
-        return names
-    return {_free(name, avoid, names): iri for name, iri in names.items()}
-
-
-def _free(name: str, avoid: frozenset[str], taken: Iterable[str] = ()) -> str:
-    """``name``, or ``name1``, ``name2`` ...: a prefix no IRI of the data has as its scheme.
-
-    The ``prov`` package reads ``agent:bob`` as the qualified name ``agent:bob``
-    when a prefix ``agent`` is declared, so a prefix must never equal a scheme.
-    """
-    used = set(taken) - {name}
-    candidate, n = name, 0
-    while candidate.lower() in avoid or candidate in used:
-        n += 1
-        candidate = f"{name}{n}"
-    return candidate
-
-
-_SCHEME = re.compile(rb"<([A-Za-z][A-Za-z0-9+.\-]*):")
-_RESERVED = frozenset({"prov", "xsd"})  # the prov package's own prefixes, never renamed
-
-
-def _schemes(nquads: bytes) -> frozenset[str]:
-    """The IRI schemes of an N-Quads text, lower-cased."""
-    return frozenset(m.decode("ascii").lower() for m in set(_SCHEME.findall(nquads)))
-
-
-def _new_prefixes(
-    data: bytes, names: dict[str, str], known: set[str], avoid: frozenset[str] = frozenset()
-) -> bytes:
-    """``@prefix`` lines for namespaces in ``data`` not declared yet (PROV tools need a
-    prefix for every IRI; TriG allows directives between graph blocks)."""
-    lines = []
-    for iri in sorted(set(_IRI_IN_NT.findall(data.decode("utf-8")))):
-        cut = max(iri.rfind("#"), iri.rfind("/"), iri.rfind(":"))
-        namespace = iri[: cut + 1]
-        if cut > 0 and cut + 1 < len(iri) and namespace not in known:
-            known.add(namespace)
-            prefix = _free(f"ns{len(names) + 1}", avoid, names)
-            names[prefix] = namespace
-            lines.append(f"@prefix {prefix}: <{namespace}> .\n")
-    return "".join(lines).encode()
-
-
-_IRI_IN_NT = re.compile(r"<([^<>\s]+)>")
-
-
-def with_prefixes(data: bytes, minter: Minter | None = None) -> bytes:
-    """TriG (or Turtle) ``data`` with an ``@prefix`` for every namespace it uses.
-
-    The ``prov`` package needs a namespace for every IRI it turns into a qualified
-    name; without declarations, whether it finds one can depend on the order it
-    reads the triples in. Exports always carry them; this gives the same to any dump.
-    """
-    names = _prefixes(minter or Minter())
-    known = set(names.values())
-    head = "".join(f"@prefix {p}: <{iri}> .\n" for p, iri in names.items()).encode()
-    return head + _new_prefixes(data, names, known) + data
-
-
-def _stream(
-    store: Store,
-    graphs: list[IRI],
-    out: BinaryIO,
-    fmt: str,
-    *,
-    targets: dict[IRI, dict[IRI, str]],
-    stats: ExportStats,
-    progress: Progress | None,
-    minter: Minter | None = None,
-    avoid: frozenset[str] = frozenset(),
-) -> None:
-    """Write graphs as N-Quads or TriG, one graph at a time (no prefix named like ``avoid``)."""
-    names = _prefixes(minter or Minter(), avoid)
-    known = set(names.values())
-    if fmt == "trig":
-        out.write("".join(f"@prefix {k}: <{v}> .\n" for k, v in names.items()).encode())
-    for i, g in enumerate(graphs, start=1):
-        data, count, redacted = _graph_ntriples(store, g, targets.get(g))
-        if fmt == "nquads":
-            out.write(data.replace(b" .\n", f" <{g}> .\n".encode()))
-        else:
-            out.write(_new_prefixes(data, names, known, avoid))
-            out.write(f"<{g}> {{\n".encode())
-            out.write(data)
-            out.write(b"}\n")
-        stats.graphs += 1
-        stats.quads += count
-        stats.redacted += redacted
-        if progress is not None:
-            progress(i, len(graphs), stats.quads)
-
-
 def export(
     store: Store,
     out: BinaryIO,
@@ -527,10 +387,12 @@ def export(
             minter=minter,
         )
         return stats
-    buffer = io.BytesIO()
-    staged = progress if format in ("turtle", "jsonld") else None  # PROV: counted as converted
-    _stream(store, graphs, buffer, "nquads", targets=targets, stats=stats, progress=staged)
+    if format == "jsonld":
+        _stream(store, graphs, out, format, targets=targets, stats=stats, progress=progress)
+        return stats
     if format == "turtle":
+        buffer = io.BytesIO()
+        _stream(store, graphs, buffer, "nquads", targets=targets, stats=stats, progress=progress)
         scratch = open_store("memory:")
         try:
             scratch.load(buffer.getvalue(), format="nquads")
@@ -541,118 +403,10 @@ def export(
         finally:
             scratch.close()
         return stats
-    if format == "jsonld":
-        out.write(nquads_to_jsonld(buffer.getvalue()))
-        return stats
-    from prov.model import ProvDocument
-
-    schemes = _schemes(buffer.getvalue())
-    if schemes & _RESERVED:
-        raise ExportError(
-            f"{format} cannot keep IRIs whose scheme is {', '.join(sorted(schemes & _RESERVED))}: "
-            f"the prov package reads them as its own prefix (prov:erin would become "
-            f"{PROV}erin); export as trig, nquads or jsonld"
-        )
-    structure = [g for g in graphs if not is_content_graph(g)]
-    # Written straight from the quads (trails.audit.provn), as the prov package reads them;
-    # a graph that writer cannot map exactly goes through the prov package instead.
-    direct = io.BytesIO()
-    try:
-        write_prov(
-            buffer.getvalue(),
-            direct,
-            format=format,
-            bundles=[str(g) for g in structure],
-            prefixes=_prefixes(minter, schemes),
-            avoid=schemes,
-            progress=None if progress is None else lambda i, n: progress(i, n, stats.quads),
-        )
-    except Unsupported:
-        pass
-    else:
-        out.write(direct.getvalue())
-        return stats
-    # Each session is converted on its own (the prov package's RDF reading slows down with
-    # every graph it holds at once: converting them together was superlinear), then the
-    # bundles are gathered in one document, and progress counts the sessions converted.
-    document = ProvDocument()
-    merged = None if len(structure) == len(graphs) else open_store("memory:")
-    try:
-        if merged is not None:  # one bundle per session: its content merged back into it
-            merged.load(buffer.getvalue(), format="nquads")  # already redacted
-            for g in graphs:
-                if is_content_graph(g):
-                    data = merged.dump(format="ntriples", graph=g) or b""
-                    merged.load(data, format="ntriples", graph=structure_graph(g))
-                    merged.clear(g)
-        source, names = (store, graphs) if merged is None else (merged, structure)
-        for done, g in enumerate(names, 1):
-            trig = io.BytesIO()
-            _stream(
-                source,
-                [g],
-                trig,
-                "trig",
-                targets=targets if merged is None else {},
-                stats=ExportStats(),
-                progress=None,
-                minter=minter,
-                avoid=schemes,
-            )
-            piece = ProvDocument.deserialize(
-                content=trig.getvalue().decode("utf-8"), format="rdf", rdf_format="trig"
-            )
-            for record in piece.get_records():
-                document.add_record(record)
-            for bundle in piece.bundles:
-                # prefixes travel with their bundle (another session may give a generated
-                # prefix such as ns15 another IRI); the document declares the bundle's name
-                for namespace in piece.namespaces:
-                    bundle.add_namespace(namespace)
-                if bundle.identifier is not None:
-                    document.add_namespace(bundle.identifier.namespace)
-                document.add_bundle(bundle)
-            if progress is not None:
-                progress(done, len(names), stats.quads)
-    finally:
-        if merged is not None:
-            merged.close()
-    text = document.serialize(format="provn" if format == "provn" else "json")
-    if isinstance(text, bytes):
-        text = text.decode("utf-8")
-    text = _drop_unused_prefixes(text or "", provn=format == "provn")
-    out.write(text.encode("utf-8"))
+    export_prov(
+        store, graphs, out, format, targets=targets, stats=stats, progress=progress, minter=minter
+    )
     return stats
-
-
-def _drop_unused_prefixes(text: str, *, provn: bool) -> str:
-    """Leave out prefix declarations nothing uses (rdflib binds dozens by default)."""
-    if provn:
-        lines = text.splitlines(keepends=True)
-        body = "".join(line for line in lines if not _PROVN_PREFIX.match(line))
-        used = set(_PROVN_USE.findall(body))  # one pass: linear in the document's size
-        kept = [
-            line for line in lines if not (m := _PROVN_PREFIX.match(line)) or m.group(1) in used
-        ]
-        return "".join(kept)
-    document = json.loads(text)
-    rest = json.dumps({k: v for k, v in document.items() if k != "prefix"})
-    used = set(_PROVN_USE.findall(rest))  # one pass, as for PROV-N
-
-    def prune(node: Any) -> None:
-        if isinstance(node, dict):
-            prefixes = node.get("prefix")
-            if isinstance(prefixes, dict):
-                node["prefix"] = {p: iri for p, iri in prefixes.items() if p in used}
-            for value in node.values():
-                prune(value)
-
-    prune(document)
-    return json.dumps(document, indent=2, ensure_ascii=False)
-
-
-_PROVN_PREFIX = re.compile(r"^\s*prefix\s+([A-Za-z_][\w.-]*)\s+<")
-_PROVN_USE = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*):")  # a prefix where it is used
 
 
 def export_to_path(write: Callable[[BinaryIO], ExportStats], path: Path) -> ExportStats:

@@ -8,13 +8,21 @@ store's serialiser: see ``nquads_to_jsonld`` for why.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from trails.errors import RDFSyntaxError
 from trails.store import Literal, Solutions, open_store
 from trails.store.terms import XSD, BNode, Term
 
-__all__ = ["jsonld_to_nquads", "nquads_to_jsonld"]
+__all__ = [
+    "graph_jsonld",
+    "graph_opening",
+    "jsonld_node",
+    "jsonld_to_nquads",
+    "node_values",
+    "nquads_to_jsonld",
+]
 
 
 def nquads_to_jsonld(data: bytes) -> bytes:
@@ -31,21 +39,56 @@ def nquads_to_jsonld(data: bytes) -> bytes:
         rows = scratch.query("SELECT ?g ?s ?p ?o WHERE { GRAPH ?g { ?s ?p ?o } }")
     finally:
         scratch.close()
-    graphs: dict[str, dict[str, dict[str, list[dict[str, str]]]]] = {}
+    graphs: dict[Term, list[tuple[Term, Term, Term]]] = {}
     for row in rows if isinstance(rows, Solutions) else ():
-        g, s, p, o = row["g"], row["s"], row["p"], row["o"]
-        node = graphs.setdefault(_jsonld_id(g), {}).setdefault(_jsonld_id(s), {})
-        node.setdefault(str(p), []).append(_jsonld_object(o))
-    document: list[dict[str, Any]] = []
-    for graph, nodes in sorted(graphs.items()):
-        members: list[dict[str, Any]] = []
-        for subject, props in sorted(nodes.items()):
-            member: dict[str, Any] = {"@id": subject}
-            for predicate, objects in sorted(props.items()):
-                member[predicate] = sorted(objects, key=_sort_key)
-            members.append(member)
-        document.append({"@id": graph, "@graph": members})
-    return json.dumps(document, indent=1, ensure_ascii=False).encode("utf-8")
+        graphs.setdefault(row["g"], []).append((row["s"], row["p"], row["o"]))
+    pieces = [graph_jsonld(g, graphs[g]) for g in sorted(graphs, key=_jsonld_id)]
+    return b"[\n" + b",\n".join(pieces) + b"\n]\n"
+
+
+def graph_jsonld(graph: Term, triples: Iterable[tuple[Term, Term, Term]]) -> bytes:
+    """One named graph as an expanded JSON-LD object (``{"@id": ..., "@graph": [...]}``),
+    its nodes sorted: an export writes a dataset graph by graph, never holding it whole."""
+    nodes: dict[str, dict[str, list[dict[str, str]]]] = {}
+    for s, p, o in triples:
+        nodes.setdefault(_jsonld_id(s), {}).setdefault(str(p), []).append(_jsonld_object(o))
+    members = b",\n".join(jsonld_node(subject, props) for subject, props in sorted(nodes.items()))
+    return graph_opening(graph) + members + b"]}"
+
+
+def graph_opening(graph: Term) -> bytes:
+    """The start of a named graph's JSON-LD object, up to its first node."""
+    return (
+        b'{"@id": '
+        + json.dumps(_jsonld_id(graph), ensure_ascii=False).encode()
+        + b', "@graph": [\n'
+    )
+
+
+def jsonld_node(subject: str, props: dict[str, list[dict[str, str]]]) -> bytes:
+    """One node object: its properties sorted, each one's values sorted."""
+    member: dict[str, Any] = {"@id": subject}
+    for predicate, objects in sorted(props.items()):
+        member[predicate] = sorted(objects, key=_sort_key)
+    return json.dumps(member, indent=1, ensure_ascii=False).encode("utf-8")
+
+
+def node_values(
+    triples: Iterable[tuple[Term, Term, Term]],
+) -> Iterator[tuple[str, dict[str, list[dict[str, str]]]]]:
+    """Node objects' contents of triples grouped by subject as they come (a store's dump of
+    a graph lists each subject's triples together): ``(subject id, predicate -> values)``."""
+    subject: str | None = None
+    props: dict[str, list[dict[str, str]]] = {}
+    for s, p, o in triples:
+        sid = _jsonld_id(s)
+        if sid != subject:
+            if subject is not None:
+                yield subject, props
+            subject, props = sid, {}
+        props.setdefault(str(p), []).append(_jsonld_object(o))
+    if subject is not None:
+        yield subject, props
 
 
 def _jsonld_id(term: Term) -> str:

@@ -35,15 +35,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 from functools import lru_cache
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from trails.prov.content import is_content_graph, structure_graph
 
-__all__ = ["Unsupported", "write_prov"]
+__all__ = ["ProvWriter", "Unsupported", "bundle_triples", "write_prov"]
 
 _P = "http://www.w3.org/ns/prov#"
 _XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -403,6 +403,12 @@ class _Names:
         self._cache: dict[str, tuple[str, str]] = {}
         self._provn: dict[str, tuple[str, str]] = {}
 
+    def forget(self) -> None:
+        """Forget the qualified names found so far (kept within a bundle, so a whole
+        store's names are never all held at once); the prefixes stay."""
+        self._cache.clear()
+        self._provn.clear()
+
     def split(self, iri: str) -> tuple[str, str]:
         """``(prefix, local)`` for ``iri``."""
         hit = self._cache.get(iri)
@@ -543,62 +549,94 @@ def write_prov(
         Unsupported: a graph the ``prov`` package would read otherwise than this writer.
     """
     triples = _parse(nquads, bundles)
-    names = _Names(prefixes, avoid)
-
-    def decoded() -> Iterator[tuple[str, list[_Record]]]:
-        # progress counts a bundle once its records are written (the writing is lazy)
-        for done, bundle in enumerate(triples):
-            if progress is not None and done:
-                progress(done, len(triples))
-            yield bundle, _decode(triples[bundle])
-        if progress is not None and triples:
-            progress(len(triples), len(triples))
-
-    if format == "provn":
-        out.write(_provn_document(decoded(), names).encode("utf-8"))
-    else:
-        out.write(_json_document(decoded(), names).encode("utf-8"))
+    writer = ProvWriter(out, format=format, bundles=list(triples), prefixes=prefixes, avoid=avoid)
+    for done, (bundle, rows) in enumerate(triples.items(), 1):
+        writer.add(bundle, rows)
+        if progress is not None:
+            progress(done, len(triples))
+    writer.close()
 
 
-def _declare(used: Iterable[str], names: _Names) -> list[tuple[str, str]]:
-    return [(p, names.prefixes[p]) for p in sorted(used) if p not in _BUILT_IN]
+def bundle_triples(nquads: bytes, bundle: str) -> list[tuple[str, str, _Value]]:
+    """The triples of one bundle from the N-Quads of its graphs (its session's graph and
+    content graph), without duplicates."""
+    return _parse(nquads, [bundle]).get(bundle, [])
 
 
-def _provn_document(decoded: Iterable[tuple[str, list[_Record]]], names: _Names) -> str:
-    top: set[str] = set()
-    parts: list[str] = []
-    for bundle, records in decoded:
+class ProvWriter:
+    """PROV-N or PROV-JSON written bundle by bundle, so a whole store's document is never
+    held in memory: the document's prefixes (those its bundles' names need) first, each
+    bundle as it is added, with the prefixes it uses, and the end of the document on
+    ``close``. Qualified names are remembered within a bundle only (prefixes for ever)."""
+
+    def __init__(
+        self,
+        out: IO[bytes],
+        *,
+        format: str,
+        bundles: Iterable[str],
+        prefixes: dict[str, str],
+        avoid: frozenset[str] = frozenset(),
+    ) -> None:
+        self.out, self.provn = out, format == "provn"
+        self.names = _Names(prefixes, avoid)
+        self.counter = 0  # PROV-JSON's anonymous records: _:id1, _:id2 ... over the document
+        self.first = True
+        top: set[str] = set()
+        self.titles = {
+            b: (self.names.provn(b, top) if self.provn else self.names.plain(b, top))
+            for b in bundles
+        }
+        declared = _declare(top, self.names)
+        if self.provn:
+            head = "".join(f"  prefix {p} <{ns}>\n" for p, ns in declared)
+            out.write(f"document\n{head}  \n".encode())
+        else:
+            head = json.dumps(dict(declared), indent=2, ensure_ascii=False).replace("\n", "\n  ")
+            out.write(("{\n" + (f'  "prefix": {head},\n' if declared else "")).encode())
+            out.write(b'  "bundle": {')
+
+    def add(self, bundle: str, triples: list[tuple[str, str, _Value]]) -> None:
+        """Write one bundle (its session graph's and content graph's triples).
+
+        Raises:
+            Unsupported: a graph the ``prov`` package would read otherwise.
+        """
+        records = _decode(triples)
+        names = self.names
+        names.forget()
         used: set[str] = set()
-        lines = [_provn_record(r, names, used) for r in records]
-        head = f"  bundle {names.provn(bundle, top)}\n"
-        declared = "".join(f"    prefix {p} <{ns}>\n" for p, ns in _declare(used, names))
-        body = "".join(f"    {line}\n" for line in lines)
-        parts.append(f"{head}{declared}    \n{body}  endBundle\n")
-    prefixes = "".join(f"  prefix {p} <{ns}>\n" for p, ns in _declare(top, names))
-    return f"document\n{prefixes}  \n{''.join(parts)}endDocument"
-
-
-def _json_document(decoded: Iterable[tuple[str, list[_Record]]], names: _Names) -> str:
-    top: set[str] = set()
-    counter = 0
-    document: dict[str, Any] = {}
-    bundles: dict[str, Any] = {}
-    for bundle, records in decoded:
-        used: set[str] = set()
-        body: dict[str, Any] = {}
+        title = self.titles.get(bundle)
+        if title is None:  # a bundle not announced: named here (the document names it)
+            title = names.provn(bundle, set()) if self.provn else names.plain(bundle, set())
+        if self.provn:
+            body = "".join(f"    {_provn_record(r, names, used)}\n" for r in records)
+            declared = "".join(f"    prefix {p} <{ns}>\n" for p, ns in _declare(used, names))
+            self.out.write(f"  bundle {title}\n{declared}    \n{body}  endBundle\n".encode())
+            return
+        content: dict[str, Any] = {}
         for record in records:
-            section = body.setdefault(_RECORDS[record.kind][0], {})
+            section = content.setdefault(_RECORDS[record.kind][0], {})
             if record.ident is None:
-                counter += 1
-                key = f"_:id{counter}"
+                self.counter += 1
+                key = f"_:id{self.counter}"
             else:
                 key = names.plain(record.ident, used)
             section[key] = _json_record(record, names, used)
         prefixes = dict(_declare(used, names))
-        bundles[names.plain(bundle, top)] = {"prefix": prefixes, **body} if prefixes else body
-    prefixes = dict(_declare(top, names))
-    if prefixes:
-        document["prefix"] = prefixes
-    if bundles:
-        document["bundle"] = bundles
-    return json.dumps(document, indent=2, ensure_ascii=False)
+        piece = {"prefix": prefixes, **content} if prefixes else content
+        text = json.dumps(piece, indent=2, ensure_ascii=False).replace("\n", "\n    ")
+        sep = "\n" if self.first else ",\n"
+        self.first = False
+        self.out.write(f"{sep}    {json.dumps(title, ensure_ascii=False)}: {text}".encode())
+
+    def close(self) -> None:
+        """End the document."""
+        if self.provn:
+            self.out.write(b"endDocument")
+        else:
+            self.out.write(b"\n  }\n}" if not self.first else b"}\n}")
+
+
+def _declare(used: Iterable[str], names: _Names) -> list[tuple[str, str]]:
+    return [(p, names.prefixes[p]) for p in sorted(used) if p not in _BUILT_IN]

@@ -1,0 +1,199 @@
+"""Whole-store exports at scale: linear time and flat memory in every format, against a raw dump.
+
+``trails export --all`` over stores of 1k, 2k, 4k and 8k sessions (``_scale_store`` for
+the recorded sample, ``_multiply_store`` for the larger ones, both cached), in every
+format (``trig``, ``nquads``, ``jsonld``, ``provn``, ``provjson``) and as an evidence
+bundle (``--bundle``), each measured in a process of its own: its CPU seconds
+(``resource.getrusage``, user + system: the machine's other load does not count) and
+its peak resident memory (``ru_maxrss``, the store's own caches included). The baseline,
+in the same run, is the store's own serialiser: ``pyoxigraph.Store.dump`` of the whole
+dataset in N-Quads and in TriG, written to a file as the exports are.
+
+Targets (issue 44.3): each doubling of sessions <= 2.2x CPU in every format;
+N-Quads >= 0.5x and TriG >= 0.3x of the raw dump's throughput (dump CPU / export CPU);
+peak memory flat in the store's size (largest / smallest <= 1.5x).
+
+Usage: ``python benchmarks/bench_export_scale.py [--sizes 1000,2000,4000,8000]
+[--formats ...] [--no-doc] [--check]``. With ``--check`` (what CI runs, at small sizes)
+it exits 1 when a figure misses its target by more than the machine's noise
+(``NOISE``): a regression fails the benchmark, never a unit test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _report import write_section
+
+ROOT = Path(__file__).resolve().parent.parent
+FORMATS = ("nquads", "trig", "jsonld", "provn", "provjson", "bundle")
+BASELINES = ("dump-nquads", "dump-trig")
+GROWTH = 2.2  # per doubling of sessions
+THROUGHPUT = {"nquads": 0.5, "trig": 0.3}  # of the raw dump in the same format
+MEMORY = 1.5  # peak RSS, largest store over smallest
+NOISE = 1.25  # how far past a target a shared machine's noise can push a figure
+
+
+def one(path: Path, what: str) -> dict[str, float]:
+    """CPU seconds and peak RSS (MiB) of one export of every graph (run in its own process)."""
+    from trails.audit.bundle import write_bundle
+    from trails.audit.export import export, select_graphs
+    from trails.store.oxigraph import OxigraphStore
+
+    store = OxigraphStore(path, create=False)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            target = Path(folder) / "out"
+            before = resource.getrusage(resource.RUSAGE_SELF)
+            start = before.ru_utime + before.ru_stime
+            if what.startswith("dump-"):
+                with target.open("wb") as fh:
+                    store.dump(fh, format=what.removeprefix("dump-"))
+            elif what == "bundle":
+                write_bundle(store, target, select_graphs(store, all_graphs=True))
+            else:
+                with target.open("wb") as fh:
+                    export(store, fh, select_graphs(store, all_graphs=True), format=what)
+            after = resource.getrusage(resource.RUSAGE_SELF)
+            size = target.stat().st_size
+    finally:
+        store.close()
+    return {
+        "cpu": after.ru_utime + after.ru_stime - start,
+        "rss_mib": after.ru_maxrss / 1024,
+        "bytes": size,
+    }
+
+
+def measure(path: Path, what: str) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--one", str(path), what],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise SystemExit(f"{what} on {path} failed:\n{done.stderr[-3000:]}")
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def store_of(size: int) -> Path:
+    import _multiply_store
+    from _scale_store import cached_store
+
+    sample = min(size, 1000)
+    if size <= sample:
+        return cached_store(size, reuse_any_digest=True)[0]
+    cached_store(sample, reuse_any_digest=True)
+    return _multiply_store.cached_multiplied(size, sample=sample)[0]
+
+
+def problems(sizes: list[int], fig: dict[int, dict[str, dict[str, float]]]) -> list[str]:
+    """Each figure past its target by more than ``NOISE``."""
+    out = []
+    formats = [f for f in fig[sizes[0]] if f not in BASELINES]
+    for a, b in itertools.pairwise(sizes):
+        allowed = GROWTH ** math.log2(b / a)  # 2.2x per doubling
+        for f in formats:
+            growth = fig[b][f]["cpu"] / max(fig[a][f]["cpu"], 1e-9)
+            if growth > allowed * NOISE:
+                out.append(
+                    f"{f}: {growth:.2f}x from {a:,} to {b:,} sessions (target {allowed:.2f}x)"
+                )
+    for size in sizes:
+        for f, target in THROUGHPUT.items():
+            if f in fig[size]:
+                ratio = fig[size][f"dump-{f}"]["cpu"] / max(fig[size][f]["cpu"], 1e-9)
+                if ratio * NOISE < target:
+                    out.append(f"{f}: {ratio:.2f}x of the raw dump at {size:,} (target {target}x)")
+    for f in formats:
+        grown = fig[sizes[-1]][f]["rss_mib"] / fig[sizes[0]][f]["rss_mib"]
+        if len(sizes) > 1 and grown > MEMORY * NOISE:
+            out.append(f"{f}: peak memory {grown:.2f}x from {sizes[0]:,} to {sizes[-1]:,}")
+    return out
+
+
+def table(sizes: list[int], fig: dict[int, dict[str, dict[str, float]]]) -> str:
+    formats = [f for f in fig[sizes[0]] if f not in BASELINES]
+    head = "| format | " + " | ".join(f"{s:,}" for s in sizes) + " | each doubling | peak RSS |"
+    lines = [head, "|---" * (len(sizes) + 3) + "|"]
+    for f in [*BASELINES, *formats]:
+        cpu = [fig[s][f]["cpu"] for s in sizes]
+        growth = ", ".join(f"{b / max(a, 1e-9):.2f}x" for a, b in itertools.pairwise(cpu))
+        rss = " → ".join(f"{fig[s][f]['rss_mib']:.0f}" for s in (sizes[0], sizes[-1]))
+        cells = " | ".join(f"{c:.2f} s" for c in cpu)
+        lines.append(f"| {f} | {cells} | {growth or '-'} | {rss} MiB |")
+    lines.append("")
+    lines.append("| throughput of the raw dump | " + " | ".join(f"{s:,}" for s in sizes) + " |")
+    lines.append("|---" * (len(sizes) + 1) + "|")
+    for f in THROUGHPUT:
+        if f in formats:
+            cells = " | ".join(
+                f"{fig[s][f'dump-{f}']['cpu'] / max(fig[s][f]['cpu'], 1e-9):.2f}x" for s in sizes
+            )
+            lines.append(f"| {f} (target {THROUGHPUT[f]}x) | {cells} |")
+    return "\n".join(lines)
+
+
+def section(sizes: str, fig: dict[int, dict[str, dict[str, float]]], seconds: float) -> str:
+    """The section of docs/benchmarks.md for these figures."""
+    measured = sorted(fig)
+    return (
+        "## Whole-store exports at scale\n\n"
+        "CPU seconds of `trails export --all` in each format and of `--bundle` "
+        "(every graph but the register of open sessions), each in a process of its own, "
+        "against the store's own serialiser (`pyoxigraph.Store.dump` of the whole "
+        "dataset) in the same run, and the peak resident memory of the smallest and the "
+        "largest store (`benchmarks/bench_export_scale.py "
+        f"--sizes {sizes}`; {seconds:.0f} s). Stores: "
+        "`_scale_store` (1,000 recorded sessions) multiplied by `_multiply_store`. "
+        f"Targets: each doubling <= {GROWTH}x, N-Quads >= {THROUGHPUT['nquads']}x and "
+        f"TriG >= {THROUGHPUT['trig']}x of the raw dump, peak memory flat "
+        f"(<= {MEMORY}x). On {os.cpu_count()} shared cores.\n\n" + table(measured, fig)
+    )
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--one"]:
+        print(json.dumps(one(Path(argv[1]), argv[2])))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,2000,4000,8000", help="sessions, comma separated")
+    parser.add_argument("--formats", default=",".join(FORMATS))
+    parser.add_argument("--no-doc", action="store_true", help="print, do not write the doc")
+    parser.add_argument("--check", action="store_true", help="exit 1 on a regression")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    formats = [f for f in args.formats.split(",") if f]
+    paths = {size: store_of(size) for size in sizes}
+    fig: dict[int, dict[str, dict[str, float]]] = {}
+    started = time.monotonic()
+    for size in sizes:
+        fig[size] = {}
+        for what in [*BASELINES, *formats]:
+            fig[size][what] = measure(paths[size], what)
+            print(size, what, fig[size][what], flush=True)
+    text = table(sizes, fig)
+    print(text)
+    found = problems(sizes, fig)
+    for line in found:
+        print("REGRESSION:", line, file=sys.stderr)
+    if not args.no_doc:
+        write_section("export-scale", section(args.sizes, fig, time.monotonic() - started))
+    return 1 if args.check and found else 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "src"))
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    raise SystemExit(main(sys.argv[1:]))
