@@ -104,7 +104,7 @@ def test_serve_first_then_an_agent_a_hold_and_an_erasure_write(home: Path) -> No
         assert len(before) == 3
         # an agent records while the console serves the store
         added = record(home / "store")
-        held = trails(home, "hold", "add", "did:local:alice", "--reason", "case 7")
+        held = trails(home, "hold", "add", "did:local:bob", "--reason", "case 7")
         assert held.returncode == 0, held.stderr
         erased = trails(home, "erase", "--session", added["ok"], "--reason", "asked")
         assert erased.returncode == 0, erased.stderr
@@ -132,7 +132,7 @@ def test_a_writer_first_then_serve_and_the_lock_error_names_the_writer(
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait(60)
-        held = trails(home, "hold", "add", "did:local:alice", "--reason", "case 7")
+        held = trails(home, "hold", "add", "did:local:bob", "--reason", "case 7")
         assert held.returncode == 0, held.stderr
 
 
@@ -145,6 +145,4 @@ def test_serve_with_a_write_token_holds_the_store_and_is_named(home: Path) -> No
     with serving(home):
         refused = trails(home, "hold", "add", "did:local:alice", "--reason", "case 7")
         assert refused.returncode != 0 and "Traceback" not in refused.stderr
-        assert re.search(
-            r"process [0-9]+ \(trails --store store serve --tokens tokens.toml", refused.stderr
-        )
+        assert re.search(r"process [0-9]+ \(trails serve\)", refused.stderr)

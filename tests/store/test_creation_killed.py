@@ -42,13 +42,15 @@ print("created", flush=True)
 """
 
 RECORDER = """
+import os
 import sys
-from trails.store import IRI, Literal, Quad, open_store
 
-store = open_store(sys.argv[1])
-store.write([Quad(IRI("urn:s"), IRI("urn:p"), Literal("v"), IRI("urn:g"))])
+os.environ["TRAILS_STORE"] = sys.argv[1]  # a recording process, as an agent is configured
+from trails.kernel import Context
+
+with Context.open("did:local:alice"):  # a session, started and sealed at its end
+    pass
 print("recorded", flush=True)
-store.close()
 """
 
 

@@ -167,12 +167,25 @@ class DirectoryLock:
 
 
 def _holding() -> str:
-    """This process as the lock file names it: its id and its command."""
+    """This process as the lock file names it: its id and its command, without arguments.
+
+    Only the program and the subcommand are written (``trails erase``), never the
+    arguments: they may name the very values an erasure removes, and the lock file stays.
+    """
     name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else "python"
     if name in ("trails", "__main__.py") or name.startswith("trails"):
-        command = " ".join(["trails", *sys.argv[1:]])
+        words, after_option = ["trails"], False
+        for word in sys.argv[1:]:
+            if word.startswith("-"):
+                after_option = "=" not in word
+                continue
+            if not after_option and word.replace("-", "").isalpha() and word.islower():
+                words.append(word)
+                break
+            after_option = False
+        command = " ".join(words)
     else:
-        command = " ".join([sys.executable.rsplit("/", 1)[-1], *sys.argv]).strip()
+        command = f"{sys.executable.rsplit('/', 1)[-1]} {name}".strip()
     return f"{os.getpid()}\n{command[:300]}\n"
 
 
