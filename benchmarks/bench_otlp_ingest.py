@@ -56,13 +56,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.servers
 import httpx
 import pyoxigraph as ox
 from _report import write_section
-from bench_otel import BATCH, batch
+from bench_otel import BATCH, Capture, batch
 
 from trails.config import load_settings
 from trails.otel.ingest import Ingestor
 from trails.otel.otlp import decode_protobuf
 from trails.prov import Recorder
-from trails.store import Quad, open_store
+from trails.store import open_store
 from trails.store.oxigraph import _convert_quads
 
 _PROTOBUF = {"content-type": "application/x-protobuf"}
@@ -101,22 +101,6 @@ def _cpu(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-class _Capture:
-    """A store that keeps the quads of each write (the raw side writes the same)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.writes: list[list[Quad]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def write(self, quads: Any, **kw: Any) -> None:
-        quads = list(quads)
-        self.writes.append(quads)
-        self.inner.write(quads, **kw)
-
-
 def _ingestor(store: Any) -> Ingestor:
     """The ingester ``trails otlp`` makes: the configured recorder (sealing), log_wait 5 s."""
     recorder = Recorder.from_settings(load_settings(), store=store)
@@ -126,7 +110,7 @@ def _ingestor(store: Any) -> Ingestor:
 def raw_writes(bodies: list[bytes]) -> list[list[ox.Quad]]:
     """Per batch, every quad trails wrote for it, as pre-built pyoxigraph quads."""
     where = tempfile.mkdtemp(prefix="bench-otlp-capture-")
-    capture = _Capture(open_store(f"{where}/store"))
+    capture = Capture(open_store(f"{where}/store"))
     ingestor = _ingestor(capture)
     out: list[list[ox.Quad]] = []
     for body in bodies:
