@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -352,3 +353,27 @@ def test_retention_on_the_embedded_and_the_remote_store(any_store: Store) -> Non
     report = verify(any_store)
     assert report.ok, report.findings
     assert len(report.removed) == len(result.removed)
+
+
+def test_a_retention_run_is_recorded_and_sealed_in_one_write(
+    two_years: tuple[Recorder, list[IRI]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill between the record and its seal would leave an unsealed run: there is none."""
+    recorder, _ = two_years
+    store = recorder.store
+    writes: list[list[Any]] = []
+    write = store.write
+
+    def kept(quads: Any, *args: Any, **kwargs: Any) -> Any:
+        quads = list(quads)
+        writes.append(quads)
+        return write(quads, *args, **kwargs)
+
+    monkeypatch.setattr(store, "write", kept)
+    result = apply(recorder, RetentionPolicy.from_table(POLICY), by="did:local:dpo", now=NOW)
+    assert result.graph is not None
+    [run_write] = [w for w in writes if any(str(q[3]) == result.graph for q in w)]
+    sealed = [q for q in run_write if str(q[1]).endswith("#sealedGraph")]
+    assert [str(q[2]) for q in sealed] == [result.graph]  # its seal, in the same write
+    monkeypatch.undo()
+    assert verify(store).ok

@@ -390,6 +390,11 @@ class RetentionApplied(Event):
     """(removal entity, session graph, content|structure, why, seal hash it had)."""
     skipped: int = 0
 
+    @property
+    def completes_graph(self) -> bool:
+        """The run's graph is whole in this one write: sealed in it, never after it."""
+        return True
+
     def emit(self, b: QuadBuilder) -> None:
         a = IRI.trusted(self.activity)
         b.activity(a, T.RetentionRun, self.started, self.ended)
@@ -541,6 +546,7 @@ def apply(
         for i, r in enumerate(the_plan.removals, start=1)
     )
     started = datetime.now(UTC)
+    install_sealer(recorder)  # the run is recorded and sealed in one write
     recorder.record(
         RetentionApplied(
             session=graph,
@@ -553,7 +559,6 @@ def apply(
             skipped=len(the_plan.skipped),
         )
     )
-    install_sealer(recorder).seal(recorder, graph)
     content = [r.session for r in the_plan.removals if r.what == "content"]
     structure = [r.session for r in the_plan.removals if r.what == "structure"]
     result.content_values = _remove_content(
