@@ -104,3 +104,26 @@ def test_hold_usage_errors(fx: Fixture, capsys: pytest.CaptureFixture[str]) -> N
     with pytest.raises(SystemExit):
         main(["hold", "add", fx.sessions["A"]])  # --reason is required
     capsys.readouterr()
+
+
+def test_the_holds_graphs_first_write_carries_its_seal(
+    fx: Fixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill between a first hold and its seal would leave an unsealed holds graph."""
+    from trails.compliance.holds import place_hold
+
+    writes: list[list[Quad]] = []
+    write = fx.store.write
+
+    def kept(quads: object, *args: object, **kwargs: object) -> object:
+        quads = list(quads)  # type: ignore[call-overload]
+        writes.append(quads)
+        return write(quads, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(fx.store, "write", kept)
+    place_hold(fx.recorder, BOB, reason="case 9", by="did:local:dpo")
+    graph = str(holds_graph(Minter()))
+    [first] = [w for w in writes if any(str(q[3]) == graph for q in w)]
+    assert [str(q[2]) for q in first if str(q[1]).endswith("#sealedGraph")] == [graph]
+    monkeypatch.undo()
+    assert verify(fx.store).ok

@@ -10,8 +10,8 @@ activity invalidates it (``prov:wasInvalidatedBy``, ``prov:invalidatedAtTime``,
 ``trails:releaseReason``). Each activity is associated with who did it.
 
 The holds graph is sealed like a session graph: its first write is sealed
-right after it (a write of its own), and every later hold or release gets a
-revision seal in the same atomic write as itself (the sealer revises any
+in that write (``completes_graph``: never an unsealed holds graph after a kill),
+and every later hold or release gets a revision seal in the same atomic write as itself (the sealer revises any
 sealed graph it sees written). So removing or editing a hold shows in
 ``trails verify``.
 
@@ -69,6 +69,12 @@ class HoldPlaced(Event):
     reason: str
     by: str
     at: datetime
+    first: bool = False
+    """The holds graph's first write: sealed in it (``completes_graph``), never after it."""
+
+    @property
+    def completes_graph(self) -> bool:
+        return self.first
 
     def emit(self, b: QuadBuilder) -> None:
         a, h = IRI.trusted(self.activity), IRI.trusted(self.hold)
@@ -94,6 +100,12 @@ class HoldReleased(Event):
     reason: str
     by: str
     at: datetime
+    first: bool = False
+    """The holds graph's first sealed write (holds placed unsealed): sealed in it."""
+
+    @property
+    def completes_graph(self) -> bool:
+        return self.first
 
     def emit(self, b: QuadBuilder) -> None:
         a, h = IRI.trusted(self.activity), IRI.trusted(self.hold)
@@ -244,14 +256,16 @@ def _reason(reason: str) -> str:
     return reason
 
 
-def _seal_first(recorder: Recorder, graph: IRI, seal: bool) -> None:
-    """Seal the holds graph after its first write; later writes get revision seals in
-    their own write (the sealer revises every sealed graph it sees written)."""
+def _seal_first(recorder: Recorder, graph: IRI, seal: bool) -> bool:
+    """Whether this write is the holds graph's first to seal: then the sealer (installed
+    here) seals it in that same write; later writes get revision seals in their own write
+    (the sealer revises every sealed graph it sees written)."""
     if not seal or seals_of_graph(recorder.store, ledger_iri(recorder.minter), graph):
-        return
+        return False
     from trails.evidence.seal import install_sealer
 
-    install_sealer(recorder).seal(recorder, graph)
+    install_sealer(recorder)
+    return True
 
 
 def place_hold(recorder: Recorder, target: str, *, reason: str, by: str, seal: bool = True) -> Hold:
@@ -277,6 +291,7 @@ def place_hold(recorder: Recorder, target: str, *, reason: str, by: str, seal: b
     graph = holds_graph(recorder.minter)
     at = datetime.now(UTC)
     hold = Minter.part(graph, f"hold:{uuid.uuid4()}")
+    first = _seal_first(recorder, graph, seal)
     event = HoldPlaced(
         session=graph,
         hold=hold,
@@ -286,9 +301,9 @@ def place_hold(recorder: Recorder, target: str, *, reason: str, by: str, seal: b
         reason=reason,
         by=by,
         at=at,
+        first=first,
     )
     recorder.record(event)
-    _seal_first(recorder, graph, seal)
     return Hold(str(hold), kind, name, reason, by, at.isoformat())
 
 
@@ -311,7 +326,8 @@ def release_holds(
     chosen = [h for h in active if target.strip() in (h.iri, h.target)]
     if not chosen:
         raise UserError(f"no active hold on {target!r}")
-    for hold in chosen:
+    first = _seal_first(recorder, graph, seal)
+    for n, hold in enumerate(chosen, start=1):
         recorder.record(
             HoldReleased(
                 session=graph,
@@ -320,7 +336,7 @@ def release_holds(
                 reason=reason,
                 by=by,
                 at=datetime.now(UTC),
+                first=first and n == len(chosen),
             )
         )
-    _seal_first(recorder, graph, seal)
     return chosen
