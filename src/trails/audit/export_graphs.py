@@ -169,7 +169,31 @@ def with_prefixes(data: bytes, minter: Minter | None = None) -> bytes:
     return head + _new_prefixes(data, names, known) + data
 
 
-class _Lines:
+class _LineSink:
+    """A file the store serialises into: it hands each run of whole lines to ``_lines``
+    and keeps a cut-off line's start (``rest``) for the next chunk."""
+
+    rest: bytes
+
+    def writable(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        """Nothing is buffered but a cut-off line, which ``close`` writes."""
+
+    def write(self, chunk: bytes) -> int:
+        data = self.rest + bytes(chunk)
+        cut = data.rfind(b"\n") + 1
+        self.rest = data[cut:]
+        if cut:
+            self._lines(data[:cut])
+        return len(chunk)
+
+    def _lines(self, lines: bytes) -> None:
+        """Take a run of whole lines (each sink says where they go)."""
+
+
+class _Lines(_LineSink):
     """Where the store writes one graph's N-Triples, in chunks as it serialises them: each
     whole line goes on to ``out`` as N-Quads (the graph's name added) or inside the graph's
     TriG block (opened at its first line), so no graph is ever held whole, however large
@@ -194,20 +218,6 @@ class _Lines:
         self.count = 0
         self.prefixes: list[bytes] = []
 
-    def writable(self) -> bool:
-        return True
-
-    def write(self, chunk: bytes) -> int:
-        data = self.rest + bytes(chunk)
-        cut = data.rfind(b"\n") + 1
-        self.rest = data[cut:]
-        if cut:
-            self._lines(data[:cut])
-        return len(chunk)
-
-    def flush(self) -> None:
-        pass
-
     def _lines(self, lines: bytes) -> None:
         if self.fmt == "nquads":
             self.out.write(lines.replace(b" .\n", self.suffix))
@@ -228,7 +238,7 @@ class _Lines:
             self.out.write(b"".join(self.prefixes))
 
 
-class _Nodes:
+class _Nodes(_LineSink):
     """Where the store writes one graph's N-Triples for JSON-LD: each subject's node object
     is written once its triples have come (a store's dump lists them together; a subject
     met again makes a second node object of the same ``@id``, which JSON-LD merges), so no
@@ -239,20 +249,6 @@ class _Nodes:
         self.rest = b""
         self.count = 0
         self.pending: tuple[str, dict[str, list[dict[str, str]]]] | None = None
-
-    def writable(self) -> bool:
-        return True
-
-    def flush(self) -> None:
-        pass
-
-    def write(self, chunk: bytes) -> int:
-        data = self.rest + bytes(chunk)
-        cut = data.rfind(b"\n") + 1
-        self.rest = data[cut:]
-        if cut:
-            self._lines(data[:cut])
-        return len(chunk)
 
     def _lines(self, lines: bytes) -> None:
         rows = ntriples_rows(lines)
