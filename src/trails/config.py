@@ -121,6 +121,8 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "timestamp_url",
             "timestamp_cert",
             "log_origin",
+            "witnesses",
+            "witness_timeout",
         }
     ),
     "serve": frozenset(

@@ -42,6 +42,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prove": ("prove", "write a session's inclusion proofs in the transparency log"),
     "head": ("prove", "write the transparency log's newest signed tree head"),
     "log": ("tlog", "publish the transparency log as static C2SP tiles, or check published tiles"),
+    "witness": (
+        "witness",
+        "witness another party's log (C2SP tlog-witness), or ask this log's witnesses",
+    ),
     "recover": (
         "recover",
         "end sessions left open by a process that stopped (as interrupted) and seal them",

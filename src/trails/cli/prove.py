@@ -153,12 +153,13 @@ def run_head(args: argparse.Namespace) -> int:
             "the newest tree head has no signed checkpoint: configure [audit] signing_key "
             "(the next `trails verify` signs one), or write the JSON form (--format json)"
         )
-    write_bytes(args.out, head.note.encode("utf-8"), what="the checkpoint")
+    write_bytes(args.out, head.cosigned_note().encode("utf-8"), what="the checkpoint")
     checkpoint = parse_checkpoint(parse_note(head.note).text)
     key = vkey(checkpoint.origin, base64.b64decode(head.key))
+    cosigned = f", {len(head.cosignatures)} witness cosignature(s)" if head.cosignatures else ""
     print(
-        f"wrote {args.out}: checkpoint of {head.size} leaves (C2SP signed note), origin "
-        f"{checkpoint.origin}; verifier key {key}"
+        f"wrote {args.out}: checkpoint of {head.size} leaves (C2SP signed note{cosigned}), "
+        f"origin {checkpoint.origin}; verifier key {key}"
     )
     return 0
 

@@ -51,6 +51,7 @@ from trails.cli.prove import (
     run_proof,
     since_head_check,
 )
+from trails.cli.witness import ask_configured, quorum_lines, required_witnesses
 from trails.config import load_settings
 from trails.errors import StoreError, UserError
 from trails.evidence.checks import checkpoint_report
@@ -62,6 +63,7 @@ from trails.evidence.seal import configured_signing_key
 from trails.evidence.timestamp import configured_tsas
 from trails.evidence.transparency import log_iri, read_head
 from trails.evidence.verify import VerifyReport, load_public_key, verify
+from trails.evidence.witnessing import configured_witnesses
 from trails.prov.iri import Minter
 from trails.prov.recorder import Recorder
 from trails.store.base import Store
@@ -154,6 +156,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "tokens against it (default: [audit] timestamp_cert)",
     )
     p.add_argument(
+        "--witness",
+        action="extend",
+        nargs="+",
+        metavar="KEY",
+        help="a witness's verifier key (name+id+base64, or a file holding it): the checkpoint "
+        "(the kept one of --since-head/--expect-head, else the log's newest) must carry its "
+        "valid cosignature (C2SP tlog-cosignature); repeatable",
+    )
+    p.add_argument(
+        "--quorum",
+        type=int,
+        metavar="N",
+        help="with --witness: how many of those witnesses must have cosigned (default: all)",
+    )
+    p.add_argument(
         "--bundle",
         metavar="FILE",
         help="check an evidence bundle (trails export --bundle) instead of a store; "
@@ -196,6 +213,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--jobs {args.jobs} must be 1 or more (1: no worker processes)")
     key_path = args.key or settings.section("audit").get("verify_key")
     public_key = load_public_key(str(settings.resolve_path(key_path))) if key_path else None
+    required, quorum = required_witnesses(args)
+    if required and (args.bundle or args.proof):
+        raise UserError("--witness checks a store's checkpoint or a kept one (--since-head)")
+    asked, timeout = configured_witnesses(settings)
     if args.bundle:
         if session is not None:
             raise UserError("--session checks a store; a bundle is checked whole")
@@ -220,13 +241,19 @@ def run(args: argparse.Namespace) -> int:
         if expected_file is not None:
             exact = expect_head_check(store, args, public_key, expected_file)
             since = _merged(since, exact)
-        recorded = None
+        recorded, witnessed = None, []
         if report.ok and session is None and not args.no_checkpoint and (not since or since.ok):
             recorded = _checkpoint(store, report)
+            if recorded is not None and asked:
+                witnessed = ask_configured(Recorder(store, base_iri=settings.base_iri), asked,
+                                           timeout)  # fmt: skip
         unstamped = _unstamped(store, settings) if args.strict and session is None else []
+        kept = expected_file or args.since_head
+        quorum_seen = quorum_lines(store, required, quorum, kept) if required else []
+    unwitnessed = [line for line in quorum_seen if line.startswith("WITNESSES")]
     unfinished = report.open_sessions + report.interrupted_sessions
     failed = not report.ok or (args.strict and bool(unfinished or cut or unstamped))
-    failed = failed or (since is not None and not since.ok)
+    failed = failed or (since is not None and not since.ok) or bool(unwitnessed)
     if args.json:
         print(
             json.dumps(
@@ -261,6 +288,8 @@ def run(args: argparse.Namespace) -> int:
                     },
                     "findings": [_finding(f) for f in report.findings],
                     "since_head": report_json(since) if since is not None else None,
+                    "witnesses": witnessed,
+                    "quorum": quorum_seen,
                 },
                 indent=2,
             )
@@ -276,7 +305,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"INTERRUPTED {graph}: ended as interrupted (stopped or interrupted while running)")
     for call in cut:
         print(call)
-    for line in unstamped:
+    for line in [*unstamped, *witnessed, *quorum_seen]:
         print(line)
     for graph in report.open_sessions:
         print(f"OPEN      {graph}: not ended yet, so not sealed yet")
@@ -290,6 +319,8 @@ def run(args: argparse.Namespace) -> int:
         verdict = f"FAILED: {len(report.findings)} finding(s)"
     elif since is not None and not since.ok:
         verdict = f"FAILED: {_since_verdict(since, str(args.since_head or expected_file))}"
+    elif unwitnessed:
+        verdict = "FAILED: the checkpoint lacks the cosignatures required (--witness, --quorum)"
     elif failed:
         verdict = (
             f"FAILED (--strict): {len(unfinished)} open or interrupted session(s), "

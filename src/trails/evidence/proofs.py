@@ -111,6 +111,13 @@ class TreeHead:
     note: str = ""
     """The head as a signed C2SP checkpoint (``trails.evidence.note``; not part of its hash:
     its note signature covers the checkpoint text), or empty."""
+    cosignatures: tuple[str, ...] = ()
+    """Witnesses' ``cosignature/v1`` lines of the checkpoint (``trails.evidence.cosign``),
+    each with its final newline; verified before they were kept."""
+
+    def cosigned_note(self) -> str:
+        """The checkpoint with the witnesses' cosignature lines after the log's signature."""
+        return self.note + "".join(self.cosignatures) if self.note else ""
 
     def message(self) -> bytes:
         return head_message(self.log, self.size, self.root, self.at, self.key)
@@ -130,7 +137,7 @@ class TreeHead:
             "key": self.key or None,
             "signature": self.signature or None,
             "timestamp": self.timestamp or None,
-            "checkpoint": self.note or None,
+            "checkpoint": self.cosigned_note() or None,
         }
 
     @classmethod

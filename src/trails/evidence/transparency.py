@@ -191,11 +191,14 @@ def read_head(store: Store, log: IRI) -> TreeHead | None:
     result = store.query(_HEAD, {"log": log})
     assert isinstance(result, Solutions)
     props: dict[str, dict[IRI, str]] = {}
+    cosigned: dict[str, list[str]] = {}
     for row in result:
-        o = row["o"]
-        props.setdefault(str(row["h"]), {})[IRI.trusted(str(row["p"]))] = (
-            o.value if isinstance(o, Literal) else str(o)
-        )
+        o, pred = row["o"], IRI.trusted(str(row["p"]))
+        value = o.value if isinstance(o, Literal) else str(o)
+        if pred == T.cosignature:
+            cosigned.setdefault(str(row["h"]), []).append(value)
+            continue
+        props.setdefault(str(row["h"]), {})[pred] = value
     heads = []
     for iri, p in props.items():
         try:
@@ -213,6 +216,7 @@ def read_head(store: Store, log: IRI) -> TreeHead | None:
                 signature=p.get(T.signature, ""),
                 timestamp=p.get(T.timestampToken, ""),
                 note=p.get(T.checkpointNote, ""),
+                cosignatures=tuple(sorted(cosigned.get(iri, []))),
                 iri=iri,
             )
         )

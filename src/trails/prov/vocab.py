@@ -221,6 +221,7 @@ class T:
     headHash = TRAILS.headHash
     timestampToken = TRAILS.timestampToken
     checkpointNote = TRAILS.checkpointNote
+    cosignature = TRAILS.cosignature
     nodeHash = TRAILS.nodeHash
     leafSeal = TRAILS.leafSeal
     leafIndex = TRAILS.leafIndex
