@@ -1,0 +1,188 @@
+"""trails as a client of witnesses: each checkpoint sent to a witness written from the C2SP
+texts (``tests.evidence.witness_reference``, a real HTTP server on loopback), its
+``cosignature/v1`` line kept with the head and checked by that reference; witnesses that
+answer garbage, another key's line or nothing cost their cosignature, never the head, and
+are never counted; ``trails verify --witness KEY --quorum N`` passes and fails.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from tests.evidence.test_checkpoint_note import _keys
+from tests.evidence.test_transparency import record_on_disk, trails
+from tests.evidence.witness_reference import (
+    ReferenceWitness,
+    cosigner_vkey,
+    post_add_checkpoint,
+    running_witness,
+    verify_cosignature,
+)
+
+from trails.evidence.cosign import (
+    Cosigner,
+    check_quorum,
+    cosign,
+    cosigned_message,
+    parse_add_checkpoint,
+    parse_cosigner,
+)
+from trails.evidence.note import NoteError, parse_note
+from trails.evidence.transparency import log_iri, read_head
+from trails.evidence.witnessing import WitnessConfig, witness_newest
+from trails.prov import Minter, Recorder
+from trails.store import open_store
+
+ORIGIN = "example.org/dept-a"
+DOC = (Path(__file__).parents[2] / "docs" / "evidence-format.md").read_text(encoding="utf-8")
+
+
+def _raw(key: Ed25519PrivateKey) -> bytes:
+    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def _doc(label: str) -> str:
+    match = re.search(rf"^{re.escape(label)}: (.+)$", DOC, re.MULTILINE)
+    assert match, label
+    return match.group(1).strip()
+
+
+def test_cosignatures_are_the_references_bytes_and_the_documents_vector() -> None:
+    secret = bytes.fromhex(_doc("witness secret key"))
+    key = Ed25519PrivateKey.from_private_bytes(secret)
+    name, stamp = _doc("witness name"), int(_doc("cosignature time"))
+    text = "example.org/trails/audit\n5\nk3+mn9/vPwqWRKcI/OD9Q0oe27dHpfLLoDpsp6cQnqs=\n"
+    line = cosign(text, name, key, stamp).line()
+    assert line == _doc("cosignature line") + "\n"
+    assert Cosigner(name, _raw(key)).vkey() == _doc("witness verifier key")
+    assert cosigner_vkey(name, _raw(key)) == _doc("witness verifier key")  # the reference agrees
+    assert cosigned_message(text, stamp).startswith(b"cosignature/v1\ntime 1700000000\nexample")
+    note = f"{text}\n{line}"
+    assert verify_cosignature(note, name, _raw(key)) == stamp  # the reference verifies it
+    assert verify_cosignature(note.replace("\n5\n", "\n6\n"), name, _raw(key)) is None
+
+    witness = parse_cosigner(cosigner_vkey(name, _raw(key)))
+    other = Cosigner("witness.example/other", _raw(Ed25519PrivateKey.generate()))
+    parsed = parse_note(note)
+    report = check_quorum(parsed, [witness, other], 1)
+    assert report.ok and report.missing == [f"{other.name}+{other.key_id.hex()}"]
+    assert not check_quorum(parsed, [witness, other], 2).ok
+    flipped = parse_note(note[:-10] + ("A" if note[-10] != "A" else "B") + note[-9:])
+    bad = check_quorum(flipped, [witness], 1)
+    assert not bad.ok and bad.invalid and "an invalid one from" in bad.problem()
+    future = parse_note(f"{text}\n{cosign(text, name, key, int(time.time()) + 3600).line()}")
+    assert not check_quorum(future, [witness], 1).ok  # dated an hour ahead: not counted
+    with pytest.raises(NoteError):  # a log key (0x01) is not a cosigner key
+        parse_cosigner(_doc("verifier key"))
+    with pytest.raises(NoteError):
+        parse_add_checkpoint(b"old 01\n\n" + note.encode())
+    with pytest.raises(NoteError):
+        parse_add_checkpoint(b"old 1\nnot-base64\n\n" + note.encode())
+
+
+def _config(folder: Path, witnesses: list[tuple[str, str]], timeout: float = 1.0) -> None:
+    text = (folder / "trails.toml").read_text()
+    text = text.replace("[audit]\n", f"[audit]\nwitness_timeout = {timeout}\n", 1)
+    for url, vkey in witnesses:
+        text += f'\n[[audit.witnesses]]\nurl = "{url}"\nkey = "{vkey}"\n'
+    (folder / "trails.toml").write_text(text)
+
+
+def _new(name: str, log_key: Ed25519PrivateKey, behaviour: str = "honest") -> ReferenceWitness:
+    return ReferenceWitness(name, Ed25519PrivateKey.generate(), {ORIGIN: _raw(log_key)}, behaviour)
+
+
+@pytest.mark.usefixtures("store")
+def test_each_checkpoint_is_cosigned_by_the_reference_witness_and_only_valid_lines_count(
+    tmp_path: Path,
+) -> None:
+    log_key, _ = _keys(tmp_path, origin=ORIGIN)
+    honest = _new("witness.example/honest", log_key)
+    garbage = _new("witness.example/garbage", log_key, "garbage")
+    forger = _new("witness.example/forger", log_key, "other-key")
+    slow = _new("witness.example/slow", log_key, "slow")
+    with (
+        running_witness(honest) as h_url,
+        running_witness(garbage) as g_url,
+        running_witness(forger) as f_url,
+        running_witness(slow) as s_url,
+    ):
+        _config(
+            tmp_path,
+            [(h_url, honest.vkey), (g_url, garbage.vkey), (f_url, forger.vkey), (s_url, slow.vkey)],
+        )
+        record_on_disk(tmp_path, 2)
+        started = time.monotonic()
+        done = trails(tmp_path, "verify")
+        assert done.returncode == 0, done.stdout + done.stderr  # the head is made regardless
+        assert time.monotonic() - started < 30  # the slow witness did not hold it up
+        out = done.stdout
+        assert "witness.example/honest" in out and "cosigned the checkpoint of 2 leaves" in out
+        assert re.search(r"garbage .*answered 200 with '<html>", out), out
+        assert re.search(r"forger .*without a line that verifies by its configured key", out)
+        assert re.search(r"slow .*no cosignature: unreachable or too slow", out), out
+        assert honest.requests[0].startswith(b"old 0\n\n" + ORIGIN.encode())
+
+        # the kept checkpoint carries the honest witness's line alone, valid for the reference
+        assert trails(tmp_path, "head", "--out", "two.checkpoint").returncode == 0
+        kept = (tmp_path / "two.checkpoint").read_text()
+        assert kept.count("\u2014 ") == 2 and "witness.example/honest" in kept
+        public = _raw(honest.key)
+        assert verify_cosignature(kept, honest.name, public) is not None
+
+        # the log grows: the witness gets the consistency proof from the size it cosigned
+        record_on_disk(tmp_path, 2)
+        done = trails(tmp_path, "verify")
+        assert "cosigned the checkpoint of 4 leaves" in done.stdout, done.stdout
+        assert honest.requests[-1].startswith(b"old 2\n")
+        assert honest.state[ORIGIN][0] == 4
+
+        # a witness that holds a size trails does not know: 409 with it, and one retry
+        late = _new("witness.example/late", log_key)
+        with running_witness(late) as l_url:
+            status, _, _ = post_add_checkpoint(l_url, 0, [], kept[: kept.index("\u2014 witness")])
+            assert status == 200 and late.state[ORIGIN][0] == 2
+            disk = open_store(tmp_path / "store")
+            try:
+                outcomes = witness_newest(
+                    Recorder(disk), [WitnessConfig(l_url, parse_cosigner(late.vkey))], timeout=5
+                )
+                head = read_head(disk, log_iri(Minter()))
+            finally:
+                disk.close()
+        assert outcomes[0].line is not None, outcomes[0].message
+        assert [r.split(b"\n")[0] for r in late.requests[1:]] == [b"old 0", b"old 2"]
+        assert head is not None and len(head.cosignatures) == 2  # honest and late, no other
+
+        # the quorum: met by the honest witness, not by the ones that never cosigned
+        done = trails(tmp_path, "verify", "--no-checkpoint", "--witness", honest.vkey)
+        assert done.returncode == 0 and "WITNESSED checkpoint of 4 leaves" in done.stdout
+        done = trails(
+            tmp_path, "verify", "--no-checkpoint", "--witness", honest.vkey, garbage.vkey,
+            forger.vkey, "--quorum", "2",
+        )  # fmt: skip
+        assert done.returncode == 1, done.stdout
+        assert "1 valid cosignature(s) of the 2 required" in done.stdout
+        assert "none from witness.example/garbage+" in done.stdout
+        assert "witness.example/forger+" in done.stdout and "FAILED" in done.stdout
+
+        # a kept checkpoint whose cosignature was edited: invalid, named as such
+        line = next(x for x in kept.splitlines() if "honest" in x)
+        blob = bytearray(base64.b64decode(line.split(" ")[-1]))
+        blob[-1] ^= 1
+        edited = kept.replace(line.split(" ")[-1], base64.b64encode(bytes(blob)).decode())
+        (tmp_path / "edited.checkpoint").write_text(edited)
+        done = trails(
+            tmp_path, "verify", "--no-checkpoint", "--since-head", "edited.checkpoint",
+            "--witness", honest.vkey,
+        )  # fmt: skip
+        assert done.returncode == 1 and "an invalid one from witness.example/honest" in done.stdout
+        done = trails(tmp_path, "verify", "--no-checkpoint", "--witness", "not-a-key")
+        assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+        assert "Traceback" not in done.stderr
