@@ -28,6 +28,7 @@ shell at all. The rules, which are also what the docs promise their readers:
   document; ``trails serve``'s default 8080 is mapped through ``[serve] port``).
 - **Long-running** commands (``trails serve`` without ``--hash-token``,
   ``trails otlp``, whose default 4318 is mapped like any other port,
+  ``trails witness serve``, whose ``--port`` is mapped the same way,
   ``oxigraph serve``) are started in the background; the block goes on once
   their port accepts connections (or fails with their output if they exit), and
   they are stopped when the document ends (later blocks may still query them).
@@ -68,7 +69,10 @@ NOT_RUN = re.compile(
 NOT_RUN_LOOSE = re.compile(r"not run by the docs tests", re.IGNORECASE)
 FENCE = re.compile(r"^```(?P<info>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 PORT = re.compile(r"\b(127\.0\.0\.1|localhost):(\d{2,5})\b")
-LONG_RUNNING = re.compile(r"(^|\s|/)(trails(\s+--store\s+\S+)?\s+(serve|otlp)|oxigraph\s+serve)\b")
+LONG_RUNNING = re.compile(
+    r"(^|\s|/)(trails(\s+--store\s+\S+)?\s+(serve|otlp|witness\s+serve)|oxigraph\s+serve)\b"
+)
+WITNESS = re.compile(r"(^|\s|/)trails\s+witness\s+serve\b")
 OTLP = re.compile(r"(^|\s|/)trails(\s+--store\s+\S+)?\s+otlp\b")
 READY_SECONDS = 60.0
 
@@ -256,7 +260,12 @@ class Runner:
         return port
 
     def _start(self, command: str, where: str) -> subprocess.Popen[bytes]:
-        if OTLP.search(command) and "--port" not in command:
+        if WITNESS.search(command):
+            # trails witness serve --port N: N mapped like any loopback port of the document
+            given = re.search(r"--port[ =](\d+)", command)
+            port = self.ports.setdefault(given.group(1) if given else "7380", _free_port())
+            command = re.sub(r"--port[ =]\d+", "", command) + f" --port {port}"
+        elif OTLP.search(command) and "--port" not in command:
             # trails otlp's default 4318, mapped like any loopback port of the document
             port = self.ports.setdefault("4318", _free_port())
             command = re.sub(r"(\s#.*)?$", f" --port {port}", command, count=1)

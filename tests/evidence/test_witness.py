@@ -62,7 +62,8 @@ def test_cosignatures_are_the_references_bytes_and_the_documents_vector() -> Non
     assert line == _doc("cosignature line") + "\n"
     assert Cosigner(name, _raw(key)).vkey() == _doc("witness verifier key")
     assert cosigner_vkey(name, _raw(key)) == _doc("witness verifier key")  # the reference agrees
-    assert cosigned_message(text, stamp).startswith(b"cosignature/v1\ntime 1700000000\nexample")
+    block = re.search(r"```text\n(cosignature/v1\n.*?)```", DOC, re.DOTALL)
+    assert block and cosigned_message(text, stamp) == block.group(1).encode()
     note = f"{text}\n{line}"
     assert verify_cosignature(note, name, _raw(key)) == stamp  # the reference verifies it
     assert verify_cosignature(note.replace("\n5\n", "\n6\n"), name, _raw(key)) is None
@@ -159,6 +160,11 @@ def test_each_checkpoint_is_cosigned_by_the_reference_witness_and_only_valid_lin
         assert outcomes[0].line is not None, outcomes[0].message
         assert [r.split(b"\n")[0] for r in late.requests[1:]] == [b"old 0", b"old 2"]
         assert head is not None and len(head.cosignatures) == 2  # honest and late, no other
+
+        # asked again for the newest checkpoint: exit 1 while a witness does not cosign
+        done = trails(tmp_path, "witness", "submit")
+        assert done.returncode == 1 and "honest" in done.stdout, done.stdout + done.stderr
+        assert "1 of 4 witness(es) cosigned" in done.stderr
 
         # the quorum: met by the honest witness, not by the ones that never cosigned
         done = trails(tmp_path, "verify", "--no-checkpoint", "--witness", honest.vkey)

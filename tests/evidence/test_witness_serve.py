@@ -89,6 +89,15 @@ def _keys(folder: Path) -> tuple[Ed25519PrivateKey, bytes, str]:
     return log_key, raw[1:], log_vkey
 
 
+def _pem(folder: Path) -> None:
+    """A witness key written here (the commands under test refuse before they would use it)."""
+    from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
+
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+    (folder / "witness.pem").write_bytes(pem)
+
+
 def _leaves(n: int, tag: str = "a") -> list[bytes]:
     return [f"{tag}-leaf-{i}".encode() for i in range(n)]
 
@@ -164,7 +173,7 @@ def _one_line_exit_2(done: subprocess.CompletedProcess[str]) -> None:
     ],
 )
 def test_bad_input_to_witness_serve_is_one_line_exit_2(tmp_path: Path, args: list[str]) -> None:
-    _keys(tmp_path)
+    _pem(tmp_path)
     (tmp_path / "junk.txt").write_text("junk\n")
     done = subprocess.run(
         [EXE, "witness", "serve", "--key", "witness.pem", "--name", NAME, *args],
@@ -174,7 +183,10 @@ def test_bad_input_to_witness_serve_is_one_line_exit_2(tmp_path: Path, args: lis
 
 
 def test_a_corrupt_state_or_an_existing_key_file_is_refused(tmp_path: Path) -> None:
-    _, _, log_vkey = _keys(tmp_path)
+    _pem(tmp_path)
+    public = _raw(Ed25519PrivateKey.generate())
+    kid = hashlib.sha256(ORIGIN.encode() + b"\n\x01" + public).digest()[:4]
+    log_vkey = f"{ORIGIN}+{kid.hex()}+{base64.b64encode(bytes([1]) + public).decode()}"
     (tmp_path / "state").mkdir()
     (tmp_path / "state/state.json").write_text("{not json")
     done = subprocess.run(
