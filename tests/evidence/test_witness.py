@@ -34,6 +34,7 @@ from trails.evidence.cosign import (
     parse_cosigner,
 )
 from trails.evidence.note import NoteError, parse_note
+from trails.evidence.tiles import publish
 from trails.evidence.transparency import log_iri, read_head
 from trails.evidence.witnessing import WitnessConfig, witness_newest
 from trails.prov import Minter, Recorder
@@ -155,11 +156,14 @@ def test_each_checkpoint_is_cosigned_by_the_reference_witness_and_only_valid_lin
                     Recorder(disk), [WitnessConfig(l_url, parse_cosigner(late.vkey))], timeout=5
                 )
                 head = read_head(disk, log_iri(Minter()))
+                publish(disk, Minter(), tmp_path / "tiles")  # the tiled log's checkpoint too
             finally:
                 disk.close()
         assert outcomes[0].line is not None, outcomes[0].message
         assert [r.split(b"\n")[0] for r in late.requests[1:]] == [b"old 0", b"old 2"]
         assert head is not None and len(head.cosignatures) == 2  # honest and late, no other
+        published = (tmp_path / "tiles" / "checkpoint").read_text()
+        assert verify_cosignature(published, late.name, _raw(late.key)) is not None
 
         # asked again for the newest checkpoint: exit 1 while a witness does not cosign
         done = trails(tmp_path, "witness", "submit")

@@ -3,7 +3,8 @@
 ``publish(store, minter, folder)`` writes the log in the tiled layout any static web
 server can host and any tlog-tiles client reads:
 
-- ``checkpoint``: the newest tree head as a signed C2SP checkpoint (``trails.evidence.note``);
+- ``checkpoint``: the newest tree head as a signed C2SP checkpoint (``trails.evidence.note``),
+  with the witnesses' cosignatures kept for it (``trails.evidence.witnessing``);
 - ``tile/<L>/<N>[.p/<W>]``: 256 hashes (8,192 bytes) a full tile; at level 0 the leaf
   hashes, at level L+1 each the Merkle tree hash of a full tile of level L; the rightmost
   tile of each level partial (``.p/<W>``, W hashes);
@@ -153,7 +154,7 @@ def publish(store: Store, minter: Minter, folder: str | Path) -> Published:
     leaves = [leaf_hash(e) for e in entries]
     if _root(leaves).hex() != head.root:
         raise UserError("the log's leaves do not give its head's root: run `trails verify`")
-    return write_tiles(folder, entries, head.note, leaves=leaves)
+    return write_tiles(folder, entries, head.cosigned_note(), leaves=leaves)
 
 
 def write_tiles(
