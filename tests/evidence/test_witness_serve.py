@@ -201,3 +201,16 @@ def test_a_corrupt_state_or_an_existing_key_file_is_refused(tmp_path: Path) -> N
         cwd=tmp_path, capture_output=True, text=True, check=False,
     )  # fmt: skip
     _one_line_exit_2(done)  # never overwrites a key
+
+
+def test_one_witness_at_a_time_holds_a_state_folder(tmp_path: Path) -> None:
+    from trails.errors import ConfigError
+    from trails.evidence.witness import Witness
+
+    first = Witness(tmp_path, NAME, Ed25519PrivateKey.generate(), [])
+    try:
+        with pytest.raises(ConfigError, match="another witness holds"):
+            Witness(tmp_path, NAME, Ed25519PrivateKey.generate(), [])
+    finally:
+        first.close()
+    Witness(tmp_path, NAME, Ed25519PrivateKey.generate(), []).close()  # free again

@@ -119,6 +119,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         server = make_server(witness, args.host, args.port)
     except OSError as exc:
+        witness.close()
         raise UserError(
             f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
         ) from None
@@ -137,6 +138,7 @@ def run_serve(args: argparse.Namespace) -> int:
         pass
     finally:
         server.server_close()
+        witness.close()
     return 0
 
 

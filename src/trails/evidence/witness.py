@@ -13,7 +13,8 @@ appended to ``refusals.jsonl`` in the state folder.
 State is one JSON file per witness (``state.json``: per origin, the size, root and note
 of the last cosigned checkpoint), replaced atomically and flushed to disk before the
 cosignature is returned; the check of the old size and the update are one step under a
-lock (the spec's race between two requests cannot roll the state back). A state file that
+lock (the spec's race between two requests cannot roll the state back), and one witness
+process at a time holds the folder (an exclusive ``flock`` on ``lock``). A state file that
 cannot be read stops the witness: a witness that forgot its state could cosign a fork.
 
 The answers (status code, content type, body) are the protocol's; the HTTP server that
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import secrets
@@ -108,9 +110,26 @@ class Witness:
         self._lock = threading.Lock()
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
+            self._lock_file = open(self.folder / "lock", "a")  # noqa: SIM115 (held while serving)
         except OSError as exc:
             raise ConfigError(f"cannot create the witness state folder {folder}: {exc}") from None
-        self.state = self._load()
+        try:
+            fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock_file.close()
+            raise ConfigError(
+                f"another witness holds the state folder {folder}: two witnesses on one state "
+                "could each cosign a branch of a fork"
+            ) from None
+        try:
+            self.state = self._load()
+        except ConfigError:
+            self._lock_file.close()
+            raise
+
+    def close(self) -> None:
+        """Let go of the state folder (another witness may then serve it)."""
+        self._lock_file.close()
 
     def _load(self) -> dict[str, dict[str, Any]]:
         """The last cosigned checkpoint of each origin.
