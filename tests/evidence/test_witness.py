@@ -38,7 +38,7 @@ from trails.evidence.tiles import publish
 from trails.evidence.transparency import log_iri, read_head
 from trails.evidence.witnessing import WitnessConfig, witness_newest
 from trails.prov import Minter, Recorder
-from trails.store import open_store
+from trails.store import Store, open_store
 
 ORIGIN = "example.org/dept-a"
 DOC = (Path(__file__).parents[2] / "docs" / "evidence-format.md").read_text(encoding="utf-8")
@@ -196,3 +196,18 @@ def test_each_checkpoint_is_cosigned_by_the_reference_witness_and_only_valid_lin
         done = trails(tmp_path, "verify", "--no-checkpoint", "--witness", "not-a-key")
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
         assert "Traceback" not in done.stderr
+
+
+def test_an_unsigned_head_is_sent_to_no_witness_and_says_so(store: Store) -> None:
+    from tests.evidence.test_transparency import checkpoint, record, sealed
+
+    from trails.cli.witness import ask_configured
+
+    recorder = sealed(store)
+    record(recorder, 1)
+    checkpoint(recorder)  # no signing key: a head, no checkpoint note
+    witness = WitnessConfig("http://127.0.0.1:9", Cosigner("w", _raw(Ed25519PrivateKey.generate())))
+    lines = ask_configured(recorder, [witness], 1.0)
+    assert len(lines) == 1 and "nothing sent to the witnesses" in lines[0]
+    head = read_head(store, log_iri(Minter()))
+    assert head is not None and not head.cosignatures

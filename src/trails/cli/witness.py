@@ -285,6 +285,12 @@ def ask_configured(recorder: Any, witnesses: list[Any], timeout: float) -> list[
     from trails.evidence.witnessing import witness_newest
 
     try:
-        return [str(o) for o in witness_newest(recorder, witnesses, timeout=timeout)]
+        outcomes = witness_newest(recorder, witnesses, timeout=timeout)
     except StoreError as exc:
         return [f"WITNESS   no cosignature kept: {exc}"]
+    if not outcomes:
+        return [
+            "WITNESS   nothing sent to the witnesses: the tree head is not a signed checkpoint "
+            "(set [audit] signing_key)"
+        ]
+    return [str(o) for o in outcomes]
