@@ -128,7 +128,7 @@ def test_each_checkpoint_is_cosigned_by_the_reference_witness_and_only_valid_lin
         assert "witness.example/honest" in out and "cosigned the checkpoint of 2 leaves" in out
         assert re.search(r"garbage .*answered 200 with '<html>", out), out
         assert re.search(r"forger .*without a line that verifies by its configured key", out)
-        assert re.search(r"slow .*no cosignature: unreachable or too slow", out), out
+        assert re.search(r"slow .*no cosignature: unreachable, too slow", out), out
         assert honest.requests[0].startswith(b"old 0\n\n" + ORIGIN.encode())
 
         # the kept checkpoint carries the honest witness's line alone, valid for the reference
@@ -211,3 +211,35 @@ def test_an_unsigned_head_is_sent_to_no_witness_and_says_so(store: Store) -> Non
     assert len(lines) == 1 and "nothing sent to the witnesses" in lines[0]
     head = read_head(store, log_iri(Minter()))
     assert head is not None and not head.cosignatures
+
+
+def test_a_witness_that_does_not_speak_http_is_one_line(tmp_path: Path) -> None:
+    import socket
+    import threading
+
+    from trails.evidence.witnessing import ask_witness
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def answer_junk() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"\x00\x01 not http at all\r\n\r\n")
+
+    threading.Thread(target=answer_junk, daemon=True).start()
+    key = Ed25519PrivateKey.generate()
+    text = "example.org/x\n1\n" + base64.b64encode(bytes(32)).decode() + "\n"
+    note = f"{text}\n{cosign(text, 'example.org/x', key, 1).line()}"  # any signature line
+    witness = WitnessConfig(
+        f"http://127.0.0.1:{listener.getsockname()[1]}", Cosigner("w", _raw(key))
+    )
+    try:
+        outcome = ask_witness(witness, note, 0, lambda old: [], timeout=2)
+    finally:
+        listener.close()
+    assert outcome.line is None and "not HTTP" in outcome.message
+    assert "\n" not in str(outcome)

@@ -19,6 +19,7 @@ was not checked. ``trails verify --witness KEY --quorum N`` then requires cosign
 
 from __future__ import annotations
 
+import http.client
 import time
 import urllib.error
 import urllib.request
@@ -179,8 +180,10 @@ def ask_witness(
             )
         except NotInLog as exc:
             return Outcome(witness, None, f"no consistency proof from {old} leaves: {exc}")
-        except (OSError, ValueError) as exc:
-            return Outcome(witness, None, f"no cosignature: unreachable or too slow ({exc})")
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            return Outcome(
+                witness, None, f"no cosignature: unreachable, too slow or not HTTP ({exc!r})"
+            )
         if status == 200:
             return _cosigned(witness, note, data)
         held = _size(data) if status == 409 and kind.startswith("text/x.tlog.size") else None
