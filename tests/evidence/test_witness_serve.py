@@ -214,3 +214,24 @@ def test_one_witness_at_a_time_holds_a_state_folder(tmp_path: Path) -> None:
     finally:
         first.close()
     Witness(tmp_path, NAME, Ed25519PrivateKey.generate(), []).close()  # free again
+
+
+def test_a_state_that_cannot_be_kept_is_no_cosignature_and_no_new_state(tmp_path: Path) -> None:
+    from trails.evidence.witness import LogKey, Witness
+
+    log_key = Ed25519PrivateKey.generate()
+    witness = Witness(tmp_path, NAME, Ed25519PrivateKey.generate(),
+                      [LogKey(ORIGIN, ORIGIN, _raw(log_key))])  # fmt: skip
+    try:
+        (tmp_path / "state.json").mkdir()  # the state file cannot be replaced
+        (tmp_path / "state.json" / "x").write_text("x")
+        three = sign_checkpoint(ORIGIN, 3, mth(_leaves(3)), log_key)
+        answer = witness.add_checkpoint(b"old 0\n\n" + three.encode())
+        assert answer.status == 500 and "\u2014" not in answer.body.decode()
+        assert witness.held(ORIGIN) is None  # not advanced in memory either
+        (tmp_path / "state.json" / "x").unlink()
+        (tmp_path / "state.json").rmdir()
+        assert witness.add_checkpoint(b"old 0\n\n" + three.encode()).status == 200
+        assert witness.held(ORIGIN) == (3, mth(_leaves(3)))
+    finally:
+        witness.close()

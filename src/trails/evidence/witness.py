@@ -192,17 +192,22 @@ class Witness:
                 self._refuse(request, checkpoint, 422, "the consistency proof does not verify")
                 return _text(422, f"the consistency proof from size {held[0]} does not verify")
             line = cosign(request.note.text, self.name, self.key).line()
-            self.state[checkpoint.origin] = {
+            state = dict(self.state)
+            state[checkpoint.origin] = {
                 "size": checkpoint.size,
                 "root": base64.b64encode(checkpoint.root).decode("ascii"),
                 "checkpoint": str(request.note),
                 "cosigned": int(time.time()),
             }
-            _replace(self.state_path, self._state_bytes())
+            try:  # on disk before the cosignature leaves; in memory only once on disk
+                _replace(self.state_path, self._state_bytes(state))
+            except OSError as exc:
+                return _text(500, f"the witness could not keep its state: {exc.strerror or exc}")
+            self.state = state
         return Answer(200, line.encode("utf-8"))
 
-    def _state_bytes(self) -> bytes:
-        data = {"format": STATE_FORMAT, "witness": self.name, "logs": self.state}
+    def _state_bytes(self, state: dict[str, dict[str, Any]]) -> bytes:
+        data = {"format": STATE_FORMAT, "witness": self.name, "logs": state}
         return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
 
     def _refuse(self, request: Any, checkpoint: Any, status: int, reason: str) -> None:

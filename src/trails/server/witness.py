@@ -57,7 +57,11 @@ class _Handler(BaseHTTPRequestHandler):
         if len(body) != length:
             self.close_connection = True
             return
-        self._send(self.witness.add_checkpoint(body))
+        try:
+            answer = self.witness.add_checkpoint(body)
+        except OSError as exc:  # the refusal log could not be written: refused all the same
+            answer = Answer(500, f"the witness could not keep the refusal: {exc}\n".encode())
+        self._send(answer)
 
     def do_GET(self) -> None:
         self._send(Answer(404, b"not found: this witness answers POST /add-checkpoint\n"))
