@@ -193,6 +193,8 @@ def test_each_checkpoint_is_cosigned_by_the_reference_witness_and_only_valid_lin
             "--witness", honest.vkey,
         )  # fmt: skip
         assert done.returncode == 1 and "an invalid one from witness.example/honest" in done.stdout
+        done = trails(tmp_path, "verify", "--no-checkpoint", "--strict")  # every configured one
+        assert done.returncode == 1 and "1 valid cosignature(s) of the 4 required" in done.stdout
         done = trails(tmp_path, "verify", "--no-checkpoint", "--witness", "not-a-key")
         assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
         assert "Traceback" not in done.stderr

@@ -28,6 +28,12 @@ an unreadable key, a session that does not exist).
 ``--proof FILE`` checks an inclusion proof of ``trails prove`` with no store (with
 ``--session-file``, the session's exported TriG too); ``--since-head FILE`` proves that
 the transparency log extends a tree head kept elsewhere (``trails.cli.prove``).
+
+After recording its checkpoint, it asks the ``[[audit.witnesses]]`` to cosign the new
+signed checkpoint (one ``WITNESS`` line each; ``trails.evidence.witnessing``).
+``--witness KEY... --quorum N`` fails unless N of those witnesses validly cosigned the
+checkpoint (the kept one of ``--since-head``/``--expect-head``, else the log's newest),
+naming the witnesses missing or invalid; ``--strict`` requires every configured witness.
 """
 
 from __future__ import annotations
@@ -128,7 +134,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="also fail on open and interrupted sessions, name each capability call "
         "that started and did not finish, and fail on a tree head no configured "
-        "time-stamping authority stamped",
+        "time-stamping authority stamped or a configured witness did not cosign",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument(
@@ -249,6 +255,8 @@ def run(args: argparse.Namespace) -> int:
                                            timeout)  # fmt: skip
         unstamped = _unstamped(store, settings) if args.strict and session is None else []
         kept = expected_file or args.since_head
+        if not required and args.strict and asked and session is None:
+            required, quorum = [w.cosigner for w in asked], len(asked)  # all configured
         quorum_seen = quorum_lines(store, required, quorum, kept) if required else []
     unwitnessed = [line for line in quorum_seen if line.startswith("WITNESSES")]
     unfinished = report.open_sessions + report.interrupted_sessions
