@@ -39,6 +39,7 @@ from trails.evidence.transparency import log_iri, read_head
 from trails.evidence.witnessing import WitnessConfig, witness_newest
 from trails.prov import Minter, Recorder
 from trails.store import Store, open_store
+from trails.testing import assert_conforms
 
 ORIGIN = "example.org/dept-a"
 DOC = (Path(__file__).parents[2] / "docs" / "evidence-format.md").read_text(encoding="utf-8")
@@ -157,6 +158,7 @@ def test_each_checkpoint_is_cosigned_by_the_reference_witness_and_only_valid_lin
                 )
                 head = read_head(disk, log_iri(Minter()))
                 publish(disk, Minter(), tmp_path / "tiles")  # the tiled log's checkpoint too
+                assert_conforms(disk, log_iri(Minter()))  # the kept lines fit the shapes
             finally:
                 disk.close()
         assert outcomes[0].line is not None, outcomes[0].message
