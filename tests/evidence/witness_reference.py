@@ -29,7 +29,6 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 __all__ = [
     "ReferenceWitness",
     "consistency_proof",
-    "cosignature_time",
     "cosigner_vkey",
     "mth",
     "post_add_checkpoint",
@@ -164,10 +163,6 @@ def verify_cosignature(note: str, name: str, public: bytes) -> int | None:
             continue
         return stamp
     return None
-
-
-def cosignature_time(line: str) -> int:
-    return int.from_bytes(base64.b64decode(line.split(" ")[-1])[4:12], "big")
 
 
 def _log_signed(note: str, origin: str, public: bytes) -> bool:

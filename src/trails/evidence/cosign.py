@@ -44,7 +44,6 @@ __all__ = [
     "QuorumReport",
     "check_quorum",
     "cosign",
-    "cosignature_time",
     "cosigned_message",
     "cosigner_key_id",
     "format_add_checkpoint",
@@ -64,9 +63,8 @@ _SIZE = re.compile(r"0|[1-9][0-9]{0,19}")
 
 def cosigner_key_id(name: str, public: bytes) -> bytes:
     """``SHA-256(name || 0x0A || 0x04 || public key)[:4]``."""
-    return hashlib.sha256(name.encode("utf-8") + b"\n" + bytes([COSIGNATURE_V1]) + public).digest()[
-        :4
-    ]
+    material = name.encode("utf-8") + b"\n" + bytes([COSIGNATURE_V1]) + public
+    return hashlib.sha256(material).digest()[:4]
 
 
 def cosigned_message(text: str, timestamp: int) -> bytes:
@@ -140,15 +138,6 @@ def cosign(text: str, name: str, private_key: Any, timestamp: int | None = None)
     public = private_key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     signature = private_key.sign(cosigned_message(text, stamp))
     return NoteSignature(name, cosigner_key_id(name, public), stamp.to_bytes(8, "big") + signature)
-
-
-def cosignature_time(line: str) -> int | None:
-    """The timestamp a cosignature line carries (unchecked), or None when it carries none."""
-    try:
-        blob = base64.b64decode(line.rsplit(" ", 1)[-1].strip(), validate=True)
-    except (ValueError, binascii.Error):
-        return None
-    return int.from_bytes(blob[4:12], "big") if len(blob) == 76 else None
 
 
 @dataclass
