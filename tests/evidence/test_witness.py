@@ -167,9 +167,10 @@ def test_each_checkpoint_is_cosigned_by_the_reference_witness_and_only_valid_lin
         published = (tmp_path / "tiles" / "checkpoint").read_text()
         assert verify_cosignature(published, late.name, _raw(late.key)) is not None
 
-        # asked again for the newest checkpoint: exit 1 while a witness does not cosign
+        # asked again for the newest checkpoint: exit 2 while a witness answers garbage
         done = trails(tmp_path, "witness", "submit")
-        assert done.returncode == 1 and "honest" in done.stdout, done.stdout + done.stderr
+        assert done.returncode == 2 and "honest" in done.stdout, done.stdout + done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
         assert "1 of 4 witness(es) cosigned" in done.stderr
 
         # the quorum: met by the honest witness, not by the ones that never cosigned
@@ -247,3 +248,18 @@ def test_a_witness_that_does_not_speak_http_is_one_line(tmp_path: Path) -> None:
         listener.close()
     assert outcome.line is None and "not HTTP" in outcome.message
     assert "\n" not in str(outcome)
+
+
+def test_a_witness_holding_another_root_of_that_size_refuses_a_fork() -> None:
+    from tests.evidence.witness_reference import sign_checkpoint
+
+    from trails.evidence.witnessing import ask_witness
+
+    log_key = Ed25519PrivateKey.generate()
+    held = _new("witness.example/held", log_key)
+    held.state[ORIGIN] = (1, bytes(32))  # it cosigned another tree of one leaf
+    note = sign_checkpoint(ORIGIN, 1, b"\x01" * 32, log_key)
+    with running_witness(held) as url:
+        config = WitnessConfig(url, parse_cosigner(held.vkey))
+        outcome = ask_witness(config, note, 1, lambda old: [], timeout=5)
+    assert outcome.line is None and outcome.refused and "a fork" in outcome.message

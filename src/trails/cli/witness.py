@@ -5,8 +5,9 @@ witnesses now.
 ``trails.server.witness``) for the logs named by ``--log ORIGIN=KEY``; ``keygen`` writes an
 Ed25519 key (PEM) and prints the witness's verifier key, what the other party configures;
 ``submit`` sends the store's newest signed checkpoint to the ``[[audit.witnesses]]`` (what
-each ``trails verify`` checkpoint does) and keeps their cosignatures. Exit 2 on bad usage
-(a malformed key, an unreadable state folder, a port that cannot be bound).
+each ``trails verify`` checkpoint does) and keeps their cosignatures (exit 1 when a witness
+refused it, 2 when one could not be asked or answered garbage). Exit 2 on bad usage (a
+malformed key, an unreadable state folder, a port that cannot be bound).
 """
 
 from __future__ import annotations
@@ -170,7 +171,9 @@ def run_keygen(args: argparse.Namespace) -> int:
 
 
 def run_submit(args: argparse.Namespace) -> int:
-    """``trails witness submit``: exit 0 when every witness cosigned, 1 otherwise."""
+    """``trails witness submit``: exit 0 when every witness cosigned, 1 when one refused the
+    checkpoint, 2 when one could not be asked (unreachable, too slow, or it answered
+    garbage)."""
     from trails.audit.access import changing
     from trails.config import load_settings
     from trails.evidence.witnessing import configured_witnesses, witness_newest
@@ -191,7 +194,9 @@ def run_submit(args: argparse.Namespace) -> int:
         print(outcome)
     cosigned = sum(o.line is not None for o in outcomes)
     print(f"{cosigned} of {len(outcomes)} witness(es) cosigned", file=sys.stderr)
-    return 0 if cosigned == len(outcomes) else 1
+    if any(o.refused for o in outcomes):
+        return 1
+    return 0 if cosigned == len(outcomes) else 2
 
 
 # -- what ``trails verify`` does with witnesses ------------------------------------------

@@ -73,6 +73,9 @@ class Outcome:
     witness: WitnessConfig
     line: str | None
     message: str
+    refused: bool = False
+    """The witness refused the checkpoint (a 4xx of the protocol, or it holds a larger tree):
+    a finding about the log or the setup, not a witness that could not be asked."""
 
     def __str__(self) -> str:
         return f"WITNESS   {self.witness.label}: {self.message}"
@@ -194,12 +197,18 @@ def ask_witness(
                     None,
                     f"no cosignature: the witness cosigned a tree of {held} leaves, larger than "
                     f"this log's {size} (the log was cut, or another log shares its origin)",
+                    refused=True,
                 )
             old = held
             continue
         reason = _REFUSED.get(status, f"answered {status}")
-        return Outcome(witness, None, f"no cosignature: it {reason}: {_snippet(data)}")
-    return Outcome(witness, None, "no cosignature: it answered 409 twice")
+        return Outcome(
+            witness,
+            None,
+            f"no cosignature: it {reason}: {_snippet(data)}",
+            refused=status in _REFUSED,
+        )
+    return Outcome(witness, None, "no cosignature: it answered 409 twice", refused=True)
 
 
 def _size(data: bytes) -> int | None:
