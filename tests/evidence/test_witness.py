@@ -263,3 +263,45 @@ def test_a_witness_holding_another_root_of_that_size_refuses_a_fork() -> None:
         config = WitnessConfig(url, parse_cosigner(held.vkey))
         outcome = ask_witness(config, note, 1, lambda old: [], timeout=5)
     assert outcome.line is None and outcome.refused and "a fork" in outcome.message
+
+
+@pytest.mark.parametrize(
+    ("audit", "says"),
+    [
+        ({"witnesses": [{"key": "k"}]}, "needs url"),
+        ({"witnesses": [{"url": "ftp://x", "key": "k"}]}, "needs url"),
+        ({"witnesses": [{"url": "http://x"}]}, "needs key"),
+        ({"witnesses": [{"url": "http://x", "key": "not+a+key"}]}, "verifier key"),
+        ({"witnesses": "http://x"}, "must be a list"),
+        ({"witness_timeout": 0}, "witness_timeout"),
+        ({"witness_timeout": "5"}, "witness_timeout"),
+    ],
+)
+def test_a_malformed_witness_configuration_is_refused(audit: dict[str, object], says: str) -> None:
+    from trails.config import Settings
+    from trails.errors import ConfigError
+    from trails.evidence.witnessing import configured_witnesses
+
+    with pytest.raises(ConfigError, match=says):
+        configured_witnesses(Settings(toml={"audit": audit}))
+
+
+def test_a_witness_named_apart_from_its_key_is_refused() -> None:
+    from trails.config import Settings
+    from trails.errors import ConfigError
+    from trails.evidence.witnessing import configured_witnesses
+
+    key = cosigner_vkey("witness.example/w", _raw(Ed25519PrivateKey.generate()))
+    named = {"witnesses": [{"url": "http://x/", "key": key, "name": "witness.example/other"}]}
+    with pytest.raises(ConfigError, match="is not its key's"):
+        configured_witnesses(Settings(toml={"audit": named}))
+    good = {"witnesses": [{"url": "http://x/", "key": key}], "witness_timeout": 2}
+    witnesses, timeout = configured_witnesses(Settings(toml={"audit": good}))
+    assert witnesses[0].url == "http://x" and timeout == 2.0
+
+
+def test_trails_verify_refuses_a_malformed_witness_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "trails.toml").write_text('[[audit.witnesses]]\nurl = "http://x"\nkey = "k"\n')
+    done = trails(tmp_path, "verify")
+    assert done.returncode == 2 and "the witness http://x" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "store").exists()

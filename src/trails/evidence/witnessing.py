@@ -1,7 +1,8 @@
 """Asking witnesses to cosign the log's newest checkpoint (client of c2sp.org/tlog-witness).
 
 ``[[audit.witnesses]]`` in trails.toml names each witness: ``url`` (its submission prefix)
-and ``key`` (its verifier key, ``name+keyid+base64(0x04 || Ed25519 key)``). After each
+and ``key`` (its verifier key, ``name+keyid+base64(0x04 || Ed25519 key)``; an optional
+``name`` must be the key's). After each
 verification checkpoint (``trails verify``) the newest signed checkpoint is sent to every
 witness with the consistency proof from the last size that witness cosigned (read from the
 cosignatures kept in the log); a witness that answers 409 with the size it holds is asked
@@ -115,9 +116,15 @@ def configured_witnesses(settings: Settings | None = None) -> tuple[list[Witness
         if not isinstance(key, str):
             raise ConfigError(f'the witness {url} needs key = "<its verifier key>"')
         try:
-            out.append(WitnessConfig(url.rstrip("/"), parse_cosigner(key)))
+            cosigner = parse_cosigner(key)
         except NoteError as exc:
             raise ConfigError(f"the witness {url}: {exc}") from None
+        name = entry.get("name", cosigner.name)
+        if name != cosigner.name:
+            raise ConfigError(
+                f"the witness {url}: name {name!r} is not its key's {cosigner.name!r}"
+            )
+        out.append(WitnessConfig(url.rstrip("/"), cosigner))
     return out, float(timeout)
 
 
