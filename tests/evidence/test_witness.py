@@ -140,7 +140,7 @@ def test_each_checkpoint_is_cosigned_by_the_reference_witness_and_only_valid_lin
         assert verify_cosignature(kept, honest.name, public) is not None
 
         # the log grows: the witness gets the consistency proof from the size it cosigned
-        record_on_disk(tmp_path, 2)
+        sessions = record_on_disk(tmp_path, 2)
         done = trails(tmp_path, "verify")
         assert "cosigned the checkpoint of 4 leaves" in done.stdout, done.stdout
         assert honest.requests[-1].startswith(b"old 2\n")
@@ -184,6 +184,14 @@ def test_each_checkpoint_is_cosigned_by_the_reference_witness_and_only_valid_lin
         assert "1 valid cosignature(s) of the 2 required" in done.stdout
         assert "none from witness.example/garbage+" in done.stdout
         assert "witness.example/forger+" in done.stdout and "FAILED" in done.stdout
+
+        # a proof file carries the cosigned checkpoint: checked offline, with no store
+        prove = trails(tmp_path, "prove", str(sessions[0]), "--out", "proof.json")
+        assert prove.returncode == 0, prove.stderr
+        done = trails(tmp_path, "verify", "--proof", "proof.json", "--witness", honest.vkey)
+        assert done.returncode == 0 and "cosigned by witness.example/honest+" in done.stdout
+        done = trails(tmp_path, "verify", "--proof", "proof.json", "--witness", garbage.vkey)
+        assert done.returncode == 1 and "none from witness.example/garbage+" in done.stdout
 
         # a kept checkpoint whose cosignature was edited: invalid, named as such
         line = next(x for x in kept.splitlines() if "honest" in x)

@@ -236,11 +236,32 @@ def run_proof(args: argparse.Namespace, public_key: Any) -> int:
         timestamp=check,
         tsa_trusted=trusted,
     )
+    _witnessed(report, args)
     if args.json:
         print(json.dumps(report_json(report), indent=2))
     else:
         print_report(report, f"the proof {args.proof}")
     return 0 if report.ok else 1
+
+
+def _witnessed(report: ProofReport, args: argparse.Namespace) -> None:
+    """``--proof FILE --witness KEY... [--quorum N]``: the proof's head's checkpoint must
+    carry the cosignatures (a finding names the witnesses missing or invalid)."""
+    from trails.cli.witness import note_quorum, required_witnesses
+
+    keys, quorum = required_witnesses(args)
+    if not keys or report.head is None:
+        return
+    if not report.head.note:
+        report.findings.append(
+            Finding("witness", str(args.proof), "its tree head carries no signed checkpoint")
+        )
+        return
+    ok, line = note_quorum(report.head.note, keys, quorum, "the proof's tree head")
+    if ok:
+        report.proves.append(line.removeprefix("WITNESSED "))
+    else:
+        report.findings.append(Finding("witness", str(args.proof), line.split(": ", 1)[1]))
 
 
 def since_head_check(

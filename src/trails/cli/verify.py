@@ -32,7 +32,8 @@ the transparency log extends a tree head kept elsewhere (``trails.cli.prove``).
 After recording its checkpoint, it asks the ``[[audit.witnesses]]`` to cosign the new
 signed checkpoint (one ``WITNESS`` line each; ``trails.evidence.witnessing``).
 ``--witness KEY... --quorum N`` fails unless N of those witnesses validly cosigned the
-checkpoint (the kept one of ``--since-head``/``--expect-head``, else the log's newest),
+checkpoint (the kept one of ``--since-head``/``--expect-head``, the ``--proof`` file's,
+else the log's newest),
 naming the witnesses missing or invalid; ``--strict`` requires every configured witness.
 """
 
@@ -167,8 +168,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         nargs="+",
         metavar="KEY",
         help="a witness's verifier key (name+id+base64, or a file holding it): the checkpoint "
-        "(the kept one of --since-head/--expect-head, else the log's newest) must carry its "
-        "valid cosignature (C2SP tlog-cosignature); repeatable",
+        "(the kept one of --since-head/--expect-head, the --proof file's, else the log's "
+        "newest) must carry its valid cosignature (C2SP tlog-cosignature); repeatable",
     )
     p.add_argument(
         "--quorum",
@@ -220,8 +221,8 @@ def run(args: argparse.Namespace) -> int:
     key_path = args.key or settings.section("audit").get("verify_key")
     public_key = load_public_key(str(settings.resolve_path(key_path))) if key_path else None
     required, quorum = required_witnesses(args)
-    if required and (args.bundle or args.proof):
-        raise UserError("--witness checks a store's checkpoint or a kept one (--since-head)")
+    if required and args.bundle:
+        raise UserError("--witness checks a store's checkpoint, a kept one or a proof's")
     asked, timeout = configured_witnesses(settings)
     if args.bundle:
         if session is not None:

@@ -258,18 +258,27 @@ def quorum_lines(store: Any, keys: list[Any], quorum: int, kept: str | None) -> 
     ``quorum`` of ``keys`` validly cosigned the checkpoint (the kept file's, else the log's
     newest head's), else one ``WITNESSES`` line naming the witnesses missing or invalid."""
     from trails.config import load_settings
-    from trails.evidence.cosign import check_quorum
-    from trails.evidence.note import parse_checkpoint, parse_note
     from trails.evidence.transparency import log_iri, read_head
     from trails.prov.iri import Minter
 
     if kept is not None:
-        text, where = kept_note(kept), kept
-    else:
-        head = read_head(store, log_iri(Minter(load_settings().base_iri)))
-        if head is None or not head.note:
-            return ["WITNESSES the log has no signed checkpoint for witnesses to have cosigned"]
-        text, where = head.cosigned_note(), "the log's newest tree head"
+        return [note_quorum(kept_note(kept), keys, quorum, kept)[1]]
+    head = read_head(store, log_iri(Minter(load_settings().base_iri)))
+    if head is None or not head.note:
+        return ["WITNESSES the log has no signed checkpoint for witnesses to have cosigned"]
+    return [note_quorum(head.cosigned_note(), keys, quorum, "the log's newest tree head")[1]]
+
+
+def note_quorum(text: str, keys: list[Any], quorum: int, where: str) -> tuple[bool, str]:
+    """Whether ``quorum`` of ``keys`` validly cosigned the checkpoint ``text``, and the
+    ``WITNESSED`` or ``WITNESSES`` line that says so.
+
+    Raises:
+        UserError: ``text`` is not a signed checkpoint.
+    """
+    from trails.evidence.cosign import check_quorum
+    from trails.evidence.note import parse_checkpoint, parse_note
+
     try:
         note = parse_note(text)
         size = parse_checkpoint(note.text).size
@@ -277,11 +286,11 @@ def quorum_lines(store: Any, keys: list[Any], quorum: int, kept: str | None) -> 
         raise UserError(f"{where}: not a checkpoint: {exc}") from None
     report = check_quorum(note, keys, quorum)
     if report.ok:
-        return [
+        return True, (
             f"WITNESSED checkpoint of {size} leaves ({where}): cosigned by "
             f"{', '.join(report.valid)} ({len(report.valid)} of the {quorum} required)"
-        ]
-    return [f"WITNESSES checkpoint of {size} leaves ({where}): {report.problem()}"]
+        )
+    return False, f"WITNESSES checkpoint of {size} leaves ({where}): {report.problem()}"
 
 
 def ask_configured(recorder: Any, witnesses: list[Any], timeout: float) -> list[str]:
