@@ -120,6 +120,10 @@ class T:
     capabilityId = TRAILS.capabilityId
     sideEffects = TRAILS.sideEffects
     terminal = TRAILS.terminal
+    highRisk = TRAILS.highRisk
+    screenOutput = TRAILS.screenOutput
+    grantedTo = TRAILS.grantedTo
+    outputScreenedBy = TRAILS.outputScreenedBy
     provider = TRAILS.provider
     modelId = TRAILS.modelId
     requestHash = TRAILS.requestHash
