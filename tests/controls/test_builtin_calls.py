@@ -275,3 +275,20 @@ def test_the_recorded_marks_conform_to_the_shapes(recorded: Recorded) -> None:
 def test_bad_marks_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(UserError):
         capability(id="ctl.bad", **kwargs)
+
+
+def test_every_builtin_control_has_its_tests() -> None:
+    """Each built-in control is tested here or in test_builtin_store.py, by its own name."""
+    from pathlib import Path
+
+    from trails.controls import builtin_controls
+
+    here = Path(__file__).parent
+    tests = (here / "test_builtin_calls.py").read_text() + (
+        here / "test_builtin_store.py"
+    ).read_text()
+    controls = builtin_controls()
+    assert len(controls) >= 12
+    for control in controls:
+        assert f"def test_{control.id.replace('-', '_')}(" in tests, control.id
+        assert control.references and control.description and control.title, control.id
