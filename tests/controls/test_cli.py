@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from tests.controls.conftest import EXAMPLE, record_clean_session
+
 from trails.cli import main
 from trails.config import load_settings
 from trails.controls import recorded_results

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from tests.controls.conftest import EXAMPLE, World
+
 from trails.controls import (
     definition_changes,
     evaluate_session,
