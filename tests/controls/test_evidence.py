@@ -3,12 +3,16 @@ conforming to the shapes and PROV-CONSTRAINTS, and any edit or deletion a verify
 
 from __future__ import annotations
 
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.controls.conftest import EXAMPLE, World
 
+from trails.audit.bundle import verify_bundle, write_bundle
+from trails.audit.querypack import get_query
+from trails.audit.report import render_report
 from trails.controls import (
     definition_changes,
     evaluate_session,
@@ -125,3 +129,34 @@ def test_a_definition_edited_after_it_ran_is_named(
     edited = load_controls(folder)
     [(cid, before, after)] = definition_changes(world.store, edited)
     assert cid == "failed-call" and before == controls[0].digest and after != before
+
+
+def test_the_pack_lists_findings_by_control_and_session(
+    world: World, recorded: tuple[IRI, IRI]
+) -> None:
+    rows = list(
+        get_query("control-findings").run(world.store, session=IRI(world.failing))  # type: ignore[arg-type]
+    )
+    by_control = {str(r["control"].value): r for r in rows}  # type: ignore[union-attr]
+    assert set(by_control) == {"failed-call", "labelled-session"}
+    failed = by_control["failed-call"]
+    assert str(failed["outcome"].value) == "violated"  # type: ignore[union-attr]
+    assert str(failed["message"].value) == "the call failed"  # type: ignore[union-attr]
+    assert "finding" not in by_control["labelled-session"]  # passed: a row, no finding
+    only = list(get_query("control-findings").run(world.store, control="unsealed-session"))
+    assert [str(r["outcome"].value) for r in only] == ["passed"]  # type: ignore[union-attr]
+
+
+def test_findings_show_in_the_report_and_travel_in_bundles(
+    world: World, recorded: tuple[IRI, IRI], tmp_path: Path
+) -> None:
+    failing, _ = recorded
+    html = render_report(world.store, world.failing)
+    assert "<h2>Controls</h2>" in html and "the call failed" in html
+    path = tmp_path / "b.zip"
+    write_bundle(world.store, path, [IRI(world.failing)])
+    with zipfile.ZipFile(path) as z:
+        bundled = "".join(z.read(n).decode() for n in z.namelist() if n.startswith("sessions/"))
+    assert str(failing) in bundled
+    report = verify_bundle(path)
+    assert not report.findings, report.findings
