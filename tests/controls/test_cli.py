@@ -154,3 +154,22 @@ def test_a_bad_control_file_stops_before_the_store_is_opened(
     assert status == 2 and len(err.strip().splitlines()) == 1
     assert "x.rq: is an update or not a query" in err
     assert not store.exists()
+
+
+def test_verify_names_a_control_edited_after_it_ran(
+    place: tuple[str, str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    store, failing, _ = place
+    run(capsys, "--store", store, "controls", "check", "--dir", DIR, "--no-builtin")
+    status, out, err = run(capsys, "--store", store, "verify", "--controls", DIR)
+    assert status == 0, out + err
+    edited = tmp_path / "edited"
+    edited.mkdir()
+    for p in EXAMPLE.iterdir():
+        (edited / p.name).write_bytes(p.read_bytes())
+    (edited / "failed-call.toml").write_text(
+        (EXAMPLE / "failed-call.toml").read_text().replace('"medium"', '"low"')
+    )
+    status, out, _ = run(capsys, "--store", store, "verify", "--controls", str(edited))
+    assert status == 1
+    assert "CONTROL   failed-call: the definition changed after it ran" in out
