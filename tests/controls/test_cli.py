@@ -159,7 +159,7 @@ def test_a_bad_control_file_stops_before_the_store_is_opened(
 def test_verify_names_a_control_edited_after_it_ran(
     place: tuple[str, str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    store, failing, _ = place
+    store, _, _ = place
     run(capsys, "--store", store, "controls", "check", "--dir", DIR, "--no-builtin")
     status, out, err = run(capsys, "--store", store, "verify", "--controls", DIR)
     assert status == 0, out + err
