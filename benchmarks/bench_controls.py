@@ -261,8 +261,8 @@ def main() -> int:
     fleet = many(controls, args.sessions, args.rounds)
     shown = "" if args.sessions == 100 else f" --sessions {args.sessions}"
     md = render(named, end, args.runs, fleet, shown)
-    if not args.no_doc:
-        write_section("controls", md)
+    if not args.no_doc:  # the default size and any other each keep a section of their own
+        write_section("controls" if args.sessions == 100 else f"controls-{args.sessions}", md)
     print(md)
     return 0
 
