@@ -128,6 +128,7 @@ def test_since_picks_sessions_by_start(
     [
         (["--control", "nope"], "no control 'nope'"),
         (["--since", "yesterday"], "not an ISO date"),
+        (["--session", "urn:trails:session:nobody"], "no session urn:trails:session:nobody"),
     ],
 )
 def test_bad_arguments_are_one_line_exit_2(
@@ -173,3 +174,15 @@ def test_verify_names_a_control_edited_after_it_ran(
     status, out, _ = run(capsys, "--store", store, "verify", "--controls", str(edited))
     assert status == 1
     assert "CONTROL   failed-call: the definition changed after it ran" in out
+
+
+def test_recording_needs_the_writer(
+    place: tuple[str, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, _, _ = place
+    argv = ["--store", store, "controls", "check", "--dir", DIR, "--no-builtin"]
+    with open_store(store):  # another writer holds the store
+        status, _, err = run(capsys, *argv)
+        assert status == 1 and "add --no-record" in err
+        status, out, _ = run(capsys, *argv, "--no-record", "--fail-on", "high")
+        assert status == 0 and "violated" in out  # read as a snapshot, nothing recorded

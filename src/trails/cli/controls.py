@@ -35,7 +35,7 @@ from trails.controls import (
 from trails.controls.session_end import configured_controls
 from trails.errors import StoreLockedError, UserError
 from trails.prov.recorder import Recorder
-from trails.store import Solutions, Store
+from trails.store import IRI, Solutions, Store
 
 __all__ = ["junit_xml", "register", "run_check", "run_explain", "run_list"]
 
@@ -139,6 +139,20 @@ ORDER BY ?started ?g
 """
 
 
+_IS_SESSION = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+ASK { GRAPH $g { $g a trails:Session } }
+"""
+
+
+def _is_session(store: Store, session: str) -> bool:
+    try:
+        iri = IRI(session)
+    except (ValueError, UnicodeError):
+        raise UserError(f"--session {session!r} is not an IRI") from None
+    return bool(store.query(_IS_SESSION, {"g": iri}))
+
+
 def _since(text: str) -> datetime:
     try:
         at = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
@@ -195,6 +209,8 @@ def run_check(args: argparse.Namespace) -> int:
     opener = reading if args.no_record else changing
     try:
         with opener(args.store) as store:
+            if session is not None and not _is_session(store, session):
+                raise UserError(f"no session {session} in this store (trails sessions lists them)")
             evaluations = check(store, controls, session=session, since=since, timeout=args.timeout)
             if not args.no_record:
                 recorder = Recorder.from_settings(settings, store=store)
