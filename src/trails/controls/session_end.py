@@ -2,7 +2,7 @@
 
 With ``[controls] on_session_end = true`` in trails.toml, ``Recorder.from_settings``
 installs ``install`` (``trails.config.CONTROLS``): after a ``SessionEnded`` is written
-(a native run's end, a session assembled from OTLP spans, a session recovery ended), the
+(a native run's end, a session assembled from OTLP spans), the
 session-scoped controls are evaluated over that session's graphs and recorded as sealed
 evidence in one more write. The cost is that of the controls' queries over one session's
 graphs: O(session), whatever the store holds. The controls are read once, when the
