@@ -103,24 +103,47 @@ def session_graphs(session: str) -> list[IRI]:
     return [IRI(session), content_graph(session)]
 
 
+class _Worker:
+    """One daemon thread that runs controls one after another, so a control costs a queue
+    hand-off, not a thread start. A control that overruns its limit keeps this worker (a
+    query cannot be stopped from outside); the next control gets a fresh one."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], queue.SimpleQueue[Any]]] = (
+            queue.SimpleQueue()
+        )
+        threading.Thread(target=self._loop, name="trails-control", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            work, box = self.jobs.get()
+            try:
+                box.put((True, work()))
+            except BaseException as exc:
+                box.put((False, exc))
+
+
+_lock = threading.Lock()
+_free: list[_Worker] = []
+
+
 def _bounded(work: Callable[[], T_], timeout: float | None) -> T_:
     """``work()``, or ``TimeoutError`` once it has run ``timeout`` seconds (it is left to
-    finish on a daemon thread: a query cannot be stopped from outside)."""
+    finish on its worker, which is then not used again)."""
     if timeout is None:
         return work()
+    with _lock:
+        worker = _free.pop() if _free else None
+    if worker is None:
+        worker = _Worker()
     box: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
-
-    def run() -> None:
-        try:
-            box.put((True, work()))
-        except BaseException as exc:
-            box.put((False, exc))
-
-    threading.Thread(target=run, name="trails-control", daemon=True).start()
+    worker.jobs.put((work, box))
     try:
         ok, value = box.get(timeout=timeout)
     except queue.Empty:
         raise TimeoutError from None
+    with _lock:
+        _free.append(worker)
     if not ok:
         raise value
     return value  # type: ignore[no-any-return]

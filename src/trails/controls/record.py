@@ -203,8 +203,14 @@ def record_evaluation(recorder: object, evaluation: Evaluation, *, by: str) -> I
                 ),
             )
         )
-    install_sealer(recorder)
-    recorder.record(ControlsEvaluated(session=str(graph), by=by, runs=tuple(runs)))
+    # a new graph: sealed from what this write holds, never read back
+    sealer = install_sealer(recorder)
+    sealer.track(graph)
+    try:
+        recorder.record(ControlsEvaluated(session=str(graph), by=by, runs=tuple(runs)))
+    except BaseException:
+        sealer.forget([graph])  # a write that raised may have committed: read it back then
+        raise
     return graph
 
 

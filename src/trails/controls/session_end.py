@@ -2,7 +2,7 @@
 
 With ``[controls] on_session_end = true`` in trails.toml, ``Recorder.from_settings``
 installs ``install`` (``trails.config.CONTROLS``): after a ``SessionEnded`` is written
-(a native run's end, a session assembled from OTLP spans, a session recovery ended), the
+(a native run's end, a session assembled from OTLP spans), the
 session-scoped controls are evaluated over that session's graphs and recorded as sealed
 evidence in one more write. The cost is that of the controls' queries over one session's
 graphs: O(session), whatever the store holds. The controls are read once, when the
@@ -29,16 +29,18 @@ __all__ = ["configured_controls", "install"]
 log = logging.getLogger(__name__)
 
 
-def configured_controls(settings: Settings) -> list[Control]:
-    """The controls ``[controls]`` names: ``directory``'s and (unless ``builtin = false``)
-    the built-in set; a control of the directory replaces a built-in one of the same id.
+def configured_controls(settings: Settings, *, builtin: bool | None = None) -> list[Control]:
+    """The controls ``[controls]`` names: ``directory``'s and (unless ``builtin = false``,
+    or ``builtin=False`` here) the built-in set; a control of the directory replaces a
+    built-in one of the same id.
 
     Raises:
         ControlError: a control file is refused.
         ConfigError: ``[controls]`` holds a value of the wrong type.
     """
     section = settings.section("controls")
-    builtin = section.get("builtin", True)
+    if builtin is None:
+        builtin = section.get("builtin", True)
     directory = section.get("directory")
     if not isinstance(builtin, bool):
         raise ConfigError("[controls] builtin must be true or false")
