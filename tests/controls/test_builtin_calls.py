@@ -250,6 +250,23 @@ def test_screened_tool_output(recorded: Recorded) -> None:
     assert [capability_of(recorded.store, s) for s, _, _ in found] == ["ctl.fetch"]
 
 
+def test_a_withheld_output_was_screened(recorded: Recorded) -> None:
+    """A screen that withholds the output is a screening too: its denial is the record."""
+    session = Session(
+        principal=ALICE,
+        recorder=Recorder(recorded.store),
+        screen_output=lambda capability_id, output: "not for the model",
+    )
+    react.run(
+        "Read the page.",
+        llm=LLMClient.mock([turn("ctl.fetch"), turn("finish", final_answer="nothing")]),
+        session=session,
+        tools=["ctl.fetch"],
+    )
+    session.close()
+    assert violations(recorded.store, "screened-tool-output", str(session.iri)) == []
+
+
 def test_session_open_limit(recorded: Recorded) -> None:
     for session in (recorded.good, recorded.bad, recorded.open):
         assert violations(recorded.store, "session-open-limit", session) == []
