@@ -137,8 +137,9 @@ def cpu(fn: Callable[[], object]) -> float:
 
 def session_figures(rounds: int = 15) -> tuple[float, float, float, list[float], list[float]]:
     """Median CPU seconds of recording a session, of evaluating the session-scoped built-in
-    controls over it with the engine's default time limit (each control on a thread it can
-    give up on) and without one, and the rounds' ratios (evaluation / recording) of both."""
+    controls over it with the engine's default time limit (each control handed to a worker
+    thread it can give up on) and without one, and the rounds' ratios (evaluation /
+    recording) of both."""
     store = open_store("memory:")
     recorder = Recorder(store)
     install_sealer(recorder)
@@ -275,7 +276,7 @@ def main() -> None:
         f"ReAct session (6 model turns, 5 calls, {t_record * 1000:.1f} ms to record) take "
         f"{t_unlimited * 1000:.1f} ms run as queries, **{statistics.median(unlimited):.0%}** of "
         f"the recording (rounds {unlimited[0]:.0%}–{unlimited[-1]:.0%}); with the engine's "
-        f"default time limit (a thread per control) {t_limited * 1000:.1f} ms, "
+        f"default time limit (each control handed to its worker thread) {t_limited * 1000:.1f} ms, "
         f"{statistics.median(limited):.0%} (rounds {limited[0]:.0%}–{limited[-1]:.0%}).",
         "",
         "Over the store (copies of recorded sessions, each with a seal):",
