@@ -222,17 +222,12 @@ def _scratch(entries: dict[str, bytes], findings: list[Finding] | None = None) -
     return scratch
 
 
-_FINDINGS = """
-PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT DISTINCT ?g ?session WHERE {
-  GRAPH ?g { ?evaluation a trails:ControlEvaluation ; trails:evaluatedSession ?session }
-}
-"""
+_FINDINGS = """PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT DISTINCT ?g ?session WHERE { GRAPH ?g { ?e trails:evaluatedSession ?session } }"""
 
 
 def _findings_graphs(store: Store, graphs: list[IRI]) -> set[IRI]:
-    """The sealed findings graphs of control evaluations of ``graphs`` (``trails.controls``):
-    they travel with the sessions they judged, so a bundle shows what was checked."""
+    """The sealed findings graphs of control evaluations of ``graphs`` (they travel too)."""
     wanted = {str(g) for g in graphs}
     result = store.query(_FINDINGS)
     assert isinstance(result, Solutions)
