@@ -8,7 +8,11 @@ output: the model sees ``error: output withheld: <reason>`` instead, and the ref
 recorded as a denying ``trails:PolicyDecision`` (policy ``screen_output``, the function's name
 as the rule) informed by the invocation, as the planners' other guards record theirs
 (``trails.agent.planners._guards.screen``). The invocation and its recorded output stay as they
-were: the evidence shows both what the tool returned and that the model never saw it.
+were: the evidence shows both what the tool returned and that the model never saw it. An output
+every function let through is recorded too (``OutputScreened``: the invocation's
+``trails:outputScreenedBy``, one function name each), so a capability declared
+``screen_output=True`` proves its output was screened before the model read it (the
+``screened-tool-output`` control).
 """
 
 from __future__ import annotations
@@ -18,8 +22,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from trails.errors import UserError
+from trails.prov.builder import QuadBuilder
+from trails.prov.events import Event
+from trails.prov.vocab import T
+from trails.store.terms import IRI
 
-__all__ = ["OutputScreen", "instructions_in_output", "output_screens"]
+__all__ = ["OutputScreen", "OutputScreened", "instructions_in_output", "output_screens"]
 
 OutputScreen = Callable[[str, Any], "str | None"]
 """``screen_output(capability_id, output)``: None to show the output, a reason to withhold it."""
@@ -63,3 +71,14 @@ def output_screens(screen_output: Any) -> tuple[OutputScreen, ...]:
     ):
         return tuple(screen_output)
     raise UserError(f"screen_output= must be a function or a list of them, not {screen_output!r}")
+
+
+class OutputScreened(Event):
+    """Every screening function let the output of ``invocation`` through to the model."""
+
+    invocation: str
+    screens: tuple[str, ...]
+
+    def emit(self, b: QuadBuilder) -> None:
+        for name in self.screens:
+            b.value(IRI.trusted(self.invocation), T.outputScreenedBy, name)

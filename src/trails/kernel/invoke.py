@@ -246,6 +246,9 @@ def _write_ahead(
                 inputs=args,
                 step=ctx.step,
                 tool_call_id=ctx.tool_call_id,
+                high_risk=spec.high_risk,
+                screen_output=spec.screen_output,
+                granted_to=spec.granted_to,
             ),
         ]
     )
@@ -319,6 +322,9 @@ def _finish(
         step=ctx.step,
         ahead=ahead,
         tool_call_id=ctx.tool_call_id,
+        high_risk=spec.high_risk,
+        screen_output=spec.screen_output,
+        granted_to=spec.granted_to,
     ).with_texts(args_text, result_text)  # encoded once, to check them: not again to record
     riding = riders.close() if riders is not None else ()
     ctx.recorder.record_all([*decided, invoked, *riding], hooked=invoked)

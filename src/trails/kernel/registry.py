@@ -15,7 +15,7 @@ import inspect
 import json
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, get_type_hints
 
@@ -96,6 +96,9 @@ class CapabilitySpec:
     timeout_s: float | None = None
     parallel_safe: bool = True
     preconditions: tuple[Precondition, ...] = ()
+    high_risk: bool = False
+    screen_output: bool = False
+    granted_to: tuple[str, ...] = ()
 
     @property
     def is_async(self) -> bool:
@@ -269,6 +272,7 @@ def _build_spec(
     timeout_s: float | None = None,
     parallel_safe: bool = True,
     preconditions: tuple[Precondition, ...] = (),
+    marks: Mapping[str, Any] | None = None,
 ) -> CapabilitySpec:
     signature = inspect.signature(fn)
     try:
@@ -321,6 +325,7 @@ def _build_spec(
         timeout_s=timeout_s,
         parallel_safe=parallel_safe,
         preconditions=preconditions,
+        **dict(marks or {}),
     )
 
 
@@ -335,6 +340,9 @@ def capability(
     timeout_s: float | None = None,
     parallel_safe: bool = True,
     preconditions: list[Precondition] | tuple[Precondition, ...] | None = None,
+    high_risk: bool = False,
+    screen_output: bool = False,
+    granted_to: Sequence[str] | None = None,
 ) -> Callable[[F], F]:
     """Register a function as a capability that ``invoke`` can dispatch to.
 
@@ -355,6 +363,16 @@ def capability(
             the manifest) and zero-argument callables, checked before each call (a
             falsy result or an exception refuses the call, recorded ``refused``; a
             planner does not offer the capability while one fails).
+        high_risk: a call needs a human reviewer's decision (AI Act Art. 14): recorded
+            on the capability (``trails:highRisk``) for the ``human-oversight`` control;
+            a tool policy with a ``review`` rule for it asks the reviewer.
+        screen_output: its output must be screened before a model reads it (text from
+            outside: web pages, e-mail): recorded (``trails:screenOutput``) for the
+            ``screened-tool-output`` control; ``Session(screen_output=)`` screens it.
+        granted_to: the principals (ids, as ``Session(principal=)``) the capability is
+            granted to, recorded with each call (``trails:grantedTo``) so the
+            ``call-within-grant`` control finds a call by anyone else; a tool policy
+            refuses such calls ahead of time. None: no grant is declared.
 
     Raises:
         UserError: an empty id, an unsupported signature, an id or description
@@ -375,6 +393,7 @@ def capability(
         raise UserError(f"capability {id!r}: parallel_safe must be True or False")
     conditions = _preconditions(id, preconditions)
     estimate = _cost_estimate(id, cost_estimate)
+    marks = _marks(id, high_risk, screen_output, granted_to)
 
     def register(fn: F) -> F:
         spec = _build_spec(
@@ -388,6 +407,7 @@ def capability(
             timeout_s=None if timeout_s is None else float(timeout_s),
             parallel_safe=parallel_safe,
             preconditions=conditions,
+            marks=marks,
         )
         check_text(spec.description, f"capability {id!r} description")
         register_spec(spec)
@@ -395,6 +415,31 @@ def capability(
         return fn
 
     return register
+
+
+def _marks(id: str, high_risk: Any, screen_output: Any, granted_to: Any) -> dict[str, Any]:
+    """``high_risk``, ``screen_output`` and ``granted_to``, checked.
+
+    Raises:
+        UserError: a flag that is not a bool, or a grant that is not a list of principal ids.
+    """
+    for name, flag in (("high_risk", high_risk), ("screen_output", screen_output)):
+        if not isinstance(flag, bool):
+            raise UserError(f"capability {id!r}: {name} must be True or False, not {flag!r}")
+    grant: tuple[str, ...] = ()
+    if granted_to is not None:
+        if isinstance(granted_to, str) or not isinstance(granted_to, Sequence):
+            raise UserError(
+                f"capability {id!r}: granted_to must be a list of principal ids, not {granted_to!r}"
+            )
+        if not all(isinstance(p, str) and p.strip() for p in granted_to):
+            raise UserError(
+                f"capability {id!r}: granted_to must hold non-empty principal ids, not {granted_to!r}"
+            )
+        for principal in granted_to:
+            check_text(principal, f"capability {id!r} granted_to")
+        grant = tuple(dict.fromkeys(granted_to))
+    return {"high_risk": high_risk, "screen_output": screen_output, "granted_to": grant}
 
 
 #: Built-in capability families registered on first lookup, so ``import trails`` stays

@@ -189,6 +189,9 @@ class CapabilityStarted(Event):
     inputs: Any = None
     step: int | None = None
     tool_call_id: str | None = None
+    high_risk: bool = False
+    screen_output: bool = False
+    granted_to: tuple[str, ...] = ()
 
     def emit(self, b: QuadBuilder) -> None:
         a = _iri(self.activity)
@@ -220,6 +223,9 @@ class CapabilityInvoked(Event):
     step: int | None = None
     ahead: bool = False
     tool_call_id: str | None = None
+    high_risk: bool = False
+    screen_output: bool = False
+    granted_to: tuple[str, ...] = ()
 
     def with_texts(self, inputs: str | None, output: str | None) -> CapabilityInvoked:
         """This event, told the canonical JSON of its ``inputs`` and ``output`` (which
@@ -281,6 +287,13 @@ def _invocation_body(
     b.value(cap, RDFS.comment, event.description or None)
     b.value(cap, T.sideEffects, event.side_effects)
     b.value(cap, T.terminal, event.terminal)
+    # what the controls check, written only when the capability declares it
+    if event.high_risk:
+        b.value(cap, T.highRisk, True)
+    if event.screen_output:
+        b.value(cap, T.screenOutput, True)
+    for principal in event.granted_to:
+        b.add(cap, T.grantedTo, b.agent(principal))
     b.add(a, T.capability, cap)
     b.associate(a, b.agent(event.principal), plan=cap)
     b.value(a, T.stepIndex, event.step)

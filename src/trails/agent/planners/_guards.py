@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trails.agent.planners._parse import json_candidates
+from trails.agent.screening import OutputScreened
 from trails.errors import TrailsError, UserError, ValidationError
 from trails.kernel.context import now
 from trails.kernel.observe import notify
@@ -216,7 +217,8 @@ def screen(
 
     ``Session(screen_output=)``'s functions read the output of the call ``invocation``; the
     first that returns a reason withholds it, recorded as a ``screen_output`` denial informed
-    by the invocation (``trails.agent.screening``).
+    by the invocation (``trails.agent.screening``); an output they all let through is recorded
+    as screened (``OutputScreened``).
     """
     for fn in screens:
         reason = fn(action, output)
@@ -231,6 +233,12 @@ def screen(
                 informed_by=invocation,
             )
             return f"error: output withheld: {reason}"
+    ctx = plan.ctx
+    ctx.recorder.record(
+        OutputScreened(
+            session=ctx.session, invocation=invocation, screens=tuple(_name(fn) for fn in screens)
+        )
+    )
     return None
 
 
