@@ -264,7 +264,7 @@ def test_the_console_is_a_room_of_its_own(found: dict[str, Module]) -> None:
     assert beside == [], f"console files beside the endpoint: {beside}"
     assert not (server / "templates").exists() and not (server / "static").exists()
     room = server / "console"
-    assert sorted(p.name for p in (room / "static").iterdir()) == ["console.css"]
+    assert sorted(p.name for p in (room / "static").iterdir()) == ["console.css", "console.js"]
     assert (room / "templates" / "base.html.j2").is_file()
     reached = {
         f"{module.name} -> {target}"
