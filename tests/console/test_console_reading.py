@@ -130,5 +130,12 @@ def test_search_hits_are_grouped_typed_and_readable(served: Served, page: Any) -
     assert all(s.startswith("user: prompt for") for s in snippets), snippets
     assert not any("\\n" in s or '{"' in s for s in snippets)
     page.goto(served.url + "/console/search?q=quarterly")  # a call's input
-    assert page.locator(".badge.kind").all_inner_texts()[0] == "tool input"
-    assert page.locator(".snippet").first.inner_text().startswith("query: quarterly figures")
+    said = dict(
+        zip(
+            page.locator(".snippet").all_inner_texts(),
+            page.locator(".badge.kind").all_inner_texts(),
+            strict=True,
+        )
+    )
+    assert said.get("query: quarterly figures") == "tool input"
+    assert said.get("result for quarterly figures") == "tool output"

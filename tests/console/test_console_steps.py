@@ -43,6 +43,8 @@ def test_the_page_says_what_the_session_was_about(page: Any) -> None:
     assert about.locator("dd.tokens").inner_text() == "450 in, 100 out"
     assert about.locator("dd.cost").inner_text() == "0.065000 USD"
     assert about.locator("dd.duration").inner_text().endswith(("s", "min"))
+    costs = page.locator("h2:text-is('Costs') + p + table th").all_inner_texts()
+    assert costs[:3] == ["Model", "Calls", "Input"] and "USD" in costs  # headed in words
 
 
 def test_prompts_read_as_chat_turns_beside_their_completion(page: Any) -> None:
