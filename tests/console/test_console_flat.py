@@ -35,9 +35,11 @@ from trails.audit.search import FILE_NAME, SearchIndex
 from trails.compliance.erasure import erase
 from trails.llm import LLMClient
 from trails.prov.vocab import T
-from trails.server import console_pages, console_sessions, create_app
+from trails.server import create_app
 from trails.server.app import Endpoint
 from trails.server.auth import Grant, load_tokens, token_entry
+from trails.server.console import pages as console_pages
+from trails.server.console import sessions as console_sessions
 from trails.server.graphs import GraphCache
 from trails.store import IRI, Literal, Quad, Solutions, Store, literal, to_python
 
@@ -121,7 +123,7 @@ async def test_the_sessions_page_walks_the_days_and_says_what_its_totals_cover(
         # A's outcome is ok; C ended ok but its run stopped at its step limit (stopped)
         assert _listed(filtered) == [newest_first[3]]
         assert "1 session(s)" in filtered
-        assert "filtered by status: the page and its totals read every catalogue entry" in filtered
+        assert "filtered by outcome: the page and its totals read every catalogue entry" in filtered
         # a time range alone: walked within its days, totals of the range's entries
         ranged = (
             await client.get(
@@ -214,6 +216,29 @@ async def test_search_follows_grants_recording_and_erasure(
     assert "inbox" in await search("auditor", "inbox")  # the rest is still found
 
 
+@pytest.mark.anyio
+async def test_goals_and_answers_follow_grants_and_erasure(
+    fx: Fixture, console_app: Endpoint
+) -> None:
+    a = quote(str(fx.sessions["A"]), safe="")
+    async with _client(console_app, "bob") as client:
+        page = (await client.get("/console/")).text
+        assert "triage the inbox" in page  # his own
+        assert "email the summary" not in page and "follow up with the CFO" not in page
+        assert _listed((await client.get("/console/", params={"text": "summary"})).text) == []
+    async with _client(console_app, "auditor") as client:
+        page = (await client.get("/console/")).text
+        assert "email the summary" in page and "the summary was sent" in page
+        assert _listed((await client.get("/console/", params={"text": "summary"})).text) == [a]
+        erase(fx.recorder, session=str(fx.sessions["A"]), reason="request", by="did:example:dpo")
+        page = (await client.get("/console/")).text
+        assert "email the summary" not in page and "the summary was sent" not in page
+        assert a in _listed(page)  # the session is still listed, without what was erased
+        assert _listed((await client.get("/console/", params={"text": "summary"})).text) == []
+        session = (await client.get("/console/session", params={"s": str(fx.sessions["A"])})).text
+        assert "email the summary" not in session
+
+
 def test_the_index_rebuilds_to_the_same_answers(fx: Fixture) -> None:
     index = SearchIndex(None)
     first = index.catch_up(fx.store)
@@ -230,7 +255,7 @@ def test_the_command_builds_the_index_beside_the_store(tmp_path: Path) -> None:
     env.pop("TRAILS_STORE", None)
     folder = tmp_path / "store"
     recorded = subprocess.run(
-        [sys.executable, "-m", "tests.console_web.record", str(folder)],
+        [sys.executable, "-m", "tests.console.record", str(folder)],
         cwd=ROOT,
         env=env,
         capture_output=True,
