@@ -301,3 +301,44 @@ def test_a_missing_api_key_fails_when_the_provider_is_made(
     assert OpenAIProvider(api_key="sk-test").provider == "openai"
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     assert OpenAIProvider().model == "gpt-4o-mini"
+
+
+@pytest.mark.seed_row("002-083")
+def test_the_standalone_structured_helpers(store: Store) -> None:
+    from pydantic import BaseModel
+
+    from trails.agent.selectools.structured import (
+        build_schema_instruction,
+        extract_json,
+        parse_and_validate,
+        schema_from_response_format,
+        validation_retry_message,
+    )
+
+    class Sentiment(BaseModel):
+        label: str
+        score: float
+
+    raw_text = 'Here is the analysis: ```json\n{"label": "positive", "score": 0.95}\n```'
+
+    json_str = extract_json(raw_text)  # '{"label": "positive", "score": 0.95}'
+    result = parse_and_validate(raw_text, Sentiment)  # Sentiment(label="positive", score=0.95)
+    assert json_str == '{"label": "positive", "score": 0.95}'
+    assert result == Sentiment(label="positive", score=0.95)
+    assert extract_json('say {"a": [1, {"b": "}"}]} then') == '{"a": [1, {"b": "}"}]}'
+    assert extract_json("no json here") is None
+    schema = schema_from_response_format(Sentiment)
+    assert schema["required"] == ["label", "score"]
+    assert schema_from_response_format({"type": "object"}) == {"type": "object"}
+    assert '"label"' in build_schema_instruction(schema)
+    with pytest.raises(ValueError, match="score"):
+        parse_and_validate('{"label": "x"}', Sentiment)
+    assert "score: Field required" in validation_retry_message("score: Field required")
+
+
+def test_the_seeds_imports_come_from_trails(store: Store) -> None:
+    from trails import Agent as TopAgent
+    from trails import AgentConfig as TopConfig
+    from trails import AgentObserver, LoggingObserver  # noqa: F401
+
+    assert TopAgent is Agent and TopConfig is AgentConfig

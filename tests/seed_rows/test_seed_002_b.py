@@ -462,7 +462,6 @@ def test_response_format_is_a_type_alias_of_models_and_schemas() -> None:
     assert "BaseModel" in text and "dict" in text
 
 
-@pytest.mark.seed_row("002-083", differs=SELECTOOLS)
 def test_output_format_is_the_standalone_structured_toolkit() -> None:
     class Sentiment(pydantic.BaseModel):
         label: str
