@@ -342,3 +342,88 @@ def test_the_seeds_imports_come_from_trails(store: Store) -> None:
     from trails import AgentObserver, LoggingObserver  # noqa: F401
 
     assert TopAgent is Agent and TopConfig is AgentConfig
+
+
+# -- Streaming, policy, caching, concurrency ---------------------------------------------------
+
+
+def test_a_stream_handler_gets_the_text_as_it_comes(store: Store, search: Any) -> None:
+    pieces: list[str] = []
+    agent = Agent(tools=[search], provider=LocalProvider(["Python is a language."]))
+    result = agent.run("What is Python?", stream_handler=pieces.append)
+    assert "".join(pieces) == result.content == "Python is a language."
+    streamed = Agent(provider=LocalProvider(["ok"]), config=AgentConfig(stream=True))
+    assert streamed.run("Hi").content == "ok"
+
+
+def test_the_tool_policy_and_confirm_action_decide_each_call(store: Store) -> None:
+    from trails.agent.selectools import ToolPolicy
+
+    sent: list[str] = []
+
+    @capability(id="send_email", description="Send an email.", side_effects=True)
+    def send_email(to: str) -> str:
+        sent.append(to)
+        return "sent"
+
+    asked: list[tuple[str, dict[str, Any], str]] = []
+
+    async def confirm(tool_name: str, tool_args: dict[str, Any], reason: str) -> bool:
+        asked.append((tool_name, tool_args, reason))
+        return tool_args["to"] == "bob@example.com"
+
+    policy = ToolPolicy(allow=["search_*"], review=["send_*"], deny=["delete_*"])
+    config = AgentConfig(tool_policy=policy, confirm_action=confirm, approval_timeout=60)
+    script = [
+        [ToolCall("c1", "send_email", {"to": "eve@external.com"})],
+        [ToolCall("c2", "send_email", {"to": "bob@example.com"})],
+        "done",
+    ]
+    result = Agent(tools=[send_email], provider=LocalProvider(script), config=config).run("Mail")
+    assert result.content == "done" and sent == ["bob@example.com"]
+    assert [a[0] for a in asked] == ["send_email", "send_email"]
+    found = rows(
+        store,
+        "SELECT ?session ?decision WHERE { GRAPH ?session { ?d a trails:PolicyDecision ; "
+        "trails:decision ?decision } }",
+        session=IRI(result.session),
+    )
+    assert sorted(r["decision"] for r in found) == ["allow", "deny"]
+
+
+def test_the_cache_answers_the_same_request_again(store: Store, search: Any) -> None:
+    from trails.agent.selectools import InMemoryCache
+
+    cache = InMemoryCache(max_size=500, default_ttl=600)
+    provider = LocalProvider(["Python is a language.", "should not be asked"])
+    agent = Agent(tools=[search], provider=provider, config=AgentConfig(cache=cache))
+    response1 = agent.run([Message(role=Role.USER, content="What is Python?")])
+    agent.reset()
+    response2 = agent.run([Message(role=Role.USER, content="What is Python?")])
+    assert response2.content == response1.content and len(provider.requests) == 1
+    assert (cache.stats.hits, cache.stats.misses) == (1, 1)
+    assert [s.type for s in response2.trace] == ["cache_hit"]
+
+
+def test_concurrent_aruns_of_one_agent_keep_their_own_runs(store: Store, search: Any) -> None:
+    from trails.agent.selectools import AgentObserver
+
+    class Iterations(AgentObserver):
+        def __init__(self) -> None:
+            self.seen: list[tuple[str, int]] = []
+
+        def on_iteration_start(self, run_id: str, iteration: int, messages: list[Any]) -> None:
+            self.seen.append((run_id, iteration))
+
+    heard = Iterations()
+    provider = LocalProvider(lambda messages: f"answer to {messages[-1].content[-1]}")
+    agent = Agent(tools=[search], provider=provider, config=AgentConfig(observers=[heard]))
+
+    async def process_queries(queries: list[str]) -> list[Any]:
+        tasks = [agent.arun([Message(role=Role.USER, content=q)]) for q in queries]
+        return list(await asyncio.gather(*tasks))
+
+    results = asyncio.run(process_queries(["q1", "q2", "q3"]))
+    assert [r.content for r in results] == ["answer to 1", "answer to 2", "answer to 3"]
+    assert len({r.session for r in results}) == 3
+    assert sorted(heard.seen) == sorted((r.run_id, 1) for r in results)

@@ -13,7 +13,9 @@ from trails.agent.selectools.config import (
     AgentAnalytics,
     AgentConfig,
     AgentUsage,
+    InMemoryCache,
     Role,
+    ToolPolicy,
     UsageStats,
 )
 from trails.agent.selectools.memory import ConversationMemory
@@ -50,6 +52,7 @@ __all__ = [
     "ConversationMemory",
     "EntityMemory",
     "FallbackProvider",
+    "InMemoryCache",
     "KnowledgeGraphMemory",
     "KnowledgeMemory",
     "LocalProvider",
@@ -60,6 +63,7 @@ __all__ = [
     "ResponseFormat",
     "Role",
     "StreamChunk",
+    "ToolPolicy",
     "TraceStep",
     "UsageStats",
     "build_schema_instruction",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -148,8 +149,9 @@ class Agent:
             lambda: self.usage,
             lambda: self.analytics,
             self.config.verbose,
-            lambda: self._current,
+            self._session_of,
         )
+        self._live: weakref.WeakSet[Session] = weakref.WeakSet()
         self._client: LLMClient | None = None
 
     # -- the selectools surface --------------------------------------------------------
@@ -432,8 +434,15 @@ class Agent:
             content = message.content if role != "system" else f"System: {message.content}"
             session.history.append("user" if role == "system" else role, content)
         self._current = session
+        self._live.add(session)
         self._bridge.hook("on_agent_start", session.history.messages())
         return session, keep
+
+    def _session_of(self, iri: str | None) -> Session | None:
+        """The agent's session named ``iri`` (its current one when ``iri`` is None)."""
+        if iri is None:
+            return self._current
+        return next((s for s in list(self._live) if s.iri == iri), self._current)
 
     def _close(self, session: Session, keep: bool) -> None:
         if keep:

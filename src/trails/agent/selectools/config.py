@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trails.errors import UserError
+from trails.kernel.policy import RulePolicy
+from trails.llm.cache import ResponseCache
 from trails.llm.errors import ModelRateLimitError
 from trails.llm.retry import RetryPolicy
 
@@ -25,11 +27,24 @@ __all__ = [
     "AgentAnalytics",
     "AgentConfig",
     "AgentUsage",
+    "InMemoryCache",
     "LinearRetry",
     "Role",
+    "ToolPolicy",
     "UsageStats",
     "is_rate_limit",
 ]
+
+#: selectools' ``ToolPolicy(allow=, review=, deny=, deny_when=)``: trails' ``RulePolicy``.
+ToolPolicy = RulePolicy
+
+
+class InMemoryCache(ResponseCache):
+    """selectools' ``InMemoryCache(max_size=1000, default_ttl=300)``: trails' LRU + TTL
+    ``ResponseCache`` (answers kept per principal; ``cache.stats`` as selectools')."""
+
+    def __init__(self, max_size: int = 1000, default_ttl: float | None = 300) -> None:
+        super().__init__(max_size=max_size, ttl_seconds=default_ttl)
 
 
 class Role(enum.StrEnum):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import threading
 import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -140,7 +141,7 @@ class Bridge:
         usage: the agent's usage counter.
         analytics: the agent's analytics, or None.
         verbose: print a line per model call, tool call and cache hit.
-        session: a function returning the session the agent runs in now.
+        session: a function returning the agent's session of a session IRI (None: unknown).
     """
 
     def __init__(
@@ -150,7 +151,7 @@ class Bridge:
         usage: Callable[[], AgentUsage],
         analytics: Callable[[], AgentAnalytics | None],
         verbose: bool,
-        session: Callable[[], Session | None],
+        session: Callable[[str | None], Session | None],
     ) -> None:
         if hooks:
             warnings.warn(
@@ -165,7 +166,8 @@ class Bridge:
         self.analytics = analytics
         self.verbose = verbose
         self.session = session
-        self.iteration = 0
+        self.iterations: dict[str, int] = {}
+        self._here = threading.local()  # the session IRI of the event being delivered
 
     # -- delivery ----------------------------------------------------------------------
 
@@ -225,10 +227,15 @@ class Bridge:
             lines.on_event(event)
         handler = getattr(self, f"_{event.kind}", None)
         if handler is not None:
+            self._here.iri = event.session
             handler(event.run_id or "", event.call_id or "", event.data)
 
+    def _session(self) -> Session | None:
+        """The agent's session the event being delivered belongs to."""
+        return self.session(getattr(self._here, "iri", None))
+
     def _messages(self) -> tuple[list[Any], str]:
-        session = self.session()
+        session = self._session()
         if session is None:
             return [], ""
         messages = session.history.messages()
@@ -236,9 +243,12 @@ class Bridge:
         return messages, system
 
     def _run_start(self, run_id: str, call_id: str, data: Mapping[str, Any]) -> None:
-        self.iteration = 0
+        self.iterations[run_id] = 0
         messages, system = self._messages()
         self._tell("on_run_start", run_id, messages, system)
+
+    def _run_end(self, run_id: str, call_id: str, data: Mapping[str, Any]) -> None:
+        self.iterations.pop(run_id, None)
 
     def _error(self, run_id: str, call_id: str, data: Mapping[str, Any]) -> None:
         context = {"goal": data.get("goal"), "strategy": data.get("strategy")}
@@ -248,10 +258,10 @@ class Bridge:
     def _llm_start(self, run_id: str, call_id: str, data: Mapping[str, Any]) -> None:
         messages, system = self._messages()
         model = str(data.get("model", ""))
-        if run_id and data.get("iteration_start", True):
-            self.iteration += 1
-            self._tell("on_iteration_start", run_id, self.iteration, messages)
-            self.hook("on_iteration_start", self.iteration, messages)
+        if run_id:
+            iteration = self.iterations[run_id] = self.iterations.get(run_id, 0) + 1
+            self._tell("on_iteration_start", run_id, iteration, messages)
+            self.hook("on_iteration_start", iteration, messages)
         self._tell("on_llm_start", run_id, messages, model, system)
         self.hook("on_llm_start", messages, model)
 
@@ -294,7 +304,7 @@ class Bridge:
         self._say(f"tool {data.get('capability')} {args}")
 
     def _args_of(self, call_id: str) -> dict[str, Any]:
-        session = self.session()
+        session = self._session()
         for record in reversed(session.invocations if session is not None else []):
             if str(record.activity) == call_id:
                 return dict(record.args or {})
@@ -323,8 +333,9 @@ class Bridge:
     def _step_end(self, run_id: str, call_id: str, data: Mapping[str, Any]) -> None:
         step = data.get("step")
         response = getattr(step, "observation", None) or getattr(step, "thought", None)
-        self._tell("on_iteration_end", run_id, self.iteration, response)
-        self.hook("on_iteration_end", self.iteration, response)
+        iteration = self.iterations.get(run_id, 0)
+        self._tell("on_iteration_end", run_id, iteration, response)
+        self.hook("on_iteration_end", iteration, response)
 
     def _batch_start(self, run_id: str, call_id: str, data: Mapping[str, Any]) -> None:
         self._tell("on_batch_start", data.get("batch_id"), data.get("prompts_count"))
@@ -367,7 +378,7 @@ class Bridge:
         self._tell("on_budget", run_id, reason, limit, seen)
 
     def _history_trim(self, run_id: str, call_id: str, data: Mapping[str, Any]) -> None:
-        session = self.session()
+        session = self._session()
         remaining = len(session.history) if session is not None else 0
         removed = int(data.get("evicted") or 0)
         self._tell("on_memory_trim", run_id, removed, remaining, "window")
