@@ -242,8 +242,15 @@ class Bridge:
         system = next((m.content for m in messages if m.role == "system"), "")
         return messages, system
 
+    @property
+    def listening(self) -> bool:
+        """Whether any observer or hook hears the seed's calls (else only usage is counted)."""
+        return bool(self.observers or self.hooks)
+
     def _run_start(self, run_id: str, call_id: str, data: Mapping[str, Any]) -> None:
         self.iterations[run_id] = 0
+        if not self.listening:
+            return
         messages, system = self._messages()
         self._tell("on_run_start", run_id, messages, system)
 
@@ -256,6 +263,10 @@ class Bridge:
         self.hook("on_error", data.get("error"), context)
 
     def _llm_start(self, run_id: str, call_id: str, data: Mapping[str, Any]) -> None:
+        if not self.listening:
+            if run_id:
+                self.iterations[run_id] = self.iterations.get(run_id, 0) + 1
+            return
         messages, system = self._messages()
         model = str(data.get("model", ""))
         if run_id:
