@@ -427,3 +427,36 @@ def test_concurrent_aruns_of_one_agent_keep_their_own_runs(store: Store, search:
     assert [r.content for r in results] == ["answer to 1", "answer to 2", "answer to 3"]
     assert len({r.session for r in results}) == 3
     assert sorted(heard.seen) == sorted((r.run_id, 1) for r in results)
+
+
+def test_tool_timeouts_and_sequential_tools_reach_the_run(store: Store) -> None:
+    import threading
+    import time
+
+    running: list[int] = []
+    overlap: list[int] = []
+    lock = threading.Lock()
+
+    @capability(id="slow_tool", description="Takes its time.")
+    def slow_tool(n: int) -> str:
+        with lock:
+            running.append(n)
+            overlap.append(len(running))
+        time.sleep(0.05 if n else 0.5)
+        with lock:
+            running.remove(n)
+        return f"done {n}"
+
+    both = [ToolCall("c1", "slow_tool", {"n": 1}), ToolCall("c2", "slow_tool", {"n": 2})]
+    config = AgentConfig(parallel_tool_execution=False)
+    Agent(tools=[slow_tool], provider=LocalProvider([both, "ok"]), config=config).run("Go")
+    assert max(overlap) == 1  # one after the other
+    late = [ToolCall("c3", "slow_tool", {"n": 0})]
+    config = AgentConfig(tool_timeout_seconds=0.1)
+    timed = Agent(tools=[slow_tool], provider=LocalProvider([late, "gave up"]), config=config)
+    result = timed.run("Go")
+    assert result.content == "gave up"
+    assert [s.status for s in result.trace.filter(type="error")] == ["error"]
+    assert "timed out" in str(result.plan.steps[0].observation) or "timeout" in str(
+        result.plan.steps[0].observation
+    )

@@ -295,6 +295,8 @@ def test_a_session_store_continues_the_conversation_for_its_principal(
 
     first, _ = agent("did:local:alice", ["Hello Alice."])
     result = first.run([Message(role=Role.USER, content="My name is Alice")])
+    assert first._session is not None
+    first._session.close()  # the process ended: its session is ended and never reopens
     later, provider = agent("did:local:alice", ["Alice."])  # later, even after a restart
     again = later.run([Message(role=Role.USER, content="What's my name?")])
     assert "My name is Alice" in "\n".join(m.content for m in provider.requests[0].messages)
