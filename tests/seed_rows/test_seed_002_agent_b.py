@@ -395,8 +395,18 @@ def test_routing_only_returns_the_chosen_tool_and_runs_nothing(store: Store) -> 
     assert [r["status"] for r in found] == ["dry_run"]
 
 
-def test_astream_and_batch_give_agent_results(store: Store, search: Any) -> None:
-    agent = Agent(tools=[search], provider=LocalProvider(lambda messages: "Python is a language."))
+def test_astream_and_batch_give_agent_results(
+    store: Store, search: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from trails import LoggingObserver
+
+    caplog.set_level("INFO", logger="trails.events")
+    heard = Heard()
+    agent = Agent(
+        tools=[search],
+        provider=LocalProvider(lambda messages: "Python is a language."),
+        config=AgentConfig(observers=[heard, LoggingObserver()]),
+    )
 
     async def main() -> list[Any]:
         return [
@@ -411,6 +421,11 @@ def test_astream_and_batch_give_agent_results(store: Store, search: Any) -> None
     results = agent.batch(["Cancel my sub", "How do I upgrade?"], max_concurrency=2)
     assert [r.content for r in results] == ["Python is a language."] * 2
     assert results[0].trace.filter(type="llm_call") and results[0].session != results[1].session
+    (start,) = heard.of("on_batch_start")
+    (end,) = heard.of("on_batch_end")
+    assert start[1] == 2 and end[0] == start[0] and end[1:3] == (2, 0)
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "trails.events"]
+    assert {"run_start", "llm_end", "run_end", "batch_end"} <= {line["event"] for line in lines}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert len(asyncio.run(agent.abatch(["a"]))) == 1
