@@ -279,7 +279,7 @@ def test_knowledge_memory_registers_remember_and_fills_the_workspace(
 # -- Sessions -------------------------------------------------------------------------------
 
 
-@pytest.mark.seed_row("002-026")
+@pytest.mark.seed_row("002-026", differs="docs/selectools.md#memory-and-sessions")
 @pytest.mark.seed_row("002-058")
 def test_a_session_store_continues_the_conversation_for_its_principal(
     store: Store, search: Any
