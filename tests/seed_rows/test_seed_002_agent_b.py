@@ -262,12 +262,19 @@ def test_knowledge_memory_registers_remember_and_fills_the_workspace(
     store: Store, search: Any, tmp_path: Path
 ) -> None:
     knowledge = KnowledgeMemory(directory=str(tmp_path / "workspace"), recent_days=2)
-    remember = [ToolCall("c1", "memory.learn", {"content": "Alice prefers tea"})]
+    remember = [ToolCall("c1", "remember", {"content": "Alice prefers tea"})]
     provider = LocalProvider([remember, "saved", "Tea."])
     agent = Agent(tools=[search], provider=provider, config=AgentConfig(knowledge_memory=knowledge))
-    assert "memory.learn" in [
-        t.name for t in (agent.run("Remember: I prefer tea"), provider.requests[0])[1].tools
-    ]
+    saved = agent.run("Remember: I prefer tea")
+    assert [t.name for t in provider.requests[0].tools] == ["search", "remember"]
+    nested = rows(
+        store,
+        """SELECT ?session ?outer ?inner WHERE { GRAPH ?session {
+             ?i a trails:CapabilityInvocation ; trails:capability/trails:capabilityId ?inner ;
+                prov:wasInformedBy ?o . ?o trails:capability/trails:capabilityId ?outer } }""",
+        session=IRI(saved.session),
+    )
+    assert [(r["outer"], r["inner"]) for r in nested] == [("remember", "memory.learn")]
     agent.run("What do I drink?")
     assert (
         provider.requests[-1].messages[0].content.endswith("[Recent Memory]\n- Alice prefers tea")

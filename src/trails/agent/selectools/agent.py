@@ -34,7 +34,8 @@ from trails.agent.selectools.observers import Bridge, in_async_run
 from trails.agent.selectools.providers import check_provider
 from trails.agent.selectools.trace import AgentResult, StreamChunk
 from trails.config import load_settings
-from trails.errors import UserError
+from trails.errors import UnknownCapability, UserError
+from trails.kernel import capability, get_capability, invoke
 from trails.llm.client import LLMClient
 from trails.llm.types import Message
 
@@ -43,10 +44,32 @@ if TYPE_CHECKING:
     from trails.agent.selectools.structured import ResponseFormat
     from trails.store.base import Store
 
-__all__ = ["MAX_ITERATIONS_MESSAGE", "Agent"]
+__all__ = ["MAX_ITERATIONS_MESSAGE", "REMEMBER", "Agent"]
 
 #: What a run answers when ``max_iterations`` turns ended without a final answer.
 MAX_ITERATIONS_MESSAGE = "Maximum iterations ({n}) reached without a final answer."
+
+
+#: selectools' tool for saving a fact, offered with ``AgentConfig(knowledge_memory=...)``.
+REMEMBER = "remember"
+
+
+def _remember_tool() -> str:
+    """Register ``remember`` (once): it learns the fact with ``memory.learn``, a call nested
+    in its own, so the memory is recorded as derived from the agent's decision."""
+    try:
+        get_capability(REMEMBER)
+    except UnknownCapability:
+
+        @capability(
+            id=REMEMBER,
+            description="Save a fact to long-term memory, for this and later conversations.",
+        )
+        def remember(content: str) -> str:
+            invoke("memory.learn", {"content": content})
+            return f"Remembered: {content}"
+
+    return REMEMBER
 
 
 def _tool_id(tool: Any) -> str:
@@ -127,8 +150,8 @@ class Agent:
             raise UserError(f"Agent memory= must be a ConversationMemory, not {memory!r}")
         self.tools = list(tools or [])
         self._tool_ids = [_tool_id(t) for t in self.tools]
-        if self.config.knowledge_memory is not None and "memory.learn" not in self._tool_ids:
-            self._tool_ids.append("memory.learn")  # selectools' `remember` tool
+        if self.config.knowledge_memory is not None and REMEMBER not in self._tool_ids:
+            self._tool_ids.append(_remember_tool())
         self.provider = check_provider(provider) if provider is not None else None
         self.memory = memory
         self.principal = principal or load_settings().principal
