@@ -8,6 +8,18 @@ import pytest
 
 FROZEN = {
     "trails": [
+        # selectools' names, lazily from trails.agent.selectools (``from trails import Agent``)
+        "Agent",
+        "AgentConfig",
+        "AgentObserver",
+        "AsyncAgentObserver",
+        "ConversationMemory",
+        "EntityMemory",
+        "KnowledgeGraphMemory",
+        "KnowledgeMemory",
+        "LoggingObserver",
+        "Message",
+        "Role",
         "BudgetExceeded",
         "CapabilityError",
         "ConfigError",

@@ -6,7 +6,8 @@ memory (``trails.memory``), the evidence machinery (``trails.evidence``) and
 the audit tools (``trails.audit``) are imported
 on use, so ``import trails`` stays light. ``trails.Session`` (as in
 ``from trails import capability, Session``) is such a lazy export: the agent
-package is imported the first time the name is looked up. Likewise the
+package is imported the first time the name is looked up; so are selectools' names
+(``from trails import Agent, AgentConfig``, see ``trails.agent.selectools``). Likewise the
 built-in ``memory.*`` capabilities register themselves the first time
 ``invoke`` looks up a ``memory.`` id.
 """
@@ -38,13 +39,45 @@ from trails.kernel import (
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
+    from trails.agent.selectools import (
+        Agent,
+        AgentConfig,
+        AgentObserver,
+        AsyncAgentObserver,
+        ConversationMemory,
+        EntityMemory,
+        KnowledgeGraphMemory,
+        KnowledgeMemory,
+        LoggingObserver,
+        Message,
+        Role,
+    )
 
 __version__ = "0.1.0"
 
 _moved.install()  # old import paths of moved modules keep working for one release
 
 #: Names exported lazily: name -> (module, attribute), imported on first lookup.
-_LAZY: dict[str, tuple[str, str]] = {"Session": ("trails.agent.context", "Session")}
+_LAZY: dict[str, tuple[str, str]] = {
+    "Session": ("trails.agent.context", "Session"),
+    # selectools' names (``from selectools import Agent, AgentConfig`` -> ``from trails ...``)
+    **{
+        name: ("trails.agent.selectools", name)
+        for name in (
+            "Agent",
+            "AgentConfig",
+            "AgentObserver",
+            "AsyncAgentObserver",
+            "ConversationMemory",
+            "EntityMemory",
+            "KnowledgeGraphMemory",
+            "KnowledgeMemory",
+            "LoggingObserver",
+            "Message",
+            "Role",
+        )
+    },
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -63,11 +96,22 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Agent",
+    "AgentConfig",
+    "AgentObserver",
+    "AsyncAgentObserver",
     "BudgetExceeded",
     "CapabilityError",
     "ConfigError",
     "Context",
+    "ConversationMemory",
+    "EntityMemory",
+    "KnowledgeGraphMemory",
+    "KnowledgeMemory",
+    "LoggingObserver",
+    "Message",
     "PolicyDenied",
+    "Role",
     "Session",
     "StoreError",
     "TrailsError",

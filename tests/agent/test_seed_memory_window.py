@@ -53,9 +53,6 @@ def rows(store: Store, query: str) -> list[dict[str, Any]]:
     return [{k: to_python(v) for k, v in row.items()} for row in result]
 
 
-@pytest.mark.seed_row(
-    "002-062", differs="docs/agent.md#coming-from-selectools"
-)  # no ConversationMemory class
 def test_max_messages_keeps_a_sliding_window_and_records_each_eviction(store: Store) -> None:
     session = Session(principal="did:local:alice", max_messages=3)
     session.history.set_system("You keep notes.")

@@ -1,9 +1,11 @@
 """Seed 002 (selectools' Agent module), rows 001 to 036: the agent loop, its configuration,
 retries and timeouts, sessions and memory options, each graded as the seed's text describes it.
 
-Where selectools' shape differs from trails' on purpose (one ``Agent`` object, ``AgentConfig``
-names), the test asserts the trails way and ``differs=`` names the section of docs/agent.md
-that says so. Rows 037 to 053 (the observer events) are in ``test_seed_002_a_events.py``.
+Where selectools' shape differs from trails' own (``Session`` and the planner's keywords for
+one ``Agent`` object), the test asserts the trails way; the rows of the seed's own names
+(``Agent``, ``AgentConfig``) are graded in ``test_seed_002_agent.py`` and
+``test_seed_002_agent_b.py``. Rows 037 to 053 (the observer events) are in
+``test_seed_002_a_events.py``.
 """
 
 from __future__ import annotations
@@ -52,7 +54,6 @@ def tools() -> Iterator[list[str]]:
 # -- Overview: the Agent object, name, shorthands, a message list -----------------------
 
 
-@pytest.mark.seed_row("002-001", differs="docs/agent.md#coming-from-selectools")
 def test_a_session_with_its_client_and_strategy_is_the_agent(
     store: Store, tools: list[str]
 ) -> None:
@@ -63,11 +64,8 @@ def test_a_session_with_its_client_and_strategy_is_the_agent(
     assert [s.action for s in result.steps] == ["search", "finish"]
     (run,) = rows(store, STOP, session=IRI(session.iri))
     assert run["stop"] == "goal_achieved" and run["run"] == result.activity_iri
-    with pytest.raises(ImportError):
-        from trails.agent import Agent  # type: ignore[attr-defined]  # noqa: F401
 
 
-@pytest.mark.seed_row("002-002", differs="docs/agent.md#coming-from-selectools")
 def test_an_agent_has_a_name_recorded_as_its_software_agent(store: Store) -> None:
     researcher = Session(principal="did:local:researcher", name="researcher")
     researcher.run("Find info about Python", llm=LLMClient.mock([finish("ok")]), tools=[])
@@ -83,7 +81,6 @@ def test_an_agent_has_a_name_recorded_as_its_software_agent(store: Store) -> Non
     assert [(r["name"], r["principal"]) for r in found] == [("researcher", "did:local:researcher")]
 
 
-@pytest.mark.seed_row("002-003", differs="docs/agent.md#coming-from-selectools")
 def test_session_run_and_arun_are_the_shorthands(store: Store) -> None:
     session = alice(llm=LLMClient.mock([finish("hi"), finish("again")]))
     assert session.run("hello", tools=[]).answer == "hi"
@@ -91,7 +88,6 @@ def test_session_run_and_arun_are_the_shorthands(store: Store) -> None:
     assert not callable(session) and not hasattr(session, "ask") and not hasattr(session, "aask")
 
 
-@pytest.mark.seed_row("002-004", differs="docs/agent.md#coming-from-selectools")
 def test_earlier_turns_come_from_the_reused_session_not_a_message_list(store: Store) -> None:
     llm = LLMClient.mock([finish("Hello Alice"), finish("Alice")])
     session = alice(llm=llm)
@@ -122,7 +118,6 @@ def test_the_loop_calls_the_model_runs_the_tool_and_feeds_the_result_back(
     assert [s["id"] for s in statuses(store, session)] == ["search"]
 
 
-@pytest.mark.seed_row("002-006", differs="docs/agent.md#coming-from-selectools")
 def test_a_reply_without_a_tool_call_is_the_final_answer(store: Store) -> None:
     """selectools' rule holds where the provider says whether a tool was called (native); in
     the guide's JSON contract prose is a malformed reply (seed 000 decides trails' planners)."""
@@ -146,7 +141,6 @@ def test_a_reply_without_a_tool_call_is_the_final_answer(store: Store) -> None:
     assert sorted(r["answer"] for r in answers) == ["Just a plain answer.", "hi"]
 
 
-@pytest.mark.seed_row("002-007", differs="docs/agent.md#coming-from-selectools")
 def test_the_step_cap_ends_the_run_with_the_last_observation(
     store: Store, tools: list[str]
 ) -> None:
@@ -158,8 +152,6 @@ def test_the_step_cap_ends_the_run_with_the_last_observation(
     assert run["stop"] == "max_steps" and run["cls"].endswith("StepLimit")
 
 
-@pytest.mark.seed_row("002-008", differs="docs/agent.md#coming-from-selectools")
-@pytest.mark.seed_row("002-032", differs="docs/agent.md#coming-from-selectools")
 def test_a_final_provider_failure_is_returned_as_stopped_error(store: Store) -> None:
     session = alice()
     llm = LLMClient.mock([ModelServerError("down", provider="mock", status=503)])
@@ -271,7 +263,6 @@ def test_the_temperature_reaches_the_request_and_the_record(store: Store) -> Non
     assert json.loads(found["prompt"])["params"]["temperature"] == 0.3
 
 
-@pytest.mark.seed_row("002-016", differs="docs/agent.md#coming-from-selectools")
 def test_one_replys_cap_is_max_tokens_per_call(store: Store) -> None:
     session = alice()
     llm = LLMClient.mock([finish("ok"), finish("ok")])
@@ -289,7 +280,6 @@ def test_one_replys_cap_is_max_tokens_per_call(store: Store) -> None:
         )
 
 
-@pytest.mark.seed_row("002-017", differs="docs/agent.md#coming-from-selectools")
 def test_the_iteration_cap_is_max_steps_default_ten() -> None:
     params = inspect.signature(react.run).parameters
     assert params["max_steps"].default == 10 and "max_iterations" not in params
@@ -298,7 +288,6 @@ def test_the_iteration_cap_is_max_steps_default_ten() -> None:
 # -- Retries and timeouts ------------------------------------------------------------------
 
 
-@pytest.mark.seed_row("002-018", differs="docs/agent.md#coming-from-selectools")
 def test_retries_back_off_exponentially(store: Store) -> None:
     sleeps: list[float] = []
     policy = RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0, sleep=sleeps.append)
@@ -313,7 +302,6 @@ def test_retries_back_off_exponentially(store: Store) -> None:
     ] == [(2, "ok")]
 
 
-@pytest.mark.seed_row("002-019", differs="docs/agent.md#coming-from-selectools")
 def test_a_rate_limit_waits_what_the_provider_asks(store: Store) -> None:
     sleeps: list[float] = []
     policy = RetryPolicy(max_retries=2, base_delay=1.0, jitter=0.0, sleep=sleeps.append)
@@ -324,7 +312,6 @@ def test_a_rate_limit_waits_what_the_provider_asks(store: Store) -> None:
     assert "rate_limit_cooldown_seconds" not in inspect.signature(RetryPolicy).parameters
 
 
-@pytest.mark.seed_row("002-020", differs="docs/agent.md#coming-from-selectools")
 def test_the_request_timeout_is_the_clients_timeout(store: Store) -> None:
     for make, default in (
         (LLMClient.anthropic, 60.0),
@@ -341,9 +328,6 @@ def test_the_request_timeout_is_the_clients_timeout(store: Store) -> None:
     assert [r["status"] for r in rows(store, RETRIES, session=IRI(session.iri))] == ["error"]
 
 
-@pytest.mark.seed_row(
-    "002-021", differs="docs/agent.md#coming-from-selectools"
-)  # cost_warning_usd=, not _threshold
 def test_crossing_the_cost_warning_threshold_warns_once_and_the_runs_go_on(
     store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -377,7 +361,6 @@ def test_crossing_the_cost_warning_threshold_warns_once_and_the_runs_go_on(
 # -- Observability: verbose, analytics, hooks ------------------------------------------------
 
 
-@pytest.mark.seed_row("002-022", differs="docs/agent.md#coming-from-selectools")
 def test_logging_observer_prints_tokens_costs_and_tool_calls(
     store: Store, tools: list[str], caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -396,7 +379,6 @@ def test_logging_observer_prints_tokens_costs_and_tool_calls(
     assert "verbose" not in inspect.signature(react.run).parameters
 
 
-@pytest.mark.seed_row("002-023", differs="docs/agent.md#coming-from-selectools")
 def test_tool_usage_analytics_are_a_query_of_the_graph(store: Store, tools: list[str]) -> None:
     from trails.audit import get_query
 
@@ -408,7 +390,6 @@ def test_tool_usage_analytics_are_a_query_of_the_graph(store: Store, tools: list
     assert [(u["capability"], u["invocations"]) for u in usage] == [("calc", 2), ("search", 1)]
 
 
-@pytest.mark.seed_row("002-024", differs="docs/agent.md#coming-from-selectools")
 def test_hooks_are_observer_methods(store: Store, tools: list[str]) -> None:
     called: list[tuple[str, Any]] = []
 
@@ -425,7 +406,6 @@ def test_hooks_are_observer_methods(store: Store, tools: list[str]) -> None:
     assert "hooks" not in inspect.signature(Session).parameters
 
 
-@pytest.mark.seed_row("002-025", differs="docs/agent.md#coming-from-selectools")
 def test_routing_only_is_a_dry_run(store: Store, tools: list[str]) -> None:
     seen = Seen()
     session = alice(observers=[seen])
@@ -440,7 +420,6 @@ def test_routing_only_is_a_dry_run(store: Store, tools: list[str]) -> None:
 # -- Sessions and memory -----------------------------------------------------------------------
 
 
-@pytest.mark.seed_row("002-026", differs="docs/agent.md#coming-from-selectools")
 def test_a_session_is_saved_and_loaded_in_the_store(store: Store) -> None:
     session = alice(session_id="user-123")
     session.run("My name is Alice", llm=LLMClient.mock([finish("Hello Alice")]), tools=[])
@@ -458,7 +437,6 @@ def test_a_session_is_saved_and_loaded_in_the_store(store: Store) -> None:
     assert [f["count"] for f in found] == [3]
 
 
-@pytest.mark.seed_row("002-027", differs="docs/agent.md#coming-from-selectools")
 def test_trimmed_messages_are_summarised_by_the_given_client(store: Store) -> None:
     cheap = LLMClient.mock("Alice introduced herself.", model="gpt-4o-mini")
     session = alice(max_messages=3, summarize_on_trim=cheap)
@@ -496,9 +474,6 @@ def test_entity_memory_injects_known_entities_on_the_next_turn(store: Store) -> 
     assert [t["topic"] for t in topics] == ["entity"]
 
 
-@pytest.mark.seed_row(
-    "002-029", differs="docs/agent.md#coming-from-selectools"
-)  # no storage= / provider=
 def test_knowledge_graph_memory_injects_known_relationships(store: Store) -> None:
     from trails.agent.knowledge import KnowledgeGraphMemory
 
@@ -520,7 +495,6 @@ def test_knowledge_graph_memory_injects_known_relationships(store: Store) -> Non
     assert [t["topic"] for t in topics] == ["relationship"]
 
 
-@pytest.mark.seed_row("002-030", differs="docs/agent.md#coming-from-selectools")
 def test_knowledge_memory_shows_what_earlier_sessions_remembered(store: Store) -> None:
     from trails.agent.knowledge import KnowledgeMemory
     from trails.memory import register
@@ -588,7 +562,6 @@ def test_async_tools_are_awaited(store: Store, tools: list[str]) -> None:
     assert [c["status"] for c in statuses(store, session)] == ["ok", "ok"]
 
 
-@pytest.mark.seed_row("002-035", differs="docs/agent.md#coming-from-selectools")
 def test_a_nested_run_is_informed_by_its_parent_through_ctx(store: Store) -> None:
     from trails.kernel import Context
 

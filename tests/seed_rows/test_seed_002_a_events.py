@@ -189,7 +189,6 @@ def test_a_response_served_from_the_cache_is_a_cache_hit(store: Store) -> None:
     assert sorted(h["hit"] for h in hits) == [False, True]
 
 
-@pytest.mark.seed_row("002-050", differs="docs/agent.md#coming-from-selectools")
 def test_per_call_usage_rides_on_llm_end_and_the_completion(store: Store) -> None:
     seen = Seen()
     session = alice(observers=[seen])
@@ -247,7 +246,6 @@ def test_a_streaming_tool_emits_chunks(store: Store) -> None:
     assert [json.loads(f["output"]) for f in found] == ["Q1: revenue was flat"]
 
 
-@pytest.mark.seed_row("002-053", differs="docs/agent.md#coming-from-selectools")
 def test_an_iteration_is_an_llm_start_and_ends_with_step_end(
     store: Store, tools: list[str]
 ) -> None:

@@ -97,7 +97,6 @@ def test_each_structured_validation_is_an_event(store: Store) -> None:
     }
 
 
-@pytest.mark.seed_row("002-057", differs=SELECTOOLS)  # history_trim, not on_memory_trim
 def test_trims_summaries_and_entity_extractions_are_events(store: Store) -> None:
     seen = Seen()
     trimmed = alice(
@@ -150,7 +149,6 @@ def test_budget_cancellation_and_model_switch_are_heard(store: Store) -> None:
     ]
 
 
-@pytest.mark.seed_row("002-060", differs=SELECTOOLS)
 def test_async_observers_run_on_the_runs_loop_and_sync_ones_inline(store: Store) -> None:
     heard: list[str] = []
     order: list[str] = []
@@ -184,7 +182,6 @@ def test_async_observers_run_on_the_runs_loop_and_sync_ones_inline(store: Store)
     assert order == ["tool", "observer"]  # a sync observer ran before the run went on
 
 
-@pytest.mark.seed_row("002-061", differs=SELECTOOLS)
 def test_a_runs_spans_are_exported_from_the_graph(store: Store) -> None:
     session = alice()
     react.run("Hi.", llm=LLMClient.mock([finish("hello")]), session=session, tools=[])
@@ -385,7 +382,6 @@ def test_cache_stats_count_hits_misses_and_the_hit_rate(ctx: Context) -> None:
     assert cache.stats.hit_rate == 0.5
 
 
-@pytest.mark.seed_row("002-078", differs=SELECTOOLS)
 def test_a_new_session_is_a_reset_history(store: Store) -> None:
     client = LLMClient.mock([finish("Hi Alice"), finish("No idea")], response_cache=True)
     first = alice()
@@ -466,7 +462,6 @@ def test_response_format_is_a_type_alias_of_models_and_schemas() -> None:
     assert "BaseModel" in text and "dict" in text
 
 
-@pytest.mark.seed_row("002-083", differs=SELECTOOLS)
 def test_output_format_is_the_standalone_structured_toolkit() -> None:
     class Sentiment(pydantic.BaseModel):
         label: str
@@ -484,7 +479,6 @@ def test_output_format_is_the_standalone_structured_toolkit() -> None:
 # -- traces ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.seed_row("002-084", differs=SELECTOOLS)
 def test_the_session_graph_is_the_trace(store: Store) -> None:
     office_tools()
     session = alice()

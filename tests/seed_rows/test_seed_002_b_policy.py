@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from tests.seed_rows._helpers import IRI, act, finish, rows
-from tests.seed_rows._seed_002_b import SELECTOOLS, Count, alice, office_tools
+from tests.seed_rows._seed_002_b import Count, alice, office_tools
 
 from trails.agent.planners import react
 from trails.kernel import Context, RulePolicy, default_tracker
@@ -311,7 +311,6 @@ def test_terminal_tools_end_arun_astream_and_parallel_calls(store: Store) -> Non
 # -- usage, testing, configuration ----------------------------------------------------------------------------
 
 
-@pytest.mark.seed_row("002-104", differs=SELECTOOLS)
 def test_usage_totals_come_from_the_tracker_and_the_graph(store: Store) -> None:
     tracker = default_tracker()
     tracker.reset()
@@ -337,7 +336,6 @@ def test_the_mock_client_is_the_local_provider(store: Store) -> None:
     assert len(client.requests) == 1 and client.requests[0].messages[-1].content.endswith("test")
 
 
-@pytest.mark.seed_row("002-106", differs=SELECTOOLS)
 def test_a_missing_api_key_is_a_clear_recorded_error_at_the_first_call(
     ctx: Context, store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -224,4 +224,5 @@ class EvictionRecorder:
             evicted=len(dropped),
             tokens=sum(e.tokens for e in dropped),
             summarized=text is not None,
+            summary=text,
         )

@@ -38,10 +38,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trails.errors import TrailsError, UserError
@@ -172,15 +174,20 @@ class KnowledgeGraphMemory:
         provider: seed 002's name for ``llm``.
         scope: the memory scope the triples are learned in (as ``EntityMemory``).
         max_triples: the most relationships shown to the model, newest first.
+        storage: seed 002's backend name: ``"memory"``, ``"sqlite"`` or ``"store"``. In
+            trails every triple is a recorded memory in the trails store, whichever is
+            named (durable, as selectools' ``"sqlite"``); the name is kept.
 
     Raises:
-        UserError: a client without ``complete``, an unknown scope, a bad limit.
+        UserError: a client without ``complete``, an unknown scope, a bad limit, an
+            unknown ``storage``.
     """
 
     llm: Any = None
     provider: Any = None
     scope: str = "private"
     max_triples: int = 50
+    storage: str = "store"
 
     topic = "relationship"
     heading = "[Known Relationships]"
@@ -189,6 +196,11 @@ class KnowledgeGraphMemory:
     def __post_init__(self) -> None:
         self.llm = _client(self.llm, self.provider, "KnowledgeGraphMemory")
         _check(self.scope, self.max_triples, "KnowledgeGraphMemory")
+        if self.storage not in ("memory", "sqlite", "store"):
+            raise UserError(
+                f"KnowledgeGraphMemory(storage=...) must be memory, sqlite or store, "
+                f"not {self.storage!r}"
+            )
         _memory()
 
     @property
@@ -244,6 +256,9 @@ class KnowledgeMemory:
         scope: the memory scope listed (``private``: the session's principal, across
             its sessions; ``shared``; ``session``).
         max_memories: the most memories shown, newest first.
+        directory: seed 002's workspace folder: each run writes what it was shown there
+            as plain text, ``MEMORY.md`` (long-term) and ``<date>.md`` (recent), a readable
+            mirror of the recorded memories (the store stays the record).
 
     Raises:
         UserError: a negative ``recent_days``, an unknown scope, a bad limit.
@@ -252,6 +267,7 @@ class KnowledgeMemory:
     recent_days: int = 2
     scope: str = "private"
     max_memories: int = 50
+    directory: str | os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:
         days = self.recent_days
@@ -267,11 +283,22 @@ class KnowledgeMemory:
         kept = [m for m in reversed(listed) if m.topic not in ("entity", "relationship")]
         older = [m.content for m in kept if m.recorded_at < since]
         recent = [m.content for m in kept if m.recorded_at >= since]
+        if self.directory is not None:
+            self._mirror(older, recent)
         return [
             heading + "\n" + "\n".join(f"- {c}" for c in contents)
             for heading, contents in (("[Long-term Memory]", older), ("[Recent Memory]", recent))
             if contents
         ]
+
+    def _mirror(self, older: list[str], recent: list[str]) -> None:
+        """Write the memories shown into ``directory`` (``MEMORY.md``, ``<date>.md``)."""
+        folder = Path(self.directory)  # type: ignore[arg-type]
+        folder.mkdir(parents=True, exist_ok=True)
+        today = datetime.now(UTC).date().isoformat()
+        for name, contents in (("MEMORY.md", older), (f"{today}.md", recent)):
+            text = "".join(f"- {c}\n" for c in contents)
+            (folder / name).write_text(text, encoding="utf-8")
 
 
 @dataclass

@@ -341,7 +341,14 @@ def _finish(
     )
     duration_ms = (ended - started).total_seconds() * 1000.0
     if status == "ok":
-        notify(ctx, "tool_end", call_id=str(activity), capability=spec.id, duration_ms=duration_ms)
+        notify(
+            ctx,
+            "tool_end",
+            call_id=str(activity),
+            capability=spec.id,
+            duration_ms=duration_ms,
+            result=result,
+        )
     else:
         notify(
             ctx,

@@ -79,7 +79,7 @@ EVENT_KINDS: tuple[str, ...] = (
     "llm_retry",  # data: attempt, max_retries, error, delay_s
     "tool_start",  # data: capability, args
     "tool_chunk",  # data: capability, chunk (a piece a streaming capability yielded)
-    "tool_end",  # data: capability, duration_ms
+    "tool_end",  # data: capability, duration_ms, result
     "tool_error",  # data: capability, status, error, duration_ms
     "tool_dry_run",  # data: capability, args, observation (planned, not executed)
     "policy_decision",  # data: capability, decision, reason, rule, review, reviewer
@@ -87,7 +87,7 @@ EVENT_KINDS: tuple[str, ...] = (
     "budget",  # data: reason, limit, observed
     "step_end",  # data: index, action, step (the PlanStep)
     "node_end",  # data: node_id, node_kind, outcome, iteration (a behaviour-tree node ended)
-    "history_trim",  # data: evicted, tokens, summarized (a session's window dropped entries)
+    "history_trim",  # data: evicted, tokens, summarized, summary (a window dropped entries)
     "batch_start",  # data: batch_id, prompts_count
     "batch_end",  # data: batch_id, results_count, errors_count, total_duration_ms
     "session_save",  # data: session_id, message_count (persist() wrote a projection)

@@ -73,6 +73,11 @@ class RetryPolicy:
             backoff = max(backoff, min(retry_after, self.max_delay))
         return backoff
 
+    def wait(self, error: BaseException, attempt: int) -> float:
+        """Seconds to wait before retry number ``attempt`` after ``error`` (``delay`` with the
+        provider's ``retry-after``); a policy that reads the error overrides this."""
+        return self.delay(attempt, getattr(error, "retry_after", None))
+
 
 class RetryError(Exception):
     """Internal carrier: the final error plus how many retries were made before it."""
@@ -118,7 +123,7 @@ def _next_delay(exc: Exception, retries: int, policy: RetryPolicy) -> float:
     """The delay before retry ``retries + 1``, or ``RetryError`` when there is none."""
     if not is_retryable(exc) or retries >= policy.max_retries:
         raise RetryError(exc, retries) from exc
-    return policy.delay(retries + 1, getattr(exc, "retry_after", None))
+    return policy.wait(exc, retries + 1)
 
 
 async def acall_with_retries(
