@@ -35,7 +35,8 @@ false``, then its recovery of sessions a stopped process left open
 ``[otel] endpoint`` is set (or ``[otel] export = true``, the endpoint then
 coming from the standard ``OTEL_EXPORTER_OTLP_*`` variables), the span
 exporter (``OTEL_EXPORTER``), and, when ``[[mcp.servers]]`` lists MCP servers, their
-mount (``MCP_SERVERS``), so the recorder never imports the evidence room: data flows one way,
+mount (``MCP_SERVERS``), and, when ``[controls] on_session_end = true``, the evaluation of
+a session's controls as it ends (``CONTROLS``), so the recorder never imports the evidence room: data flows one way,
 events -> quads -> store -> evidence -> audit, and the top level connects them.
 """
 
@@ -53,6 +54,7 @@ from typing import Any
 from trails.errors import ConfigError
 
 __all__ = [
+    "CONTROLS",
     "DEFAULT_STORE",
     "KNOWN_KEYS",
     "MCP_SERVERS",
@@ -74,6 +76,10 @@ OTEL_EXPORTER = "trails.otel.exporter:install"
 MCP_SERVERS = "trails.mcp.mounts:install"
 """The plugin that mounts the ``[[mcp.servers]]`` of trails.toml (once per process): a
 recorder plugin, also called by planners before they build their catalogue."""
+
+CONTROLS = "trails.controls.session_end:install"
+"""The recorder plugin that evaluates a session's controls as it ends (``[controls]
+on_session_end = true``)."""
 
 RECOVERY = "trails.evidence.recovery:recover_on_open"
 """The recorder plugin that ends, as interrupted, sessions a stopped process left open."""
@@ -153,6 +159,7 @@ KNOWN_KEYS: dict[str, frozenset[str] | None] = {
             "access_log_days",
         }
     ),
+    "controls": frozenset({"directory", "builtin", "on_session_end", "timeout", "by"}),
     "llm": None,
     "otel": None,
     "mcp": None,
@@ -212,7 +219,9 @@ class Settings:
             otel = self.section("otel")
             exporter = [OTEL_EXPORTER] if otel.get("endpoint") or otel.get("export") else []
             mcp = [MCP_SERVERS] if self.section("mcp").get("servers") else []
-            return [*sealer, RECOVERY, *exporter, *mcp]
+            on_end = self.section("controls").get("on_session_end", False)
+            controls = [CONTROLS] if on_end is True else []
+            return [*sealer, RECOVERY, *exporter, *mcp, *controls]
         if not isinstance(explicit, list) or not all(isinstance(p, str) for p in explicit):
             raise ConfigError("[prov] recorder_plugins must be a list of 'module:function' strings")
         return list(explicit)

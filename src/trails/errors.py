@@ -22,6 +22,7 @@ Every error trails raises on purpose is a ``TrailsError``. Backend exceptions
     │   │   ├── ContentErased      replay met content that was erased (names step and erasure)
     │   │   └── SessionTaken       an id the store holds (another principal's, ended, open)
     │   ├── NotAStore              a folder to read is not a store, or one to create is not empty
+    │   ├── ControlError           a control file is refused (syntax, prefix, update, field)
     │   └── MemoryInputError       bad memory input (range, scope, missing id)
     ├── RunError                   something failed while running
     │   ├── CapabilityError        a handler raised; the cause is attached
@@ -49,6 +50,7 @@ __all__ = [
     "CapabilityTimeout",
     "ConfigError",
     "ContentErased",
+    "ControlError",
     "ExportError",
     "ExportRefused",
     "MemoryInputError",
@@ -199,6 +201,10 @@ class NotAStore(UserError):
         self.location = location
         self.creatable = creatable
         super().__init__(message)
+
+
+class ControlError(UserError):
+    """A control file (TOML and its check) is refused before anything runs."""
 
 
 class MemoryInputError(UserError):

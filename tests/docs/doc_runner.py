@@ -32,7 +32,7 @@ shell at all. The rules, which are also what the docs promise their readers:
   their port accepts connections (or fails with their output if they exit), and
   they are stopped when the document ends (later blocks may still query them).
 - A block whose info string names a file (```` ```sparql file=q.rq ````) is
-  written to that file before anything runs, so commands can use it (a Python
+  written to that file (its folders made) before anything runs, so commands can use it (a Python
   block with a file is a program a command runs, not run in the namespace).
 - A block that genuinely cannot run is preceded by a visible line
   ``*Not run by the docs tests: <reason>.*``; the reason is required, and the
@@ -340,6 +340,7 @@ class Runner:
         found = blocks(text, self.label)
         for block in found:
             if block.file:
+                Path(block.file).parent.mkdir(parents=True, exist_ok=True)
                 Path(block.file).write_text(block.body, encoding="utf-8")
         try:
             self._blocks(found)

@@ -5,7 +5,8 @@ everything needed to check them on another machine:
 
 - ``sessions/NNNN.trig``: each graph, in TriG, as the store holds it, with its content
   graph; the sealed erasure and retention receipts that name a bundled session's
-  removed content are bundled as graphs of their own;
+  removed content, and the sealed findings graphs of the controls evaluated on a
+  bundled session, are bundled as graphs of their own;
 - ``ledger/segment.nq``: the seals of those graphs and, for each writer's
   chain, every seal between the first and the last of them (the **chain
   segment**), plus recorded key rotations, in canonical N-Quads;
@@ -221,6 +222,18 @@ def _scratch(entries: dict[str, bytes], findings: list[Finding] | None = None) -
     return scratch
 
 
+_FINDINGS = """PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT DISTINCT ?g ?session WHERE { GRAPH ?g { ?e trails:evaluatedSession ?session } }"""
+
+
+def _findings_graphs(store: Store, graphs: list[IRI]) -> set[IRI]:
+    """The sealed findings graphs of control evaluations of ``graphs`` (they travel too)."""
+    wanted = {str(g) for g in graphs}
+    result = store.query(_FINDINGS)
+    assert isinstance(result, Solutions)
+    return {IRI.trusted(str(r["g"])) for r in result if str(r["session"]) in wanted}
+
+
 def write_bundle(
     store: Store,
     path: str | Path,
@@ -259,7 +272,7 @@ def write_bundle(
     if not graphs:
         raise ExportError("the selection is empty: no session graph to bundle")
     # the sealed receipts of content erased or retained away go with the sessions they name
-    graphs = sorted(set(graphs) | receipt_graphs(store, graphs))
+    graphs = sorted(set(graphs) | receipt_graphs(store, graphs) | _findings_graphs(store, graphs))
     entries: dict[str, bytes] = {}
     stats = BundleStats()
     sessions: dict[str, IRI] = {}

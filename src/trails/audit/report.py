@@ -419,6 +419,7 @@ def report_data(
         "decisions": _rows(store, "policy-decisions", session=iri),
         "failures": _failures(_rows(store, "failed-invocations", session=iri)),
         "memories": _rows(store, "memories-used", session=iri),
+        "controls": _rows(store, "control-findings", session=iri),
         "seal": seal,
         "generated": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "redacting": bool(redaction and redaction.rules),

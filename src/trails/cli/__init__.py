@@ -71,6 +71,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "otlp": ("otlp", "receive OpenTelemetry GenAI traces (OTLP/HTTP) as provenance"),
     "mcp": ("mcp", "trails over MCP (serve) and a recording MCP proxy (proxy)"),
     "capabilities": ("capabilities", "print the capability manifest (JSON-LD, JSON or MCP tools)"),
+    "controls": ("controls", "check controls (rules over the evidence) and record their findings"),
     "shapes": ("shapes", "print the SHACL shapes recorded graphs satisfy (--path: where they are)"),
 }
 

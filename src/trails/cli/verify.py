@@ -154,6 +154,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "tokens against it (default: [audit] timestamp_cert)",
     )
     p.add_argument(
+        "--controls",
+        metavar="DIR",
+        help="also check that each control of DIR is the definition its newest recorded "
+        "evaluation used (a control edited after it ran is a finding)",
+    )
+    p.add_argument(
         "--bundle",
         metavar="FILE",
         help="check an evidence bundle (trails export --bundle) instead of a store; "
@@ -182,6 +188,30 @@ def _expected(text: str | None) -> tuple[list[str] | None, str | None]:
     return _heads(text), None
 
 
+def _controls(directory: str | None) -> list[Any] | None:
+    """``--controls DIR``'s controls, read (and refused) before the store is opened."""
+    if directory is None:
+        return None
+    from trails.controls import load_controls
+
+    return load_controls(directory)
+
+
+def _changed_controls(store: Any, controls: list[Any]) -> list[Finding]:
+    """A ``control`` finding per control edited after its newest recorded evaluation."""
+    from trails.controls import definition_changes
+
+    return [
+        Finding(
+            "control",
+            cid,
+            f"the definition changed after it ran: its newest recorded evaluation used "
+            f"sha256 {before}, the file now has {after}",
+        )
+        for cid, before, after in definition_changes(store, controls)
+    ]
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the command; see ``register``."""
     settings = load_settings()
@@ -204,6 +234,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.proof or session is not None or args.since_head:
             raise UserError("--session-file goes with --proof, which checks a proof file alone")
         return run_proof(args, public_key)
+    controls = _controls(args.controls)
     with reading(args.store) as store:
         report = verify(
             store,
@@ -215,6 +246,8 @@ def run(args: argparse.Namespace) -> int:
             progress=_progress_bar() if session is None and not args.quick else None,
             jobs=args.jobs,
         )
+        if controls is not None:
+            report.findings += _changed_controls(store, controls)
         cut = calls_cut_short(store, session) if args.strict else []
         since = since_head_check(store, args, public_key) if args.since_head else None
         if expected_file is not None:

@@ -75,6 +75,7 @@ RECEIPT_KINDS: dict[str, str] = {
     "erasure/": "erasure",
     "retention:": "retention",
     "migration/": "migration",
+    "controls/": "controls",  # a control evaluation's findings (trails.controls.record)
 }
 
 

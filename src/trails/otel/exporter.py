@@ -17,6 +17,9 @@ delays a session's end or the exit by that much and never hangs them. The endpoi
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_ENDPOINT``,
 headers and timeout variables, which the SDK reads itself.
 
+Each recorded control finding also goes out as one OTel log record
+(``trails.otel.findings``), to the logs endpoint beside the traces one.
+
 Exporting never changes what is recorded: the emitter runs after the write,
 and the recorder logs and ignores a listener that fails.
 """
@@ -343,4 +346,21 @@ def install(recorder: Recorder, settings: Settings) -> SpanEmitter:
     )
     recorder.subscribe(emitter)
     atexit.register(emitter.shutdown)
+    _install_finding_logs(recorder, emitter.resource, str(endpoint) if endpoint else None)
     return emitter
+
+
+def _install_finding_logs(recorder: Recorder, resource: Resource, endpoint: str | None) -> None:
+    """One OTel log record per control finding (``trails.otel.findings``), to the logs
+    endpoint beside the traces one."""
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+    from trails.otel.findings import FindingLogger, logs_endpoint
+
+    logger = FindingLogger(
+        BatchLogRecordProcessor(OTLPLogExporter(endpoint=logs_endpoint(endpoint))),
+        resource=resource,
+    )
+    recorder.subscribe(logger)
+    atexit.register(logger.shutdown)

@@ -319,6 +319,24 @@ class T:
     retentionRule = TRAILS.retentionRule
     retentionReason = TRAILS.retentionReason
     removedSealHash = TRAILS.removedSealHash
+    # controls: rules over the evidence, their evaluations and findings
+    Control = TRAILS.Control
+    ControlEvaluation = TRAILS.ControlEvaluation
+    ControlFinding = TRAILS.ControlFinding
+    controlId = TRAILS.controlId
+    controlScope = TRAILS.controlScope
+    controlReference = TRAILS.controlReference
+    definitionSha256 = TRAILS.definitionSha256
+    severity = TRAILS.severity
+    outcome = TRAILS.outcome
+    outcomeDetail = TRAILS.outcomeDetail
+    evaluatedSession = TRAILS.evaluatedSession
+    readGraph = TRAILS.readGraph
+    findingCount = TRAILS.findingCount
+    findingOf = TRAILS.findingOf
+    findingSubject = TRAILS.findingSubject
+    findingSession = TRAILS.findingSession
+    findingMessage = TRAILS.findingMessage
     # memory: learn / recall / forget on the store
     MemoryLearn = TRAILS.MemoryLearn
     MemoryRecall = TRAILS.MemoryRecall

@@ -1,0 +1,293 @@
+"""Evaluating controls: a session's controls over its graphs, the store's over everything.
+
+``evaluate_session(store, session, controls)`` runs each session-scoped control with the
+default graph the union of the session's graphs (its session graph and its content graph,
+also visible as named graphs) and ``?session`` bound to the session's IRI;
+``evaluate_store(store, controls)`` runs each store-scoped control over the union of every
+graph. Values reach the query only as bound parameters. Each control gets an ``Outcome``:
+``passed`` (no row), ``violated`` (one ``Violation`` per row), ``timed out`` (it ran past
+``timeout`` seconds: never reported as passed) or ``error`` (the store refused it).
+
+Nothing here writes: ``trails.controls.record`` turns an ``Evaluation`` into evidence.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeVar
+
+from trails.controls.model import Control, severity_rank
+from trails.errors import TrailsError
+from trails.prov.content import content_graph
+from trails.store.base import Store, select
+from trails.store.terms import IRI, BNode, Term, Triple
+from trails.store.terms import Literal as RDFLiteral
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "Evaluation",
+    "Outcome",
+    "Violation",
+    "evaluate_session",
+    "evaluate_store",
+    "session_graphs",
+]
+
+DEFAULT_TIMEOUT_S = 30.0
+"""How long one control may run before it is reported ``timed out``."""
+
+Status = Literal["passed", "violated", "timed out", "error"]
+T_ = TypeVar("T_")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One row of a control's check: what is at fault, in which session, and why."""
+
+    control: str
+    severity: str
+    subject: str | None
+    session: str | None
+    message: str | None = None
+
+
+@dataclass
+class Outcome:
+    """One control evaluated once (over one session, or over the store)."""
+
+    control: Control
+    status: Status
+    violations: list[Violation] = field(default_factory=list)
+    session: str | None = None
+    graphs: tuple[str, ...] = ()
+    """The graphs the evaluation read (empty: the whole store)."""
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    ended: datetime = field(default_factory=lambda: datetime.now(UTC))
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Not passed: violated, timed out, or not evaluated because of an error."""
+        return self.status != "passed"
+
+
+@dataclass
+class Evaluation:
+    """The outcomes of one evaluation run (one session's, or the store's)."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    scope: Literal["session", "store"] = "session"
+    session: str | None = None
+
+    @property
+    def violations(self) -> list[Violation]:
+        return [v for o in self.outcomes for v in o.violations]
+
+    def failing(self, at_least: str) -> list[Outcome]:
+        """Outcomes that fail at ``at_least`` or above (a time-out or error always counts)."""
+        rank = severity_rank(at_least)
+        return [
+            o
+            for o in self.outcomes
+            if o.status in ("timed out", "error")
+            or (o.status == "violated" and severity_rank(o.control.severity) >= rank)
+        ]
+
+
+def session_graphs(session: str) -> list[IRI]:
+    """The graphs of a session: its own graph and its content graph."""
+    return [IRI(session), content_graph(session)]
+
+
+class _Worker:
+    """One daemon thread that runs controls one after another, so a control costs a queue
+    hand-off, not a thread start. A control that overruns its limit keeps this worker (a
+    query cannot be stopped from outside); the next control gets a fresh one."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], queue.SimpleQueue[Any]]] = (
+            queue.SimpleQueue()
+        )
+        threading.Thread(target=self._loop, name="trails-control", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            work, box = self.jobs.get()
+            try:
+                box.put((True, work()))
+            except BaseException as exc:
+                box.put((False, exc))
+
+
+_lock = threading.Lock()
+_free: list[_Worker] = []
+
+
+def _bounded(work: Callable[[], T_], timeout: float | None) -> T_:
+    """``work()``, or ``TimeoutError`` once it has run ``timeout`` seconds (it is left to
+    finish on its worker, which is then not used again)."""
+    if timeout is None:
+        return work()
+    with _lock:
+        worker = _free.pop() if _free else None
+    if worker is None:
+        worker = _Worker()
+    box: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+    worker.jobs.put((work, box))
+    try:
+        ok, value = box.get(timeout=timeout)
+    except queue.Empty:
+        raise TimeoutError from None
+    with _lock:
+        _free.append(worker)
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+def _text(term: Term | None) -> str | None:
+    if term is None:
+        return None
+    if isinstance(term, RDFLiteral):
+        return term.value
+    return str(term)
+
+
+def _sparql_rows(
+    store: Store, control: Control, session: IRI | None, graphs: list[IRI]
+) -> list[Violation]:
+    if session is not None:
+        result = select(
+            store,
+            control.check,
+            control.bindings(session),
+            default_graph=graphs,
+            named_graphs=graphs,
+        )
+    else:
+        result = select(store, control.check, control.bindings(None), union_default_graph=True)
+    return [
+        Violation(
+            control.id,
+            control.severity,
+            _text(row.get("subject")),
+            _text(row.get("session")) or (str(session) if session is not None else None),
+            _text(row.get("message")),
+        )
+        for row in result
+    ]
+
+
+def _rdflib_term(term: Term) -> Any:
+    import rdflib
+
+    if isinstance(term, RDFLiteral):
+        if term.language:
+            return rdflib.Literal(term.value, lang=term.language)
+        return rdflib.Literal(term.value, datatype=rdflib.URIRef(term.datatype))
+    if isinstance(term, BNode):
+        return rdflib.BNode(str(term))
+    return rdflib.URIRef(str(term))
+
+
+def _shacl_rows(
+    store: Store, control: Control, session: IRI | None, graphs: list[IRI]
+) -> list[Violation]:
+    import rdflib
+
+    try:
+        from pyshacl import validate
+    except ImportError as exc:
+        raise TrailsError("SHACL checks need pyshacl (pip install pyshacl)") from exc
+    everything = "CONSTRUCT { ?s ?p ?o } WHERE { ?s ?p ?o }"
+    if session is not None:
+        triples = store.query(everything, default_graph=graphs)
+    else:
+        triples = store.query(everything, union_default_graph=True)
+    data = rdflib.Graph()
+    assert isinstance(triples, list)
+    for t in triples:
+        assert isinstance(t, Triple)
+        data.add((_rdflib_term(t.subject), _rdflib_term(t.predicate), _rdflib_term(t.object)))
+    shapes = rdflib.Graph().parse(data=control.check, format="turtle")
+    _conforms, report, _text_report = validate(data, shacl_graph=shapes, inference="none")
+    sh = rdflib.Namespace("http://www.w3.org/ns/shacl#")
+    rows = []
+    for result in sorted(report.subjects(rdflib.RDF.type, sh.ValidationResult), key=str):
+        focus = report.value(result, sh.focusNode)
+        message = report.value(result, sh.resultMessage)
+        rows.append(
+            Violation(
+                control.id,
+                control.severity,
+                str(focus) if focus is not None else None,
+                str(session) if session is not None else None,
+                str(message) if message is not None else None,
+            )
+        )
+    return rows
+
+
+def _evaluate(
+    store: Store, control: Control, session: IRI | None, timeout: float | None
+) -> Outcome:
+    graphs = session_graphs(session) if session is not None else []
+    run = _sparql_rows if control.kind == "sparql" else _shacl_rows
+    started = datetime.now(UTC)
+    outcome = Outcome(
+        control,
+        "passed",
+        session=str(session) if session is not None else None,
+        graphs=tuple(str(g) for g in graphs),
+        started=started,
+    )
+    try:
+        outcome.violations = _bounded(lambda: run(store, control, session, graphs), timeout)
+    except TimeoutError:
+        outcome.status = "timed out"
+        outcome.error = f"ran past its limit of {timeout:g} s"
+    except TrailsError as exc:
+        outcome.status = "error"
+        outcome.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    else:
+        outcome.status = "violated" if outcome.violations else "passed"
+    outcome.ended = datetime.now(UTC)
+    return outcome
+
+
+def evaluate_session(
+    store: Store,
+    session: str,
+    controls: Sequence[Control],
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+) -> Evaluation:
+    """Evaluate the session-scoped ``controls`` over one session's graphs.
+
+    Args:
+        store: the store holding the session.
+        session: the session's IRI (its graph's name).
+        controls: controls to run; store-scoped ones are skipped.
+        timeout: seconds each control may run (None: no limit).
+    """
+    iri = IRI(session)
+    chosen = [c for c in controls if c.scope == "session"]
+    return Evaluation(
+        [_evaluate(store, c, iri, timeout) for c in chosen], scope="session", session=str(iri)
+    )
+
+
+def evaluate_store(
+    store: Store,
+    controls: Sequence[Control],
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT_S,
+) -> Evaluation:
+    """Evaluate the store-scoped ``controls`` over the whole store (session-scoped ones are
+    skipped: ``evaluate_session`` runs those per session)."""
+    chosen = [c for c in controls if c.scope == "store"]
+    return Evaluation([_evaluate(store, c, None, timeout) for c in chosen], scope="store")

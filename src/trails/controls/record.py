@@ -1,0 +1,288 @@
+"""Findings are evidence: each evaluation recorded in plain PROV, sealed in the write itself.
+
+``record_evaluation(recorder, evaluation, by=...)`` writes one graph per evaluation
+(``<base>graph:controls/<uuid>``) in one atomic write that the sealer seals in that same
+write (``completes_graph``), so ``trails verify`` and the transparency log cover it like
+any receipt: a finding deleted or edited is a mismatch against the seal, a findings graph
+removed is a seal without its graph. In the graph:
+
+- per control evaluated, a ``trails:ControlEvaluation`` (a ``prov:Activity``) that
+  ``prov:used`` the control's definition (a ``trails:Control`` ``prov:Entity`` carrying
+  its ``trails:definitionSha256`` digest), ``prov:wasInformedBy`` the session it read (the session
+  graph's name is the session activity's IRI) with ``trails:readGraph`` naming each graph
+  read, ``prov:wasAssociatedWith`` the evaluating agent, its ``trails:outcome``
+  (``passed`` / ``violated`` / ``timed out`` / ``error``) and ``trails:findingCount``;
+- per violation, a ``trails:ControlFinding`` (a ``prov:Entity``) ``prov:wasGeneratedBy``
+  that evaluation, with ``trails:findingOf`` (the control definition), ``trails:controlId``,
+  ``trails:severity``, ``trails:findingSubject``, ``trails:findingSession`` and an
+  optional ``trails:findingMessage``.
+
+A passed evaluation is recorded too, so the absence of findings is itself provable.
+``recorded_results`` reads them back (the CLI's ``explain``, the report, a console page);
+``definition_changes`` compares recorded digests with the control files given.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from trails.controls.evaluate import Evaluation
+from trails.controls.model import Control
+from trails.prov.builder import QuadBuilder
+from trails.prov.events import Event
+from trails.prov.iri import Minter
+from trails.prov.vocab import PROV, T
+from trails.store.base import Solutions, Store
+from trails.store.terms import IRI, Term
+from trails.store.terms import Literal as RDFLiteral
+
+__all__ = [
+    "ControlsEvaluated",
+    "RecordedResult",
+    "control_iri",
+    "definition_changes",
+    "findings_graph",
+    "record_evaluation",
+    "recorded_results",
+]
+
+
+def findings_graph(minter: Minter) -> IRI:
+    """A new graph for one evaluation's record (``<base>graph:controls/<uuid>``)."""
+    return minter.graph(f"controls/{uuid.uuid4()}")
+
+
+def control_iri(minter: Minter, control: Control) -> IRI:
+    """The IRI of one version of a control's definition (its id and digest)."""
+    return IRI.trusted(f"{minter.base}control:{control.id}:sha256:{control.digest}")
+
+
+class _Finding(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    iri: str
+    subject: str | None
+    session: str | None
+    message: str | None
+
+
+class _Run(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    activity: str
+    control: str
+    control_id: str
+    title: str
+    severity: str
+    scope: str
+    digest: str
+    references: tuple[str, ...]
+    outcome: str
+    detail: str | None
+    session: str | None
+    graphs: tuple[str, ...]
+    started: datetime
+    ended: datetime
+    findings: tuple[_Finding, ...]
+
+
+class ControlsEvaluated(Event):
+    """One evaluation of controls (``session`` is its own findings graph)."""
+
+    by: str
+    runs: tuple[_Run, ...]
+    content_apart = False  # findings name subjects, never recorded content
+
+    @property
+    def completes_graph(self) -> bool:
+        """The graph is whole in this one write: sealed in it, never after it."""
+        return True
+
+    def emit(self, b: QuadBuilder) -> None:
+        agent = b.agent(self.by)
+        for run in self.runs:
+            c = IRI.trusted(run.control)
+            b.types(c, T.Control, PROV.Entity)
+            b.label(c, run.title)
+            b.value(c, T.controlId, run.control_id)
+            b.value(c, T.severity, run.severity)
+            b.value(c, T.controlScope, run.scope)
+            b.value(c, T.definitionSha256, run.digest)
+            for ref in run.references:
+                b.value(c, T.controlReference, ref)
+            a = IRI.trusted(run.activity)
+            b.activity(a, T.ControlEvaluation, run.started, run.ended)
+            b.label(a, f"control {run.control_id}: {run.outcome}")
+            b.add(a, PROV.wasAssociatedWith, agent)
+            b.add(a, PROV.used, c)
+            b.value(a, T.outcome, run.outcome)
+            b.value(a, T.outcomeDetail, run.detail)
+            b.value(a, T.findingCount, len(run.findings))
+            if run.session is not None:
+                b.add(a, PROV.wasInformedBy, IRI.trusted(run.session))
+                b.add(a, T.evaluatedSession, IRI.trusted(run.session))
+            for g in run.graphs:
+                b.add(a, T.readGraph, IRI.trusted(g))
+            for f in run.findings:
+                e = IRI.trusted(f.iri)
+                b.types(e, T.ControlFinding, PROV.Entity)
+                b.label(e, f"{run.control_id} ({run.severity}): {f.subject or 'the store'}")
+                b.add(e, PROV.wasGeneratedBy, a)
+                b.value(e, PROV.generatedAtTime, run.ended)
+                b.add(e, T.findingOf, c)
+                b.value(e, T.controlId, run.control_id)
+                b.value(e, T.severity, run.severity)
+                if f.subject is not None:
+                    b.add(e, T.findingSubject, _node(f.subject))
+                if f.session is not None:
+                    b.add(e, T.findingSession, _node(f.session))
+                b.value(e, T.findingMessage, f.message)
+
+
+def _node(text: str) -> Term:
+    """An IRI when ``text`` is one, else a literal (a row may name a value, not a node)."""
+    if ":" in text and " " not in text:
+        try:
+            return IRI(text)
+        except (ValueError, UnicodeError):
+            pass
+    return RDFLiteral(text)
+
+
+def record_evaluation(recorder: object, evaluation: Evaluation, *, by: str) -> IRI | None:
+    """Write ``evaluation`` as evidence in one sealed write; its findings graph (None when
+    it evaluated nothing).
+
+    Args:
+        recorder: a ``trails.prov.recorder.Recorder``; its sealer (installed when missing)
+            seals the graph in the same write.
+        evaluation: what ``evaluate_session`` / ``evaluate_store`` returned.
+        by: the evaluating agent (a principal's DID).
+
+    Raises:
+        StoreError: the write failed; nothing of it was written.
+    """
+    from trails.evidence.seal import install_sealer
+    from trails.prov.recorder import Recorder
+
+    assert isinstance(recorder, Recorder)
+    if not evaluation.outcomes:
+        return None
+    minter = recorder.minter
+    graph = findings_graph(minter)
+    runs = []
+    for i, o in enumerate(evaluation.outcomes, start=1):
+        activity = Minter.part(graph, f"evaluation:{i}")
+        runs.append(
+            _Run(
+                activity=str(activity),
+                control=str(control_iri(minter, o.control)),
+                control_id=o.control.id,
+                title=o.control.title,
+                severity=o.control.severity,
+                scope=o.control.scope,
+                digest=o.control.digest,
+                references=o.control.references,
+                outcome=o.status,
+                detail=o.error,
+                session=o.session,
+                graphs=o.graphs,
+                started=o.started,
+                ended=o.ended,
+                findings=tuple(
+                    _Finding(
+                        iri=str(Minter.part(graph, f"finding:{i}:{j}")),
+                        subject=v.subject,
+                        session=v.session,
+                        message=v.message,
+                    )
+                    for j, v in enumerate(o.violations, start=1)
+                ),
+            )
+        )
+    # a new graph: sealed from what this write holds, never read back
+    sealer = install_sealer(recorder)
+    sealer.track(graph)
+    try:
+        recorder.record(ControlsEvaluated(session=str(graph), by=by, runs=tuple(runs)))
+    except BaseException:
+        sealer.forget([graph])  # a write that raised may have committed: read it back then
+        raise
+    return graph
+
+
+@dataclass(frozen=True)
+class RecordedResult:
+    """One recorded evaluation of a control, read back from the store."""
+
+    graph: str
+    control: str
+    digest: str
+    outcome: str
+    findings: int
+    ended: str
+    session: str | None
+
+
+_RESULTS = """
+PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?g ?id ?digest ?outcome ?count ?ended ?session WHERE {
+  GRAPH ?g {
+    ?a a trails:ControlEvaluation ; prov:used ?c ; trails:outcome ?outcome ;
+       trails:findingCount ?count ; prov:endedAtTime ?ended .
+    ?c a trails:Control ; trails:controlId ?id ; trails:definitionSha256 ?digest .
+    OPTIONAL { ?a trails:evaluatedSession ?session }
+  }
+} ORDER BY DESC(?ended) ?g
+"""
+
+_RESULTS_OF = _RESULTS.replace("trails:controlId ?id", "trails:controlId $id")
+
+
+def recorded_results(
+    store: Store, control_id: str | None = None, *, limit: int | None = None
+) -> list[RecordedResult]:
+    """Recorded evaluations, newest first (of one control when ``control_id`` is given)."""
+    if control_id is not None:
+        result = store.query(_RESULTS_OF, {"id": RDFLiteral(control_id)})
+    else:
+        result = store.query(_RESULTS)
+    assert isinstance(result, Solutions)
+    out = []
+    for row in result:
+        out.append(
+            RecordedResult(
+                graph=str(row["g"]),
+                control=_lex(row.get("id")) or control_id or "",
+                digest=_lex(row.get("digest")) or "",
+                outcome=_lex(row.get("outcome")) or "",
+                findings=int(_lex(row.get("count")) or 0),
+                ended=_lex(row.get("ended")) or "",
+                session=str(row["session"]) if row.get("session") is not None else None,
+            )
+        )
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+def _lex(term: Term | None) -> str | None:
+    return term.value if isinstance(term, RDFLiteral) else None
+
+
+def definition_changes(store: Store, controls: Sequence[Control]) -> list[tuple[str, str, str]]:
+    """Controls whose file differs from the definition their newest recorded evaluation
+    used: ``(id, recorded digest, current digest)`` (a definition edited after it ran and
+    not evaluated since)."""
+    newest: dict[str, str] = {}
+    for r in recorded_results(store):  # newest first
+        newest.setdefault(r.control, r.digest)
+    return sorted(
+        (c.id, newest[c.id], c.digest)
+        for c in controls
+        if c.id in newest and newest[c.id] != c.digest
+    )

@@ -1,0 +1,162 @@
+"""Findings are evidence: each evaluation recorded in plain PROV, sealed in its own write,
+conforming to the shapes and PROV-CONSTRAINTS, and any edit or deletion a verify finding."""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.controls.conftest import EXAMPLE, World
+
+from trails.audit.bundle import verify_bundle, write_bundle
+from trails.audit.querypack import get_query
+from trails.audit.report import render_report
+from trails.controls import (
+    definition_changes,
+    evaluate_session,
+    evaluate_store,
+    load_controls,
+    record_evaluation,
+    recorded_results,
+)
+from trails.evidence import verify
+from trails.store import IRI, Literal, Quad, Solutions
+from trails.testing import assert_conforms
+from trails.testing.prov_constraints import assert_prov_constraints
+
+AUDITOR = "did:example:auditor"
+
+
+@pytest.fixture(scope="module")
+def recorded(world: World) -> Iterator[tuple[IRI, IRI]]:
+    controls = load_controls(EXAMPLE)
+    failing = record_evaluation(
+        world.recorder, evaluate_session(world.store, world.failing, controls), by=AUDITOR
+    )
+    passed = record_evaluation(world.recorder, evaluate_store(world.store, controls), by=AUDITOR)
+    assert failing is not None and passed is not None
+    yield failing, passed
+
+
+def _quads(world: World, graph: IRI) -> list[Quad]:
+    result = world.store.query("SELECT ?s ?p ?o $g WHERE { GRAPH $g { ?s ?p ?o } }", {"g": graph})
+    assert isinstance(result, Solutions)
+    return [Quad(r["s"], r["p"], r["o"], graph) for r in result]  # type: ignore[arg-type]
+
+
+PLAIN_PROV = """
+PREFIX prov: <http://www.w3.org/ns/prov#>
+SELECT ?evaluation ?definition ?agent ?finding ?session $g WHERE {
+  GRAPH ?g {
+    ?evaluation a prov:Activity ; prov:used ?definition ; prov:wasAssociatedWith ?agent ;
+                prov:wasInformedBy ?session .
+    OPTIONAL { ?finding prov:wasGeneratedBy ?evaluation }
+  }
+  FILTER(?g = $g)
+}
+"""
+
+
+def test_an_evaluation_is_plain_prov_with_one_entity_per_finding(
+    world: World, recorded: tuple[IRI, IRI]
+) -> None:
+    failing, _ = recorded
+    result = world.store.query(PLAIN_PROV, {"g": failing})
+    assert isinstance(result, Solutions)
+    rows = list(result)
+    assert {str(r["session"]) for r in rows} == {world.failing}
+    assert len({r["evaluation"] for r in rows}) == 2  # one per session control
+    assert len([r for r in rows if "finding" in r]) == 1  # the failed call
+    assert all(str(r["definition"]).startswith("urn:trails:control:") for r in rows)
+    assert_conforms(world.store, graph=failing)
+    assert_prov_constraints(world.store, graph=failing)
+
+
+def test_passed_evaluations_are_recorded_too(world: World, recorded: tuple[IRI, IRI]) -> None:
+    _, passed = recorded
+    results = {r.control: r for r in recorded_results(world.store) if r.graph == str(passed)}
+    assert results["unsealed-session"].outcome == "passed"
+    assert results["unsealed-session"].findings == 0
+    assert results["unsealed-session"].session is None  # store scope
+    [newest] = recorded_results(world.store, "failed-call", limit=1)
+    assert newest.outcome == "violated" and newest.findings == 1
+    assert_conforms(world.store, graph=passed)
+
+
+def test_findings_graphs_are_sealed_and_verify_clean(
+    world: World, recorded: tuple[IRI, IRI]
+) -> None:
+    report = verify(world.store)
+    assert report.ok, report.findings
+
+
+def test_deleting_or_editing_a_finding_is_a_verify_finding(
+    world: World, recorded: tuple[IRI, IRI]
+) -> None:
+    failing, _ = recorded
+    quads = _quads(world, failing)
+    severity = next(q for q in quads if str(q.predicate).endswith("#severity"))
+    edited = severity._replace(object=Literal("info"))
+    world.store.write([edited], remove=[severity])
+    try:
+        report = verify(world.store)
+        assert [(f.kind, str(f.subject)) for f in report.findings] == [("altered", str(failing))]
+    finally:
+        world.store.write([severity], remove=[edited])
+    assert verify(world.store).ok
+    world.store.clear(failing)
+    try:
+        report = verify(world.store)
+        assert not report.ok and any(str(failing) in str(f) for f in report.findings)
+    finally:
+        world.store.write(quads)
+    assert verify(world.store).ok
+
+
+def test_a_definition_edited_after_it_ran_is_named(
+    world: World, recorded: tuple[IRI, IRI], tmp_path: Path
+) -> None:
+    controls = load_controls(EXAMPLE)
+    assert definition_changes(world.store, controls) == []
+    folder = tmp_path / "edited"
+    folder.mkdir()
+    for p in EXAMPLE.iterdir():
+        (folder / p.name).write_bytes(p.read_bytes())
+    rq = folder / "failed-call.rq"
+    rq.write_text(rq.read_text().replace('"the call failed"', '"no failure"'))
+    edited = load_controls(folder)
+    [(cid, before, after)] = definition_changes(world.store, edited)
+    assert cid == "failed-call" and before == controls[0].digest and after != before
+
+
+def test_the_pack_lists_findings_by_control_and_session(
+    world: World, recorded: tuple[IRI, IRI]
+) -> None:
+    rows = list(
+        get_query("control-findings").run(world.store, session=IRI(world.failing))  # type: ignore[arg-type]
+    )
+    by_control = {str(r["control"].value): r for r in rows}  # type: ignore[union-attr]
+    assert set(by_control) == {"failed-call", "labelled-session"}
+    failed = by_control["failed-call"]
+    assert str(failed["outcome"].value) == "violated"  # type: ignore[union-attr]
+    assert str(failed["message"].value) == "the call failed"  # type: ignore[union-attr]
+    assert "finding" not in by_control["labelled-session"]  # passed: a row, no finding
+    only = list(get_query("control-findings").run(world.store, control="unsealed-session"))
+    assert [str(r["outcome"].value) for r in only] == ["passed"]  # type: ignore[union-attr]
+
+
+def test_findings_show_in_the_report_and_travel_in_bundles(
+    world: World, recorded: tuple[IRI, IRI], tmp_path: Path
+) -> None:
+    failing, _ = recorded
+    html = render_report(world.store, world.failing)
+    assert "<h2>Controls</h2>" in html and "the call failed" in html
+    path = tmp_path / "b.zip"
+    write_bundle(world.store, path, [IRI(world.failing)])
+    with zipfile.ZipFile(path) as z:
+        bundled = "".join(z.read(n).decode() for n in z.namelist() if n.startswith("sessions/"))
+    assert str(failing) in bundled
+    report = verify_bundle(path)
+    assert not report.findings, report.findings
