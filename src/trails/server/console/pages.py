@@ -47,6 +47,7 @@ from trails.prov.content import (
 from trails.prov.iri import agent_iri
 from trails.server.auth import OWN_SESSIONS
 from trails.server.console.base import Console, ConsoleError, Login
+from trails.server.console.controls import session_controls
 from trails.server.console.said import kind_of, readable, snippet
 from trails.server.console.sessions import FILTERS, PAGE_SIZE, SORTS, STOP_REASONS, listing
 from trails.server.console.steps import dressed, step, step_figures
@@ -248,6 +249,7 @@ def _session(console: Console, login: Login, session: str) -> dict[str, Any]:
     data["nodes"] = len(picture.kinds)
     data["steps"] = dressed(data["timeline"], step_figures(console.system, iri))
     data["about"] = _about(data)
+    data["control_rows"] = session_controls(console.system, iri)
     return data
 
 
