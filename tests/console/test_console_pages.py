@@ -120,3 +120,126 @@ def test_a_scoped_token_sees_only_its_findings(served: Served, browser: Any) -> 
     page.goto(served.url + "/console/session?s=" + quote(served.sessions["A"], safe=""))
     assert "failed-call" not in page.content()
     page.close()
+
+
+# -- accessible: axe-core on every page, the keyboard, print --------------------------
+
+AXE = Path(__file__).with_name("axe") / "axe.min.js"
+
+
+def pages_of(served: Served) -> dict[str, str]:
+    """Every console page (a logged-in auditor's), by the name of its screenshot."""
+    a = quote(served.sessions["A"], safe="")
+    return {
+        "sessions": "/console/",
+        "session": f"/console/session?s={a}",
+        "search": "/console/search?q=polished",
+        "queries": "/console/queries?name=sessions&run=1",
+        "sparql": "/console/sparql",
+        "verify": "/console/verify",
+        "compliance": "/console/compliance",
+        "charts": "/console/charts",
+        "controls": "/console/controls",
+        "controls-drill-down": "/console/controls?control=failed-call",
+    }
+
+
+def serious(page: Any) -> list[str]:
+    """axe-core's serious and critical violations on the page, one line each."""
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.evaluate(AXE.read_text(encoding="utf-8"))
+    found = page.evaluate(
+        "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+        ".filter(v => v.impact === 'serious' || v.impact === 'critical')"
+        ".map(v => v.id + ' (' + v.impact + '): ' + v.nodes.slice(0, 3)"
+        ".map(n => n.target.join(' ')).join(', '))"
+    )
+    return list(found)
+
+
+def test_every_page_passes_axe(served: Served, browser: Any) -> None:
+    page = log_in(browser, served, "auditor")
+    found: dict[str, list[str]] = {}
+    for name, path in pages_of(served).items():
+        page.goto(served.url + path)
+        found[name] = serious(page)
+    # a step opened in its side panel, the step's own page, an error page
+    page.goto(served.url + pages_of(served)["session"])
+    page.locator("a.open-step").first.click()
+    page.wait_for_selector("#step-panel:not([hidden]) h2")
+    found["step panel"] = serious(page)
+    page.goto(served.url + page.locator("a.open-step").first.get_attribute("href"))
+    found["step"] = serious(page)
+    page.goto(served.url + "/console/session?s=urn:trails:session:none")
+    found["error"] = serious(page)
+    browser.clear_cookies()
+    page.goto(served.url + "/console/")
+    found["login"] = serious(page)
+    assert {k: v for k, v in found.items() if v} == {}
+    page.close()
+
+
+def _focused(page: Any) -> dict[str, str]:
+    return dict(
+        page.evaluate(
+            "() => { const e = document.activeElement, s = getComputedStyle(e);"
+            " return {tag: e.tagName, text: e.innerText || '', href: e.getAttribute('href') || '',"
+            " outline: s.outlineStyle, width: s.outlineWidth, type: e.type || '', focus: String(e.matches(':focus')), sheets: String(document.styleSheets[0].cssRules.length), top: String(e.getBoundingClientRect().top)} }"
+        )
+    )
+
+
+def test_the_keyboard_alone_reaches_and_opens(served: Served, browser: Any) -> None:
+    page = log_in(browser, served, "auditor")
+    page.bring_to_front()  # the focused window: :focus holds as a person's would
+    page.goto(served.url + "/console/controls")
+    # the first Tab: a visible link past the navigation; Enter moves the focus to the page
+    page.keyboard.press("Tab")
+    first = _focused(page)
+    assert first["href"] == "#main" and float(first["top"]) >= 0
+    assert first["outline"] != "none" and first["width"] != "0px"
+    page.keyboard.press("Enter")
+    assert _focused(page)["tag"] == "MAIN"
+    # on, by Tab alone, to the first control's link; each stop shows where it is
+    for _ in range(20):
+        page.keyboard.press("Tab")
+        now = _focused(page)
+        assert now["outline"] != "none", str(now)
+        if "control=" in now["href"]:
+            break
+    else:
+        raise AssertionError("no control link reached by Tab")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**control=**")
+    assert page.locator("table.findings tbody tr").count() >= 1
+    # a form's button pressed by keyboard: the period's "Show" (Space on a button)
+    page.goto(served.url + "/console/controls")
+    page.locator("input[name=from]").focus()
+    page.keyboard.type("2025-03-02")
+    page.locator("form.period button").focus()
+    page.keyboard.press("Space")
+    page.wait_for_url("**from=2025-03-02**")
+    assert "3 session(s)" in page.locator("p.totals").inner_text()
+    page.close()
+
+
+def test_pages_print_without_the_navigation(served: Served, browser: Any) -> None:
+    page = log_in(browser, served, "auditor")
+    page.goto(served.url + pages_of(served)["session"])
+    assert page.locator("header nav").is_visible()
+    page.emulate_media(media="print")
+    assert not page.locator("header nav").is_visible()
+    assert not page.locator("form.who").is_visible()
+    keep = page.evaluate(
+        "() => { const r = document.querySelector('table tbody tr');"
+        " const h = document.querySelector('table thead');"
+        " return [getComputedStyle(r).breakInside, getComputedStyle(h).display] }"
+    )
+    assert keep == ["avoid", "table-header-group"]  # rows whole, headings on each page
+    pdf = page.pdf(format="A4")
+    assert pdf.startswith(b"%PDF") and len(pdf) > 10_000
+    page.goto(served.url + "/console/controls")
+    assert not page.locator("header nav").is_visible()
+    assert page.locator("table.controls").is_visible()
+    page.emulate_media(media="screen")
+    page.close()

@@ -11,6 +11,7 @@ SPARQL editor, verification, compliance and charts. Its modules, templates
 - ``sessions``: the sessions list's rows, filters and totals from the catalogue;
 - ``pages``: the sessions list, a session's page, downloads and search;
 - ``tools``: the query pack, the SPARQL editor, verify, compliance and charts;
+- ``controls``: the Controls page and a session's controls, from recorded evaluations;
 - ``svg``: the pictures (provenance graph, timeline, bar charts) as inline SVG.
 
 Nothing here is imported on ``import trails.server.console``: the endpoint mounts
