@@ -72,6 +72,7 @@ def test_drill_down_and_period(checked: World) -> None:
     one = overview(checked.store, None, control="failed-call")
     assert one.findings and {f.control for f in one.findings} == {"failed-call"}
     assert one.violating == [(checked.failing, len(one.findings))]
+    assert [(p, v) for _, p, v in one.days] == [(0, 1)]  # its own trend: one violation
     # a period that holds no session: nothing counted, nothing listed
     empty = overview(checked.store, None, date(1990, 1, 1), date(1990, 1, 31))
     assert empty.sessions == 0 and empty.findings == [] and empty.days == []

@@ -12,6 +12,7 @@ again with TRAILS_WRITE_SCREENSHOTS=1).
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,6 +89,8 @@ def test_controls_page_outcomes_trend_and_drill_down(served: Served, browser: An
     page.wait_for_url("**control=failed-call**")
     rows = page.locator("table.findings tbody tr")
     assert rows.count() == 1
+    trend = page.locator("table.days tbody tr").all_inner_texts()
+    assert "2025-03-01\t0\t1" in trend and "2025-03-04\t1\t0" in trend  # its own trend
     assert rows.first.locator("a.session").inner_text() == a
     assert rows.first.locator("td.subject").inner_text().startswith("urn:trails:")
     # the finding on its session's page
@@ -134,7 +137,7 @@ def pages_of(served: Served) -> dict[str, str]:
         "sessions": "/console/",
         "session": f"/console/session?s={a}",
         "search": "/console/search?q=polished",
-        "queries": "/console/queries?name=sessions&run=1",
+        "queries": "/console/queries?name=control-findings&run=1",
         "sparql": "/console/sparql",
         "verify": "/console/verify",
         "compliance": "/console/compliance",
@@ -243,3 +246,43 @@ def test_pages_print_without_the_navigation(served: Served, browser: Any) -> Non
     assert page.locator("table.controls").is_visible()
     page.emulate_media(media="screen")
     page.close()
+
+
+# -- the screenshots in docs/console.md ------------------------------------------------
+
+SHOTS = ROOT / "docs" / "images" / "console"
+SIZE = (1024, 640)  # each picture is one screenful of this window
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    """A PNG's width and height from its IHDR chunk (after checking the signature)."""
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", f"{path} is not a PNG"
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def test_the_docs_show_each_page(served: Served, browser: Any) -> None:
+    """docs/console.md shows a screenshot of every page; TRAILS_WRITE_SCREENSHOTS=1 writes
+    them again from the running console, otherwise each is checked to be there, a PNG of
+    one screenful, and small."""
+    names = [*pages_of(served), "step-panel"]
+    doc = (ROOT / "docs" / "console.md").read_text(encoding="utf-8")
+    for name in names:
+        assert f"](images/console/{name}.png)" in doc, name
+    if os.environ.get("TRAILS_WRITE_SCREENSHOTS") == "1":
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page = log_in(browser, served, "auditor")
+        page.set_viewport_size({"width": SIZE[0], "height": SIZE[1]})
+        for name, path in pages_of(served).items():
+            page.goto(served.url + path + ("#findings" if "control=" in path else ""))
+            page.screenshot(path=str(SHOTS / f"{name}.png"), type="png")
+        page.goto(served.url + pages_of(served)["session"])
+        page.locator("a.open-step").nth(1).click()
+        page.wait_for_selector("#step-panel:not([hidden]) h2")
+        page.screenshot(path=str(SHOTS / "step-panel.png"), type="png")
+        page.close()
+    for name in names:
+        path = SHOTS / f"{name}.png"
+        assert path.is_file(), f"{path} missing: run with TRAILS_WRITE_SCREENSHOTS=1"
+        assert _png_size(path) == SIZE, name
+        assert path.stat().st_size < 150_000, name

@@ -225,7 +225,8 @@ def overview(
     control: str | None = None,
 ) -> Overview:
     """The controls' outcomes over the sessions started from ``start`` to ``end`` (days,
-    inclusive; None: unbounded), and the findings (of ``control`` when given).
+    inclusive; None: unbounded), and the trend per day and the findings (of ``control``
+    alone when given).
 
     Args:
         store: reads the sessions and the findings graphs (every graph).
@@ -272,7 +273,9 @@ def overview(
     for (cid, session), e in newest.items():
         row = rows[cid]
         _count(row, e.outcome)
-        if e.outcome == "passed":
+        if control is not None and cid != control:
+            pass  # the drill-down's trend is its control's
+        elif e.outcome == "passed":
             days[started[session]][0] += 1
         elif e.outcome == "violated":
             days[started[session]][1] += 1
@@ -342,7 +345,10 @@ def _page(console: Console, login: Login, fields: dict[str, str]) -> dict[str, A
     start, end = parse_period(fields.get("from", ""), fields.get("to", ""))
     control = fields.get("control", "").strip() or None
     data = overview(console.system, console.readable_sessions(login), start, end, control)
-    chart = bar_chart("Violations per day (by session start)", [(d, v) for d, _, v in data.days])
+    of = f" of {control}" if control else ""
+    chart = bar_chart(
+        f"Violations{of} per day (by session start)", [(d, v) for d, _, v in data.days]
+    )
     return {
         "data": data,
         "chart": chart,
