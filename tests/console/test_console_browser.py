@@ -6,8 +6,8 @@ nodes), searches a word of a completion, runs a pack query with a hostile
 parameter, starts a verification, and downloads a bundle that
 ``trails verify --bundle`` accepts. Bob's token (his own sessions only) sees
 none of alice's sessions anywhere: not in the list, the search, a session
-page, its graph or its downloads. Each page's screenshot goes to
-``docs/console/``, which ``docs/console.md`` shows.
+page, its graph or its downloads. The pictures docs/console.md shows are taken
+by ``test_console_pages.py``.
 """
 
 from __future__ import annotations
