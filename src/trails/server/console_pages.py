@@ -45,8 +45,9 @@ from trails.prov.content import (
 from trails.prov.iri import agent_iri
 from trails.server.auth import OWN_SESSIONS
 from trails.server.console_base import Console, ConsoleError, Login
+from trails.server.console_graph import script_json, session_graph
 from trails.server.console_sessions import FILTERS, PAGE_SIZE, listing
-from trails.server.console_svg import GraphPicture, prov_graph_svg, timeline_svg
+from trails.server.console_svg import timeline_svg
 from trails.store import Solutions
 from trails.store.terms import IRI, Literal, Term, to_python
 
@@ -67,14 +68,6 @@ _ENTITY = """SELECT ?g ?s ?p ?o $prefix $entity WHERE {
   UNION { GRAPH ?g { ?s ?p $entity } BIND($entity AS ?o) }
   FILTER(STRSTARTS(STR(?g), $prefix))
 } LIMIT #LIMIT"""
-_PROV = """PREFIX prov: <http://www.w3.org/ns/prov#>
-PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>
-PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
-SELECT ?s ?p ?o $session WHERE {
-  GRAPH $session { ?s ?p ?o .
-    FILTER(STRSTARTS(STR(?p), STR(prov:)) || ?p = rdfs:label
-           || (?p = rdf:type && STRSTARTS(STR(?o), STR(prov:)))) }
-}"""
 _HOLDS = "ASK { GRAPH $g { ?s ?p ?o } }"
 _FORMATS = {
     "html": ("text/html; charset=utf-8", "html"),
@@ -151,12 +144,11 @@ async def sessions(console: Console, request: Request, login: Login) -> Response
 def _session(console: Console, login: Login, session: str) -> dict[str, Any]:
     iri = console.may_read(login, session)
     data = report_data(console.system, iri, minter=console.minter)
-    prov = console.system.query(_PROV, {"session": iri})
-    assert isinstance(prov, Solutions)
-    picture = GraphPicture.from_triples(row[:3] for row in prov.rows)
-    data["graph_svg"] = prov_graph_svg(picture)
+    graph = session_graph(console.system, iri)
+    data["graph_json"] = script_json(graph)
+    graph["by_id"] = {n["id"]: n for n in graph["nodes"]}
+    data["graph"] = graph
     data["timeline_svg"] = timeline_svg(data["timeline"])
-    data["nodes"] = len(picture.kinds)
     return data
 
 
