@@ -18,7 +18,7 @@ process, so the evaluator's threads too) of ``--rounds`` rounds of ``--number``
 first pages (20, or the console's 25), on a store opened once per size:
 
 - ``trails sessions``: ``sessions_page`` (the pack query's rows);
-- ``console``: the console's page rows (``console_sessions._walk``) through the
+- ``console``: the console's page rows (``console.sessions._walk``) through the
   endpoint's evaluator (``InlineEvaluator``, ``EvaluatorView``), as the console reads;
 - ``endpoint``: ``sessions_page_to(..., format="json")`` through the same
   evaluator: what ``GET /queries/sessions?limit=20`` answers.
@@ -99,9 +99,9 @@ def pages(path: Path, rounds: int, number: int) -> dict[str, float]:
     """Median CPU seconds of one first page, by path, on the store at ``path``."""
     from trails.audit.sessions_page import sessions_page, sessions_page_to
     from trails.cli.sessions import DEFAULT_LIMIT
-    from trails.server import console_sessions
     from trails.server.auth import Grant
-    from trails.server.console_store import EvaluatorView
+    from trails.server.console import sessions as console_sessions
+    from trails.server.console.store import EvaluatorView
     from trails.server.pool import InlineEvaluator
     from trails.store.oxigraph import OxigraphStore
 

@@ -127,7 +127,7 @@ def ctx(recorder: Recorder) -> Context:
 
 
 #: folders whose tests drive real servers or a real browser end to end
-_END_TO_END = {"console_web", "mcp_bridge", "mcp_serve"}
+_END_TO_END = {"console", "mcp_bridge", "mcp_serve"}
 _SERVER_FIXTURES = {"oxigraph_server", "virtuoso_server", "remote_store", "virtuoso_store"}
 
 

@@ -246,3 +246,34 @@ def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
     assert {a: set(outs) for a, outs in edges.items()} == {"low": {"high"}, "high": {"low"}}
     assert edges["low"]["high"] == {"trails.low.a:2"}
     assert cycles(found) == [["trails.high.b", "trails.low.a"]]
+
+
+#: the console's room inside ``server``, and the modules of it the endpoint may reach
+CONSOLE = f"{PACKAGE}.server.console"
+CONSOLE_DOORS = {f"{CONSOLE}.routes", f"{CONSOLE}.store"}
+
+
+def test_the_console_is_a_room_of_its_own(found: dict[str, Module]) -> None:
+    """The console's modules, templates and stylesheet live in ``server/console/`` together,
+    and the endpoint reaches it only through its doors: ``routes`` (which mounts it) and
+    ``store`` (the read-only view under a grant)."""
+    server = SRC / "server"
+    beside = sorted(
+        p.name for p in server.iterdir() if p.name.startswith("console") and p.is_file()
+    )
+    assert beside == [], f"console files beside the endpoint: {beside}"
+    assert not (server / "templates").exists() and not (server / "static").exists()
+    room = server / "console"
+    static = sorted(p.name for p in (room / "static").iterdir())
+    # the stylesheet, the scripts and the vendored layout engine with its licences
+    assert "console.css" in static and "dagre.min.js" in static
+    assert all(name.endswith((".css", ".js", ".txt")) for name in static), static
+    assert (room / "templates" / "base.html.j2").is_file()
+    reached = {
+        f"{module.name} -> {target}"
+        for module in found.values()
+        if module.name.startswith(f"{PACKAGE}.server.") and not module.name.startswith(CONSOLE)
+        for target in module.imports
+        if target.startswith(CONSOLE) and target not in CONSOLE_DOORS
+    }
+    assert reached == set(), "the endpoint reaches into the console past its doors"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.console_web.conftest import ROOT, TOKENS, TRAILS, environment, serving
+from tests.console.conftest import ROOT, TOKENS, TRAILS, environment, serving
 
 from trails.server.auth import hash_token, token_entry
 

@@ -352,7 +352,7 @@ class Endpoint:
             ],
             lifespan=self._lifespan,
         )
-        from trails.server.console import mount_console  # the web console, /console/
+        from trails.server.console.routes import mount_console  # the web console, /console/
 
         self.console = mount_console(
             self.app,

@@ -20,7 +20,7 @@ from typing import Protocol
 from trails.audit.sessions_page import sessions_page_to
 from trails.errors import QueryParameterError
 from trails.server.auth import Grant
-from trails.server.console_store import EvaluatorView
+from trails.server.console.store import EvaluatorView
 from trails.server.pool import Evaluator
 from trails.store.terms import IRI, Term
 

@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from tests.console_web.conftest import CHROMIUM, TRAILS, Served, log_in, shot
+from tests.console.conftest import CHROMIUM, TRAILS, Served, log_in, shot
 
 pytestmark = pytest.mark.skipif(
     not Path(CHROMIUM).exists(),

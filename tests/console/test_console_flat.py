@@ -35,9 +35,11 @@ from trails.audit.search import FILE_NAME, SearchIndex
 from trails.compliance.erasure import erase
 from trails.llm import LLMClient
 from trails.prov.vocab import T
-from trails.server import console_pages, console_sessions, create_app
+from trails.server import create_app
 from trails.server.app import Endpoint
 from trails.server.auth import Grant, load_tokens, token_entry
+from trails.server.console import pages as console_pages
+from trails.server.console import sessions as console_sessions
 from trails.server.graphs import GraphCache
 from trails.store import IRI, Literal, Quad, Solutions, Store, literal, to_python
 
@@ -230,7 +232,7 @@ def test_the_command_builds_the_index_beside_the_store(tmp_path: Path) -> None:
     env.pop("TRAILS_STORE", None)
     folder = tmp_path / "store"
     recorded = subprocess.run(
-        [sys.executable, "-m", "tests.console_web.record", str(folder)],
+        [sys.executable, "-m", "tests.console.record", str(folder)],
         cwd=ROOT,
         env=env,
         capture_output=True,

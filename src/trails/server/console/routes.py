@@ -1,8 +1,8 @@
 """The web console of ``trails serve``: evidence to browse, search and check in a browser.
 
 Mounted at ``/console/`` beside the SPARQL endpoint (``/`` leads there), with
-the same tokens and grants (``console_base`` explains the login, its cookie
-and the CSRF check). Server-rendered with jinja2 (``templates/console/``);
+the same tokens and grants (``base`` explains the login, its cookie
+and the CSRF check). Server-rendered with jinja2 (``templates/``);
 every page works without JavaScript, and the one vendored stylesheet is
 served from ``static/``, never a CDN. The pages:
 
@@ -34,9 +34,9 @@ from starlette.routing import Route
 
 from trails.audit.querypack import Query
 from trails.errors import TrailsError
-from trails.server import console_pages, console_tools
 from trails.server.auth import TokenTable
-from trails.server.console_base import Console, ConsoleError, Login, QueryLog
+from trails.server.console import pages, tools
+from trails.server.console.base import Console, ConsoleError, Login, QueryLog
 from trails.server.limits import FailureThrottle, Throttled, failure_keys
 from trails.server.pool import Evaluator
 from trails.store.terms import IRI
@@ -128,16 +128,16 @@ def console_routes(console: Console, throttle: FailureThrottle | None = None) ->
         Route("/console/login", login_page, methods=["GET", "POST"]),
         Route("/console/logout", logout, methods=["POST"]),
         Route("/console/static/{name}", static, methods=["GET"]),
-        page("/console/", console_pages.sessions),
-        page("/console/session", console_pages.session),
-        page("/console/download", console_pages.download),
-        page("/console/search", console_pages.search),
-        page("/console/queries", console_tools.queries),
-        page("/console/sparql", console_tools.sparql, ("GET", "POST")),
-        page("/console/verify", console_tools.verification, ("GET", "POST")),
-        page("/console/head", console_tools.head),
-        page("/console/compliance", console_tools.compliance),
-        page("/console/charts", console_tools.charts),
+        page("/console/", pages.sessions),
+        page("/console/session", pages.session),
+        page("/console/download", pages.download),
+        page("/console/search", pages.search),
+        page("/console/queries", tools.queries),
+        page("/console/sparql", tools.sparql, ("GET", "POST")),
+        page("/console/verify", tools.verification, ("GET", "POST")),
+        page("/console/head", tools.head),
+        page("/console/compliance", tools.compliance),
+        page("/console/charts", tools.charts),
     ]
 
 

@@ -19,8 +19,9 @@ from trails.audit.querypack import get_query
 from trails.audit.sessions_page import paged
 from trails.catalogue.entries import catalogue_iri, start_quads
 from trails.prov.iri import Minter
-from trails.server import console_sessions, create_app
+from trails.server import create_app
 from trails.server.auth import load_tokens, token_entry
+from trails.server.console import sessions as console_sessions
 from trails.store import Literal, Quad, Solutions, Store
 
 TOKEN = "auditor-dense-token-0123456789abcdef"

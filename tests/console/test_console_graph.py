@@ -1,4 +1,4 @@
-"""The provenance graph's data (``console_graph.fold``): list members folded, path marked.
+"""The provenance graph's data (``trails.server.console.graph.fold``): list members folded, path marked.
 
 Plain triples in, the drawable nodes and edges out: an entity whose IRI ends in a
 bare number is folded into the collection holding it, relations are named, the
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from trails.server.console_graph import fold, script_json
+from trails.server.console.graph import fold, script_json
 
 P = "http://www.w3.org/ns/prov#"
 TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"

@@ -7,7 +7,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import httpx
-from tests.console_web.conftest import TOKENS, TRAILS, Served, environment, record, serving
+from tests.console.conftest import TOKENS, TRAILS, Served, environment, record, serving
 
 PAGES = (
     "/console/",

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from tests.console_web.conftest import (
+from tests.console.conftest import (
     CHROMIUM,
     ROOT,
     TOKENS,
@@ -157,7 +157,7 @@ def test_compliance_tables_have_human_headers_and_linked_sessions(outcomes: Serv
 def test_a_chart_has_axes_and_a_zero_series_takes_one_line() -> None:
     from xml.etree import ElementTree
 
-    from trails.server.console_svg import bar_chart
+    from trails.server.console.svg import bar_chart
 
     drawn = ElementTree.fromstring(bar_chart("calls", [("a", 2.0), ("b", 4.0)]))
     svg = "{http://www.w3.org/2000/svg}"

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from xml.etree import ElementTree
 
-from trails.server.console_svg import GraphPicture, bar_chart, prov_graph_svg, timeline_svg
+from trails.server.console.svg import GraphPicture, bar_chart, prov_graph_svg, timeline_svg
 
 PROV = "http://www.w3.org/ns/prov#"
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"

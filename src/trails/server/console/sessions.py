@@ -35,7 +35,7 @@ from typing import Any
 from trails.audit.sessions_page import BOUND, walk
 from trails.catalogue.entries import OUTCOME_FILTER, OUTCOME_SPARQL
 from trails.prov.iri import agent_iri
-from trails.server.console_base import Console, ConsoleError, Login
+from trails.server.console.base import Console, ConsoleError, Login
 from trails.store import Solutions
 from trails.store.terms import IRI, Term, to_python
 

@@ -43,7 +43,7 @@ from trails.errors import UserError
 from trails.prov.iri import Minter, agent_iri
 from trails.prov.vocab import PROV, T
 from trails.server.auth import Grant, TokenTable
-from trails.server.console_store import EvaluatorView
+from trails.server.console.store import EvaluatorView
 from trails.server.pool import Evaluator
 from trails.store import Solutions
 from trails.store.terms import IRI
@@ -51,7 +51,7 @@ from trails.store.terms import IRI
 __all__ = ["COOKIE", "Console", "ConsoleError", "Login", "QueryLog"]
 
 COOKIE = "trails_console"
-_TEMPLATES = Path(__file__).with_name("templates") / "console"
+_TEMPLATES = Path(__file__).with_name("templates")
 _STATIC = Path(__file__).with_name("static")
 #: logins are forgotten after this many seconds without a request
 _IDLE = 8 * 3600.0

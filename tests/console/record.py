@@ -1,6 +1,6 @@
 """Record the four-session store of ``tests/known_store.py`` into a directory, in its own process.
 
-Run as ``python -m tests.console_web.record DIR``: the console's tests serve that
+Run as ``python -m tests.console.record DIR``: the console's tests serve that
 directory with a real ``trails serve``, and recording in a process of its own keeps
 the fixture's capabilities out of the test process's registry.
 """

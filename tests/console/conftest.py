@@ -86,7 +86,7 @@ def record(home: Path) -> dict[str, str]:
     """Record the four sessions into ``home/store``, verify it once (a checkpoint, so a tree
     head) and write the tokens file; returns the sessions by key."""
     done = subprocess.run(
-        [sys.executable, "-m", "tests.console_web.record", str(home / "store")],
+        [sys.executable, "-m", "tests.console.record", str(home / "store")],
         cwd=ROOT,
         env=environment(),
         capture_output=True,

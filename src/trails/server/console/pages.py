@@ -3,12 +3,12 @@
 - ``sessions``: newest first, a page at a time, from the catalogue graph (one
   summary per session), filtered by principal, start-time range, status,
   planner, model and text (the session's label), with the totals (sessions,
-  cost, tokens) of the filter and what they cover (``console_sessions``: the
+  cost, tokens) of the filter and what they cover (``sessions``: the
   page walks the catalogue's start days, the totals come from its daily
   totals). Every filter value is a bound parameter.
 - ``session``: the report's data (``trails.audit.report.report_data``) made
   interactive: a Gantt timeline and the provenance graph drawn as SVG
-  (``console_svg``), each input and output in a ``<details>``, costs, policy
+  (``svg``), each input and output in a ``<details>``, costs, policy
   decisions, terminations, memories used and the seal with its verification.
 - ``download``: the report (HTML), TriG, PROV-N and the evidence bundle of one
   session, made by the audit room's own writers.
@@ -44,10 +44,10 @@ from trails.prov.content import (
 )
 from trails.prov.iri import agent_iri
 from trails.server.auth import OWN_SESSIONS
-from trails.server.console_base import Console, ConsoleError, Login
-from trails.server.console_graph import script_json, session_graph
-from trails.server.console_sessions import FILTERS, PAGE_SIZE, listing
-from trails.server.console_svg import timeline_svg
+from trails.server.console.base import Console, ConsoleError, Login
+from trails.server.console.graph import script_json, session_graph
+from trails.server.console.sessions import FILTERS, PAGE_SIZE, listing
+from trails.server.console.svg import timeline_svg
 from trails.store import Solutions
 from trails.store.terms import IRI, Literal, Term, to_python
 

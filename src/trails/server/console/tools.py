@@ -35,8 +35,8 @@ from trails.errors import QueryParameterError, QueryRefused, TrailsError
 from trails.evidence.proofs import TreeHead
 from trails.evidence.transparency import log_iri, read_head
 from trails.evidence.verify import verify
-from trails.server.console_base import Console, ConsoleError, Login
-from trails.server.console_svg import bar_chart
+from trails.server.console.base import Console, ConsoleError, Login
+from trails.server.console.svg import bar_chart
 from trails.server.sparql import analyse
 from trails.store import Solutions
 from trails.store.terms import IRI, to_python

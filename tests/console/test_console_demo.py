@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from tests.console_web.conftest import (
+from tests.console.conftest import (
     ALICE,
     BOB,
     CHROMIUM,
@@ -81,7 +81,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
 def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One headless Chromium for the module, its window 1280 px wide."""
     from playwright.sync_api import sync_playwright
-    from tests.console_web.conftest import FLAGS
+    from tests.console.conftest import FLAGS
 
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(

@@ -1,0 +1,20 @@
+"""The web console of ``trails serve``, a room of its own inside ``server``.
+
+The console turns the evidence the endpoint serves into pages a person reads in a
+browser: the sessions, one session's steps and seal, search, the query pack, the
+SPARQL editor, verification, compliance and charts. Its modules, templates
+(``templates/``) and its one stylesheet (``static/``) live here, beside each other:
+
+- ``routes``: the Starlette routes at ``/console/`` (``mount_console``);
+- ``base``: the login, its cookie and CSRF value, the grant's views, rendering;
+- ``store``: a read-only store view over the endpoint's evaluator, under a grant;
+- ``sessions``: the sessions list's rows, filters and totals from the catalogue;
+- ``pages``: the sessions list, a session's page, downloads and search;
+- ``tools``: the query pack, the SPARQL editor, verify, compliance and charts;
+- ``svg``: the pictures (provenance graph, timeline, bar charts) as inline SVG.
+
+Nothing here is imported on ``import trails.server.console``: the endpoint mounts
+the console through ``routes`` only when it serves one.
+"""
+
+__all__: list[str] = []
