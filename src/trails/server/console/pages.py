@@ -45,6 +45,7 @@ from trails.prov.content import (
 from trails.prov.iri import agent_iri
 from trails.server.auth import OWN_SESSIONS
 from trails.server.console.base import Console, ConsoleError, Login
+from trails.server.console.diff import related
 from trails.server.console.graph import script_json, session_graph
 from trails.server.console.sessions import FILTERS, PAGE_SIZE, listing
 from trails.server.console.svg import timeline_svg
@@ -144,6 +145,7 @@ async def sessions(console: Console, request: Request, login: Login) -> Response
 def _session(console: Console, login: Login, session: str) -> dict[str, Any]:
     iri = console.may_read(login, session)
     data = report_data(console.system, iri, minter=console.minter)
+    data.update(related(console, login, iri))
     graph = session_graph(console.system, iri)
     data["graph_json"] = script_json(graph)
     graph["by_id"] = {n["id"]: n for n in graph["nodes"]}

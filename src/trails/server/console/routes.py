@@ -17,6 +17,7 @@ served from ``static/``, never a CDN. The pages:
 ``/console/head``         the transparency log's newest tree head (JSON)
 ``/console/compliance``   legal holds, erasure receipts, retention, Article 12
 ``/console/charts``       cost, calls, failures and refusals per day and model
+``/console/diff``         two sessions side by side (``?a=&b=``), first divergence marked
 ========================  ===================================================
 
 Every page but the login form answers only a logged-in browser; anything
@@ -35,7 +36,7 @@ from starlette.routing import Route
 from trails.audit.querypack import Query
 from trails.errors import TrailsError
 from trails.server.auth import TokenTable
-from trails.server.console import pages, tools
+from trails.server.console import diff, pages, tools
 from trails.server.console.base import Console, ConsoleError, Login, QueryLog
 from trails.server.limits import FailureThrottle, Throttled, failure_keys
 from trails.server.pool import Evaluator
@@ -138,6 +139,7 @@ def console_routes(console: Console, throttle: FailureThrottle | None = None) ->
         page("/console/head", tools.head),
         page("/console/compliance", tools.compliance),
         page("/console/charts", tools.charts),
+        page("/console/diff", diff.diff),
     ]
 
 
