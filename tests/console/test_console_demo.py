@@ -9,21 +9,28 @@ server for the module) while ``trails replay --rerun`` records a rerun into it.
   path marked, the page no wider than a 1280 px window;
 - the diff: the rerun's page links to the comparison with its original, the
   original's to its rerun, ``trails diff --html`` prints the same page's address,
-  and the page and the command name the same first divergence.
+  and the page and the command name the same first divergence;
+- live: while a writer process records a session step by step, the sessions list
+  shows it and its page shows each new step without reloading; a token that may
+  not read it never hears of it; stopping the server ends the open streams.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
 from tests.console.conftest import (
     ALICE,
@@ -32,8 +39,8 @@ from tests.console.conftest import (
     ROOT,
     TOKENS,
     TRAILS,
+    _banner,
     environment,
-    serving,
 )
 
 from trails.server.auth import token_entry
@@ -53,6 +60,7 @@ class Demo:
     home: Path
     session: str
     other: str
+    server: subprocess.Popen[str]
 
 
 def trails(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -98,8 +106,21 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
         + token_entry(TOKENS["alice"], ALICE)
         + token_entry(TOKENS["bob"], BOB)
     )
-    with serving(home) as url:
-        yield Demo(url, home, session.group(0), other_iri)
+    server = subprocess.Popen(
+        [TRAILS, "--store", "store", "serve", "--tokens", "tokens.toml", "--port", "0"],
+        cwd=home,
+        env=environment(),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        yield Demo(_banner(server), home, session.group(0), other_iri, server)
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(60)
 
 
 @pytest.fixture(scope="module")
@@ -221,3 +242,104 @@ def test_a_rerun_is_a_new_session_compared_with_its_original_as_trails_diff_does
     page.goto(f"{demo.url}/console/diff?a={quote(demo.session)}&b={quote(rerun)}")
     assert page.locator("p.error").count() == 1 and demo.session not in page.content()
     page.close()
+
+
+class Stream:
+    """A logged-in ``/console/events`` stream read in a thread (an ``EventSource``'s view)."""
+
+    def __init__(self, demo: Demo, who: str, query: str = "") -> None:
+        self.client = httpx.Client(base_url=demo.url, timeout=httpx.Timeout(10.0, read=None))
+        done = self.client.post("/console/login", data={"token": TOKENS[who]})
+        assert done.status_code == 303, done.text
+        self.events: list[tuple[str, str]] = []
+        self.ended = threading.Event()
+        self.response = self.client.send(
+            self.client.build_request("GET", "/console/events" + query), stream=True
+        )
+        assert self.response.headers["content-type"].startswith("text/event-stream")
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        name = ""
+        try:
+            for line in self.response.iter_lines():
+                if line.startswith("event: "):
+                    name = line[7:]
+                elif line.startswith("data: "):
+                    self.events.append((name, line[6:]))
+        except httpx.HTTPError:
+            pass
+        finally:
+            self.ended.set()
+
+    def close(self) -> None:
+        self.response.close()
+        self.client.close()
+
+
+def test_a_recording_session_and_its_steps_appear_live_within_the_grant(
+    demo: Demo, chromium: Any, tmp_path: Path
+) -> None:
+    page = log_in(chromium, demo, "auditor")
+    page.wait_for_selector("#live-state:has-text('live: following')")
+    page.evaluate("window.drawnOnce = true")  # gone if the page reloads
+    alice, bob = Stream(demo, "alice"), Stream(demo, "bob")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    process = writer(demo.home, 2, gate)
+    try:
+        assert process.stdout is not None
+        session = process.stdout.readline().strip()
+        assert session.startswith("urn:trails:session:"), process.stderr
+        started = time.monotonic()
+        page.wait_for_selector(f'tr.live-new[data-session="{session}"]', timeout=30_000)
+        seen_in = time.monotonic() - started
+        row = page.locator(f'tr.live-new[data-session="{session}"]')
+        assert row.locator("span.badge").inner_text() == "open"
+        assert page.evaluate("window.drawnOnce") is True
+        # its page: each new step appears as the writer records it, without a reload
+        page.goto(demo.url + "/console/session?s=" + quote(session, safe=""))
+        page.wait_for_selector("#live-state:has-text('live: following')")
+        page.evaluate("window.drawnOnce = true")
+        steps = page.locator("#live-steps li")
+        for n in range(2):
+            (gate / f"go-{n}").touch()
+            assert process.stdout.readline().strip() == f"step {n}"
+            steps.nth(n).wait_for(timeout=30_000)
+            assert steps.count() == n + 1
+        assert "invoke live.step" in steps.last.inner_text()
+        (gate / "go-end").touch()
+        assert process.wait(120) == 0
+        page.wait_for_selector("details#live > summary:has-text('has ended')", timeout=30_000)
+        assert page.evaluate("window.drawnOnce") is True
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(30)
+    # within the grant: alice's own stream announced her session; bob's never named it
+    deadline = time.monotonic() + 30
+    while session not in " ".join(d for _, d in alice.events) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alice.close()
+    bob.close()
+    assert any(name == "sessions" and session in data for name, data in alice.events)
+    assert any(name == "sessions" for name, _ in bob.events)
+    assert not [data for _, data in bob.events if "urn:trails:session:" in data]
+    print(f"the new session appeared in the list {seen_in:.2f} s after it started")
+    page.close()
+
+
+def test_stopping_the_server_ends_the_open_streams(demo: Demo) -> None:
+    """The last test of the module: it stops the server the others used."""
+    stream = Stream(demo, "auditor")
+    deadline = time.monotonic() + 30
+    while not stream.events and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stream.events and stream.events[0][0] == "sessions"
+    os.killpg(demo.server.pid, signal.SIGTERM)
+    assert demo.server.wait(60) == 0
+    assert stream.ended.wait(30)
+    assert demo.server.stderr is not None
+    assert "trails serve: stopped" in demo.server.stderr.read()
+    stream.close()

@@ -47,6 +47,7 @@ from trails.server.auth import OWN_SESSIONS
 from trails.server.console.base import Console, ConsoleError, Login
 from trails.server.console.diff import related
 from trails.server.console.graph import script_json, session_graph
+from trails.server.console.live import session_steps
 from trails.server.console.sessions import FILTERS, PAGE_SIZE, listing
 from trails.server.console.svg import timeline_svg
 from trails.store import Solutions
@@ -146,6 +147,7 @@ def _session(console: Console, login: Login, session: str) -> dict[str, Any]:
     iri = console.may_read(login, session)
     data = report_data(console.system, iri, minter=console.minter)
     data.update(related(console, login, iri))
+    data["live"] = session_steps(console.system, str(iri))
     graph = session_graph(console.system, iri)
     data["graph_json"] = script_json(graph)
     graph["by_id"] = {n["id"]: n for n in graph["nodes"]}
