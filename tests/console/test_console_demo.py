@@ -45,7 +45,6 @@ from tests.console.conftest import (
 
 from trails.server.auth import token_entry
 
-SHOTS = os.environ.get("CB_SHOT", "")
 pytestmark = pytest.mark.skipif(
     not Path(CHROMIUM).exists(),
     reason="needs Debian's Chromium: apt-get install chromium chromium-driver",
@@ -187,8 +186,6 @@ def test_the_demo_graph_is_laid_out_folded_labelled_and_its_path_marked(
     # nothing wider than the window: wide tables and the graph scroll in their own box
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 1280, width
-    if SHOTS:
-        page.locator("#prov-graph").screenshot(path=SHOTS)
     page.close()
 
 

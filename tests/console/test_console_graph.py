@@ -82,3 +82,13 @@ def test_the_embedded_json_cannot_close_its_script_element() -> None:
     text = script_json({"label": "</script><script>alert(1)</script> & more"})
     assert "<" not in text and ">" not in text and "&" not in text
     assert json.loads(text)["label"] == "</script><script>alert(1)</script> & more"
+
+
+def test_a_large_graph_keeps_the_path_and_the_most_connected_nodes() -> None:
+    runs = [{"run": RUN, "goal": "g", "answer": "a"}]
+    extra = [(f"urn:trails:entity:e{i}", TYPE, P + "Entity") for i in range(50)]
+    data = fold(triples() + extra, runs, max_nodes=8)
+    ids = {n["id"] for n in data["nodes"]}
+    assert len(ids) == 8 and data["left_out"] == len(fold(triples() + extra, runs)["nodes"]) - 8
+    assert {RUN, C2, C2 + ":completion"} <= ids  # the path is always drawn
+    assert all(e["source"] in ids and e["target"] in ids for e in data["edges"])

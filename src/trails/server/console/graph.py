@@ -36,9 +36,11 @@ from trails.prov.content import content_graph
 from trails.store import Solutions, Store
 from trails.store.terms import IRI, to_python
 
-__all__ = ["LABEL_WIDTH", "RELATIONS", "fold", "script_json", "session_graph"]
+__all__ = ["LABEL_WIDTH", "MAX_NODES", "RELATIONS", "fold", "script_json", "session_graph"]
 
 LABEL_WIDTH = 28
+MAX_NODES = 400
+"""The most nodes drawn (a layout in the browser stays quick); the downloads hold them all."""
 _PROV = "http://www.w3.org/ns/prov#"
 _RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 _LABEL = "http://www.w3.org/2000/01/rdf-schema#label"
@@ -89,15 +91,23 @@ def _plural(word: str, n: int) -> str:
     return f"{n} × {word}"
 
 
-def fold(triples: Iterable[Sequence[Any]], runs: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
+def fold(
+    triples: Iterable[Sequence[Any]],
+    runs: Sequence[dict[str, Any]] = (),
+    *,
+    max_nodes: int = MAX_NODES,
+) -> dict[str, Any]:
     """The graph to draw from a session's PROV-O triples: nodes, edges, the marked path.
 
     Args:
         triples: ``(s, p, o)`` of the session's graph (PROV terms, labels, types).
         runs: the session's top plan runs in start order (``run``, ``goal``, ``answer``).
+        max_nodes: draw at most this many nodes (the path first, then the most connected;
+            ``left_out`` says how many are not drawn).
 
     Returns:
-        ``{"nodes": [...], "edges": [...], "path": bool, "folded": int}``: each node
+        ``{"nodes": [...], "edges": [...], "path": bool, "folded": int, "left_out": int}``:
+        each node
         ``id``, ``kind``, ``label`` (cut), ``full`` (the tooltip), ``members`` (what was
         folded into it) and ``path``; each edge ``source``, ``target``, ``relation`` and
         ``path``; whether a goal-to-answer path was found; how many nodes were folded.
@@ -165,12 +175,24 @@ def fold(triples: Iterable[Sequence[Any]], runs: Sequence[dict[str, Any]] = ()) 
         into[node] = owner
     nodes = [n for n in sorted(kinds) if n not in into]
     edges: list[tuple[str, str, str]] = []
+    drawn: set[tuple[str, str, str]] = set()
     for s, relation, o in raw:
         a, b = into.get(s, s), into.get(o, o)
-        if a != b and (a, relation, b) not in edges:
+        if a != b and (a, relation, b) not in drawn:
+            drawn.add((a, relation, b))
             edges.append((a, relation, b))
     goal, answer, goal_text, answer_text = _ends(runs, edges, started, kinds)
     path_nodes, path_edges = _path(goal, answer, edges)
+    left_out = max(len(nodes) - max_nodes, 0)
+    if left_out:  # the path, then the most connected nodes; the downloads hold them all
+        degree = dict.fromkeys(nodes, 0)
+        for s, _, o in edges:
+            degree[s] += 1
+            degree[o] += 1
+        ranked = sorted(nodes, key=lambda n: (n not in path_nodes, -degree[n], n))
+        kept = set(ranked[:max_nodes])
+        nodes = [n for n in nodes if n in kept]
+        edges = [(s, r, o) for s, r, o in edges if s in kept and o in kept]
     # activities numbered in start order; an entity minted from one names it ("prompt of #2")
     order = {a: f"#{i}" for i, (_, a) in enumerate(sorted((t, a) for a, t in started.items()))}
     out_nodes = []
@@ -213,6 +235,7 @@ def fold(triples: Iterable[Sequence[Any]], runs: Sequence[dict[str, Any]] = ()) 
         "edges": out_edges,
         "path": bool(path_nodes),
         "folded": len(into),
+        "left_out": left_out,
         "relations": list(RELATIONS),
     }
 
