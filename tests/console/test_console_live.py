@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -71,18 +72,21 @@ async def test_one_read_per_change_for_every_subscriber_within_each_grant(store:
     console.evaluator.close()  # type: ignore[attr-defined]
 
 
-def test_the_change_marker_moves_with_writes_only(tmp_path: object) -> None:
-    folder = str(tmp_path) + "/store"
-    written = open_store(folder)
-    with Session(principal="did:local:alice", store=written) as session:
-        session.context  # noqa: B018
+def test_the_change_marker_moves_with_writes_only(tmp_path: Path) -> None:
+    folder = tmp_path / "store"
+
+    def record() -> None:  # a writer's session, and the writer gone (no compaction after)
+        written = open_store(str(folder))
+        with Session(principal="did:local:alice", store=written) as session:
+            session.context  # noqa: B018 - opening it records its start
+        written.close()
+
+    record()
     before = change_marker(folder)
-    reader = open_store(folder, read_only=True)
+    reader = open_store(str(folder), read_only=True)
     reader.query("SELECT * WHERE { ?s ?p ?o } LIMIT 1")
     reader.close()
     assert change_marker(folder) == before  # reading does not move it
-    with Session(principal="did:local:alice", store=written) as session:
-        session.context  # noqa: B018
+    record()
     assert change_marker(folder) != before
-    written.close()
-    assert change_marker(str(tmp_path) + "/nothing") == ()
+    assert change_marker(tmp_path / "nothing") == ()

@@ -55,7 +55,11 @@
 
   function listPage(table) {
     var body = table.tBodies[0];
-    var columns = table.tHead ? table.tHead.rows[0].cells.length : 4;
+    // each new row's cells go under the headers that name them (started, session, ...)
+    var heads = table.tHead ? Array.prototype.map.call(table.tHead.rows[0].cells, function (th) {
+      return th.textContent.trim().toLowerCase();
+    }) : ["started", "session", "principal", "status"];
+    var columns = heads.length;
     if (!document.getElementById("live-state")) {
       var line = document.createElement("p");
       line.id = "live-state";
@@ -79,22 +83,22 @@
         row = document.createElement("tr");
         row.className = "live-new";
         row.dataset.session = r.session;
-        var cells = [r.started, null, r.principal, null];
-        cells.forEach(function (text, i) {
-          var td = document.createElement("td");
-          if (i === 1) {
+        for (var i = 0; i < columns; i++) {
+          var td = document.createElement("td"), what = heads[i] || "";
+          if (/session/.test(what)) {
             var a = document.createElement("a");
             a.href = "/console/session?s=" + encodeURIComponent(r.session);
             a.textContent = r.label || r.session.split(":").pop();
             td.appendChild(a);
-          } else if (i === 3) {
+          } else if (/status|outcome/.test(what)) {
             td.appendChild(badge(r.outcome || "open"));
-          } else {
-            td.textContent = text || "";
+          } else if (/start/.test(what)) {
+            td.textContent = r.started || "";
+          } else if (/principal/.test(what)) {
+            td.textContent = r.principal || "";
           }
           row.appendChild(td);
-        });
-        for (var i = cells.length; i < columns; i++) { row.appendChild(document.createElement("td")); }
+        }
         body.insertBefore(row, first);
         shown[r.session] = row;
       });
