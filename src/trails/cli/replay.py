@@ -23,6 +23,7 @@ from urllib.parse import urlencode
 from trails.agent import Session
 from trails.audit.access import reading
 from trails.cli.common import session_arg
+from trails.config import load_settings
 from trails.errors import UserError
 from trails.store import Solutions, Store
 from trails.store.terms import IRI, Literal
@@ -88,9 +89,10 @@ def register(sub: Any) -> None:
         "--html",
         metavar="URL",
         nargs="?",
-        const="http://127.0.0.1:8080",
+        const="",
         help="also print the address of the console page showing the two side by side "
-        "(URL: where trails serve answers; default http://127.0.0.1:8080)",
+        "(URL: where trails serve answers; default from [serve] host and port, else "
+        "http://127.0.0.1:8080)",
     )
     parser.set_defaults(func=diff)
 
@@ -189,9 +191,19 @@ def diff(args: argparse.Namespace) -> int:
         else:
             print(found.describe("A", "B"))
         if args.html is not None:
-            print(f"console: {diff_url(args.html, str(a), str(b))}")
+            print(f"console: {diff_url(args.html or _served_at(), str(a), str(b))}")
         sys.stdout.flush()
         return 0 if found is None else 1
+
+
+def _served_at() -> str:
+    """Where ``trails serve`` answers by default: ``[serve] host`` and ``port``."""
+    section = load_settings().section("serve")
+    host = str(section.get("host", "127.0.0.1"))
+    if host in ("0.0.0.0", "::", ""):  # every address: this machine's own
+        host = "127.0.0.1"
+    where = f"[{host}]" if ":" in host else host
+    return f"http://{where}:{section.get('port', 8080)}"
 
 
 def diff_url(base: str, a: str, b: str) -> str:

@@ -17,6 +17,7 @@ from the original to each of its reruns the reader may read).
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from typing import Any
 
@@ -29,13 +30,19 @@ from trails.store import Solutions
 from trails.store.terms import IRI
 from trails.testing.rerun import Activity, compare, trajectory
 
-__all__ = ["PREVIEW", "diff", "related", "steps"]
+__all__ = ["diff", "readable", "related", "steps"]
 
-PREVIEW = 600
-"""The most characters of an input or observation shown before "more"."""
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _RERUN_OF = "SELECT ?original $session $rel WHERE { GRAPH $session { $session $rel ?original } }"
 _RERUNS = "SELECT ?rerun $session $rel WHERE { GRAPH ?rerun { ?rerun $rel $session } }"
+
+
+def readable(text: str) -> str:
+    """Recorded JSON indented for reading (anything else as it is)."""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        return text
 
 
 def _side(step: Activity | None) -> dict[str, Any] | None:
@@ -48,8 +55,12 @@ def _side(step: Activity | None) -> dict[str, Any] | None:
         "status": step.status,
         "activity": step.activity,
         "step": step.step,
-        "inputs": step.inputs if step.inputs is not None else f"sha256 {step.inputs_sha256}",
-        "observation": seen if seen is not None else f"sha256 {step.observation_sha256 or '-'}",
+        "inputs": readable(step.inputs)
+        if step.inputs is not None
+        else f"sha256 {step.inputs_sha256}",
+        "observation": readable(seen)
+        if seen is not None
+        else f"sha256 {step.observation_sha256 or '-'}",
     }
 
 
@@ -111,7 +122,6 @@ def _diff(console: Console, login: Login, a: str, b: str) -> dict[str, Any]:
         "b": str(right_iri),
         "a_count": len(left),
         "b_count": len(right),
-        "preview": PREVIEW,
         **steps(left, right),
     }
 
