@@ -18,8 +18,8 @@ process, so the evaluator's threads too) of ``--rounds`` rounds of ``--number``
 first pages (20, or the console's 25), on a store opened once per size:
 
 - ``trails sessions``: ``sessions_page`` (the pack query's rows);
-- ``console``: the console's page rows (``console.sessions._walk``) through the
-  endpoint's evaluator (``InlineEvaluator``, ``EvaluatorView``), as the console reads;
+- ``console``: the console's page rows (``console.sessions._walk``, then each shown
+  row's goal, answer and duration: ``_with_ends``) through the endpoint's evaluator (``InlineEvaluator``, ``EvaluatorView``), as the console reads;
 - ``endpoint``: ``sessions_page_to(..., format="json")`` through the same
   evaluator: what ``GET /queries/sessions?limit=20`` answers.
 
@@ -114,8 +114,10 @@ def pages(path: Path, rounds: int, number: int) -> dict[str, float]:
     def cli() -> None:
         assert len(sessions_page(store, {}, DEFAULT_LIMIT).rows) == DEFAULT_LIMIT
 
-    def web() -> None:
-        assert len(console_sessions._walk(console, {}, size)) == size  # type: ignore[arg-type]
+    def web() -> None:  # the page's rows, then each shown row's goal, answer and duration
+        rows = console_sessions._walk(console, {}, size)  # type: ignore[arg-type]
+        assert len(rows) == size
+        console_sessions._with_ends(console, rows[: size - 1])  # type: ignore[arg-type]
 
     def endpoint() -> None:
         assert sessions_page_to(view, {}, DEFAULT_LIMIT, format="json").count(b'"session"') > 0

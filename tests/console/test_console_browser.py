@@ -1,7 +1,7 @@
 """The web console in a real headless Chromium against a real ``trails serve``.
 
 An auditor logs in with a token, lists and filters the sessions, opens one,
-expands an input, sees the provenance graph drawn (an SVG with the expected
+reads a call's input beside its output, sees the provenance graph drawn (an SVG with the expected
 nodes), searches a word of a completion, runs a pack query with a hostile
 parameter, starts a verification, and downloads a bundle that
 ``trails verify --bundle`` accepts. Bob's token (his own sessions only) sees
@@ -50,17 +50,13 @@ def test_an_auditor_browses_filters_opens_and_checks(
     assert sorted(session_rows(page)) == sorted(
         f"/console/session?s={quote(s, safe='')}" for s in (a, c)
     )
-    # open A: an input collapsed until clicked, the graph drawn with its nodes
+    # open A: each call's input shown beside its output, the graph drawn with its nodes
     page.goto(served.url + "/console/")
     page.locator("table.sessions td a").last.click()
     page.wait_for_selector("svg.prov-graph")
-    details = page.locator("details.io", has_text="Input").first
-    assert details.get_attribute("open") is None
-    assert not details.locator("pre").is_visible()
-    details.locator("summary").click()
-    assert details.locator("pre").is_visible()
-    inputs = " ".join(p.inner_text() for p in page.locator("details.io pre").all())
-    assert "quarterly figures" in inputs
+    pair = page.locator(".io-pair", has_text="quarterly figures").first
+    assert pair.locator("section.in pre").is_visible()
+    assert pair.locator("section.out pre").inner_text() == "result for quarterly figures"
     kinds = {n.get_attribute("data-kind") for n in page.locator("svg.prov-graph g.node").all()}
     assert kinds == {"activity", "entity", "agent"}
     labels = page.locator("svg.prov-graph g.node title").all_text_contents()
@@ -77,7 +73,7 @@ def test_an_auditor_browses_filters_opens_and_checks(
     hits = page.locator("ol.hits li")
     assert hits.count() >= 1
     assert hits.first.locator("a").inner_text() == a
-    assert hits.first.locator("mark").inner_text().lower() == "polished"
+    assert hits.first.locator("mark").first.inner_text().lower() == "polished"
     shot(page, "search")
     # a pack query with a hostile parameter: refused as a value, nothing spliced, no rows
     hostile = "x> } UNION { GRAPH ?g { ?s ?p ?o } } #"

@@ -123,7 +123,7 @@ async def test_the_sessions_page_walks_the_days_and_says_what_its_totals_cover(
         # A's outcome is ok; C ended ok but its run stopped at its step limit (stopped)
         assert _listed(filtered) == [newest_first[3]]
         assert "1 session(s)" in filtered
-        assert "filtered by status: the page and its totals read every catalogue entry" in filtered
+        assert "filtered by outcome: the page and its totals read every catalogue entry" in filtered
         # a time range alone: walked within its days, totals of the range's entries
         ranged = (
             await client.get(

@@ -42,7 +42,7 @@ from trails.prov.vocab import XSD
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal, Term, to_python
 
-__all__ = ["TimelineNode", "render_report", "report_data", "write_report"]
+__all__ = ["TimelineNode", "render_report", "report_data", "seal_of", "write_report"]
 
 _TEMPLATES = Path(__file__).with_name("templates")
 
@@ -294,6 +294,47 @@ def _failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def seal_of(store: Store, session: IRI, minter: Minter | None = None) -> dict[str, Any]:
+    """What the report says of a session's seal: ``state`` (verified, open, unsealed, or
+    the kind of the first finding), ``detail``, and the seals and chain findings.
+
+    Args:
+        store: the store.
+        session: the session IRI.
+        minter: names the ledger (default ``urn:trails:``).
+    """
+    iri = session
+    seal: dict[str, Any] = {"state": "unsealed", "detail": "no seal in this store"}
+    try:
+        report = verify(store, session=iri, minter=minter)
+        chain = [f for f in report.findings if f.kind in ("chain", "signature")]
+        # the session's graph, its content, the receipts of its erased content: "verified"
+        # only when all of them check out
+        mine = [f for f in report.findings if f not in chain]
+        seals = _seals(store, iri, minter or Minter())
+        if iri in report.open_sessions:
+            seal = {"state": "open", "detail": "the session has not ended, so it is not sealed yet"}
+        elif mine:
+            first = mine[0]
+            about = "" if first.subject == iri else f"{first.subject}: "
+            more = f" ({len(mine) - 1} more finding(s))" if len(mine) > 1 else ""
+            seal = {"state": first.kind, "detail": f"{about}{first.detail}{more}"}
+        elif seals:
+            last = seals[-1]
+            seal = {
+                "state": "verified",
+                "detail": f"matches seal {last['sequence']} of {last['sealedAt']} "
+                f"({last['quadCount']} quads, sha256 {last['graphHash']}); "
+                f"{_content_checked(report)}",
+            }
+        if chain:
+            seal["chain"] = [str(f) for f in chain]
+        seal["seals"] = seals
+    except VerificationError as exc:
+        seal = {"state": "unsealed", "detail": str(exc)}
+    return seal
+
+
 def report_data(
     store: Store,
     session: str,
@@ -355,34 +396,7 @@ def report_data(
         Decimal(0),
     )
 
-    seal: dict[str, Any] = {"state": "unsealed", "detail": "no seal in this store"}
-    try:
-        report = verify(store, session=iri, minter=minter)
-        chain = [f for f in report.findings if f.kind in ("chain", "signature")]
-        # the session's graph, its content, the receipts of its erased content: "verified"
-        # only when all of them check out
-        mine = [f for f in report.findings if f not in chain]
-        seals = _seals(store, iri, minter or Minter())
-        if iri in report.open_sessions:
-            seal = {"state": "open", "detail": "the session has not ended, so it is not sealed yet"}
-        elif mine:
-            first = mine[0]
-            about = "" if first.subject == iri else f"{first.subject}: "
-            more = f" ({len(mine) - 1} more finding(s))" if len(mine) > 1 else ""
-            seal = {"state": first.kind, "detail": f"{about}{first.detail}{more}"}
-        elif seals:
-            last = seals[-1]
-            seal = {
-                "state": "verified",
-                "detail": f"matches seal {last['sequence']} of {last['sealedAt']} "
-                f"({last['quadCount']} quads, sha256 {last['graphHash']}); "
-                f"{_content_checked(report)}",
-            }
-        if chain:
-            seal["chain"] = [str(f) for f in chain]
-        seal["seals"] = seals
-    except VerificationError as exc:
-        seal = {"state": "unsealed", "detail": str(exc)}
+    seal = seal_of(store, iri, minter)
 
     effects = _rows(store, "side-effects", session=iri)
     return {

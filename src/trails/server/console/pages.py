@@ -25,17 +25,19 @@ from __future__ import annotations
 import asyncio
 import io
 import tempfile
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from trails.audit.bundle import write_bundle
 from trails.audit.export import export
-from trails.audit.report import render_report, report_data
+from trails.audit.render import duration
+from trails.audit.report import render_report, report_data, seal_of
 from trails.audit.search import Scope
 from trails.prov.content import (
     content_graph,
@@ -48,10 +50,12 @@ from trails.server.console.base import Console, ConsoleError, Login
 from trails.server.console.diff import related
 from trails.server.console.graph import script_json, session_graph
 from trails.server.console.live import session_steps
-from trails.server.console.sessions import FILTERS, PAGE_SIZE, listing
+from trails.server.console.said import kind_of, readable, snippet
+from trails.server.console.sessions import FILTERS, PAGE_SIZE, SORTS, STOP_REASONS, listing
+from trails.server.console.steps import dressed, step, step_figures
 from trails.server.console.svg import timeline_svg
 from trails.store import Solutions
-from trails.store.terms import IRI, Literal, Term, to_python
+from trails.store.terms import IRI, Literal, Term, literal, to_python
 
 __all__ = [
     "PAGE_SIZE",
@@ -60,6 +64,7 @@ __all__ = [
     "search",
     "session",
     "sessions",
+    "step_page",
 ]
 
 SEARCH_LIMIT = 50
@@ -71,6 +76,9 @@ _ENTITY = """SELECT ?g ?s ?p ?o $prefix $entity WHERE {
   FILTER(STRSTARTS(STR(?g), $prefix))
 } LIMIT #LIMIT"""
 _HOLDS = "ASK { GRAPH $g { ?s ?p ?o } }"
+_DURATION = "http://www.w3.org/2001/XMLSchema#dayTimeDuration"
+_VALUE = "http://www.w3.org/ns/prov#value"
+_TYPES = "SELECT ?type $g $s WHERE { GRAPH $g { $s a ?type } }"
 _FORMATS = {
     "html": ("text/html; charset=utf-8", "html"),
     "trig": ("application/trig", "trig"),
@@ -102,7 +110,76 @@ def _params(console: Console, fields: dict[str, str]) -> dict[str, Term]:
             params[name] = Literal(given[name].lower())
     if "planner" in given:
         params["planner"] = Literal(given["planner"])
+    if "stop" in given:
+        params["stop"] = Literal(given["stop"])
+    for name, bound in (("cost_min", "costMin"), ("cost_max", "costMax")):
+        if name in given:
+            params[bound] = literal(_amount(given[name], name, "an amount of USD"))
+    for name, bound in (("duration_min", "durationMin"), ("duration_max", "durationMax")):
+        if name in given:
+            seconds = _amount(given[name], name, "a number of seconds")
+            params[bound] = Literal(f"PT{format(seconds, 'f')}S", _DURATION)
     return params
+
+
+def _amount(text: str, name: str, what: str) -> Decimal:
+    """A filter's number (at least 0), or a ``ConsoleError`` naming the field."""
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise ConsoleError(f"{name} must be {what}, not {text!r}") from None
+    if not value.is_finite() or value < 0:
+        raise ConsoleError(f"{name} must be {what} (0 or more), not {text!r}")
+    return value
+
+
+def _sort(fields: dict[str, str]) -> tuple[str, bool]:
+    """The page's sort column and direction (``started``, newest first, unless asked)."""
+    column = fields.get("sort", "").strip() or "started"
+    if column not in SORTS:
+        raise ConsoleError(f"sort must be one of {', '.join(SORTS)}, not {column!r}")
+    order = fields.get("order", "").strip() or "desc"
+    if order not in ("asc", "desc"):
+        raise ConsoleError(f"order must be asc or desc, not {order!r}")
+    return column, order == "desc"
+
+
+def _link(fields: dict[str, str], column: str, descending: bool) -> str:
+    """The page's query text (its filters and its sort) without the page number."""
+    kept = [(k, fields[k]) for k in FILTERS if fields.get(k, "").strip()]
+    if (column, descending) != ("started", True):
+        kept += [("sort", column), ("order", "desc" if descending else "asc")]
+    return urlencode(kept)
+
+
+def _sort_links(fields: dict[str, str], column: str, descending: bool) -> dict[str, str]:
+    """Each column's header link: sorted by it (again: the other way round), filters kept.
+    Text columns sort A to Z first; times, durations, amounts and counts largest first."""
+    links = {}
+    for name in SORTS:
+        if name == column:
+            first = not descending
+        else:
+            first = name not in (
+                "session",
+                "goal",
+                "answer",
+                "principal",
+                "outcome",
+                "stop",
+                "planner",
+                "models",
+            )
+        links[name] = "?" + _link(fields, name, first)
+    return links
+
+
+def when(value: Any) -> str:
+    """A moment as the console shows it on one line: ``2025-03-01 10:00:05`` (UTC)."""
+    if not isinstance(value, datetime):
+        return "" if value is None else str(value)
+    moment: datetime = value.astimezone(UTC) if value.tzinfo is not None else value
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _money(value: Any) -> str:
@@ -118,9 +195,15 @@ def _list(console: Console, login: Login, fields: dict[str, str]) -> dict[str, A
         page = max(int(fields.get("page", "1") or 1), 1)
     except ValueError:
         raise ConsoleError("page must be a whole number") from None
-    found = listing(console, login, params, page)
+    column, descending = _sort(fields)
+    found = listing(console, login, params, page, (column, descending))
     for r in found.rows:
         r["cost"] = _money(r.get("costUSD"))
+        r["when"] = when(r.get("started"))
+        r["ended_when"] = when(r.get("ended"))
+        r["took"] = "running" if r.get("ended") is None else duration(r.get("duration"))
+        tokens = (r.get("inputTokens"), r.get("outputTokens"))
+        r["tokens"] = "" if tokens == (None, None) else sum(int(t or 0) for t in tokens)
         session, label = str(r.get("session") or ""), str(r.get("label") or "")
         if label in (session, f"session {session.rsplit(':', 1)[-1]}"):
             r["label"] = ""  # a default label only repeats the id: show the id once
@@ -133,6 +216,12 @@ def _list(console: Console, login: Login, fields: dict[str, str]) -> dict[str, A
         "page": page,
         "more": found.more,
         "filters": {k: fields.get(k, "") for k in FILTERS},
+        "sort": column,
+        "descending": descending,
+        "sort_links": _sort_links(fields, column, descending),
+        "page_link": _link(fields, column, descending),
+        "sorts": SORTS,
+        "stop_reasons": STOP_REASONS,
     }
 
 
@@ -153,7 +242,35 @@ def _session(console: Console, login: Login, session: str) -> dict[str, Any]:
     graph["by_id"] = {n["id"]: n for n in graph["nodes"]}
     data["graph"] = graph
     data["timeline_svg"] = timeline_svg(data["timeline"])
+    data["steps"] = dressed(data["timeline"], step_figures(console.system, iri))
+    data["about"] = _about(data)
     return data
+
+
+def _about(data: dict[str, Any]) -> dict[str, str]:
+    """What a session was about and what it cost, for the top of its page: the goal of its
+    first run, the answer of its last, its duration, tokens and cost."""
+    runs = sorted(data.get("runs") or [], key=lambda r: str(r.get("runStarted") or ""))
+    goals = [str(r["goal"]) for r in runs if r.get("goal")]
+    answers = [str(r["answer"]) for r in runs if r.get("answer")]
+    head = data.get("head") or {}
+    started, ended = head.get("started"), head.get("ended")
+    took = "running (it has not ended)"
+    if started and ended:
+        seconds = datetime.fromisoformat(str(ended)) - datetime.fromisoformat(str(started))
+        took = duration(max(seconds.total_seconds(), 0.0))
+    completions = data.get("completions") or []
+    tokens_in = sum(int(c.get("inputTokens") or 0) for c in completions)
+    tokens_out = sum(int(c.get("outputTokens") or 0) for c in completions)
+    return {
+        "goal": goals[0] if goals else "",
+        "answer": answers[-1] if answers else "",
+        "started": f"{started} UTC" if started else "",
+        "ended": f"{ended} UTC" if ended else "",
+        "duration": took,
+        "tokens": f"{tokens_in} in, {tokens_out} out",
+        "cost": str(data.get("total_usd") or ""),
+    }
 
 
 async def session(console: Console, request: Request, login: Login) -> Response:
@@ -161,6 +278,29 @@ async def session(console: Console, request: Request, login: Login) -> Response:
     iri = request.query_params.get("s", "")
     data = await asyncio.to_thread(_session, console, login, iri)
     return console.page(request, "session.html.j2", login, **data)
+
+
+def _step(console: Console, login: Login, session: str, activity: str) -> dict[str, Any]:
+    iri = console.may_read(login, session)
+    try:
+        which = IRI(activity)
+    except ValueError:
+        raise ConsoleError(f"{activity!r} is not a step's IRI") from None
+    found = step(console.system, iri, which)
+    if found is None:
+        raise ConsoleError(f"no step {activity} in session {session}", status=404)
+    seal = seal_of(console.system, iri, console.minter)
+    return {"step": found, "seal": seal, "session": str(iri)}
+
+
+async def step_page(console: Console, request: Request, login: Login) -> Response:
+    """One step of a session: its figures, what it used and generated with each value's
+    evidence, the session's seal, and its lineage; the page's side panel asks for the
+    panel alone (``part=panel``), a browser without scripts gets the whole page."""
+    fields = request.query_params
+    data = await asyncio.to_thread(_step, console, login, fields.get("s", ""), fields.get("a", ""))
+    template = "step_panel.html.j2" if fields.get("part") == "panel" else "step.html.j2"
+    return console.page(request, template, login, **data)
 
 
 def _download(console: Console, login: Login, session: str, kind: str) -> bytes:
@@ -268,22 +408,43 @@ def _search(
     for match in matches:
         found.append((match.graph, match.subject, match.property, match.value))
     following = matches[-1].row if len(matches) == SEARCH_LIMIT else None
-    out: list[dict[str, Any]] = []
-    for graph, subject, prop, value in found[:SEARCH_LIMIT]:
+    return _grouped(console, found[:SEARCH_LIMIT], text), following
+
+
+def _grouped(
+    console: Console, found: list[tuple[str, str, str, str]], text: str
+) -> list[dict[str, Any]]:
+    """Hits grouped by session (in the order their sessions first come), each typed by what
+    it is (goal, answer, prompt, tool input ...: ``said.kind_of``, a recorded value by its
+    entity's types) and shown as readable text around the match (``said.readable``)."""
+    groups: dict[str, dict[str, Any]] = {}
+    types: dict[tuple[str, str], set[str]] = {}
+    for graph, subject, prop, value in found:
         owner = str(structure_graph(graph)) if is_content_graph(graph) else graph
-        at = value.lower().find(text.lower())
-        start = max(at - 60, 0)
-        out.append(
+        kinds: set[str] = set()
+        if prop == _VALUE and subject:
+            if (owner, subject) not in types:
+                rows = _rows(
+                    console.system.query(
+                        _TYPES, {"g": IRI.trusted(owner), "s": IRI.trusted(subject)}
+                    )
+                )
+                types[owner, subject] = {str(r["type"]) for r in rows if r.get("type")}
+            kinds = types[owner, subject]
+        before, match, after = snippet(readable(value), text)
+        group = groups.setdefault(owner, {"session": owner, "hits": []})
+        group["hits"].append(
             {
-                "session": owner,
                 "subject": subject,
-                "property": prop.rsplit("#", 1)[-1].rsplit("/", 1)[-1],
-                "before": value[start:at] if at >= 0 else value[:120],
-                "match": value[at : at + len(text)] if at >= 0 else "",
-                "after": value[at + len(text) : at + len(text) + 60] if at >= 0 else "",
+                "kind": kind_of(prop, kinds),
+                "before": before,
+                "match": match,
+                "after": after,
             }
         )
-    return out, following
+    for group in groups.values():
+        group["count"] = len(group["hits"])
+    return list(groups.values())
 
 
 async def search(console: Console, request: Request, login: Login) -> Response:

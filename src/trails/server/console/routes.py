@@ -9,6 +9,7 @@ served from ``static/``, never a CDN. The pages:
 ========================  ===================================================
 ``/console/``             the sessions, newest first, filtered, with totals
 ``/console/session``      one session (``?s=IRI``): timeline, graph, I/O, seal
+``/console/step``         one step of it (``&a=IRI``): evidence, lineage (a side panel)
 ``/console/download``     its report, TriG, PROV-N or evidence bundle
 ``/console/search``       recorded content by words, or an entity by IRI
 ``/console/queries``      the query pack as forms, results as table, CSV, JSON
@@ -132,6 +133,7 @@ def console_routes(console: Console, throttle: FailureThrottle | None = None) ->
         Route("/console/static/{name}", static, methods=["GET"]),
         page("/console/", pages.sessions),
         page("/console/session", pages.session),
+        page("/console/step", pages.step_page),
         page("/console/download", pages.download),
         page("/console/search", pages.search),
         page("/console/queries", tools.queries),

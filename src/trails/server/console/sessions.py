@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -39,12 +40,51 @@ from trails.server.console.base import Console, ConsoleError, Login
 from trails.store import Solutions
 from trails.store.terms import IRI, Term, to_python
 
-__all__ = ["FILTERS", "PAGE_SIZE", "Listing", "listing"]
+__all__ = ["FILTERS", "PAGE_SIZE", "SORTS", "STOP_REASONS", "Listing", "listing", "sort_key"]
 
 PAGE_SIZE = 25
-FILTERS = ("principal", "since", "until", "status", "planner", "model", "text")
+FILTERS = (
+    "principal",
+    "since",
+    "until",
+    "status",
+    "stop",
+    "planner",
+    "model",
+    "text",
+    "cost_min",
+    "cost_max",
+    "duration_min",
+    "duration_max",
+)
 #: the filters a day's entries cannot be narrowed by (each one reads every entry)
-_NARROWING = ("principal", "status", "planner", "model", "text")
+_NARROWING = (
+    "principal",
+    "status",
+    "stop",
+    "planner",
+    "model",
+    "text",
+    "costMin",
+    "costMax",
+    "durationMin",
+    "durationMax",
+)
+#: how the page names a filter that narrows it
+_NAMED = {
+    "status": "outcome",
+    "stop": "stop reason",
+    "costMin": "cost (from)",
+    "costMax": "cost (to)",
+    "durationMin": "duration (from)",
+    "durationMax": "duration (to)",
+}
+#: the parameters a filter binds, projected by every query that may be given them
+_PARAMS = "$principal $status $stop $since $until $planner $model $text " + (
+    "$costMin $costMax $durationMin $durationMax"
+)
+#: those of them the rows' outer query projects (``?principal`` and ``?planner`` are its columns)
+_OUTER = _PARAMS.replace("$principal ", "").replace("$planner ", "")
 
 _PREFIXES = """PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX trails: <https://w3id.org/trails/ns#>
@@ -69,18 +109,36 @@ _CLAUSES = {
     "model": """FILTER EXISTS { GRAPH ?catalogue {
         ?entry trails:usedModel/rdfs:label ?modelName
         FILTER(CONTAINS(LCASE(STR(?modelName)), $model)) } }""",
-    "text": """FILTER EXISTS { GRAPH ?catalogue {
+    # the label, or what the session was about: a run's goal or answer (its content graph)
+    "text": """FILTER(EXISTS { GRAPH ?catalogue {
         { ?entry rdfs:label ?entryName } UNION { ?entry trails:summaryOf ?entryName }
-        FILTER(CONTAINS(LCASE(STR(?entryName)), $text)) } }""",
+        FILTER(CONTAINS(LCASE(STR(?entryName)), $text)) } }
+      || EXISTS { GRAPH ?catalogue { ?entry trails:summaryOf ?textSession }
+        GRAPH ?textSession { ?textRun trails:inSession ?textSession ; a trails:PlanRun }
+        GRAPH ?textContent { { ?textRun trails:goal ?said } UNION { ?textRun trails:answer ?said } }
+        FILTER(CONTAINS(LCASE(STR(?said)), $text)) })""",
+    "stop": "FILTER EXISTS { GRAPH ?catalogue { ?entry trails:sessionStopReason $stop } }",
+    # a session with no cost recorded yet (still open) is in no cost range
+    "costMin": """FILTER EXISTS { GRAPH ?catalogue {
+        ?entry trails:totalCostUSD ?costLow FILTER(?costLow >= $costMin) } }""",
+    "costMax": """FILTER EXISTS { GRAPH ?catalogue {
+        ?entry trails:totalCostUSD ?costHigh FILTER(?costHigh <= $costMax) } }""",
+    # a duration is an ended session's: an open one is in no duration range
+    "durationMin": """FILTER EXISTS { GRAPH ?catalogue {
+        ?entry trails:sessionStarted ?fromLow ; trails:sessionEnded ?toLow
+        FILTER(?toLow - ?fromLow >= $durationMin) } }""",
+    "durationMax": """FILTER EXISTS { GRAPH ?catalogue {
+        ?entry trails:sessionStarted ?fromHigh ; trails:sessionEnded ?toHigh
+        FILTER(?toHigh - ?fromHigh <= $durationMax) } }""",
 }
 _ROWS = (
     _PREFIXES
     + """SELECT ?session ?principal ?label ?started ?ended ?outcome ?outcomeReason ?activities ?planner
        ?stopReason ?costUSD ?inputTokens ?outputTokens ?sealed
        (GROUP_CONCAT(DISTINCT ?modelLabel; separator=", ") AS ?models)
-       $status $since $until $model $text #BOUND
+       #OUTER #BOUND
 WHERE {
-  { SELECT ?entry ?started $principal $status $since $until $planner $model $text #BOUND
+  { SELECT ?entry ?started #PARAMS #BOUND
       WHERE {
 #ENTRIES
     } ORDER BY DESC(?started) ?entry #PAGE
@@ -105,14 +163,14 @@ WHERE {
   BIND(COALESCE(?storedReason, "") AS ?outcomeReason)
 }
 GROUP BY ?session ?principal ?label ?started ?ended ?outcome ?outcomeReason ?activities ?planner ?stopReason
-         ?costUSD ?inputTokens ?outputTokens ?sealed $status $since $until $model $text #BOUND
+         ?costUSD ?inputTokens ?outputTokens ?sealed #OUTER #BOUND
 ORDER BY DESC(?started) ?session
 """
 ).replace("#OUTCOME", OUTCOME_SPARQL)
 #: the figures the totals add up, one row per entry: summed here, exactly
 _TOTALS = (
     _PREFIXES
-    + """SELECT ?cost ?in ?out $principal $status $since $until $planner $model $text
+    + """SELECT ?cost ?in ?out #PARAMS
 WHERE {
 #ENTRIES
   OPTIONAL { GRAPH ?catalogue { ?entry trails:totalCostUSD ?cost } }
@@ -200,6 +258,49 @@ SELECT ?model ?inputTokens ?outputTokens ?costUSD $entry WHERE {
   }
 }"""
 )
+#: what a session was about and how it ended: the goal of its first run, the answer of its last
+#: one branch of ``_page_ends``: the runs of a session of the page, bound as ``$sN``
+_ENDS_BRANCH = """{ GRAPH $sN { ?run trails:inSession $sN ; a trails:PlanRun ;
+      prov:startedAtTime ?runStarted }
+    BIND($sN AS ?session) }"""
+#: the same for every catalogued session at once (a page sorted by goal or answer)
+_ALL_ENDS = """PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?session ?runStarted ?goal ?answer WHERE {
+  GRAPH ?catalogue { ?entry trails:summaryOf ?session }
+  GRAPH ?session { ?run trails:inSession ?session ; a trails:PlanRun ; prov:startedAtTime ?runStarted }
+  OPTIONAL { GRAPH ?goalGraph { ?run trails:goal ?goal } }
+  OPTIONAL { GRAPH ?answerGraph { ?run trails:answer ?answer } }
+}"""
+SORTS = (
+    "started",
+    "duration",
+    "session",
+    "goal",
+    "answer",
+    "principal",
+    "outcome",
+    "stop",
+    "planner",
+    "models",
+    "activities",
+    "cost",
+    "tokens",
+    "sealed",
+)
+"""The columns a page may be sorted by (``started``, newest first, is the walk's own order)."""
+STOP_REASONS = (
+    "goal_achieved",
+    "max_steps",
+    "max_cost",
+    "max_tokens",
+    "max_wall_time",
+    "error",
+    "interrupted",
+    "terminal",
+)
+"""The stop reasons the filter offers (what planners record as ``trails:stopReason``)."""
+
 ONE_BY_ONE = 8
 """Up to this many new sessions of a day not totalled are read one by one; more, the day."""
 
@@ -218,6 +319,98 @@ def _py(term: Term | None) -> Any:
     return None if term is None else to_python(term)
 
 
+def _seconds(row: Mapping[str, Any]) -> float | None:
+    """An ended session's duration in seconds (None: it has not ended)."""
+    started, ended = row.get("started"), row.get("ended")
+    if not isinstance(started, datetime) or not isinstance(ended, datetime):
+        return None
+    if (started.tzinfo is None) != (ended.tzinfo is None):
+        return None
+    return max((ended - started).total_seconds(), 0.0)
+
+
+def sort_key(column: str, row: Mapping[str, Any]) -> tuple[int, Any]:
+    """What ``row`` sorts on by ``column`` (one of ``SORTS``): rows with no value come last
+    whichever way the page is sorted (the caller puts them there), the rest by value."""
+    if column == "duration":
+        value: Any = row.get("duration")
+    elif column == "session":
+        value = str(row.get("label") or row.get("session") or "").lower()
+    elif column in ("goal", "answer", "principal", "outcome", "planner", "models"):
+        value = str(row.get(column) or "").lower() or None
+    elif column == "stop":
+        value = row.get("stopReason") or None
+    elif column == "cost":
+        value = None if row.get("costUSD") is None else Decimal(str(row["costUSD"]))
+    elif column == "tokens":
+        tokens = (row.get("inputTokens"), row.get("outputTokens"))
+        value = None if tokens == (None, None) else sum(int(t or 0) for t in tokens)
+    elif column == "activities":
+        value = row.get("activities")
+    elif column == "sealed":
+        value = bool(row.get("sealed"))
+    else:
+        started = row.get("started")
+        value = started.timestamp() if isinstance(started, datetime) else None
+    return (1, 0) if value is None else (0, value)
+
+
+def _sorted(rows: list[dict[str, Any]], column: str, descending: bool) -> list[dict[str, Any]]:
+    """``rows`` by ``column``, the rows without a value last; ties newest first."""
+    newest = sorted(rows, key=lambda r: sort_key("started", r)[1], reverse=True)
+    valued = [r for r in newest if sort_key(column, r)[0] == 0]
+    empty = [r for r in newest if sort_key(column, r)[0] == 1]
+    return sorted(valued, key=lambda r: sort_key(column, r)[1], reverse=descending) + empty
+
+
+def _ends_of(found: list[dict[str, Any]]) -> tuple[str, str]:
+    """The goal of the first run and the answer of the last run that has one."""
+    runs = sorted(found, key=lambda r: str(r.get("runStarted") or ""))
+    goals = [str(r["goal"]) for r in runs if r.get("goal")]
+    answers = [str(r["answer"]) for r in runs if r.get("answer")]
+    return (goals[0] if goals else "", answers[-1] if answers else "")
+
+
+def _with_ends(console: Console, rows: list[dict[str, Any]], every: bool = False) -> None:
+    """Give each row its ``goal``, ``answer`` and ``duration``: one small lookup per row (a
+    page's rows), or, ``every``, one query for every catalogued session (a sort by them)."""
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    if every:
+        for found in _rows(console.system.query(_ALL_ENDS)):
+            by_session.setdefault(str(found["session"]), []).append(found)
+    elif rows:
+        for found in _rows(_page_ends(console, rows)):
+            by_session.setdefault(str(found["session"]), []).append(found)
+    for row in rows:
+        row["duration"] = _seconds(row)
+        row["goal"], row["answer"] = _ends_of(by_session.get(str(row.get("session") or ""), []))
+
+
+def _page_ends(console: Console, rows: list[dict[str, Any]]) -> object:
+    """The runs of the rows' sessions with their goals and answers, in one query: a branch
+    per session, each session a bound parameter (``$s0``, ``$s1`` ...; the text holds only
+    their names). The store looks each run's goal and answer up by the run (an index
+    lookup per run, whatever else the store holds)."""
+    sessions = sorted({str(r["session"]) for r in rows if r.get("session")})
+    if not sessions:
+        return None
+    names = [f"s{i}" for i in range(len(sessions))]
+    branches = "\n  UNION ".join(_ENDS_BRANCH.replace("$sN", f"${n}") for n in names)
+    text = (
+        _PREFIXES
+        + "SELECT ?session ?runStarted ?goal ?answer "
+        + " ".join(f"${n}" for n in names)
+        + " WHERE {\n  "
+        + branches
+        + """
+  OPTIONAL { GRAPH ?goalGraph { ?run trails:goal ?goal } }
+  OPTIONAL { GRAPH ?answerGraph { ?run trails:answer ?answer } }
+}"""
+    )
+    bound: dict[str, Term] = {n: IRI.trusted(s) for n, s in zip(names, sessions, strict=True)}
+    return console.system.query(text, bound)
+
+
 def _rows(result: object) -> list[dict[str, Any]]:
     if not isinstance(result, Solutions):
         return []
@@ -231,6 +424,8 @@ def _text(template: str, entries: str, params: dict[str, Term], page: str = "") 
         template.replace("#ENTRIES", entries.replace("#FILTER", clauses))
         .replace("#PAGE", page)
         .replace("#BOUND", bound)
+        .replace("#PARAMS", _PARAMS)
+        .replace("#OUTER", _OUTER)
     )
 
 
@@ -398,7 +593,13 @@ def _readable(console: Console, login: Login, row: dict[str, Any]) -> bool:
     return owner is not None and str(row.get("principal") or "") == owner
 
 
-def listing(console: Console, login: Login, params: dict[str, Term], page: int) -> Listing:
+def listing(
+    console: Console,
+    login: Login,
+    params: dict[str, Term],
+    page: int,
+    sort: tuple[str, bool] = ("started", True),
+) -> Listing:
     """The ``page``-th page of the sessions the filter ``params`` selects, and its totals.
 
     Args:
@@ -406,14 +607,17 @@ def listing(console: Console, login: Login, params: dict[str, Term], page: int) 
         login: whose page (its grant decides which sessions are listed).
         params: the filter, as bound parameters.
         page: from 1.
+        sort: the column (one of ``SORTS``) and whether descending; newest first is the
+            walk's own order, any other reads every entry of the time range once.
 
     Returns:
-        The page's rows (at most ``PAGE_SIZE``), whether more follow, the totals and a
-        sentence saying what they cover.
+        The page's rows (at most ``PAGE_SIZE``, each with its goal, answer and duration),
+        whether more follow, the totals and a sentence saying what they cover.
     """
     narrowed = [name for name in _NARROWING if name in params]
     ranged = "since" in params or "until" in params
-    if login.grant.universal and not narrowed:
+    resorted = sort != ("started", True)
+    if login.grant.universal and not narrowed and not resorted:
         rows = _walk(console, params, page * PAGE_SIZE + 1)[(page - 1) * PAGE_SIZE :]
         if ranged:
             figures = _rows(console.system.query(_text(_TOTALS, _ALL, params), params))
@@ -426,6 +630,7 @@ def listing(console: Console, login: Login, params: dict[str, Term], page: int) 
                 " the sessions that ended, and those that have not; a filter counts every"
                 " entry)"
             )
+        _with_ends(console, rows[:PAGE_SIZE])
         return Listing(rows[:PAGE_SIZE], len(rows) > PAGE_SIZE, totals, covers)
     # a narrowing filter, or a grant on part of the store: one pass over the range's entries
     rows = _rows(console.system.query(_text(_ROWS, _ALL, params), params))
@@ -437,11 +642,28 @@ def listing(console: Console, login: Login, params: dict[str, Term], page: int) 
             for r in rows
         ]
     )
-    why = f"filtered by {', '.join(narrowed)}" if narrowed else "this token reads part of the store"
+    column, descending = sort
+    if column in ("goal", "answer"):
+        _with_ends(console, rows, every=True)
+    elif resorted:
+        for row in rows:
+            row["duration"] = _seconds(row)
+    if resorted:
+        rows = _sorted(rows, column, descending)
+    named = [_NAMED.get(name, name) for name in narrowed]
+    reasons = [f"filtered by {', '.join(named)}"] if narrowed else []
+    if resorted:
+        reasons.append(f"sorted by {column}")
+    if not login.grant.universal:
+        reasons.append("this token reads part of the store")
+    why = ", ".join(reasons)
     covers = (
         f"{why}: the page and its totals read every catalogue entry"
         + (" of the time range" if ranged else "")
         + " (a narrower time range reads fewer)"
     )
     start = (page - 1) * PAGE_SIZE
-    return Listing(rows[start : start + PAGE_SIZE], len(rows) > start + PAGE_SIZE, totals, covers)
+    shown = rows[start : start + PAGE_SIZE]
+    if column not in ("goal", "answer"):
+        _with_ends(console, shown)
+    return Listing(shown, len(rows) > start + PAGE_SIZE, totals, covers)
