@@ -523,31 +523,34 @@ def rerun(
             first_prompt[root] = (completion.position, completion.messages)
     bound = len(recorded) + 1
 
-    scratch = into if into is not None else open_store("memory:")
-    session = Session(
-        principal=original.principal,
-        max_tokens=original.history.max_tokens,
-        pin_head=original.history.pin_head,
-        card=original.card,
-        strategy=original.strategy,
-        budget=original.budget,
-        store=scratch,
-    )
-    ctx = Context.open(
-        original.principal,
-        # a new session of the store is sealed and catalogued as the settings say
-        recorder=Recorder(scratch) if into is None else Recorder.from_settings(store=into),
-        tracker=CostTracker(),
-        invocations=session.invocations,
-        rerun_of=session_iri if into is not None else None,
-    )
+    projected = projected_invocations(original)
+    # a strategy with no planner, or a capability not registered, is refused before the
+    # rerun records anything (no empty session is left in the store)
+    modules = {top.iri: _planner(top.strategy, planner) for top in tops}
     results: list[PlanResult] = []
     mismatch: str | None = None
-    projected = projected_invocations(original)
-    try:
-        with _recorded_capabilities(projected) if capabilities == "recorded" else _nothing():
+    with _recorded_capabilities(projected) if capabilities == "recorded" else _nothing():
+        scratch = into if into is not None else open_store("memory:")
+        session = Session(
+            principal=original.principal,
+            max_tokens=original.history.max_tokens,
+            pin_head=original.history.pin_head,
+            card=original.card,
+            strategy=original.strategy,
+            budget=original.budget,
+            store=scratch,
+        )
+        ctx = Context.open(
+            original.principal,
+            # a new session of the store is sealed and catalogued as the settings say
+            recorder=Recorder(scratch) if into is None else Recorder.from_settings(store=into),
+            tracker=CostTracker(),
+            invocations=session.invocations,
+            rerun_of=session_iri if into is not None else None,
+        )
+        try:
             for top in tops:
-                module = _planner(top.strategy, planner)
+                module = modules[top.iri]
                 options = _options(
                     top,
                     runs,
@@ -570,14 +573,14 @@ def rerun(
                 except ReplayMismatch as exc:
                     mismatch = str(exc)
                     break
-        if into is not None:
-            ctx.close("ok")
-        again = trajectory(scratch, str(ctx.session))
-    finally:
-        if into is None:
-            scratch.close()
-        elif not ctx.ended:
-            ctx.close("error")
+            if into is not None:
+                ctx.close("ok")
+            again = trajectory(scratch, str(ctx.session))
+        finally:
+            if into is None:
+                scratch.close()
+            elif not ctx.ended:
+                ctx.close("error")
     divergence = compare(recorded, again)
     if divergence is None and mismatch is None:
         divergence = _outcome(tops, results, recorded)
