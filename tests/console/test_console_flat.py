@@ -216,6 +216,29 @@ async def test_search_follows_grants_recording_and_erasure(
     assert "inbox" in await search("auditor", "inbox")  # the rest is still found
 
 
+@pytest.mark.anyio
+async def test_goals_and_answers_follow_grants_and_erasure(
+    fx: Fixture, console_app: Endpoint
+) -> None:
+    a = quote(str(fx.sessions["A"]), safe="")
+    async with _client(console_app, "bob") as client:
+        page = (await client.get("/console/")).text
+        assert "triage the inbox" in page  # his own
+        assert "email the summary" not in page and "follow up with the CFO" not in page
+        assert _listed((await client.get("/console/", params={"text": "summary"})).text) == []
+    async with _client(console_app, "auditor") as client:
+        page = (await client.get("/console/")).text
+        assert "email the summary" in page and "the summary was sent" in page
+        assert _listed((await client.get("/console/", params={"text": "summary"})).text) == [a]
+        erase(fx.recorder, session=str(fx.sessions["A"]), reason="request", by="did:example:dpo")
+        page = (await client.get("/console/")).text
+        assert "email the summary" not in page and "the summary was sent" not in page
+        assert a in _listed(page)  # the session is still listed, without what was erased
+        assert _listed((await client.get("/console/", params={"text": "summary"})).text) == []
+        session = (await client.get("/console/session", params={"s": str(fx.sessions["A"])})).text
+        assert "email the summary" not in session
+
+
 def test_the_index_rebuilds_to_the_same_answers(fx: Fixture) -> None:
     index = SearchIndex(None)
     first = index.catch_up(fx.store)

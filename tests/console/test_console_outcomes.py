@@ -166,3 +166,36 @@ def test_a_chart_has_axes_and_a_zero_series_takes_one_line() -> None:
     zero = ElementTree.fromstring(bar_chart("failures", [("a", 0.0), ("b", 0.0)]))
     assert zero.get("height") == "24" and not list(zero.iter(svg + "rect"))
     assert [t.text for t in zero.iter(svg + "text")] == ["none: 0 in each of 2"]
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's Chromium")
+def test_charts_read_in_chromium_titled_above_with_axes(outcomes: Served, browser: Any) -> None:
+    page = log_in(browser, outcomes, "auditor")
+    page.goto(outcomes.url + "/console/charts")
+    figures = page.locator("div.charts figure")
+    assert figures.count() == 6
+    for i in range(figures.count()):
+        caption = figures.nth(i).locator("figcaption").bounding_box()
+        picture = figures.nth(i).locator("svg").bounding_box()
+        assert caption["y"] + caption["height"] <= picture["y"] + 1  # the title above its plot
+    calls = figures.filter(has_text="LLM calls per day").locator("svg")
+    assert calls.locator("g.axes line").count() == 2  # the value axis and the baseline
+    assert calls.bounding_box()["height"] > 100
+    # no session was refused by a policy: a series of zeros is one line
+    refusals = figures.filter(has_text="Policy refusals per day").locator("svg")
+    assert refusals.bounding_box()["height"] <= 30
+    said = refusals.locator("text").text_content() or ""
+    assert said == "nothing recorded" or said.startswith("none: 0 in each of")
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's Chromium")
+def test_a_held_session_opens_from_the_compliance_page(outcomes: Served, browser: Any) -> None:
+    page = log_in(browser, outcomes, "auditor")
+    page.goto(outcomes.url + "/console/compliance")
+    holds = page.locator("h2:text-is('Legal holds') + table")
+    headers = holds.locator("th").all_inner_texts()
+    assert "Held session" in headers and all(h[:1].isupper() for h in headers)
+    holds.locator("a", has_text=outcomes.sessions["failed"]).click()
+    page.wait_for_url("**/console/session?s=*")
+    assert page.locator("p.iri code").inner_text() == outcomes.sessions["failed"]
+    assert page.locator("main p .badge").first.inner_text() == "failed"

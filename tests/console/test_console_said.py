@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime
 from decimal import Decimal
 
+from trails.server.console.base import human
 from trails.server.console.pages import when
 from trails.server.console.said import kind_of, readable, snippet, turns
 from trails.server.console.sessions import _sorted, sort_key
@@ -101,3 +102,8 @@ def test_sessions_sort_by_any_column_with_the_empty_last() -> None:
     assert [r["label"] for r in _sorted(rows, "goal", False)] == ["b", "a", "c"]
     assert [r["label"] for r in _sorted(rows, "started", True)] == ["c", "b", "a"]
     assert sort_key("cost", rows[1]) == (1, 0)
+
+
+def test_column_names_read_as_headings() -> None:
+    assert human("costUSD") == "Cost USD" and human("sealedAt") == "Sealed At"
+    assert human("usd") == "USD" and human("quad_count") == "Quad count"

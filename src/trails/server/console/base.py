@@ -24,6 +24,7 @@ filtered to the sessions the grant reads.
 from __future__ import annotations
 
 import hmac
+import re
 import secrets
 import threading
 import time
@@ -48,7 +49,7 @@ from trails.server.pool import Evaluator
 from trails.store import Solutions
 from trails.store.terms import IRI
 
-__all__ = ["COOKIE", "Console", "ConsoleError", "Login", "QueryLog"]
+__all__ = ["COOKIE", "Console", "ConsoleError", "Login", "QueryLog", "human"]
 
 COOKIE = "trails_console"
 _TEMPLATES = Path(__file__).with_name("templates")
@@ -76,6 +77,14 @@ class QueryLog(Protocol):
     ) -> None:
         """Write one entry."""
         ...
+
+
+def human(name: str) -> str:
+    """A column's name as a table's heading: ``costUSD`` -> ``Cost USD``, ``at`` -> ``At``."""
+    if str(name).lower() in ("usd", "iri", "id"):
+        return str(name).upper()
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", str(name)).replace("_", " ")
+    return words[:1].upper() + words[1:]
 
 
 class ConsoleError(UserError):
@@ -154,6 +163,7 @@ class Console:
             trim_blocks=True,
             lstrip_blocks=True,
         )
+        self.env.filters["human"] = human
         self.verifications: dict[str, Any] = {}
         #: what the sessions page read of each day not totalled yet: entry -> (end, figures)
         self.open_days: dict[str, dict[str, tuple[str, list[dict[str, Any]]]]] = {}

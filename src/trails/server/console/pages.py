@@ -432,18 +432,14 @@ def _grouped(
                 types[owner, subject] = {str(r["type"]) for r in rows if r.get("type")}
             kinds = types[owner, subject]
         before, match, after = snippet(readable(value), text)
-        group = groups.setdefault(owner, {"session": owner, "hits": []})
-        group["hits"].append(
-            {
-                "subject": subject,
-                "kind": kind_of(prop, kinds),
-                "before": before,
-                "match": match,
-                "after": after,
-            }
-        )
-    for group in groups.values():
-        group["count"] = len(group["hits"])
+        group = groups.setdefault(owner, {"session": owner, "hits": [], "count": 0})
+        group["count"] += 1
+        hit = {"kind": kind_of(prop, kinds), "before": before, "match": match, "after": after}
+        same = next((h for h in group["hits"] if {**h, "times": 1} == {**hit, "times": 1}), None)
+        if same is not None:  # the same text recorded twice (a call's input and its policy's)
+            same["times"] += 1
+        else:
+            group["hits"].append({**hit, "times": 1})
     return list(groups.values())
 
 

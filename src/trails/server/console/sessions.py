@@ -110,9 +110,12 @@ _CLAUSES = {
         ?entry trails:usedModel/rdfs:label ?modelName
         FILTER(CONTAINS(LCASE(STR(?modelName)), $model)) } }""",
     # the label, or what the session was about: a run's goal or answer (its content graph)
+    # (the label as the list shows it: the entry's own label is "summary of" it)
     "text": """FILTER(EXISTS { GRAPH ?catalogue {
-        { ?entry rdfs:label ?entryName } UNION { ?entry trails:summaryOf ?entryName }
-        FILTER(CONTAINS(LCASE(STR(?entryName)), $text)) } }
+        { ?entry rdfs:label ?entryLabelText BIND(STRAFTER(STR(?entryLabelText), "summary of ")
+            AS ?entryName) }
+        UNION { ?entry trails:summaryOf ?entrySession BIND(STR(?entrySession) AS ?entryName) }
+        FILTER(CONTAINS(LCASE(?entryName), $text)) } }
       || EXISTS { GRAPH ?catalogue { ?entry trails:summaryOf ?textSession }
         GRAPH ?textSession { ?textRun trails:inSession ?textSession ; a trails:PlanRun }
         GRAPH ?textContent { { ?textRun trails:goal ?said } UNION { ?textRun trails:answer ?said } }
