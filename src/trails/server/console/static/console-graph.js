@@ -69,7 +69,7 @@
       var n = g.node(id), d = n.data, x = n.x - n.width / 2, y = n.y - n.height / 2;
       var group = el("g", {
         "class": "node" + (d.path ? " on-path" : ""), "data-kind": d.kind,
-        "data-label": d.label, "data-path": d.path ? "1" : "0", "data-end": d.end, tabindex: "0"
+        "data-label": d.label, "data-path": d.path ? "1" : "0", "data-end": d.end
       }, nodes);
       titled(group, d.full);
       var stroke = d.path ? "#d4145a" : "#333", width = d.path ? "3" : "1";
