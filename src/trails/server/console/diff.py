@@ -17,7 +17,6 @@ from the original to each of its reruns the reader may read).
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from typing import Any
 
@@ -26,23 +25,16 @@ from starlette.responses import Response
 
 from trails.prov.vocab import T
 from trails.server.console.base import Console, ConsoleError, Login
+from trails.server.console.said import readable
 from trails.store import Solutions
 from trails.store.terms import IRI
 from trails.testing.rerun import Activity, compare, trajectory
 
-__all__ = ["diff", "readable", "related", "steps"]
+__all__ = ["diff", "related", "steps"]
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _RERUN_OF = "SELECT ?original $session $rel WHERE { GRAPH $session { $session $rel ?original } }"
 _RERUNS = "SELECT ?rerun $session $rel WHERE { GRAPH ?rerun { ?rerun $rel $session } }"
-
-
-def readable(text: str) -> str:
-    """Recorded JSON indented for reading (anything else as it is)."""
-    try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except ValueError:
-        return text
 
 
 def _side(step: Activity | None) -> dict[str, Any] | None:

@@ -41,11 +41,12 @@
       });
       list.replaceChildren.apply(list, items);
       var summary = document.querySelector("details#live > summary");
+      var drawnOpen = list.dataset.ended !== "1";  // open when the page was drawn
       if (summary) {
-        summary.textContent = "Steps so far (" + items.length + ")" +
-          (data.ended ? " · the session has ended: reload for its full report" : " · the session is still open: new steps appear as it records them");
+        summary.textContent = "Steps so far (" + items.length + ")" + (!data.ended
+          ? " · the session is still open: new steps appear as it records them"
+          : drawnOpen ? " · the session has ended: reload for its full report" : "");
       }
-      list.dataset.ended = data.ended ? "1" : "0";
     });
   }
 
