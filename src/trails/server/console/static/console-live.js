@@ -111,7 +111,10 @@
 
   function start() {
     var list = document.getElementById("live-steps");
-    if (list) { stepsPage(list); return; }
+    if (list) {  // an ended session records nothing more: nothing to follow
+      if (list.dataset.ended !== "1") { stepsPage(list); }
+      return;
+    }
     var table = document.querySelector("table.sessions");
     var filtered = Array.from(new URLSearchParams(location.search).entries())
       .some(function (kv) { return kv[1] && !(kv[0] === "page" && kv[1] === "1"); });
