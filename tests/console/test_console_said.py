@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from trails.server.console.base import human
 from trails.server.console.pages import when
-from trails.server.console.said import kind_of, readable, snippet, turns
+from trails.server.console.said import Turn, kind_of, readable, snippet, turns
 from trails.server.console.sessions import _sorted, sort_key
 
 T = "https://w3id.org/trails/ns#"
@@ -45,6 +45,10 @@ def test_a_prompt_is_its_chat_turns_by_role() -> None:
     assert said[2].calls == ['add({"a": 2, "b": 2})'] and said[2].text == ""
     assert said[3].answers == "call-1" and said[3].text == "4"
     assert turns('{"action": "search"}') is None  # not a conversation
+    react = json.dumps(
+        {"messages": [{"role": "assistant", "content": '{"thought": "look", "action": "read"}'}]}
+    )
+    assert turns(react) == [Turn(role="assistant", text="thought: look\naction: read")]
     assert turns("plain text") is None and turns(None) is None
 
 

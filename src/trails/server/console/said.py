@@ -128,10 +128,13 @@ def turns(value: str | None) -> list[Turn] | None:
     out = []
     for m in messages:
         calls = m.get("tool_calls") or []
+        text = _text_of(m.get("content"))
+        data = _json(text) if text.lstrip().startswith(("{", "[")) else None
         out.append(
             Turn(
                 role=str(m.get("role") or ""),
-                text=_text_of(m.get("content")),
+                # a turn that is a JSON object (a ReAct step: thought, action ...) as lines
+                text=_plain(data) if isinstance(data, (dict, list)) else text,
                 name=str(m.get("name") or ""),
                 calls=[_call(c) for c in calls] if isinstance(calls, list) else [],
                 answers=str(m.get("tool_call_id") or ""),

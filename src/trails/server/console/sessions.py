@@ -300,9 +300,9 @@ STOP_REASONS = (
     "max_wall_time",
     "error",
     "interrupted",
-    "terminal",
 )
-"""The stop reasons the filter offers (what planners record as ``trails:stopReason``)."""
+"""The stop reasons the filter offers: what planners record as ``trails:stopReason``, and
+``interrupted`` (a run a stopped process cut short)."""
 
 ONE_BY_ONE = 8
 """Up to this many new sessions of a day not totalled are read one by one; more, the day."""
