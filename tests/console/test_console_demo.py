@@ -232,6 +232,9 @@ def test_a_rerun_is_a_new_session_compared_with_its_original_as_trails_diff_does
     first = page.locator("#first-divergence")
     assert first.get_attribute("data-index") == re.search(r"#(\d+)", said).group(1)
     assert "first divergence" in first.inner_text()
+    # and what changed in its inputs and in what came back, line by line
+    assert first.locator("details.changed[open]").count() == 2
+    assert first.locator("details.changed span.ins").count() > 0
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 1280, width
     # a session the token may not read cannot be compared

@@ -36,6 +36,9 @@ def test_rows_align_and_the_first_divergence_is_compares() -> None:
     assert [r["differs"] for r in shown["rows"]] == [[], ["observation"], ["inputs"]]
     assert [r["first"] for r in shown["rows"]] == [False, True, False]
     assert shown["verdict"] == f"first divergence at activity #1 (observation): {found.detail}"
+    # what changed, line by line: A's line taken out, B's put in
+    assert shown["rows"][1]["changes"] == {"observation": "--- A\n+++ B\n@@ -1 +1 @@\n-o\n+other"}
+    assert set(shown["rows"][2]["changes"]) == {"inputs"} and not shown["rows"][0]["changes"]
 
 
 def test_a_side_that_stops_short_or_goes_further() -> None:

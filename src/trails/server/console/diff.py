@@ -17,6 +17,7 @@ from the original to each of its reruns the reader may read).
 from __future__ import annotations
 
 import asyncio
+import difflib
 import re
 from typing import Any
 
@@ -30,7 +31,10 @@ from trails.store import Solutions
 from trails.store.terms import IRI
 from trails.testing.rerun import Activity, compare, trajectory
 
-__all__ = ["diff", "related", "steps"]
+__all__ = ["CHANGED_LINES", "changed", "diff", "related", "steps"]
+
+CHANGED_LINES = 80
+"""The most lines of a changed value's diff shown on the page."""
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _RERUN_OF = "SELECT ?original $session $rel WHERE { GRAPH $session { $session $rel ?original } }"
@@ -56,11 +60,21 @@ def _side(step: Activity | None) -> dict[str, Any] | None:
     }
 
 
+def changed(a: str, b: str) -> str:
+    """The lines that differ between two values as read (a unified diff, A then B), at most
+    ``CHANGED_LINES`` of it."""
+    lines = list(difflib.unified_diff(a.splitlines(), b.splitlines(), "A", "B", n=1, lineterm=""))
+    if len(lines) > CHANGED_LINES:
+        lines = [*lines[:CHANGED_LINES], f"… {len(lines) - CHANGED_LINES} more line(s)"]
+    return "\n".join(lines)
+
+
 def steps(left: list[Activity], right: list[Activity]) -> dict[str, Any]:
     """Both trajectories aligned by position, with the first divergence (``compare``'s).
 
     Returns:
-        ``rows`` (``index``, ``a``, ``b``, ``same`` and the fields that differ, ``first``),
+        ``rows`` (``index``, ``a``, ``b``, ``differs``: the fields that differ, ``changes``:
+        the differing inputs and observation as a unified diff, ``first``),
         ``divergence`` (its index, field and detail, or None) and ``verdict`` (one line).
     """
     found = compare(left, right)
@@ -78,12 +92,19 @@ def steps(left: list[Activity], right: list[Activity]) -> dict[str, Any]:
                 differs.append("inputs")
             if a.outcome() != b.outcome():
                 differs.append("observation")
+        left_side, right_side = _side(a), _side(b)
+        changes = {}
+        if left_side is not None and right_side is not None:
+            for name in ("inputs", "observation"):
+                if name in differs:
+                    changes[name] = changed(left_side[name], right_side[name])
         rows.append(
             {
                 "index": index,
-                "a": _side(a),
-                "b": _side(b),
+                "a": left_side,
+                "b": right_side,
                 "differs": differs,
+                "changes": changes,
                 "first": found is not None and found.index == index,
             }
         )
