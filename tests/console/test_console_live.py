@@ -90,3 +90,27 @@ def test_the_change_marker_moves_with_writes_only(tmp_path: Path) -> None:
     record()
     assert change_marker(folder) != before
     assert change_marker(tmp_path / "nothing") == ()
+
+
+def test_a_sessions_steps_newest_kept_and_its_end_said(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trails.kernel import capability, invoke
+    from trails.server.console import live
+
+    @capability(id="live.unit", description="One step.")
+    def one(n: int) -> int:
+        return n
+
+    monkeypatch.setattr(live, "STEPS_SHOWN", 3)
+    session = Session(principal="did:local:alice", store=store)
+    iri = str(session.context.session)
+    for n in range(5):
+        invoke("live.unit", {"n": n}, ctx=session.context)
+    shown = live.session_steps(store, iri)
+    assert not shown["ended"] and shown["more"] and len(shown["steps"]) == 3
+    started = [s["started"] for s in shown["steps"]]
+    assert started == sorted(started)  # the newest three, oldest first
+    assert all(s["label"] == "invoke live.unit" and s["status"] == "ok" for s in shown["steps"])
+    session.close()
+    assert live.session_steps(store, iri)["ended"]

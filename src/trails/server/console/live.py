@@ -44,25 +44,28 @@ from trails.store import Solutions, Store, open_store
 from trails.store.snapshot import change_marker
 from trails.store.terms import IRI, to_python
 
-__all__ = ["EVERY", "NEWEST", "Live", "events", "readable_row", "session_steps"]
+__all__ = ["EVERY", "NEWEST", "STEPS_SHOWN", "Live", "events", "readable_row", "session_steps"]
 
 EVERY = 1.0
 """Seconds between two looks at the store's change marker."""
 NEWEST = 25
 """The newest sessions a ``sessions`` event carries (those the subscriber may read)."""
+_ENDED = """PREFIX prov: <http://www.w3.org/ns/prov#>
+ASK { GRAPH $session { $session prov:endedAtTime ?ended } }"""
+STEPS_SHOWN = 500
+"""The most steps of a session a page lists and an event carries (the newest)."""
 _KEEP_ALIVE = 15.0
 _STEPS = """PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX trails: <https://w3id.org/trails/ns#>
 PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
-SELECT ?a ?label ?started ?ended ?status ?over $session WHERE {
+SELECT ?a ?label ?started ?ended ?status $session WHERE {
   GRAPH $session {
     ?a trails:inSession $session ; prov:startedAtTime ?started .
     OPTIONAL { ?a rdfs:label ?label }
     OPTIONAL { ?a prov:endedAtTime ?ended }
     OPTIONAL { ?a trails:status ?status }
-    OPTIONAL { $session prov:endedAtTime ?over }
   }
-} ORDER BY ?started ?a"""
+} ORDER BY DESC(?started) DESC(?a) LIMIT #LIMIT"""
 _COLUMNS = ("session", "label", "principal", "started", "ended", "outcome", "activities")
 
 
@@ -92,13 +95,16 @@ class _Subscriber:
 
 
 def session_steps(store: Store, session: str) -> dict[str, Any]:
-    """A session's activities so far, in start order: ``session``, ``ended`` (whether the
-    session has ended) and ``steps`` (each one's ``activity``, ``label``, ``started``,
-    ``ended`` and ``status``)."""
-    found = store.query(_STEPS, {"session": IRI.trusted(session)})
+    """A session's activities so far (the newest ``STEPS_SHOWN``), in start order:
+    ``session``, ``ended`` (whether the session has ended), ``more`` (whether older ones
+    are left out) and ``steps`` (each one's ``activity``, ``label``, ``started``, ``ended``
+    and ``status``)."""
+    found = store.query(
+        _STEPS.replace("#LIMIT", str(STEPS_SHOWN)), {"session": IRI.trusted(session)}
+    )
     rows = found.rows if isinstance(found, Solutions) else []
     names = found.variables if isinstance(found, Solutions) else []
-    listed = [dict(zip(names, row, strict=True)) for row in rows]
+    listed = [dict(zip(names, row, strict=True)) for row in reversed(rows)]  # oldest first
 
     def text(row: dict[str, Any], name: str) -> str:
         term = row.get(name)
@@ -106,7 +112,8 @@ def session_steps(store: Store, session: str) -> dict[str, Any]:
 
     return {
         "session": session,
-        "ended": any(r.get("over") is not None for r in listed),
+        "ended": bool(store.query(_ENDED, {"session": IRI.trusted(session)})),
+        "more": len(listed) >= STEPS_SHOWN,
         "steps": [
             {
                 "activity": text(r, "a"),

@@ -43,7 +43,7 @@
       var summary = document.querySelector("details#live > summary");
       var drawnOpen = list.dataset.ended !== "1";  // open when the page was drawn
       if (summary) {
-        summary.textContent = "Steps so far (" + items.length + ")" + (!data.ended
+        summary.textContent = "Steps so far (" + (data.more ? "the newest " : "") + items.length + ")" + (!data.ended
           ? " · the session is still open: new steps appear as it records them"
           : drawnOpen ? " · the session has ended: reload for its full report" : "");
       }
