@@ -133,12 +133,14 @@ AXE = Path(__file__).with_name("axe") / "axe.min.js"
 def pages_of(served: Served) -> dict[str, str]:
     """Every console page (a logged-in auditor's), by the name of its screenshot."""
     a = quote(served.sessions["A"], safe="")
+    c = quote(served.sessions["C"], safe="")
     return {
         "sessions": "/console/",
         "session": f"/console/session?s={a}",
         "search": "/console/search?q=polished",
         "queries": "/console/queries?name=control-findings&run=1",
         "sparql": "/console/sparql",
+        "diff": f"/console/diff?a={a}&b={c}",
         "verify": "/console/verify",
         "compliance": "/console/compliance",
         "charts": "/console/charts",
@@ -178,7 +180,8 @@ def test_every_page_passes_axe(served: Served, browser: Any) -> None:
     browser.clear_cookies()
     page.goto(served.url + "/console/")
     found["login"] = serious(page)
-    assert {k: v for k, v in found.items() if v} == {}
+    bad = [f"{k}: {line}" for k, v in found.items() for line in v]
+    assert not bad, "\n".join(bad)
     page.close()
 
 
