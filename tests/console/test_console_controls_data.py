@@ -23,6 +23,16 @@ from trails.store import open_store
 from trails.store.terms import IRI
 
 BY = "did:example:auditor"
+NO_DOMAIN = (
+    'id = "no-domain"\ntitle = "A session names no domain"\nseverity = "low"\n'
+    'scope = "store"\ncheck = "no-domain.rq"\n'
+)
+NO_DOMAIN_RQ = """PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?session ?subject ?message WHERE {
+  GRAPH ?session { ?session a trails:Session . FILTER NOT EXISTS { ?session trails:domain ?d } }
+  BIND(?session AS ?subject) BIND("no domain" AS ?message)
+}
+"""
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +41,10 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     store = open_store("memory:")
     settings = load_settings(environ={}, cwd=tmp_path_factory.mktemp("cwd"))
     world = World(store, Recorder.from_settings(settings, store=store))
-    controls = load_controls(EXAMPLE)
+    mine = tmp_path_factory.mktemp("controls")
+    (mine / "no-domain.toml").write_text(NO_DOMAIN)
+    (mine / "no-domain.rq").write_text(NO_DOMAIN_RQ)
+    controls = load_controls(EXAMPLE) + load_controls(mine)  # a store-wide one that names both
     session = [c for c in controls if c.scope == "session"]
     for done in (
         evaluate_session(store, world.failing, session),
@@ -89,6 +102,13 @@ def test_a_scoped_reader_sees_only_its_sessions(checked: World) -> None:
     # failed-call ran on the other session only: nothing of it is this reader's
     assert "failed-call" not in rows
     assert rows["labelled-session"].passed + rows["labelled-session"].violated == 1
+    # a store-wide control's findings: only those naming the reader's session
+    named = [f for f in clean.findings if f.control == "no-domain"]
+    assert [f.session for f in named] == [checked.clean]
+    everyone = [f for f in overview(checked.store, None).findings if f.control == "no-domain"]
+    assert [f.session for f in everyone] == [checked.clean]  # the sampled one has a domain
+    other = overview(checked.store, {checked.failing})
+    assert not [f for f in other.findings if f.control == "no-domain"]
     nobody = overview(checked.store, set())
     assert (nobody.sessions, nobody.findings, nobody.days) == (0, [], [])
 
@@ -100,7 +120,10 @@ def test_a_sessions_own_controls(checked: World) -> None:
     assert all(r["subject"] for r in rows if r["outcome"] == "violated")
     clean = session_controls(checked.store, IRI(checked.clean))
     assert "failed-call" not in {r["control"] for r in clean}
-    assert {r["scope"] for r in clean} <= {"session", "store"}
+    wide = [r for r in clean if r["control"] == "no-domain"]
+    assert [(r["scope"], r["outcome"], r["subject"]) for r in wide] == [
+        ("store", "violated", checked.clean)
+    ]
 
 
 @pytest.mark.parametrize(

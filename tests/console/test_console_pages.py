@@ -242,6 +242,11 @@ def test_pages_print_without_the_navigation(served: Served, browser: Any) -> Non
         " return [getComputedStyle(r).breakInside, getComputedStyle(h).display] }"
     )
     assert keep == ["avoid", "table-header-group"]  # rows whole, headings on each page
+    whole = page.evaluate(
+        "() => [...document.querySelectorAll('main table')].map(t => {"
+        " const s = getComputedStyle(t); return s.display + ' ' + s.overflowX })"
+    )
+    assert whole and set(whole) == {"table visible"}  # no table scrolls (cut) on paper
     pdf = page.pdf(format="A4")
     assert pdf.startswith(b"%PDF") and len(pdf) > 10_000
     page.goto(served.url + "/console/controls")
