@@ -264,7 +264,10 @@ def test_the_console_is_a_room_of_its_own(found: dict[str, Module]) -> None:
     assert beside == [], f"console files beside the endpoint: {beside}"
     assert not (server / "templates").exists() and not (server / "static").exists()
     room = server / "console"
-    assert sorted(p.name for p in (room / "static").iterdir()) == ["console.css", "console.js"]
+    static = sorted(p.name for p in (room / "static").iterdir())
+    # the stylesheet, the scripts and the vendored layout engine with its licences
+    assert {"console.css", "console.js", "dagre.min.js"} <= set(static)
+    assert all(name.endswith((".css", ".js", ".txt")) for name in static), static
     assert (room / "templates" / "base.html.j2").is_file()
     reached = {
         f"{module.name} -> {target}"

@@ -43,7 +43,6 @@ TOKENS = {
     "bob": "bob-console-token-0123456789abcde",
 }
 ALICE, BOB = "did:local:alice", "did:local:bob"
-SHOTS = ROOT / "docs" / "console"
 
 
 @dataclass(frozen=True)
@@ -172,7 +171,5 @@ def log_in(context: Any, served: Served, who: str) -> Any:
 
 
 def shot(page: Any, name: str) -> None:
-    """Write a screenshot of the page into docs/console/ (the console's docs link to them)."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.evaluate("window.scrollTo(0, 0)")
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False, type="png")
+    """Kept for the tests that call it: docs/console.md's pictures are taken by
+    ``test_console_pages.py`` (with ``TRAILS_WRITE_SCREENSHOTS=1``), never on every run."""

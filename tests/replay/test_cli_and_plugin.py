@@ -199,3 +199,47 @@ def test_the_marker_needs_one_iri(tmp_path: Path) -> None:
     )
     assert proc.returncode != 0
     assert "takes one session IRI" in proc.stdout + proc.stderr
+
+
+def test_a_rerun_is_recorded_as_a_new_session_of_the_store_and_diffs_as_identical(
+    tmp_path: Path, tools: Tools, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trails.kernel import registry
+    from trails.prov.vocab import T
+    from trails.testing.rerun import compare, trajectory
+
+    location = tmp_path / "store"
+    _, _, c = _record(location, tools)
+    assert main(["--store", str(location), "replay", c, "--rerun"]) == 0
+    out = capsys.readouterr().out
+    new = out.split("recorded as ", 1)[1].split()[0]
+    assert f"trails diff {c} {new} --html" in out
+    store = open_store(location)
+    try:  # marked as the rerun of the original, and the same trajectory
+        assert store.query(
+            "ASK { GRAPH $g { $g $rel $c } }", {"g": _iri(new), "rel": T.rerunOf, "c": _iri(c)}
+        )
+        assert compare(trajectory(store, c), trajectory(store, new)) is None
+        before = len(store.graphs())
+    finally:
+        store.close()
+    assert main(["--store", str(location), "diff", c, new, "--html", "http://h:1"]) == 0
+    assert "console: http://h:1/console/diff?a=" in capsys.readouterr().out
+    # a capability missing: refused before anything is recorded (no empty session left)
+    registry._handlers.clear()
+    assert main(["--store", str(location), "replay", c, "--rerun"]) == 2
+    store = open_store(location)
+    try:
+        assert len(store.graphs()) == before
+    finally:
+        store.close()
+    # --scratch: the rerun is not recorded
+    tools.register()
+    assert main(["--store", str(location), "replay", c, "--rerun", "--scratch"]) == 0
+    assert "recorded as" not in capsys.readouterr().out
+
+
+def _iri(text: str) -> object:
+    from trails.store.terms import IRI
+
+    return IRI(text)

@@ -1,11 +1,14 @@
 """``trails replay`` and ``trails diff``: read a persisted session back, rerun it, compare runs.
 
 ``trails replay IRI`` prints the session rebuilt from its projection (writes
-nothing). ``--rerun`` re-executes it with the recorded completions and exits
-1 when it diverges, naming the first differing activity; ``--import MODULE``
+nothing). ``--rerun`` re-executes it with the recorded completions, records
+the re-execution as a new session (``trails:rerunOf`` the recorded one; not
+with ``--scratch``, nor when the store is open for reading only) and exits 1
+when it diverges, naming the first differing activity; ``--import MODULE``
 imports the modules that register its capabilities first. ``trails diff A B``
 compares two recorded sessions' trajectories, read by SPARQL from both
-graphs, and exits 1 when they differ.
+graphs, and exits 1 when they differ; ``--html`` prints the console page that
+shows the two side by side (the same comparison).
 """
 
 from __future__ import annotations
@@ -15,17 +18,19 @@ import importlib
 import os
 import sys
 from typing import Any
+from urllib.parse import urlencode
 
 from trails.agent import Session
 from trails.audit.access import reading
 from trails.cli.common import session_arg
+from trails.config import load_settings
 from trails.errors import UserError
 from trails.store import Solutions, Store
 from trails.store.terms import IRI, Literal
 from trails.testing.replay import resolve_session
 from trails.testing.rerun import compare, rerun, trajectory
 
-__all__ = ["diff", "register", "replay"]
+__all__ = ["diff", "diff_url", "register", "replay"]
 
 
 def register(sub: Any) -> None:
@@ -65,6 +70,11 @@ def register(sub: Any) -> None:
         "current directory too); repeatable",
     )
     parser.add_argument("--planner", help="with --rerun: run every plan with this strategy")
+    parser.add_argument(
+        "--scratch",
+        action="store_true",
+        help="with --rerun: record the re-execution in memory only, not as a new session",
+    )
     parser.set_defaults(func=replay)
 
     parser = sub.add_parser(
@@ -75,6 +85,15 @@ def register(sub: Any) -> None:
     )
     parser.add_argument("a", help="the reference session (IRI, UUID or persisted graph)")
     parser.add_argument("b", help="the session to compare with it (IRI, UUID or graph)")
+    parser.add_argument(
+        "--html",
+        metavar="URL",
+        nargs="?",
+        const="",
+        help="also print the address of the console page showing the two side by side "
+        "(URL: where trails serve answers; default from [serve] host and port, else "
+        "http://127.0.0.1:8080)",
+    )
     parser.set_defaults(func=diff)
 
 
@@ -127,8 +146,19 @@ def replay(args: argparse.Namespace) -> int:
         if not args.rerun:
             _print_session(session)
             return 0
-        report = rerun(iri, store=store, capabilities=args.capabilities, planner=args.planner)
+        into = None if args.scratch or getattr(store, "read_only", False) else store
+        if into is None and not args.scratch:
+            print(
+                "trails: the store is open for reading only: the rerun is not recorded",
+                file=sys.stderr,
+            )
+        report = rerun(
+            iri, store=store, capabilities=args.capabilities, planner=args.planner, into=into
+        )
         print(report.describe())
+        if report.recorded_as is not None:
+            print(f"recorded as {report.recorded_as}")
+            print(f"compare:    trails diff {report.session} {report.recorded_as} --html")
         return 0 if report.identical else 1
 
 
@@ -158,10 +188,28 @@ def diff(args: argparse.Namespace) -> int:
         found = compare(left, right)
         if found is None:
             print("identical: same actions, inputs and observations in the same order")
-            return 0
-        print(found.describe("A", "B"))
+        else:
+            print(found.describe("A", "B"))
+        if args.html is not None:
+            print(f"console: {diff_url(args.html or _served_at(), str(a), str(b))}")
         sys.stdout.flush()
-        return 1
+        return 0 if found is None else 1
+
+
+def _served_at() -> str:
+    """Where ``trails serve`` answers by default: ``[serve] host`` and ``port``."""
+    section = load_settings().section("serve")
+    host = str(section.get("host", "127.0.0.1"))
+    if host in ("0.0.0.0", "::", ""):  # every address: this machine's own
+        host = "127.0.0.1"
+    where = f"[{host}]" if ":" in host else host
+    return f"http://{where}:{section.get('port', 8080)}"
+
+
+def diff_url(base: str, a: str, b: str) -> str:
+    """The console page comparing sessions ``a`` and ``b`` on the server at ``base``."""
+    query = urlencode({"a": a, "b": b})
+    return f"{base.rstrip('/')}/console/diff?{query}"
 
 
 _ACTIVITIES = """

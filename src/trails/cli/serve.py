@@ -292,6 +292,15 @@ def run(args: argparse.Namespace) -> int:
                 **server_limits(header_seconds),
             )
         )
+        # told to stop, the console's live pages end their streams first: uvicorn waits for
+        # open connections, and an event stream would otherwise hold the stop up
+        told = server.handle_exit
+
+        def handle_exit(sig: int, frame: Any) -> None:
+            endpoint.console.stop_streams()
+            told(sig, frame)
+
+        server.handle_exit = handle_exit  # type: ignore[method-assign]
         # uvicorn stops gracefully on SIGINT and SIGTERM, then re-raises the signal to the
         # handler it found: SIGTERM then ends like Ctrl-C, with "stopped" and status 0
         signal.signal(signal.SIGTERM, _interrupted)

@@ -196,6 +196,7 @@ class Context:
         label: str | None = None,
         assurance_level: str | None = None,
         domain: str | None = None,
+        rerun_of: str | None = None,
         **fields: Any,
     ) -> Context:
         """Start a session, record its start, and return its context.
@@ -243,6 +244,7 @@ class Context:
             label=label,
             assurance_level=assurance_level,
             domain=domain,
+            rerun_of=rerun_of,
         )
         if session_id is None or _first_use(session_id):  # a fresh UUID: no one can hold it
             recorder.record(start)

@@ -101,10 +101,14 @@ class SessionStarted(Event):
     label: str | None = None
     assurance_level: str | None = None
     domain: str | None = None
+    #: the session this one re-executes (``trails replay --rerun``), if any
+    rerun_of: str | None = None
 
     def emit(self, b: QuadBuilder) -> None:
         s = self.graph
         b.activity(s, T.Session, self.started)
+        if self.rerun_of is not None:
+            b.add(s, T.rerunOf, IRI(self.rerun_of))
         b.associate(s, b.agent(self.principal))
         # the label names the session by its identifier; the caller's label may be personal
         # data, so it is content (erasure removes it, its digest stays sealed)

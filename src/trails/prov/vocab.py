@@ -164,6 +164,7 @@ class T:
     detectedAt = TRAILS.detectedAt
     stepIndex = TRAILS.stepIndex
     assuranceLevel = TRAILS.assuranceLevel
+    rerunOf = TRAILS.rerunOf
     domain = TRAILS.domain
     principalId = TRAILS.principalId
     mcpClientName = TRAILS.mcpClientName

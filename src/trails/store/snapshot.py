@@ -12,6 +12,8 @@ can be written through it.
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,15 +21,57 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from trails.errors import StoreReadOnlyError
+from trails.errors import StoreError, StoreReadOnlyError
+from trails.store import _layout
 from trails.store.base import QueryResult, Store
 from trails.store.oxigraph import OxigraphStore
 from trails.store.terms import IRI, Quad, Term
 
-__all__ = ["SNAPSHOT_EVERY", "LiveSnapshot"]
+__all__ = ["SNAPSHOT_EVERY", "LiveSnapshot", "change_marker"]
 
 SNAPSHOT_EVERY = 2.0
 """Seconds a snapshot is read before a newer one is opened (``[serve] snapshot_interval``)."""
+
+
+#: the files a write changes: the write-ahead log, the tables, the manifest and its pointer
+#: (not RocksDB's info ``LOG``, which a reader's opening writes too)
+_WRITTEN = re.compile(r"^(?:[0-9]+\.(?:log|sst)|MANIFEST-[0-9]+|CURRENT)$")
+
+
+def change_marker(path: str | Path) -> tuple[Any, ...]:
+    """A value that changes whenever a writer changes the directory store at ``path``.
+
+    Read from the file system alone (the store pointer, and the name, size and time of
+    each file a write changes), never by opening the store: a reader that follows a
+    store another process writes (``trails serve``'s console, for its live pages)
+    compares it once a second and reads the store only when it changed. Reading the
+    store does not change it.
+
+    Args:
+        path: the store's directory.
+
+    Returns:
+        The marker (compare it with ``==``); ``()`` for a directory that is not there.
+    """
+    root = Path(path)
+    try:
+        version = _layout.read_pointer(root)
+    except (OSError, StoreError):  # a pointer being replaced: the data files still say
+        version = None
+    data = root if version is None else root / f"data-{version}"
+    files: list[tuple[str, int, int]] = []
+    try:
+        with os.scandir(data) as entries:
+            for entry in entries:
+                if _WRITTEN.match(entry.name):
+                    try:
+                        stat = entry.stat()
+                    except FileNotFoundError:  # a table compacted away meanwhile
+                        continue
+                    files.append((entry.name, stat.st_size, stat.st_mtime_ns))
+    except FileNotFoundError:
+        return ()
+    return (version, tuple(sorted(files)))
 
 
 class LiveSnapshot(Store):

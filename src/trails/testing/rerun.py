@@ -4,7 +4,8 @@ A recorded session becomes a regression test: ``rerun(iri)`` runs each of its
 recorded plan runs again (same goal, strategy, parameters and budgets) with
 a ``ReplayLLM`` as the model, and capabilities either live (the code under
 test) or answered from their recorded envelopes. The re-execution records
-into a scratch in-memory store, never into the store it read from. Both
+into a scratch in-memory store, or, with ``into=`` (``trails replay --rerun``),
+as a new session of that store marked ``trails:rerunOf`` the recorded one. Both
 trajectories are then read back with the same SPARQL query (LLM completions
 and capability invocations, in order) and compared activity by activity:
 the report is identical, or names the first activity whose action, inputs or
@@ -210,6 +211,8 @@ class RerunReport:
             something the recording does not hold.
         results: the planner results of the re-execution.
         capabilities: ``live`` or ``recorded``.
+        recorded_as: the new session the re-execution was recorded as (``into=``), or None
+            (a scratch store, gone).
     """
 
     session: str
@@ -219,6 +222,7 @@ class RerunReport:
     mismatch: str | None = None
     results: list[PlanResult] = field(default_factory=list)
     capabilities: str = "live"
+    recorded_as: str | None = None
 
     @property
     def identical(self) -> bool:
@@ -456,6 +460,7 @@ def rerun(
     capabilities: Capabilities = "live",
     store: Store | None = None,
     output_type: Any = None,
+    into: Store | None = None,
 ) -> RerunReport:
     """Re-execute a persisted session with its recorded completions and compare.
 
@@ -473,6 +478,9 @@ def rerun(
         output_type: ``output_type=`` for every run (default: each run's recorded
             response format, its name and JSON schema as its answer turn asked, and as
             many answer attempts as it was given); a changed one is a divergence.
+        into: record the re-execution there, as a new session marked ``trails:rerunOf``
+            the recorded one (ended when the rerun ends), so it can be read and compared
+            later (``trails diff``, the console); default: a scratch in-memory store.
 
     Returns:
         The report: identical, or the first divergence with both sides.
@@ -515,29 +523,34 @@ def rerun(
             first_prompt[root] = (completion.position, completion.messages)
     bound = len(recorded) + 1
 
-    scratch = open_store("memory:")
-    session = Session(
-        principal=original.principal,
-        max_tokens=original.history.max_tokens,
-        pin_head=original.history.pin_head,
-        card=original.card,
-        strategy=original.strategy,
-        budget=original.budget,
-        store=scratch,
-    )
-    ctx = Context.open(
-        original.principal,
-        recorder=Recorder(scratch),
-        tracker=CostTracker(),
-        invocations=session.invocations,
-    )
+    projected = projected_invocations(original)
+    # a strategy with no planner, or a capability not registered, is refused before the
+    # rerun records anything (no empty session is left in the store)
+    modules = {top.iri: _planner(top.strategy, planner) for top in tops}
     results: list[PlanResult] = []
     mismatch: str | None = None
-    projected = projected_invocations(original)
-    try:
-        with _recorded_capabilities(projected) if capabilities == "recorded" else _nothing():
+    with _recorded_capabilities(projected) if capabilities == "recorded" else _nothing():
+        scratch = into if into is not None else open_store("memory:")
+        session = Session(
+            principal=original.principal,
+            max_tokens=original.history.max_tokens,
+            pin_head=original.history.pin_head,
+            card=original.card,
+            strategy=original.strategy,
+            budget=original.budget,
+            store=scratch,
+        )
+        ctx = Context.open(
+            original.principal,
+            # a new session of the store is sealed and catalogued as the settings say
+            recorder=Recorder(scratch) if into is None else Recorder.from_settings(store=into),
+            tracker=CostTracker(),
+            invocations=session.invocations,
+            rerun_of=session_iri if into is not None else None,
+        )
+        try:
             for top in tops:
-                module = _planner(top.strategy, planner)
+                module = modules[top.iri]
                 options = _options(
                     top,
                     runs,
@@ -560,9 +573,14 @@ def rerun(
                 except ReplayMismatch as exc:
                     mismatch = str(exc)
                     break
-        again = trajectory(scratch, str(ctx.session))
-    finally:
-        scratch.close()
+            if into is not None:
+                ctx.close("ok")
+            again = trajectory(scratch, str(ctx.session))
+        finally:
+            if into is None:
+                scratch.close()
+            elif not ctx.ended:
+                ctx.close("error")
     divergence = compare(recorded, again)
     if divergence is None and mismatch is None:
         divergence = _outcome(tops, results, recorded)
@@ -577,6 +595,7 @@ def rerun(
         mismatch=mismatch,
         results=results,
         capabilities=capabilities,
+        recorded_as=str(ctx.session) if into is not None else None,
     )
 
 

@@ -11,7 +11,12 @@ SPARQL editor, verification, compliance and charts. Its modules, templates
 - ``sessions``: the sessions list's rows, filters and totals from the catalogue;
 - ``pages``: the sessions list, a session's page, downloads and search;
 - ``tools``: the query pack, the SPARQL editor, verify, compliance and charts;
-- ``svg``: the pictures (provenance graph, timeline, bar charts) as inline SVG.
+- ``controls``: the Controls page and a session's controls, from recorded evaluations;
+- ``svg``: the timeline and the bar charts as inline SVG;
+- ``graph``: a session's provenance graph as data the vendored dagre lays out in the
+  browser (list members folded, the goal-to-answer path marked);
+- ``diff``: two sessions side by side, the first divergence as ``trails diff`` finds it;
+- ``live``: the server-sent events behind the live pages, one watcher for them all.
 
 Nothing here is imported on ``import trails.server.console``: the endpoint mounts
 the console through ``routes`` only when it serves one.

@@ -168,6 +168,8 @@ class Console:
         #: what the sessions page read of each day not totalled yet: entry -> (end, figures)
         self.open_days: dict[str, dict[str, tuple[str, list[dict[str, Any]]]]] = {}
         self._index: SearchIndex | None = None
+        #: the watcher behind the live pages (``live``), made on first use
+        self.live: Any = None
 
     def search_index(self) -> SearchIndex:
         """The full-text index of the store's content, opened on first use: a file beside a
@@ -180,8 +182,15 @@ class Console:
                 self._index = SearchIndex.beside(where)
             return self._index
 
+    def stop_streams(self) -> None:
+        """End the live pages' event streams (the server is stopping); safe to call from a
+        signal handler, and again."""
+        if self.live is not None:
+            self.live.stop()
+
     def close(self) -> None:
-        """Close the search index's file (the server is stopping)."""
+        """End the live streams and close the search index's file (the server is stopping)."""
+        self.stop_streams()
         with self._lock:
             index, self._index = self._index, None
         if index is not None:

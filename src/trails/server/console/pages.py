@@ -47,10 +47,14 @@ from trails.prov.content import (
 from trails.prov.iri import agent_iri
 from trails.server.auth import OWN_SESSIONS
 from trails.server.console.base import Console, ConsoleError, Login
+from trails.server.console.controls import session_controls
+from trails.server.console.diff import related
+from trails.server.console.graph import script_json, session_graph
+from trails.server.console.live import session_steps
 from trails.server.console.said import kind_of, readable, snippet
 from trails.server.console.sessions import FILTERS, PAGE_SIZE, SORTS, STOP_REASONS, listing
 from trails.server.console.steps import dressed, step, step_figures
-from trails.server.console.svg import GraphPicture, prov_graph_svg, timeline_svg
+from trails.server.console.svg import timeline_svg
 from trails.store import Solutions
 from trails.store.terms import IRI, Literal, Term, literal, to_python
 
@@ -72,14 +76,6 @@ _ENTITY = """SELECT ?g ?s ?p ?o $prefix $entity WHERE {
   UNION { GRAPH ?g { ?s ?p $entity } BIND($entity AS ?o) }
   FILTER(STRSTARTS(STR(?g), $prefix))
 } LIMIT #LIMIT"""
-_PROV = """PREFIX prov: <http://www.w3.org/ns/prov#>
-PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syntax-ns#>
-PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
-SELECT ?s ?p ?o $session WHERE {
-  GRAPH $session { ?s ?p ?o .
-    FILTER(STRSTARTS(STR(?p), STR(prov:)) || ?p = rdfs:label
-           || (?p = rdf:type && STRSTARTS(STR(?o), STR(prov:)))) }
-}"""
 _HOLDS = "ASK { GRAPH $g { ?s ?p ?o } }"
 _DURATION = "http://www.w3.org/2001/XMLSchema#dayTimeDuration"
 _VALUE = "http://www.w3.org/ns/prov#value"
@@ -240,14 +236,16 @@ async def sessions(console: Console, request: Request, login: Login) -> Response
 def _session(console: Console, login: Login, session: str) -> dict[str, Any]:
     iri = console.may_read(login, session)
     data = report_data(console.system, iri, minter=console.minter)
-    prov = console.system.query(_PROV, {"session": iri})
-    assert isinstance(prov, Solutions)
-    picture = GraphPicture.from_triples(row[:3] for row in prov.rows)
-    data["graph_svg"] = prov_graph_svg(picture)
+    data.update(related(console, login, iri))
+    data["live"] = session_steps(console.system, str(iri))
+    graph = session_graph(console.system, iri)
+    data["graph_json"] = script_json(graph)
+    graph["by_id"] = {n["id"]: n for n in graph["nodes"]}
+    data["graph"] = graph
     data["timeline_svg"] = timeline_svg(data["timeline"])
-    data["nodes"] = len(picture.kinds)
     data["steps"] = dressed(data["timeline"], step_figures(console.system, iri))
     data["about"] = _about(data)
+    data["control_rows"] = session_controls(console.system, iri)
     return data
 
 

@@ -18,6 +18,9 @@ served from ``static/``, never a CDN. The pages:
 ``/console/head``         the transparency log's newest tree head (JSON)
 ``/console/compliance``   legal holds, erasure receipts, retention, Article 12
 ``/console/charts``       cost, calls, failures and refusals per day and model
+``/console/controls``     controls x outcomes over a period, per day, their findings
+``/console/diff``         two sessions side by side (``?a=&b=``), first divergence marked
+``/console/events``       the live pages' server-sent events (new sessions, new steps)
 ========================  ===================================================
 
 Every page but the login form answers only a logged-in browser; anything
@@ -36,7 +39,7 @@ from starlette.routing import Route
 from trails.audit.querypack import Query
 from trails.errors import TrailsError
 from trails.server.auth import TokenTable
-from trails.server.console import pages, tools
+from trails.server.console import controls, diff, live, pages, tools
 from trails.server.console.base import Console, ConsoleError, Login, QueryLog
 from trails.server.limits import FailureThrottle, Throttled, failure_keys
 from trails.server.pool import Evaluator
@@ -140,6 +143,9 @@ def console_routes(console: Console, throttle: FailureThrottle | None = None) ->
         page("/console/head", tools.head),
         page("/console/compliance", tools.compliance),
         page("/console/charts", tools.charts),
+        page("/console/controls", controls.controls_page),
+        page("/console/diff", diff.diff),
+        page("/console/events", live.events),
     ]
 
 
