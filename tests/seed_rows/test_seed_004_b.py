@@ -40,7 +40,8 @@ from tests.seed_rows._seed_004 import (
 
 from trails import capability
 from trails.agent import Session
-from trails.agent.planners import _loop, behaviour_tree
+from trails.agent.loop import run as run_loop
+from trails.agent.planners import behaviour_tree
 from trails.agent.planners.behaviour_tree import (
     Action,
     AgentNode,
@@ -357,7 +358,7 @@ def test_the_whole_plans_deadline_is_max_wall_time_s(
 ) -> None:
     assert inspect.signature(behaviour_tree.run).parameters["max_wall_time_s"].default is None
     moments = itertools.count(0, 100)  # each reading of the clock is 100 s later
-    monkeypatch.setattr(_loop, "monotonic", lambda: float(next(moments)))
+    monkeypatch.setattr(run_loop, "monotonic", lambda: float(next(moments)))
 
     @capability(id="tf.slow", description="Slow.")
     def slow() -> str:

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeAlias
 
-from trails.agent.planners._parse import json_candidates
+from trails.agent.loop import (
+    json_candidates,
+)
 from trails.errors import ReplyParseError, TrailsError, UserError
 from trails.llm.catalogue import ModelSpec
 

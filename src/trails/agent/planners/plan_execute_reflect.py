@@ -47,41 +47,37 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trails.agent.planners import react
-from trails.agent.planners._drive import (
+from trails.agent.loop import (
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    ActionValidator,
+    Breach,
+    Limits,
     Loop,
+    PlanRun,
+    ToolCalling,
+    ToolFilter,
+    ToolsSpec,
     abatch_entry,
+    activity_of,
     arun_entry,
     astream_entry,
     batch_entry,
+    check_guards,
+    check_limits,
+    check_output,
+    check_positive_int,
+    check_tool_calling,
+    governance,
+    guarded,
+    json_candidates,
+    offered_tools,
+    per_call_tokens,
+    render_catalogue,
     run_entry,
     stream_entry,
 )
-from trails.agent.planners._guards import ActionValidator, check_guards
-from trails.agent.planners._loop import (
-    Breach,
-    Limits,
-    PlanRun,
-    activity_of,
-    check_limits,
-    check_positive_int,
-    governance,
-    per_call_tokens,
-)
-from trails.agent.planners._native import (
-    DEFAULT_MAX_PARALLEL_TOOLS,
-    ToolCalling,
-    check_tool_calling,
-)
-from trails.agent.planners._outcome import check_output, guarded
-from trails.agent.planners._parse import json_candidates
+from trails.agent.planners import react
 from trails.agent.planners._templates import PERPrompts
-from trails.agent.planners._tools import (
-    ToolFilter,
-    ToolsSpec,
-    offered_tools,
-    render_catalogue,
-)
 from trails.agent.planners.base import BUDGET_STOPS, PlanStep
 from trails.agent.strategies import register_strategy
 from trails.errors import ModelAPIError, ReplyParseError, UserError
@@ -413,7 +409,7 @@ def _steps(
         observers: lifecycle observers of this run (added to the session's).
         output_type: a pydantic model class or a JSON schema: the final answer is
             asked for once more in that form, validated (``PlanResult.answer`` is
-            then the validated object; see ``trails.agent.planners._outcome``).
+            then the validated object; see ``trails.agent.loop.outcome``).
         output_retries: how many more attempts an answer failing validation gets.
         tool_calling: how the executor calls tools: ``"json"`` (the seed's
             contract) or ``"native"`` (provider tool calls, results fed back as
