@@ -236,10 +236,12 @@ def test_node_outcomes_trace_the_success_and_failure_paths(
 # -- shared state ----------------------------------------------------------------------------
 
 
-@pytest.mark.seed_row("004-009", differs=REACTREE)
-def test_shared_state_is_the_working_memory_and_the_nodes_prompt(
+@pytest.mark.seed_row("004-009")
+def test_shared_state_keys_are_in_working_memory_the_prompt_and_the_store(
     store: Store, tf: dict[str, int]
 ) -> None:
+    from trails.agent.planners.behaviour_tree import Checkpointer, StateKeyGoal, tree_state
+
     scratch = WorkingMemory()
     client = LLMClient.mock(response=[finish("ok")])
     result = behaviour_tree.run(
@@ -248,7 +250,15 @@ def test_shared_state_is_the_working_memory_and_the_nodes_prompt(
         session=alice(),
         tree=Sequence(ANALYZE, AgentNode("Say if the analysis looks fine.")),
         working_memory=scratch,
+        checkpointer=Checkpointer("review-1"),
     )
+    # the seed's state keys, read back from the store (the newest checkpoint of the run)
+    assert tree_state("review-1", principal="did:local:alice") == {
+        StateKeyGoal: "Review",
+        "reactree_node_status": "Success",
+        "reactree_output": "ok",
+        "reactree_working_memory": {"1.1": "success: analyzed main.tf", "1.2": "success: ok"},
+    }
     assert result.answer == "ok"
     assert scratch.snapshot() == {"1.1": "success: analyzed main.tf", "1.2": "success: ok"}
     prompt = client.requests[0].messages

@@ -224,23 +224,93 @@ def test_iterations_rejections_reflections_dry_runs_and_plans_are_evidence(
     assert dry.stopped == "goal_achieved"
 
 
-@pytest.mark.seed_row(
-    "004-035", missing="no checkpointer=: a resumed tree is handed its working memory by hand"
-)
-def test_a_persisted_session_and_its_working_memory_carry_a_run_on(
-    store: Store, tf: dict[str, int]
+RESUME = """
+import json, os, signal, sys
+from trails import capability
+from trails.agent import Session
+from trails.agent.planners import behaviour_tree as bt
+from trails.agent.planners.behaviour_tree import Action, Checkpointer, Sequence
+from trails.llm import LLMClient
+
+log, kill = sys.argv[1], sys.argv[2] == "kill"
+
+def called(name):
+    with open(log, "a") as f:
+        f.write(name + "\\n")
+
+@capability(id="tf.analyze", description="Analyze.")
+def analyze() -> str:
+    called("analyze")
+    return "analyzed main.tf"
+
+@capability(id="tf.fix", description="Fix.")
+def fix() -> str:
+    called("fix")
+    if kill:
+        os.kill(os.getpid(), signal.SIGKILL)  # the process dies mid-run
+    return "fixed"
+
+@capability(id="tf.verify", description="Verify.")
+def verify() -> str:
+    called("verify")
+    return "verified"
+
+tree = None if not kill else Sequence(Action("tf.analyze"), Action("tf.fix"), Action("tf.verify"))
+result = bt.run("Deploy", llm=LLMClient.mock(response=[]), session=Session(principal="did:local:alice"),
+                tree=tree, checkpointer=Checkpointer("deploy-1"))
+print(json.dumps([result.stopped, result.answer, str(result.activity_iri)]))
+"""
+
+
+@pytest.mark.seed_row("004-035")
+def test_a_tree_killed_mid_run_is_resumed_by_a_new_process_from_its_checkpoint(
+    tmp_path: Any,
 ) -> None:
-    scratch, session = WorkingMemory(), alice()
-    behaviour_tree.run("Analyze", llm=no_model(), session=session, tree=ANALYZE,
-                       working_memory=scratch)  # fmt: skip
-    saved = session.persist()
-    again = Session.replay(saved).fork()
-    client = LLMClient.mock(response=[finish("continued")])
-    result = behaviour_tree.run(
-        "Go on", llm=client, session=again, tree=AgentNode("Go on."), working_memory=scratch
+    import os
+    import subprocess
+
+    from trails.agent.planners.behaviour_tree import tree_state
+    from trails.store.oxigraph import OxigraphStore
+
+    log, env = tmp_path / "calls", {**os.environ, "TRAILS_STORE": str(tmp_path / "store")}
+    script = tmp_path / "resume.py"
+    script.write_text(RESUME)
+    killed = subprocess.run(
+        [sys.executable, str(script), str(log), "kill"], env=env, capture_output=True, text=True
     )
-    assert result.answer == "continued"
-    assert "success: analyzed main.tf" in "\n".join(m.content for m in client.requests[0].messages)
+    assert killed.returncode != 0 and killed.stdout == ""  # SIGKILL: no answer, no cleanup
+    resumed = subprocess.run(
+        [sys.executable, str(script), str(log), "resume"], env=env, capture_output=True, text=True
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    stopped, answer, run = json.loads(resumed.stdout)
+    assert (stopped, answer) == ("goal_achieved", "verified")
+    # analyze ran once, before the kill: the new process restored it, tree and all
+    assert log.read_text().split() == ["analyze", "fix", "fix", "verify"]
+    disk = OxigraphStore(tmp_path / "store")
+    try:
+        state = tree_state("deploy-1", principal="did:local:alice", store=disk)
+        used = disk.query(
+            PREFIXES
+            + """SELECT ?run ?cp ?seq WHERE { GRAPH ?g { ?run prov:used ?cp }
+              GRAPH ?h { ?cp a trails:TreeCheckpoint ; trails:checkpointSeq ?seq } }""",
+            {"run": IRI(run)},
+        )
+        assert isinstance(used, Solutions)
+        assert [to_python(r["seq"]) for r in used] == [1]  # the save after analyze
+        assert tree_state("deploy-1", principal="did:local:bob", store=disk) == {}
+    finally:
+        disk.close()
+    assert state == {
+        "reactree_goal": "Deploy",
+        "reactree_node_status": "Success",
+        "reactree_output": "verified",
+        "reactree_working_memory": {
+            "1.1": "success: analyzed main.tf",
+            "1.2": "success: fixed",
+            "1.3": "success: verified",
+        },
+    }
 
 
 # -- memory ----------------------------------------------------------------------------------
@@ -376,37 +446,59 @@ def test_the_whole_plans_deadline_is_max_wall_time_s(
     assert [r["stop"] for r in rows(store, RUN, run=str(result.activity_iri))] == ["max_wall_time"]
 
 
-@pytest.mark.seed_row(
-    "004-043", missing="no create_agent tool: the application writes the sub-agent capability"
-)
-def test_a_sub_agent_is_a_capability_running_a_planner_under_its_call(
+@pytest.mark.seed_row("004-043")
+def test_the_model_spawns_a_sub_agent_with_a_tool_subset_and_its_own_budget(
     store: Store, tf: dict[str, int]
 ) -> None:
-    @capability(id="agents.create", description="Run a sub-agent on a goal with some tools.")
-    def create_agent(ctx: Any, goal: str, tool_names: list[str]) -> str:
-        sub = behaviour_tree.run(
-            goal, llm=no_model(), session=alice(), ctx=ctx, tools=tool_names, tree=ANALYZE
-        )
-        return str(sub.answer)
+    from trails.agent.planners.create_agent import register_create_agent
 
+    assert register_create_agent() == "create_agent"
+    spawn = {
+        "agent_name": "analyst",
+        "goal": "Analyze main.tf",
+        "tool_names": ["tf.analyze"],
+        "max_llm_calls": 3,
+        "max_tool_iterations": 2,
+    }
     client = LLMClient.mock(
-        response=[turn("agents.create", {"goal": "Analyze", "tool_names": ["tf.analyze"]}),
+        response=[turn("create_agent", spawn),  # the parent's turn
+                  turn("tf.analyze"), finish("analyzed"),  # the sub-agent's two turns
                   finish("sub-agent said: analyzed")]
     )  # fmt: skip
-    result = behaviour_tree.run("x", llm=client, session=alice(), tree=AgentNode("Delegate."))
+    result = behaviour_tree.run(
+        "x", llm=client, session=alice(), tree=AgentNode("Delegate."),
+        tools=["create_agent", "tf.analyze", "tf.fix"],
+    )  # fmt: skip
     assert result.answer == "sub-agent said: analyzed" and tf["analyze"] == 1
-    nested = rows(store, RUN, run=str(result.activity_iri))
-    assert len(nested) == 1
+    assert result.steps[0].observation == {"output": "analyzed", "status": "success"}
+    sub_prompt = client.requests[1].messages[0].content
+    assert "tf.analyze" in sub_prompt and "tf.fix" not in sub_prompt  # the subset
+    assert "create_agent" not in sub_prompt
     children = store.query(
         PREFIXES
-        + """SELECT ?run ?child ?stop WHERE { GRAPH ?g {
-          ?inv a trails:CapabilityInvocation ; prov:wasInformedBy+ ?run .
-          ?child a trails:BehaviourTreePlan ; prov:wasInformedBy+ ?inv ; trails:stopReason ?stop
+        + """SELECT ?run ?child ?stop ?name ?who WHERE { GRAPH ?g {
+          ?inv a trails:CapabilityInvocation ; prov:wasInformedBy+ ?run ;
+               trails:capability/trails:capabilityId "create_agent" .
+          ?child a trails:BehaviourTreePlan ; prov:wasInformedBy+ ?inv ; trails:stopReason ?stop ;
+                 trails:agentName ?name ; prov:wasAssociatedWith ?agent .
+          ?agent a prov:SoftwareAgent ; prov:actedOnBehalfOf/trails:principalId ?who
         } }""",
         {"run": IRI(str(result.activity_iri))},
     )
     assert isinstance(children, Solutions)
-    assert [to_python(r["stop"]) for r in children] == ["goal_achieved"]
+    assert [
+        (to_python(r["stop"]), to_python(r["name"]), to_python(r["who"])) for r in children
+    ] == [("goal_achieved", "analyst", "did:local:alice")]
+    # its own budget: one LLM call allowed, so the sub-agent stops at max_steps
+    client = LLMClient.mock(
+        response=[turn("create_agent", spawn | {"max_llm_calls": 1}), turn("tf.analyze"),
+                  finish("sub-agent ran out")]
+    )  # fmt: skip
+    short = behaviour_tree.run(
+        "x", llm=client, session=alice(), tree=AgentNode("Delegate."), tools=["create_agent"]
+    )
+    assert short.steps[0].observation["status"] == "failure"
+    assert short.answer == "sub-agent ran out"
 
 
 @pytest.mark.seed_row("004-044")

@@ -297,6 +297,10 @@ class T:
     voteFailures = TRAILS.voteFailures
     voteThreshold = TRAILS.voteThreshold
     votePolicy = TRAILS.votePolicy
+    # behaviour-tree checkpoints
+    TreeCheckpoint = TRAILS.TreeCheckpoint
+    checkpointId = TRAILS.checkpointId
+    checkpointSeq = TRAILS.checkpointSeq
     # PII masking at the source
     Masking = TRAILS.Masking
     masking = TRAILS.masking
