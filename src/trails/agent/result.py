@@ -85,6 +85,8 @@ class PlanResult:
             after whose call the run's ``stop_condition`` said stop; else None.
         terminated_by_call: that call's invocation activity in the provenance
             graph (the run ``prov:wasEndedBy`` a ``trails:TerminalAction`` it generated).
+        memory_id: the conversation the run wrote into (its session's IRI, seed 003's
+            ``memory_id``): ``plan_execute_reflect.run(..., memory_id=)`` continues it.
 
     ``reasoning_history`` lists the steps' thoughts and ``reasoning`` is the last of them
     (seed 002's names); the completions that hold them are in the graph.
@@ -98,6 +100,12 @@ class PlanResult:
     activity_iri: str | None = None
     terminated_by: str | None = None
     terminated_by_call: str | None = None
+    memory_id: str | None = None
+
+    @property
+    def parent_interaction_id(self) -> str | None:
+        """Seed 003's ``parent_interaction_id``: the run's activity (``activity_iri``)."""
+        return self.activity_iri
 
     @property
     def reasoning_history(self) -> list[str]:

@@ -301,6 +301,9 @@ class T:
     TreeCheckpoint = TRAILS.TreeCheckpoint
     checkpointId = TRAILS.checkpointId
     checkpointSeq = TRAILS.checkpointSeq
+    # Plan-Execute-Reflect options
+    continues = TRAILS.continues
+    responseFilter = TRAILS.responseFilter
     # PII masking at the source
     Masking = TRAILS.Masking
     masking = TRAILS.masking

@@ -441,6 +441,7 @@ class PlanRun:
             activity_iri=str(self.activity),
             terminated_by=terminated_by,
             terminated_by_call=ended_by[0] if ended_by else None,
+            memory_id=str(self.ctx.session),
         )
         if stopped == "goal_achieved" and self.output is not None and not self.answered:
             self.pending = result  # the answer turn (``structured_answer``) ends the run

@@ -52,7 +52,6 @@ class SubAgentNamed(Event):
     run: str
     name: str
     principal: str
-    tools: list[str]
 
     def emit(self, b: QuadBuilder) -> None:
         run = IRI.trusted(self.run)
@@ -128,7 +127,6 @@ def create_agent(
             run=str(result.activity_iri),
             name=agent_name,
             principal=ctx.principal,
-            tools=offered,
         )
     )
     output = "" if result.answer is None else str(result.answer)
