@@ -304,6 +304,12 @@ class T:
     # Plan-Execute-Reflect options
     continues = TRAILS.continues
     responseFilter = TRAILS.responseFilter
+    # token traces of streamed completions (ADR-0018 open question 1)
+    TokenTrace = TRAILS.TokenTrace
+    Token = TRAILS.Token
+    tokenIndex = TRAILS.tokenIndex
+    charOffset = TRAILS.charOffset
+    charLength = TRAILS.charLength
     # PII masking at the source
     Masking = TRAILS.Masking
     masking = TRAILS.masking
