@@ -174,10 +174,21 @@ def test_sequence_with_early_exit_skips_stages_after_one_without_tool_calls(
     ]
 
 
-@pytest.mark.seed_row("004-007", differs=REACTREE)
-def test_node_outcomes_are_success_failure_skipped_stopped_not_running(
-    store: Store, tf: dict[str, int]
-) -> None:
+@pytest.mark.seed_row("004-007")
+def test_node_status_is_running_then_success_or_failure(store: Store, tf: dict[str, int]) -> None:
+    from trails.agent.planners.behaviour_tree import Checkpointer, tree_state
+
+    seen: list[str] = []
+
+    @capability(id="tf.peek", description="Read the tree's state while this leaf runs.")
+    def peek() -> str:
+        seen.append(tree_state("peek-1", principal="did:local:alice")["reactree_node_status"])
+        return "peeked"
+
+    behaviour_tree.run("Peek", llm=no_model(), session=alice(), tree=Sequence(ANALYZE, Action("tf.peek")),
+                       checkpointer=Checkpointer("peek-1"))  # fmt: skip
+    assert seen == ["Running"]  # the store says the leaf is running while it runs
+    assert tree_state("peek-1", principal="did:local:alice")["reactree_node_status"] == "Success"
     result = behaviour_tree.run(
         "Go", llm=no_model(), session=alice(), tree=Sequence(ANALYZE, ANALYZE, ANALYZE), max_steps=1
     )

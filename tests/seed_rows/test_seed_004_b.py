@@ -86,8 +86,31 @@ def test_an_action_validator_prunes_a_call_and_records_it(store: Store, tf: dict
     )  # fmt: skip
 
 
-@pytest.mark.seed_row("004-028", differs=REACTREE)  # no DeterministicValidator name
-def test_blocked_tools_are_a_rule_policy(store: Store, tf: dict[str, int]) -> None:
+@pytest.mark.seed_row("004-028")
+def test_a_deterministic_validator_blocks_its_tools(store: Store, tf: dict[str, int]) -> None:
+    from trails.agent.planners.behaviour_tree import (
+        DeterministicValidator,
+        NewDeterministicValidator,
+    )
+    from trails.errors import ValidationError
+
+    validator = NewDeterministicValidator(["tf.apply"])
+    assert (
+        validator.BlockedTools == ("tf.apply",) and validator.validate("tf.verify", b"{}") is None
+    )
+    with pytest.raises(ValidationError, match="blocked"):
+        validator.validate("tf.apply", b"{}")
+    session = alice()
+    result = behaviour_tree.run(
+        "x", llm=no_model(), session=session, tree=Fallback(APPLY, VERIFY),
+        validate_action=DeterministicValidator(["tf.apply"]),
+    )  # fmt: skip
+    assert (result.stopped, result.answer) == ("goal_achieved", "verified") and tf["apply"] == 0
+    decisions = rows(store, DECISIONS, session=session_of(store, result.activity_iri))
+    assert ("tf.apply", "deny") in [(d["capability"], d["decision"]) for d in decisions]
+
+
+def test_blocked_tools_are_also_a_rule_policy(store: Store, tf: dict[str, int]) -> None:
     session = Session(
         principal="did:local:alice", policy=RulePolicy(deny=["tf.apply"], allow=["*"])
     )
@@ -279,6 +302,13 @@ def test_a_tree_killed_mid_run_is_resumed_by_a_new_process_from_its_checkpoint(
         [sys.executable, str(script), str(log), "kill"], env=env, capture_output=True, text=True
     )
     assert killed.returncode != 0 and killed.stdout == ""  # SIGKILL: no answer, no cleanup
+    disk = OxigraphStore(tmp_path / "store")
+    try:  # what the store says of the dead run: node 1.2 was running
+        at_kill = tree_state("deploy-1", principal="did:local:alice", store=disk)
+    finally:
+        disk.close()
+    assert at_kill["reactree_node_status"] == "Running"
+    assert at_kill["reactree_working_memory"] == {"1.1": "success: analyzed main.tf"}
     resumed = subprocess.run(
         [sys.executable, str(script), str(log), "resume"], env=env, capture_output=True, text=True
     )
@@ -297,7 +327,8 @@ def test_a_tree_killed_mid_run_is_resumed_by_a_new_process_from_its_checkpoint(
             {"run": IRI(run)},
         )
         assert isinstance(used, Solutions)
-        assert [to_python(r["seq"]) for r in used] == [1]  # the save after analyze
+        # 1.1 running, 1.1 ended, 1.2 running: the process died in 1.2
+        assert [to_python(r["seq"]) for r in used] == [3]
         assert tree_state("deploy-1", principal="did:local:bob", store=disk) == {}
     finally:
         disk.close()

@@ -4,7 +4,8 @@ reactree's ``TreeConfig.Checkpointer`` saves a tree's execution state so a run t
 stopped (a budget, a crash, a killed process) continues where it stopped. In trails
 ``behaviour_tree.run(..., checkpointer=Checkpointer("deploy-42"))`` does the same
 through the store: after every leaf (an action or an agent node) ends, the run writes
-one ``trails:TreeCheckpoint`` entity (one atomic write) holding the seed's state keys
+one ``trails:TreeCheckpoint`` entity (one atomic write; a leaf starting writes one
+too, its status ``Running``) holding the seed's state keys
 as JSON (``reactree_goal``, ``reactree_node_status``: the last leaf's status,
 ``reactree_output``, ``reactree_working_memory``), every leaf's status by node id and
 the tree itself. The JSON is the entity's ``prov:value`` in the content graph (working
@@ -83,7 +84,8 @@ class Checkpoint:
     def leaves(self) -> dict[str, tuple[bool, str | None]]:
         """Each ended leaf's id -> (success, output)."""
         found = self.state.get("leaves") or {}
-        return {k: (v["status"] == "Success", v.get("output")) for k, v in found.items()}
+        ended = {k: v for k, v in found.items() if v["status"] in ("Success", "Failure")}
+        return {k: (v["status"] == "Success", v.get("output")) for k, v in ended.items()}
 
 
 class Checkpointer:
@@ -242,14 +244,18 @@ class TreeCheckpoints:
         plan: PlanRun,
         root: Node,
         node_id: str,
-        success: bool,
+        success: bool | None,
         output: str | None,
         memory: WorkingMemory,
     ) -> None:
-        """Save the state after a leaf ended (nothing without a checkpointer)."""
+        """Save the state as a leaf starts (``success`` None: ``Running``) or after it ended.
+
+        Nothing without a checkpointer. A leaf saved ``Running`` and never ended (the
+        process died in it) is ticked again by the run that restores the checkpoint.
+        """
         if self.checkpointer is None:
             return
-        status = "Success" if success else "Failure"
+        status = "Running" if success is None else "Success" if success else "Failure"
         with self._lock:
             self.leaves[node_id] = {"status": status, "output": output}
             state = {

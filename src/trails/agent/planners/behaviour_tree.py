@@ -132,6 +132,7 @@ from trails.agent.planners._bt_nodes import (
     unregister_node_type,
 )
 from trails.agent.planners._bt_prompts import AGENT_PROMPT, DECOMPOSE_PROMPT, STEP_NUDGE, TREE_NUDGE
+from trails.agent.planners._bt_validators import DeterministicValidator, NewDeterministicValidator
 from trails.agent.planners.base import PlanStep, StopReason
 from trails.agent.strategies import register_strategy
 from trails.errors import ModelAPIError, ReplyParseError, UserError
@@ -158,7 +159,9 @@ __all__ = [
     "Attachment",
     "Checkpointer",
     "DefaultTreeConfig",
+    "DeterministicValidator",
     "Fallback",
+    "NewDeterministicValidator",
     "Node",
     "NodeStatus",
     "Parallel",
@@ -566,8 +569,11 @@ class _TreeRun:
         started = now()
         made: list[str] = []
         restored = self.checkpoints.restored.get(node_id)
+        leaf = isinstance(node, Action | AgentNode)
+        if leaf and restored is None and self.root is not None:  # saved as Running
+            self.checkpoints.ended(self.plan, self.root, node_id, None, None, self.memory)
         try:
-            if isinstance(node, Action | AgentNode) and restored is not None:
+            if leaf and restored is not None:
                 outcome = _Outcome(restored[0], restored[1], None if restored[0] else node_id)
             elif isinstance(node, Action):
                 outcome = yield from self._action(node, node_id, made)
