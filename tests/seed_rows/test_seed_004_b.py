@@ -419,7 +419,30 @@ def test_each_request_may_bring_its_own_memories(store: Store, tf: dict[str, int
 # -- plans, orchestration ----------------------------------------------------------------------
 
 
-@pytest.mark.seed_row("004-040", differs=REACTREE)
+@pytest.mark.seed_row("004-040")
+def test_execute_plan_runs_named_steps_and_answers_outputs_by_name(
+    store: Store, tf: dict[str, int]
+) -> None:
+    from trails.agent.planners.behaviour_tree import NodeStatus
+    from trails.agent.planners.orchestrator import ExecutePlan, Plan, PlanStep
+
+    plan = Plan(flow="sequence", steps=[
+        PlanStep(name="analyze", goal="Analyze main.tf", tools=["tf.analyze"]),
+        PlanStep(name="verify", goal="Verify it", tools=["tf.verify"], task_type="mock-small"),
+    ])  # fmt: skip
+    client = LLMClient.mock(response=[turn("tf.analyze"), finish("analysis"), finish("ok")])
+    done = ExecutePlan(plan, llm=client, session=alice())
+    assert done.status == NodeStatus.Success and str(done.status) == "Success"
+    assert done.outputs == {"analyze": "analysis", "verify": "ok"}
+    assert done.result is not None and tf["analyze"] == 1
+    [doc] = rows(store, PLAN_DOCUMENT, run=str(done.result.activity_iri))
+    recorded = json.loads(doc["value"])
+    assert [c["instruction"] for c in recorded["children"]] == [
+        "You are step 'analyze' of the plan.",
+        "You are step 'verify' of the plan.",
+    ]
+
+
 def test_a_plan_of_steps_is_a_dict_tree_and_outputs_are_by_node_id(
     store: Store, tf: dict[str, int]
 ) -> None:
@@ -453,7 +476,28 @@ def test_the_control_flow_types_are_sequence_fallback_parallel(
         )
 
 
-@pytest.mark.seed_row("004-042", differs=REACTREE)
+@pytest.mark.seed_row("004-042")
+def test_orchestrator_timeout_defaults_to_three_minutes_for_the_whole_plan(
+    store: Store, tf: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trails.agent.planners.orchestrator import (
+        ExecutePlan,
+        OrchestratorConfig,
+        Plan,
+        PlanStep,
+    )
+
+    moments = itertools.count(0, 100)  # each reading of the clock is 100 s later
+    monkeypatch.setattr(run_loop, "monotonic", lambda: float(next(moments)))
+    plan = Plan(steps=[PlanStep(name=n, goal=f"Step {n}") for n in ("a", "b", "c", "d")])
+    client = LLMClient.mock(response=[finish(f"did {n}") for n in "abcd"])
+    late = ExecutePlan(plan, llm=client, session=alice(), config=OrchestratorConfig())
+    assert late.result is not None and late.result.stopped == "max_wall_time"
+    assert str(late.status) == "Failure" and 0 < len(late.outputs) < 4  # stopped past 180 s
+    [found] = rows(store, RUN, run=str(late.result.activity_iri))
+    assert found["stop"] == "max_wall_time"
+
+
 def test_the_whole_plans_deadline_is_max_wall_time_s(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
