@@ -212,8 +212,10 @@ def test_memory_id_continues_an_earlier_conversation(store: Store) -> None:
         )
 
 
-@pytest.mark.seed_row("003-012", differs=PER)
-def test_interaction_and_executor_memory_ids_are_prov_iris(store: Store, index: list[str]) -> None:
+@pytest.mark.seed_row("003-012")
+def test_interaction_and_executor_memory_ids_are_on_the_result_and_prov_iris(
+    store: Store, index: list[str]
+) -> None:
     client = model(
         [reflection([SAMPLE]), reflection([], "sampled")],
         [act("index.sample", index="my-index"), finish("two docs")],
@@ -225,6 +227,9 @@ def test_interaction_and_executor_memory_ids_are_prov_iris(store: Store, index: 
     # parent_interaction_id: the run; executor_agent_parent_interaction_id: the planner turn
     # that chose the step; executor_agent_memory_id: the executor run, in the session's graph
     assert executor["pass"] == step.activity_iri
+    assert result.parent_interaction_id == result.activity_iri
+    assert result.executor_agent_parent_interaction_id == step.activity_iri
+    assert result.executor_agent_memory_id == result.memory_id == session.iri
     assert executor["completion"] == planner_turns(store, result.activity_iri)[0]["completion"]
     [call] = invocations(store, session.iri)
     assert (call["g"], call["pass"]) == (session.iri, step.activity_iri)

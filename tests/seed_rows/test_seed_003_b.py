@@ -336,7 +336,30 @@ def test_a_running_run_is_visible_to_observers_and_in_the_store(store: Store) ->
     )
 
 
-@pytest.mark.seed_row("003-042", differs=PER)
+@pytest.mark.seed_row("003-042")
+def test_a_stopped_run_is_resumed_from_its_memory_id_in_a_new_session(store: Store) -> None:
+    stopped = plan_execute_reflect.run(
+        "Audit.", llm=model(reflection([SAMPLE, "Count"]), finish("2 docs")), session=alice(),
+        max_steps=1,
+    )  # fmt: skip
+    assert stopped.stopped == "max_steps" and stopped.memory_id is not None
+    # a new session (as a restarted process has) resumes from the memory kept in the store
+    resumed = model(reflection([], "audited: 2 docs"))
+    result = plan_execute_reflect.run(
+        "Continue the audit.", llm=resumed, session=alice(), memory_id=stopped.memory_id
+    )
+    assert result.answer == "audited: 2 docs" and result.memory_id != stopped.memory_id
+    seen = planner_requests(resumed)[0].messages[1].content
+    assert "user: Audit." in seen and "Max Steps Limit (1) Reached." in seen
+    assert f"1. {SAMPLE}\n   result: 2 docs" in seen
+    [found] = rows(
+        store,
+        "SELECT ?run ?memory WHERE { GRAPH ?g { ?run trails:continues ?memory } }",
+        run=IRI(str(result.activity_iri)),
+    )
+    assert found["memory"] == stopped.memory_id
+
+
 def test_a_stopped_run_is_resumed_by_a_new_run_on_the_same_session(store: Store) -> None:
     session = alice()
     stopped = plan_execute_reflect.run(

@@ -108,6 +108,19 @@ class PlanResult:
         return self.activity_iri
 
     @property
+    def executor_agent_parent_interaction_id(self) -> str | None:
+        """Seed 003's executor interaction: the last executor pass of a Plan-Execute-Reflect
+        run (its ReAct run's activity); None for a run without one."""
+        passes = [s.activity_iri for s in self.steps if s.action == "executor"]
+        return passes[-1] if passes else None
+
+    @property
+    def executor_agent_memory_id(self) -> str | None:
+        """Seed 003's executor memory: the conversation the executor passes wrote into
+        (the run's own, ``memory_id``); None for a run without an executor pass."""
+        return self.memory_id if self.executor_agent_parent_interaction_id else None
+
+    @property
     def reasoning_history(self) -> list[str]:
         """The model's reasoning on each turn that gave one, in order."""
         return [step.thought for step in self.steps if step.thought]
