@@ -51,8 +51,13 @@ __all__ = [
     "CheckpointSaved",
     "Checkpointer",
     "StateKeyGoal",
+    "StateKeyIterationContext",
+    "StateKeyIterationCount",
     "StateKeyNodeStatus",
     "StateKeyOutput",
+    "StateKeyPreviousStageOutput",
+    "StateKeyTaskCompleted",
+    "StateKeyToolCallCounts",
     "StateKeyWorkingMemory",
     "TreeCheckpoints",
     "tree_state",
@@ -63,7 +68,36 @@ StateKeyGoal = "reactree_goal"
 StateKeyNodeStatus = "reactree_node_status"
 StateKeyOutput = "reactree_output"
 StateKeyWorkingMemory = "reactree_working_memory"
-STATE_KEYS = (StateKeyGoal, StateKeyNodeStatus, StateKeyOutput, StateKeyWorkingMemory)
+StateKeyTaskCompleted = "reactree_task_completed"
+StateKeyPreviousStageOutput = "reactree_previous_stage_output"
+StateKeyIterationContext = "reactree_iteration_context"
+StateKeyIterationCount = "reactree_iteration_count"
+StateKeyToolCallCounts = "reactree_tool_call_counts"
+STATE_KEYS = (
+    StateKeyGoal,
+    StateKeyNodeStatus,
+    StateKeyOutput,
+    StateKeyWorkingMemory,
+    StateKeyTaskCompleted,
+    StateKeyPreviousStageOutput,
+    StateKeyIterationContext,
+    StateKeyIterationCount,
+    StateKeyToolCallCounts,
+)
+
+
+def _stage_keys(
+    output: str | None, memory: WorkingMemory, no_tools: bool, iteration: int, calls: dict[str, int]
+) -> dict[str, Any]:
+    """The seed's stage and iteration keys after a leaf ended."""
+    return {
+        StateKeyTaskCompleted: no_tools,  # the leaf finished without a tool call
+        StateKeyPreviousStageOutput: output,
+        StateKeyIterationContext: memory.get("iteration"),
+        StateKeyIterationCount: iteration - 1,  # 0-indexed, as the seed counts
+        StateKeyToolCallCounts: dict(calls),
+    }
+
 
 _LATEST = f"""SELECT ?id ?principal ?cp ?seq ?json WHERE {{ GRAPH ?g {{
   ?cp a {T.TreeCheckpoint.n3()} ; {T.checkpointId.n3()} ?id ; {T.checkpointSeq.n3()} ?seq ;
@@ -160,15 +194,19 @@ def latest(store: Store, checkpoint_id: str, principal: str) -> Checkpoint | Non
 def tree_state(checkpoint_id: str, *, principal: str, store: Store | None = None) -> dict[str, Any]:
     """The seed's state keys of the newest checkpoint of ``checkpoint_id``, read from the store.
 
-    Returns ``{"reactree_goal": ..., "reactree_node_status": "Success" | "Failure",
-    "reactree_output": ..., "reactree_working_memory": {...}}``; empty when nothing was saved.
+    Returns ``{"reactree_goal": ..., "reactree_node_status": "Running" | "Success" |
+    "Failure", "reactree_output": ..., "reactree_working_memory": {...}}``, and after a leaf
+    ended the seed's stage keys too (``reactree_task_completed``,
+    ``reactree_previous_stage_output``, ``reactree_iteration_context``,
+    ``reactree_iteration_count``, ``reactree_tool_call_counts``); empty when nothing was
+    saved.
     """
     if store is None:
         from trails.prov.recorder import default_recorder
 
         store = default_recorder().store
     found = latest(store, checkpoint_id, principal)
-    return {} if found is None else {k: found.state.get(k) for k in STATE_KEYS}
+    return {} if found is None else {k: found.state[k] for k in STATE_KEYS if k in found.state}
 
 
 class CheckpointSaved(Event):
@@ -247,6 +285,7 @@ class TreeCheckpoints:
         success: bool | None,
         output: str | None,
         memory: WorkingMemory,
+        stage: tuple[bool, int, dict[str, int]] | None = None,
     ) -> None:
         """Save the state as a leaf starts (``success`` None: ``Running``) or after it ended.
 
@@ -264,6 +303,7 @@ class TreeCheckpoints:
                 StateKeyOutput: output,
                 StateKeyWorkingMemory: dict(memory.snapshot()),
                 "leaves": dict(self.leaves),
+                **(_stage_keys(output, memory, *stage) if stage is not None else {}),
                 "tree": tree_to_dict(root),
             }
             self.checkpointer.save(plan, state)

@@ -457,6 +457,7 @@ class _TreeRun:
         self.attachments: tuple[Attachment, ...] = ()
         self.checkpoints = TreeCheckpoints(None)
         self.root: Node | None = None
+        self.iteration = 1
 
     # -- the run ----------------------------------------------------------------
 
@@ -481,7 +482,7 @@ class _TreeRun:
             plan.record_entity("PlanDocument", document, generated_by=self.tree_by, index=index)
             passes = self.config.max_iterations if self.config is not None else 1
             for iteration in range(1, passes + 1):
-                dispatched = self.dispatched
+                self.iteration, dispatched = iteration, self.dispatched
                 if iteration > 1:
                     self.evidence.next_pass(iteration)
                     self.checkpoints.restored = {}  # a restored leaf stands in the first pass
@@ -598,8 +599,9 @@ class _TreeRun:
             self.memory.set(node_id, f"{status}: {outcome.output}")
             if restored is None and self.root is not None:
                 self.checkpoints.ended(
-                    self.plan, self.root, node_id, outcome.success, outcome.output, self.memory
-                )
+                    self.plan, self.root, node_id, outcome.success, outcome.output, self.memory,
+                    stage=(outcome.no_tools, self.iteration, dict(self.calls)),
+                )  # fmt: skip
         return outcome
 
     def _parallel(self, node: Parallel, node_id: str) -> Generator[Request, Any, list[_Outcome]]:
