@@ -330,6 +330,10 @@ def test_a_streamed_completion_opts_into_a_token_trace_graph_linked_to_it(
     assert [text[r["offset"] : r["offset"] + r["length"]] for r in traced] == chunks
     assert [r["at"] for r in traced] == sorted(r["at"] for r in traced)
     assert trace not in select_graphs(store, all_graphs=True)  # never exported
+    from trails.evidence.sweep import graph_kind
+
+    base = trace.split("graph:llm-tokens/")[0]
+    assert graph_kind(trace, base) == "token-trace"  # verify knows it: not a foreign graph
 
 
 @pytest.mark.seed_row("001-034")
