@@ -206,7 +206,7 @@ def build(store: Store, monkeypatch: pytest.MonkeyPatch, *, seal: bool = True) -
     monkeypatch.setattr(kcontext, "now", clock)
     # every module that stamps events reads the same frozen clock (PROV-CONSTRAINTS
     # compares the times of activities recorded by different modules)
-    import trails.agent.planners._loop as ploop
+    import trails.agent.loop.run as ploop
     import trails.llm.envelope as lenvelope
     import trails.memory.service as mservice
 

@@ -14,8 +14,8 @@ import pytest
 
 from trails import capability, invoke
 from trails.agent import Session
+from trails.agent.loop.tools import discover_tools
 from trails.agent.planners import react
-from trails.agent.planners._tools import discover_tools
 from trails.errors import PreconditionFailed, UserError
 from trails.kernel import Context
 from trails.llm import LLMClient

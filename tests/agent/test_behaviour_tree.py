@@ -9,7 +9,8 @@ import pytest
 
 from trails import capability
 from trails.agent import PlanningStrategy, Session
-from trails.agent.planners import STOP_REASONS, STRATEGIES, _loop, behaviour_tree
+from trails.agent.loop import run as run_loop
+from trails.agent.planners import STOP_REASONS, STRATEGIES, behaviour_tree
 from trails.agent.planners.behaviour_tree import (
     Action,
     AgentNode,
@@ -471,7 +472,7 @@ def test_budgets_are_checked_before_each_dispatch_of_a_given_tree(
     store: Store, notes: dict[str, list[Any]], monkeypatch: pytest.MonkeyPatch, prov: Any
 ) -> None:
     clock = {"now": 10.0}
-    monkeypatch.setattr(_loop, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(run_loop, "monotonic", lambda: clock["now"])
 
     @capability(id="notes.slow", description="Takes a while.")
     def slow() -> str:

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from trails.agent import Session
-from trails.agent.planners import STOP_REASONS, _loop, plan_and_execute, react, reflexion
+from trails.agent.loop import run as run_loop
+from trails.agent.planners import STOP_REASONS, plan_and_execute, react, reflexion
 from trails.kernel import default_tracker
 from trails.llm import LLMClient, ModelRateLimitError, Response
 from trails.prov.vocab import T
@@ -75,7 +76,7 @@ def test_max_wall_time_with_a_controlled_clock(
     store: Store, notes: Any, reply: Any, prov: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = FakeClock()
-    monkeypatch.setattr(_loop, "monotonic", clock)
+    monkeypatch.setattr(run_loop, "monotonic", clock)
     search = reply("notes.search", {"tag": "urgent"})
 
     def slow(_messages: Any) -> str:

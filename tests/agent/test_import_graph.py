@@ -34,7 +34,19 @@ def test_context_leads_to_no_planner_and_persistence_to_nothing_that_imports_it(
 
 
 def test_the_checker_sees_imports_in_functions_and_under_type_checking() -> None:
-    drive = modules()[f"{AGENT}.planners._drive"].imports
-    # _drive imports _parallel inside functions, and base.PlanResult under TYPE_CHECKING
-    assert f"{AGENT}.planners._parallel" in drive
-    assert f"{AGENT}.planners.base" in drive
+    drive = modules()[f"{AGENT}.loop.drive"].imports
+    # drive imports parallel inside functions, and result.PlanResult under TYPE_CHECKING
+    assert f"{AGENT}.loop.parallel" in drive
+    assert f"{AGENT}.result" in drive
+
+
+def test_the_loop_is_a_room_the_planners_stand_on() -> None:
+    """``agent/loop`` imports no planner; every planner reaches the loop through its package."""
+    found = modules()
+    loop = {name for name in found if name.startswith(f"{AGENT}.loop")}
+    assert len(loop) > 10, loop
+    for name in loop:
+        upward = {m for m in found[name].imports if m.startswith(f"{AGENT}.planners")}
+        assert not upward, (name, upward)
+    assert f"{AGENT}.loop" in found[f"{AGENT}.planners.react"].imports
+    assert not {m for m in found if m.startswith(f"{AGENT}.planners._loop")}

@@ -15,11 +15,11 @@ import sys
 _PROBE = """
 import json
 import trails, trails.agent
-from trails.agent.planners import _tools
-before = _tools._candidates(None)
+from trails.agent.loop import tools as loop_tools
+before = loop_tools._candidates(None)
 from trails.agent.knowledge import KnowledgeMemory
 KnowledgeMemory()
-print(json.dumps([before, _tools._candidates(None)]))
+print(json.dumps([before, loop_tools._candidates(None)]))
 """
 
 

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from trails.agent import Session
+from trails.agent.loop.parallel import adispatch_many, groups
+from trails.agent.loop.run import PlanRun, activity_of
 from trails.agent.planners import (
     behaviour_tree,
     plan_and_execute,
@@ -25,8 +27,6 @@ from trails.agent.planners import (
     react,
     reflexion,
 )
-from trails.agent.planners._loop import PlanRun, activity_of
-from trails.agent.planners._parallel import adispatch_many, groups
 from trails.agent.planners.behaviour_tree import Action, Parallel
 from trails.errors import UserError
 from trails.kernel import capability, get_capability

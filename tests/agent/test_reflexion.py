@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from trails.agent import Session
-from trails.agent.planners import _loop, reflexion
+from trails.agent.loop import run as run_loop
+from trails.agent.planners import reflexion
 from trails.llm import LLMClient, Message
 from trails.prov.vocab import T
 from trails.store import Store
@@ -183,7 +184,7 @@ def test_remaining_wall_time_is_threaded_into_the_inner_run(
     store: Store, notes: Any, reply: Any, prov: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = FakeClock()
-    monkeypatch.setattr(_loop, "monotonic", clock)
+    monkeypatch.setattr(run_loop, "monotonic", clock)
 
     def agent() -> str:
         clock.now += 1.0  # every agent turn takes a second
@@ -219,7 +220,7 @@ def test_budget_is_checked_at_the_top_of_each_outer_iteration(
     store: Store, reply: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = FakeClock()
-    monkeypatch.setattr(_loop, "monotonic", clock)
+    monkeypatch.setattr(run_loop, "monotonic", clock)
 
     def critic_then_tick() -> str:
         clock.now += 5.0  # the critic is slow

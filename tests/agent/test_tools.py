@@ -9,8 +9,8 @@ import pytest
 
 from trails import capability
 from trails.agent import Session
+from trails.agent.loop.parse import parse_plan, parse_verdict
 from trails.agent.planners import plan_and_execute, react, reflexion
-from trails.agent.planners._parse import parse_plan, parse_verdict
 from trails.errors import ReplyParseError, UserError
 from trails.kernel import all_capabilities, unregister
 from trails.llm import LLMClient

@@ -326,7 +326,7 @@ def test_the_agent_card_hides_what_it_does_not_grant(
 def test_a_card_without_grants_shows_everything_and_a_bad_grant_is_refused(
     store: Store, effects: dict[str, int]
 ) -> None:
-    from trails.agent.planners._tools import card_grants
+    from trails.agent.loop.tools import card_grants
 
     assert card_grants(None) is None and card_grants({"name": "x"}) is None
     with pytest.raises(UserError, match="agent card's 'capabilities'"):

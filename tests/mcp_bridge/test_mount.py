@@ -24,8 +24,8 @@ import pytest
 
 from trails import ainvoke, invoke
 from trails.agent import Session
+from trails.agent.loop.tools import discover_tools, render_catalogue
 from trails.agent.planners import react
-from trails.agent.planners._tools import discover_tools, render_catalogue
 from trails.errors import ConfigError, UnknownCapability, ValidationError
 from trails.kernel import Context
 from trails.kernel.registry import get_capability

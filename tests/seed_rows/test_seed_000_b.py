@@ -29,7 +29,8 @@ from tests.seed_rows._seed_000 import (
 )
 
 from trails.agent import PlanResult, PlanStep, Session, StopReason, TokenWindow
-from trails.agent.planners import _loop, plan_and_execute, react, reflexion
+from trails.agent.loop import run as run_loop
+from trails.agent.planners import plan_and_execute, react, reflexion
 from trails.kernel import Context, CostTracker, capability, default_tracker
 from trails.kernel.context import InvocationRecord
 from trails.llm import (
@@ -88,7 +89,7 @@ def test_max_wall_time_is_measured_from_run_entry(
     store: Store, notes: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = Clock()
-    monkeypatch.setattr(_loop, "monotonic", clock)
+    monkeypatch.setattr(run_loop, "monotonic", clock)
 
     def slow(_messages: Any) -> str:
         clock.now += 0.6
@@ -187,7 +188,7 @@ def test_reflexion_checks_each_outer_iteration_and_threads_wall_time(
     assert (outer.stopped, outer.answer, client.adapter.calls) == ("max_cost", "first", 2)
 
     clock = Clock()
-    monkeypatch.setattr(_loop, "monotonic", clock)
+    monkeypatch.setattr(run_loop, "monotonic", clock)
 
     def agent(_messages: Any) -> str:
         clock.now += 1.0  # every agent turn takes a second

@@ -292,19 +292,48 @@ def test_the_worked_example_runs_as_written(
     assert len(linked) == 1  # the handler's completion, costed and linked to its invocation
 
 
-@pytest.mark.seed_row(
-    "001-033", missing="no opt-in token-trace named graph: streamed tokens are observer events"
-)
-def test_tokens_of_a_streamed_run_are_events_and_no_token_graph_is_written(store: Store) -> None:
+TOKEN_TRACE = """
+PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?c ?trace ?i ?offset ?length ?at ?text WHERE {
+  GRAPH ?trace { ?trace a trails:TokenTrace ; prov:wasGeneratedBy ?c ; prov:hadMember ?tok .
+                 ?completion prov:wasDerivedFrom ?trace .
+                 ?tok a trails:Token ; trails:tokenIndex ?i ; trails:charOffset ?offset ;
+                      trails:charLength ?length ; prov:generatedAtTime ?at }
+  GRAPH ?s { ?c a trails:LLMCompletion . ?completion a trails:Completion ; prov:wasGeneratedBy ?c }
+  GRAPH ?content { ?completion prov:value ?text }
+} ORDER BY ?i
+"""
+
+
+@pytest.mark.seed_row("001-033")
+def test_a_streamed_completion_opts_into_a_token_trace_graph_linked_to_it(
+    store: Store, tmp_path: Any
+) -> None:
+    from trails.audit.export import select_graphs
+
     session = Session(principal=ALICE, store=store)
-    events = list(
-        react.stream("Say it.", llm=LLMClient.mock([finish("It is 4.")]), session=session, tools=[])
-    )
-    tokens = "".join(e.data["text"] for e in events if e.kind == "token")
-    assert tokens == finish("It is 4.") and events[-1].data["result"].answer == "It is 4."
-    completions = rows(store, "SELECT ?c WHERE { GRAPH ?g { ?c a trails:LLMCompletion } }")
-    assert len(completions) == 1  # one activity for the call, its whole text on it
-    assert not [g for g in store.graphs() if "token" in str(g)]
+    quiet = LLMClient.mock([finish("It is 4.")])
+    list(react.stream("Say it.", llm=quiet, session=session, tools=[]))
+    assert not [g for g in store.graphs() if "llm-tokens" in str(g)]  # off by default
+    client = LLMClient.mock([finish("It is 4.")])
+    client.token_trace = True
+    events = list(react.stream("Say it.", llm=client, session=session, tools=[]))
+    chunks = [e.data["text"] for e in events if e.kind == "token"]
+    assert "".join(chunks) == finish("It is 4.") and events[-1].data["result"].answer == "It is 4."
+    traced = rows(store, TOKEN_TRACE)
+    assert len({r["c"] for r in traced}) == 1 and len(traced) == len(chunks) > 1
+    [trace] = {r["trace"] for r in traced}
+    assert "graph:llm-tokens/" in trace and trace in {str(g) for g in store.graphs()}
+    # the tokens are the completion's text cut at the recorded offsets, in arrival order
+    text = traced[0]["text"]
+    assert [text[r["offset"] : r["offset"] + r["length"]] for r in traced] == chunks
+    assert [r["at"] for r in traced] == sorted(r["at"] for r in traced)
+    assert trace not in select_graphs(store, all_graphs=True)  # never exported
+    from trails.evidence.sweep import graph_kind
+
+    base = trace.split("graph:llm-tokens/")[0]
+    assert graph_kind(trace, base) == "token-trace"  # verify knows it: not a foreign graph
 
 
 @pytest.mark.seed_row("001-034")

@@ -6,7 +6,6 @@ the reads are in ``_seed_003``).
 
 from __future__ import annotations
 
-import inspect
 import json
 import sys
 from typing import Any
@@ -17,7 +16,6 @@ from tests.seed_rows._seed_003 import (
     PER,
     SAMPLE,
     Lifecycle,
-    Provider,
     alice,
     executor_requests,
     executor_runs,
@@ -49,65 +47,72 @@ def index() -> list[str]:
 # -- 027..030: interfaces, the executor agent, tenants, tools ------------------------------
 
 
-@pytest.mark.seed_row(
-    "003-027", missing="no llm_response_filter (JSONPath): each adapter extracts the response"
-)
-def test_each_provider_adapter_extracts_the_response_no_jsonpath_filter(store: Store) -> None:
-    assert "llm_response_filter" not in inspect.signature(plan_execute_reflect.run).parameters
-    reply = reflection([], "the same answer")
-    for shape in ("openai", "ollama"):
-        server = Provider(shape, reply)
-        try:
-            client = (
-                LLMClient.ollama("m", host=server.url)
-                if shape == "ollama"
-                else LLMClient.openai_compatible("m", base_url=server.url + "/v1")
-            )
-            session = alice()
-            result = plan_execute_reflect.run("Go.", llm=client, session=session)
-        finally:
-            server.close()
-        assert (result.stopped, result.answer) == ("goal_achieved", "the same answer"), shape
-        [found] = rows(
-            store,
-            """SELECT ?g ?text WHERE { GRAPH ?g { ?c a trails:LLMCompletion .
-                 ?r a trails:Completion ; prov:wasGeneratedBy ?c } GRAPH ?cg { ?r prov:value ?text } }""",
-            g=IRI(str(session.iri)),
-        )
-        assert found["text"] == reply, shape
+@pytest.mark.seed_row("003-027")
+def test_llm_response_filter_reads_replies_through_a_jsonpath(store: Store) -> None:
+    envelope = {"output": {"message": {"content": [{"text": reflection([], "the same answer")}]}}}
+    client = LLMClient.mock(response=json.dumps(envelope))
+    session = alice()
+    result = plan_execute_reflect.run(
+        "Go.", llm=client, session=session,
+        llm_response_filter="$.output.message.content[0].text",
+    )  # fmt: skip
+    assert (result.stopped, result.answer) == ("goal_achieved", "the same answer")
+    [found] = rows(
+        store,
+        """SELECT ?run ?filter ?text WHERE { GRAPH ?g { ?run trails:responseFilter ?filter .
+             ?c a trails:LLMCompletion ; prov:wasInformedBy ?run .
+             ?r a trails:Completion ; prov:wasGeneratedBy ?c } GRAPH ?cg { ?r prov:value ?text } }""",
+        run=IRI(str(result.activity_iri)),
+    )
+    # the filter is on the run; the completion keeps the whole reply the model gave
+    assert found["filter"] == "$.output.message.content[0].text"
+    assert json.loads(found["text"]) == envelope
+    with pytest.raises(UserError, match="no JSONPath"):
+        plan_execute_reflect.run("Go.", llm=client, session=alice(), llm_response_filter="$[")
 
 
-@pytest.mark.seed_row("003-028", differs=PER)
-def test_another_model_executes_the_steps(store: Store) -> None:
+@pytest.mark.seed_row("003-028")
+def test_executor_agent_id_runs_the_steps_on_a_registered_agent(store: Store) -> None:
+    from trails.agent.planners.plan_execute_reflect import register_executor_agent
+
     planner = LLMClient.mock(
         response=[reflection(["Look it up"]), reflection([], "found it")], model="planner-large"
     )
     executor = LLMClient.mock(response=finish("looked"), model="executor-small")
+    register_executor_agent("searcher", llm=executor, system_prompt="You look things up.",
+                            max_iterations=2)  # fmt: skip
     session = alice()
     result = plan_execute_reflect.run(
-        "Find it.", llm=planner, session=session, executor_llm=executor,
-        executor_system_prompt="You look things up.", executor_max_iterations=2,
-    )  # fmt: skip
+        "Find it.", llm=planner, session=session, executor_agent_id="searcher"
+    )
     assert (result.stopped, result.answer) == ("goal_achieved", "found it")
     assert (planner.adapter.calls, executor.adapter.calls) == (2, 1)
-    models = rows(
+    assert executor.requests[0].messages[0].content.startswith("You look things up.")
+    [ran] = rows(
         store,
-        """SELECT ?g ?model WHERE { GRAPH ?g { ?c a trails:LLMCompletion ; prov:startedAtTime ?t ;
-             prov:wasAssociatedWith ?m . ?m a trails:Model ; trails:modelId ?model } } ORDER BY ?t""",
-        g=IRI(str(session.iri)),
+        """SELECT ?run ?pass ?name ?who WHERE { GRAPH ?g {
+             ?pass a trails:ReActPlan ; prov:wasInformedBy+ ?run ; trails:agentName ?name ;
+                   prov:wasAssociatedWith ?agent .
+             ?agent a prov:SoftwareAgent ; prov:actedOnBehalfOf/trails:principalId ?who } }""",
+        run=IRI(str(result.activity_iri)),
     )
-    assert [m["model"] for m in models] == ["planner-large", "executor-small", "planner-large"]
-    with pytest.raises(UserError, match="executor_llm"):
-        plan_execute_reflect.run("Go.", llm=planner, session=alice(), executor_llm="gpt-4o")
+    assert (ran["pass"], ran["name"], ran["who"]) == (
+        result.steps[0].activity_iri,
+        "searcher",
+        "did:local:alice",
+    )
+    with pytest.raises(UserError, match="names no registered agent"):
+        plan_execute_reflect.run("Go.", llm=planner, session=alice(), executor_agent_id="nobody")
 
 
-@pytest.mark.seed_row("003-029", differs=PER)
-def test_the_principal_separates_tenants(store: Store) -> None:
+@pytest.mark.seed_row("003-029")
+def test_tenant_id_is_the_principal_the_run_acts_for(store: Store) -> None:
     ran = {}
     for tenant in ("did:example:tenant-a", "did:example:tenant-b"):
         result = plan_execute_reflect.run(
-            "Go.", llm=model(reflection([], f"for {tenant}")), session=Session(principal=tenant)
-        )
+            "Go.", llm=model(reflection([], f"for {tenant}")), session=Session(principal=tenant),
+            tenant_id=tenant,
+        )  # fmt: skip
         ran[tenant] = result.activity_iri
     for tenant, run in ran.items():
         found = rows(
@@ -117,6 +122,10 @@ def test_the_principal_separates_tenants(store: Store) -> None:
             who=IRI(tenant),
         )
         assert [r["run"] for r in found] == [run]
+    with pytest.raises(UserError, match="not the session's principal"):
+        plan_execute_reflect.run(
+            "Go.", llm=model(reflection([], "x")), session=alice(), tenant_id="did:example:tenant-a"
+        )
 
 
 @pytest.mark.seed_row("003-030")
@@ -327,7 +336,30 @@ def test_a_running_run_is_visible_to_observers_and_in_the_store(store: Store) ->
     )
 
 
-@pytest.mark.seed_row("003-042", differs=PER)
+@pytest.mark.seed_row("003-042")
+def test_a_stopped_run_is_resumed_from_its_memory_id_in_a_new_session(store: Store) -> None:
+    stopped = plan_execute_reflect.run(
+        "Audit.", llm=model(reflection([SAMPLE, "Count"]), finish("2 docs")), session=alice(),
+        max_steps=1,
+    )  # fmt: skip
+    assert stopped.stopped == "max_steps" and stopped.memory_id is not None
+    # a new session (as a restarted process has) resumes from the memory kept in the store
+    resumed = model(reflection([], "audited: 2 docs"))
+    result = plan_execute_reflect.run(
+        "Continue the audit.", llm=resumed, session=alice(), memory_id=stopped.memory_id
+    )
+    assert result.answer == "audited: 2 docs" and result.memory_id != stopped.memory_id
+    seen = planner_requests(resumed)[0].messages[1].content
+    assert "user: Audit." in seen and "Max Steps Limit (1) Reached." in seen
+    assert f"1. {SAMPLE}\n   result: 2 docs" in seen
+    [found] = rows(
+        store,
+        "SELECT ?run ?memory WHERE { GRAPH ?g { ?run trails:continues ?memory } }",
+        run=IRI(str(result.activity_iri)),
+    )
+    assert found["memory"] == stopped.memory_id
+
+
 def test_a_stopped_run_is_resumed_by_a_new_run_on_the_same_session(store: Store) -> None:
     session = alice()
     stopped = plan_execute_reflect.run(

@@ -174,10 +174,21 @@ def test_sequence_with_early_exit_skips_stages_after_one_without_tool_calls(
     ]
 
 
-@pytest.mark.seed_row("004-007", differs=REACTREE)
-def test_node_outcomes_are_success_failure_skipped_stopped_not_running(
-    store: Store, tf: dict[str, int]
-) -> None:
+@pytest.mark.seed_row("004-007")
+def test_node_status_is_running_then_success_or_failure(store: Store, tf: dict[str, int]) -> None:
+    from trails.agent.planners.behaviour_tree import Checkpointer, tree_state
+
+    seen: list[str] = []
+
+    @capability(id="tf.peek", description="Read the tree's state while this leaf runs.")
+    def peek() -> str:
+        seen.append(tree_state("peek-1", principal="did:local:alice")["reactree_node_status"])
+        return "peeked"
+
+    behaviour_tree.run("Peek", llm=no_model(), session=alice(), tree=Sequence(ANALYZE, Action("tf.peek")),
+                       checkpointer=Checkpointer("peek-1"))  # fmt: skip
+    assert seen == ["Running"]  # the store says the leaf is running while it runs
+    assert tree_state("peek-1", principal="did:local:alice")["reactree_node_status"] == "Success"
     result = behaviour_tree.run(
         "Go", llm=no_model(), session=alice(), tree=Sequence(ANALYZE, ANALYZE, ANALYZE), max_steps=1
     )
@@ -236,10 +247,12 @@ def test_node_outcomes_trace_the_success_and_failure_paths(
 # -- shared state ----------------------------------------------------------------------------
 
 
-@pytest.mark.seed_row("004-009", differs=REACTREE)
-def test_shared_state_is_the_working_memory_and_the_nodes_prompt(
+@pytest.mark.seed_row("004-009")
+def test_shared_state_keys_are_in_working_memory_the_prompt_and_the_store(
     store: Store, tf: dict[str, int]
 ) -> None:
+    from trails.agent.planners.behaviour_tree import Checkpointer, StateKeyGoal, tree_state
+
     scratch = WorkingMemory()
     client = LLMClient.mock(response=[finish("ok")])
     result = behaviour_tree.run(
@@ -248,7 +261,16 @@ def test_shared_state_is_the_working_memory_and_the_nodes_prompt(
         session=alice(),
         tree=Sequence(ANALYZE, AgentNode("Say if the analysis looks fine.")),
         working_memory=scratch,
+        checkpointer=Checkpointer("review-1"),
     )
+    # the seed's state keys, read back from the store (the newest checkpoint of the run)
+    state = tree_state("review-1", principal="did:local:alice")
+    assert {k: state[k] for k in list(state)[:4]} == {
+        StateKeyGoal: "Review",
+        "reactree_node_status": "Success",
+        "reactree_output": "ok",
+        "reactree_working_memory": {"1.1": "success: analyzed main.tf", "1.2": "success: ok"},
+    }
     assert result.answer == "ok"
     assert scratch.snapshot() == {"1.1": "success: analyzed main.tf", "1.2": "success: ok"}
     prompt = client.requests[0].messages
@@ -257,7 +279,28 @@ def test_shared_state_is_the_working_memory_and_the_nodes_prompt(
     assert "1.1" in text and "success: analyzed main.tf" in text  # the shared observations
 
 
-@pytest.mark.seed_row("004-010", differs=REACTREE)
+@pytest.mark.seed_row("004-010")
+def test_stage_iteration_and_tool_count_state_keys_are_saved_with_each_leaf(
+    store: Store, tf: dict[str, int]
+) -> None:
+    from trails.agent.planners.behaviour_tree import Checkpointer, tree_state
+
+    client = LLMClient.mock(
+        response=[turn("tf.analyze"), finish("pass 1"), finish("nothing left"), finish("never")]
+    )
+    behaviour_tree.run(
+        "Work until done", llm=client, session=alice(), tree=AgentNode("Do the next thing."),
+        tree_config=TreeConfig(max_iterations=3), tool_budgets={"tf.analyze": 1},
+        checkpointer=Checkpointer("stages-1"),
+    )  # fmt: skip
+    state = tree_state("stages-1", principal="did:local:alice")
+    assert state["reactree_task_completed"] is True  # the last pass called no tool
+    assert state["reactree_previous_stage_output"] == "nothing left"
+    assert state["reactree_iteration_context"] == "1 of 3 done: pass 1"
+    assert state["reactree_iteration_count"] == 1  # 0-indexed: the second pass
+    assert state["reactree_tool_call_counts"] == {"tf.analyze": 1}
+
+
 def test_stage_outputs_iterations_and_tool_counts_are_in_working_memory(
     store: Store, tf: dict[str, int]
 ) -> None:

@@ -40,7 +40,8 @@ from tests.seed_rows._seed_004 import (
 
 from trails import capability
 from trails.agent import Session
-from trails.agent.planners import _loop, behaviour_tree
+from trails.agent.loop import run as run_loop
+from trails.agent.planners import behaviour_tree
 from trails.agent.planners.behaviour_tree import (
     Action,
     AgentNode,
@@ -85,8 +86,31 @@ def test_an_action_validator_prunes_a_call_and_records_it(store: Store, tf: dict
     )  # fmt: skip
 
 
-@pytest.mark.seed_row("004-028", differs=REACTREE)  # no DeterministicValidator name
-def test_blocked_tools_are_a_rule_policy(store: Store, tf: dict[str, int]) -> None:
+@pytest.mark.seed_row("004-028")
+def test_a_deterministic_validator_blocks_its_tools(store: Store, tf: dict[str, int]) -> None:
+    from trails.agent.planners.behaviour_tree import (
+        DeterministicValidator,
+        NewDeterministicValidator,
+    )
+    from trails.errors import ValidationError
+
+    validator = NewDeterministicValidator(["tf.apply"])
+    assert (
+        validator.BlockedTools == ("tf.apply",) and validator.validate("tf.verify", b"{}") is None
+    )
+    with pytest.raises(ValidationError, match="blocked"):
+        validator.validate("tf.apply", b"{}")
+    session = alice()
+    result = behaviour_tree.run(
+        "x", llm=no_model(), session=session, tree=Fallback(APPLY, VERIFY),
+        validate_action=DeterministicValidator(["tf.apply"]),
+    )  # fmt: skip
+    assert (result.stopped, result.answer) == ("goal_achieved", "verified") and tf["apply"] == 0
+    decisions = rows(store, DECISIONS, session=session_of(store, result.activity_iri))
+    assert ("tf.apply", "deny") in [(d["capability"], d["decision"]) for d in decisions]
+
+
+def test_blocked_tools_are_also_a_rule_policy(store: Store, tf: dict[str, int]) -> None:
     session = Session(
         principal="did:local:alice", policy=RulePolicy(deny=["tf.apply"], allow=["*"])
     )
@@ -223,23 +247,101 @@ def test_iterations_rejections_reflections_dry_runs_and_plans_are_evidence(
     assert dry.stopped == "goal_achieved"
 
 
-@pytest.mark.seed_row(
-    "004-035", missing="no checkpointer=: a resumed tree is handed its working memory by hand"
-)
-def test_a_persisted_session_and_its_working_memory_carry_a_run_on(
-    store: Store, tf: dict[str, int]
+RESUME = """
+import json, os, signal, sys
+from trails import capability
+from trails.agent import Session
+from trails.agent.planners import behaviour_tree as bt
+from trails.agent.planners.behaviour_tree import Action, Checkpointer, Sequence
+from trails.llm import LLMClient
+
+log, kill = sys.argv[1], sys.argv[2] == "kill"
+
+def called(name):
+    with open(log, "a") as f:
+        f.write(name + "\\n")
+
+@capability(id="tf.analyze", description="Analyze.")
+def analyze() -> str:
+    called("analyze")
+    return "analyzed main.tf"
+
+@capability(id="tf.fix", description="Fix.")
+def fix() -> str:
+    called("fix")
+    if kill:
+        os.kill(os.getpid(), signal.SIGKILL)  # the process dies mid-run
+    return "fixed"
+
+@capability(id="tf.verify", description="Verify.")
+def verify() -> str:
+    called("verify")
+    return "verified"
+
+tree = None if not kill else Sequence(Action("tf.analyze"), Action("tf.fix"), Action("tf.verify"))
+result = bt.run("Deploy", llm=LLMClient.mock(response=[]), session=Session(principal="did:local:alice"),
+                tree=tree, checkpointer=Checkpointer("deploy-1"))
+print(json.dumps([result.stopped, result.answer, str(result.activity_iri)]))
+"""
+
+
+@pytest.mark.seed_row("004-035")
+def test_a_tree_killed_mid_run_is_resumed_by_a_new_process_from_its_checkpoint(
+    tmp_path: Any,
 ) -> None:
-    scratch, session = WorkingMemory(), alice()
-    behaviour_tree.run("Analyze", llm=no_model(), session=session, tree=ANALYZE,
-                       working_memory=scratch)  # fmt: skip
-    saved = session.persist()
-    again = Session.replay(saved).fork()
-    client = LLMClient.mock(response=[finish("continued")])
-    result = behaviour_tree.run(
-        "Go on", llm=client, session=again, tree=AgentNode("Go on."), working_memory=scratch
+    import os
+    import subprocess
+
+    from trails.agent.planners.behaviour_tree import tree_state
+    from trails.store.oxigraph import OxigraphStore
+
+    log, env = tmp_path / "calls", {**os.environ, "TRAILS_STORE": str(tmp_path / "store")}
+    script = tmp_path / "resume.py"
+    script.write_text(RESUME)
+    killed = subprocess.run(
+        [sys.executable, str(script), str(log), "kill"], env=env, capture_output=True, text=True
     )
-    assert result.answer == "continued"
-    assert "success: analyzed main.tf" in "\n".join(m.content for m in client.requests[0].messages)
+    assert killed.returncode != 0 and killed.stdout == ""  # SIGKILL: no answer, no cleanup
+    disk = OxigraphStore(tmp_path / "store")
+    try:  # what the store says of the dead run: node 1.2 was running
+        at_kill = tree_state("deploy-1", principal="did:local:alice", store=disk)
+    finally:
+        disk.close()
+    assert at_kill["reactree_node_status"] == "Running"
+    assert at_kill["reactree_working_memory"] == {"1.1": "success: analyzed main.tf"}
+    resumed = subprocess.run(
+        [sys.executable, str(script), str(log), "resume"], env=env, capture_output=True, text=True
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    stopped, answer, run = json.loads(resumed.stdout)
+    assert (stopped, answer) == ("goal_achieved", "verified")
+    # analyze ran once, before the kill: the new process restored it, tree and all
+    assert log.read_text().split() == ["analyze", "fix", "fix", "verify"]
+    disk = OxigraphStore(tmp_path / "store")
+    try:
+        state = tree_state("deploy-1", principal="did:local:alice", store=disk)
+        used = disk.query(
+            PREFIXES
+            + """SELECT ?run ?cp ?seq WHERE { GRAPH ?g { ?run prov:used ?cp }
+              GRAPH ?h { ?cp a trails:TreeCheckpoint ; trails:checkpointSeq ?seq } }""",
+            {"run": IRI(run)},
+        )
+        assert isinstance(used, Solutions)
+        # 1.1 running, 1.1 ended, 1.2 running: the process died in 1.2
+        assert [to_python(r["seq"]) for r in used] == [3]
+        assert tree_state("deploy-1", principal="did:local:bob", store=disk) == {}
+    finally:
+        disk.close()
+    assert {k: state[k] for k in list(state)[:4]} == {
+        "reactree_goal": "Deploy",
+        "reactree_node_status": "Success",
+        "reactree_output": "verified",
+        "reactree_working_memory": {
+            "1.1": "success: analyzed main.tf",
+            "1.2": "success: fixed",
+            "1.3": "success: verified",
+        },
+    }
 
 
 # -- memory ----------------------------------------------------------------------------------
@@ -317,7 +419,30 @@ def test_each_request_may_bring_its_own_memories(store: Store, tf: dict[str, int
 # -- plans, orchestration ----------------------------------------------------------------------
 
 
-@pytest.mark.seed_row("004-040", differs=REACTREE)
+@pytest.mark.seed_row("004-040")
+def test_execute_plan_runs_named_steps_and_answers_outputs_by_name(
+    store: Store, tf: dict[str, int]
+) -> None:
+    from trails.agent.planners.behaviour_tree import NodeStatus
+    from trails.agent.planners.orchestrator import ExecutePlan, Plan, PlanStep
+
+    plan = Plan(flow="sequence", steps=[
+        PlanStep(name="analyze", goal="Analyze main.tf", tools=["tf.analyze"]),
+        PlanStep(name="verify", goal="Verify it", tools=["tf.verify"], task_type="mock-small"),
+    ])  # fmt: skip
+    client = LLMClient.mock(response=[turn("tf.analyze"), finish("analysis"), finish("ok")])
+    done = ExecutePlan(plan, llm=client, session=alice())
+    assert done.status == NodeStatus.Success and str(done.status) == "Success"
+    assert done.outputs == {"analyze": "analysis", "verify": "ok"}
+    assert done.result is not None and tf["analyze"] == 1
+    [doc] = rows(store, PLAN_DOCUMENT, run=str(done.result.activity_iri))
+    recorded = json.loads(doc["value"])
+    assert [c["instruction"] for c in recorded["children"]] == [
+        "You are step 'analyze' of the plan.",
+        "You are step 'verify' of the plan.",
+    ]
+
+
 def test_a_plan_of_steps_is_a_dict_tree_and_outputs_are_by_node_id(
     store: Store, tf: dict[str, int]
 ) -> None:
@@ -351,13 +476,34 @@ def test_the_control_flow_types_are_sequence_fallback_parallel(
         )
 
 
-@pytest.mark.seed_row("004-042", differs=REACTREE)
+@pytest.mark.seed_row("004-042")
+def test_orchestrator_timeout_defaults_to_three_minutes_for_the_whole_plan(
+    store: Store, tf: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trails.agent.planners.orchestrator import (
+        ExecutePlan,
+        OrchestratorConfig,
+        Plan,
+        PlanStep,
+    )
+
+    moments = itertools.count(0, 100)  # each reading of the clock is 100 s later
+    monkeypatch.setattr(run_loop, "monotonic", lambda: float(next(moments)))
+    plan = Plan(steps=[PlanStep(name=n, goal=f"Step {n}") for n in ("a", "b", "c", "d")])
+    client = LLMClient.mock(response=[finish(f"did {n}") for n in "abcd"])
+    late = ExecutePlan(plan, llm=client, session=alice(), config=OrchestratorConfig())
+    assert late.result is not None and late.result.stopped == "max_wall_time"
+    assert str(late.status) == "Failure" and 0 < len(late.outputs) < 4  # stopped past 180 s
+    [found] = rows(store, RUN, run=str(late.result.activity_iri))
+    assert found["stop"] == "max_wall_time"
+
+
 def test_the_whole_plans_deadline_is_max_wall_time_s(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert inspect.signature(behaviour_tree.run).parameters["max_wall_time_s"].default is None
     moments = itertools.count(0, 100)  # each reading of the clock is 100 s later
-    monkeypatch.setattr(_loop, "monotonic", lambda: float(next(moments)))
+    monkeypatch.setattr(run_loop, "monotonic", lambda: float(next(moments)))
 
     @capability(id="tf.slow", description="Slow.")
     def slow() -> str:
@@ -375,37 +521,59 @@ def test_the_whole_plans_deadline_is_max_wall_time_s(
     assert [r["stop"] for r in rows(store, RUN, run=str(result.activity_iri))] == ["max_wall_time"]
 
 
-@pytest.mark.seed_row(
-    "004-043", missing="no create_agent tool: the application writes the sub-agent capability"
-)
-def test_a_sub_agent_is_a_capability_running_a_planner_under_its_call(
+@pytest.mark.seed_row("004-043")
+def test_the_model_spawns_a_sub_agent_with_a_tool_subset_and_its_own_budget(
     store: Store, tf: dict[str, int]
 ) -> None:
-    @capability(id="agents.create", description="Run a sub-agent on a goal with some tools.")
-    def create_agent(ctx: Any, goal: str, tool_names: list[str]) -> str:
-        sub = behaviour_tree.run(
-            goal, llm=no_model(), session=alice(), ctx=ctx, tools=tool_names, tree=ANALYZE
-        )
-        return str(sub.answer)
+    from trails.agent.planners.create_agent import register_create_agent
 
+    assert register_create_agent() == "create_agent"
+    spawn = {
+        "agent_name": "analyst",
+        "goal": "Analyze main.tf",
+        "tool_names": ["tf.analyze"],
+        "max_llm_calls": 3,
+        "max_tool_iterations": 2,
+    }
     client = LLMClient.mock(
-        response=[turn("agents.create", {"goal": "Analyze", "tool_names": ["tf.analyze"]}),
+        response=[turn("create_agent", spawn),  # the parent's turn
+                  turn("tf.analyze"), finish("analyzed"),  # the sub-agent's two turns
                   finish("sub-agent said: analyzed")]
     )  # fmt: skip
-    result = behaviour_tree.run("x", llm=client, session=alice(), tree=AgentNode("Delegate."))
+    result = behaviour_tree.run(
+        "x", llm=client, session=alice(), tree=AgentNode("Delegate."),
+        tools=["create_agent", "tf.analyze", "tf.fix"],
+    )  # fmt: skip
     assert result.answer == "sub-agent said: analyzed" and tf["analyze"] == 1
-    nested = rows(store, RUN, run=str(result.activity_iri))
-    assert len(nested) == 1
+    assert result.steps[0].observation == {"output": "analyzed", "status": "success"}
+    sub_prompt = client.requests[1].messages[0].content
+    assert "tf.analyze" in sub_prompt and "tf.fix" not in sub_prompt  # the subset
+    assert "create_agent" not in sub_prompt
     children = store.query(
         PREFIXES
-        + """SELECT ?run ?child ?stop WHERE { GRAPH ?g {
-          ?inv a trails:CapabilityInvocation ; prov:wasInformedBy+ ?run .
-          ?child a trails:BehaviourTreePlan ; prov:wasInformedBy+ ?inv ; trails:stopReason ?stop
+        + """SELECT ?run ?child ?stop ?name ?who WHERE { GRAPH ?g {
+          ?inv a trails:CapabilityInvocation ; prov:wasInformedBy+ ?run ;
+               trails:capability/trails:capabilityId "create_agent" .
+          ?child a trails:BehaviourTreePlan ; prov:wasInformedBy+ ?inv ; trails:stopReason ?stop ;
+                 trails:agentName ?name ; prov:wasAssociatedWith ?agent .
+          ?agent a prov:SoftwareAgent ; prov:actedOnBehalfOf/trails:principalId ?who
         } }""",
         {"run": IRI(str(result.activity_iri))},
     )
     assert isinstance(children, Solutions)
-    assert [to_python(r["stop"]) for r in children] == ["goal_achieved"]
+    assert [
+        (to_python(r["stop"]), to_python(r["name"]), to_python(r["who"])) for r in children
+    ] == [("goal_achieved", "analyst", "did:local:alice")]
+    # its own budget: one LLM call allowed, so the sub-agent stops at max_steps
+    client = LLMClient.mock(
+        response=[turn("create_agent", spawn | {"max_llm_calls": 1}), turn("tf.analyze"),
+                  finish("sub-agent ran out")]
+    )  # fmt: skip
+    short = behaviour_tree.run(
+        "x", llm=client, session=alice(), tree=AgentNode("Delegate."), tools=["create_agent"]
+    )
+    assert short.steps[0].observation["status"] == "failure"
+    assert short.answer == "sub-agent ran out"
 
 
 @pytest.mark.seed_row("004-044")

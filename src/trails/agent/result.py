@@ -85,6 +85,8 @@ class PlanResult:
             after whose call the run's ``stop_condition`` said stop; else None.
         terminated_by_call: that call's invocation activity in the provenance
             graph (the run ``prov:wasEndedBy`` a ``trails:TerminalAction`` it generated).
+        memory_id: the conversation the run wrote into (its session's IRI, seed 003's
+            ``memory_id``): ``plan_execute_reflect.run(..., memory_id=)`` continues it.
 
     ``reasoning_history`` lists the steps' thoughts and ``reasoning`` is the last of them
     (seed 002's names); the completions that hold them are in the graph.
@@ -98,6 +100,25 @@ class PlanResult:
     activity_iri: str | None = None
     terminated_by: str | None = None
     terminated_by_call: str | None = None
+    memory_id: str | None = None
+
+    @property
+    def parent_interaction_id(self) -> str | None:
+        """Seed 003's ``parent_interaction_id``: the run's activity (``activity_iri``)."""
+        return self.activity_iri
+
+    @property
+    def executor_agent_parent_interaction_id(self) -> str | None:
+        """Seed 003's executor interaction: the last executor pass of a Plan-Execute-Reflect
+        run (its ReAct run's activity); None for a run without one."""
+        passes = [s.activity_iri for s in self.steps if s.action == "executor"]
+        return passes[-1] if passes else None
+
+    @property
+    def executor_agent_memory_id(self) -> str | None:
+        """Seed 003's executor memory: the conversation the executor passes wrote into
+        (the run's own, ``memory_id``); None for a run without an executor pass."""
+        return self.memory_id if self.executor_agent_parent_interaction_id else None
 
     @property
     def reasoning_history(self) -> list[str]:

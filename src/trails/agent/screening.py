@@ -7,7 +7,7 @@ its screening functions ``(capability_id, output) -> reason | None``. A reason w
 output: the model sees ``error: output withheld: <reason>`` instead, and the refusal is
 recorded as a denying ``trails:PolicyDecision`` (policy ``screen_output``, the function's name
 as the rule) informed by the invocation, as the planners' other guards record theirs
-(``trails.agent.planners._guards.screen``). The invocation and its recorded output stay as they
+(``trails.agent.loop.guards.screen``). The invocation and its recorded output stay as they
 were: the evidence shows both what the tool returned and that the model never saw it. An output
 every function let through is recorded too (``OutputScreened``: the invocation's
 ``trails:outputScreenedBy``, one function name each), so a capability declared

@@ -59,6 +59,7 @@ from trails.config import Settings, load_settings
 from trails.errors import ConfigError, ExportError, ExportRefused, RDFSyntaxError
 from trails.prov.content import content_graph, is_content_graph
 from trails.prov.iri import Minter
+from trails.prov.token_trace import is_token_graph
 from trails.prov.vocab import NAMESPACES
 from trails.store import Literal, Solutions, Store, open_store
 from trails.store.terms import IRI, Term
@@ -224,7 +225,8 @@ def select_graphs(
     if sum(chosen) != 1:
         raise ExportError("choose what to export: --session IRI ..., --all, or --since/--until")
     if all_graphs:  # the register of open sessions is live state, not evidence
-        graphs = {g for g in store.graphs() if not g.endswith(_REGISTER)}
+        # nor is a token trace (ADR-0018: never exported cross-boundary)
+        graphs = {g for g in store.graphs() if not g.endswith(_REGISTER) and not is_token_graph(g)}
     elif sessions:
         graphs = set()
         for s in sessions:

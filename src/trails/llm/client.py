@@ -45,6 +45,7 @@ from trails.llm.mock import MockAdapter, MockScript
 from trails.llm.retry import RetryPolicy
 from trails.llm.serving import serving_client
 from trails.llm.structured import ResponseFormat, output_format
+from trails.llm.tokens import atraced, traced
 from trails.llm.tools import ToolLike, tool_specs
 from trails.llm.types import Adapter, Chunk, Request, Response
 
@@ -80,6 +81,9 @@ class LLMClient(Envelope):
         catalogue: Catalogue | None = None,
     ) -> None:
         self.adapter = adapter
+        #: ADR-0018 open question 1: also record each streamed completion's tokens in a
+        #: token-trace graph of their own (``trails.prov.token_trace``); off by default
+        self.token_trace = False
         self.retry = retry if retry is not None else RetryPolicy()
         self.response_cache: CacheBackend | None = cache_backend(response_cache)
         self.store_cache = store_cache
@@ -658,7 +662,7 @@ class LLMClient(Envelope):
             extra=extra,
             tools=tool_specs(tools),
         )
-        return self._stream(call)
+        return traced(self._stream(call), call.ctx) if self.token_trace else self._stream(call)
 
     def astream(
         self,
@@ -701,7 +705,8 @@ class LLMClient(Envelope):
             extra=extra,
             tools=tool_specs(tools),
         )
-        return self._astream(call)
+        stream = self._astream(call)
+        return atraced(stream, call.ctx) if self.token_trace else stream
 
     def batch(
         self,

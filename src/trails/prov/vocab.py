@@ -303,6 +303,19 @@ class T:
     voteFailures = TRAILS.voteFailures
     voteThreshold = TRAILS.voteThreshold
     votePolicy = TRAILS.votePolicy
+    # behaviour-tree checkpoints
+    TreeCheckpoint = TRAILS.TreeCheckpoint
+    checkpointId = TRAILS.checkpointId
+    checkpointSeq = TRAILS.checkpointSeq
+    # Plan-Execute-Reflect options
+    continues = TRAILS.continues
+    responseFilter = TRAILS.responseFilter
+    # token traces of streamed completions (ADR-0018 open question 1)
+    TokenTrace = TRAILS.TokenTrace
+    Token = TRAILS.Token
+    tokenIndex = TRAILS.tokenIndex
+    charOffset = TRAILS.charOffset
+    charLength = TRAILS.charLength
     # PII masking at the source
     Masking = TRAILS.Masking
     masking = TRAILS.masking

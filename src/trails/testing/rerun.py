@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trails.agent.context import BUDGET_KEYS, Session
+from trails.agent.loop.outcome import answer_text
 from trails.agent.persistence import replay
 from trails.agent.planners import STRATEGIES
-from trails.agent.planners._outcome import answer_text
 from trails.agent.planners.base import PlanResult
 from trails.agent.projection import projected_invocations
 from trails.errors import ReplayMismatch, RunError, SessionError, UserError

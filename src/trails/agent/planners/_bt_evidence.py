@@ -26,7 +26,7 @@ from trails.prov.events import TreeNodeEnded, TreeNodeSkipped
 from trails.prov.iri import Minter
 
 if TYPE_CHECKING:
-    from trails.agent.planners._loop import PlanRun
+    from trails.agent.loop.run import PlanRun
 
 __all__ = ["VOTE_POLICY", "NodeEvidence", "kind_of", "majority"]
 

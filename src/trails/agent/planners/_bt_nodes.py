@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeAlias
 
-from trails.agent.planners._parse import json_candidates
+from trails.agent.loop import (
+    json_candidates,
+)
 from trails.errors import ReplyParseError, TrailsError, UserError
 from trails.llm.catalogue import ModelSpec
 
@@ -106,6 +108,9 @@ class TreeConfig:
         max_iterations: the adaptive loop: tick the whole tree again, up to this
             many times, while the last pass called a tool and succeeded (a pass
             without a tool call has nothing left to do); 1: tick once.
+        checkpointer: the seed's ``Checkpointer``: a ``behaviour_tree.Checkpointer``
+            the run saves its state to and restores it from (``checkpointer=`` of
+            ``run`` takes precedence).
 
     The defaults are trails' long-standing limits (8, 5, 64), not the seed's
     ``DefaultTreeConfig`` (3, 10, 20): a model-built tree of three levels is
@@ -122,6 +127,7 @@ class TreeConfig:
     max_total_nodes: int = 64
     stages: tuple[Stage, ...] = ()
     max_iterations: int = 1
+    checkpointer: Any = None
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "max_decisions_per_node", "max_total_nodes", "max_iterations"):

@@ -60,12 +60,53 @@ from collections.abc import Sequence as Seq
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from trails.agent.loop import (
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    Breach,
+    Gather,
+    Limits,
+    Loop,
+    PlanRun,
+    Request,
+    ToolFilter,
+    ToolsSpec,
+    abatch_entry,
+    activity_of,
+    arun_entry,
+    astream_entry,
+    batch_entry,
+    check_guards,
+    check_limits,
+    check_output,
+    check_positive_int,
+    check_tool_calling,
+    governance,
+    guarded,
+    offered_tools,
+    parse_step,
+    per_call_tokens,
+    record_refused,
+    render_catalogue,
+    run_entry,
+    stream_entry,
+    stringify,
+)
 from trails.agent.planners._attachments import (
     Attachment,
     AttachmentsGiven,
     attachment_images,
     check_attachments,
     render_attachments,
+)
+from trails.agent.planners._bt_checkpoint import (
+    STATE_KEYS,
+    Checkpointer,
+    StateKeyGoal,
+    StateKeyNodeStatus,
+    StateKeyOutput,
+    StateKeyWorkingMemory,
+    TreeCheckpoints,
+    tree_state,
 )
 from trails.agent.planners._bt_evidence import NodeEvidence, majority
 from trails.agent.planners._bt_nodes import (
@@ -90,39 +131,8 @@ from trails.agent.planners._bt_nodes import (
     tree_to_dict,
     unregister_node_type,
 )
-from trails.agent.planners._drive import (
-    Gather,
-    Loop,
-    Request,
-    abatch_entry,
-    arun_entry,
-    astream_entry,
-    batch_entry,
-    run_entry,
-    stream_entry,
-)
-from trails.agent.planners._guards import check_guards
-from trails.agent.planners._loop import (
-    Breach,
-    Limits,
-    PlanRun,
-    activity_of,
-    check_limits,
-    check_positive_int,
-    governance,
-    per_call_tokens,
-    stringify,
-)
-from trails.agent.planners._native import DEFAULT_MAX_PARALLEL_TOOLS, check_tool_calling
-from trails.agent.planners._outcome import check_output, guarded
-from trails.agent.planners._parse import parse_step
-from trails.agent.planners._refused import record_refused
-from trails.agent.planners._tools import (
-    ToolFilter,
-    ToolsSpec,
-    offered_tools,
-    render_catalogue,
-)
+from trails.agent.planners._bt_prompts import AGENT_PROMPT, DECOMPOSE_PROMPT, STEP_NUDGE, TREE_NUDGE
+from trails.agent.planners._bt_validators import DeterministicValidator, NewDeterministicValidator
 from trails.agent.planners.base import PlanStep, StopReason
 from trails.agent.strategies import register_strategy
 from trails.errors import ModelAPIError, ReplyParseError, UserError
@@ -142,18 +152,26 @@ __all__ = [
     "DECOMPOSE_PROMPT",
     "NAME",
     "PARALLEL_CHILDREN",
+    "STATE_KEYS",
     "Action",
     "ActionValidator",
     "AgentNode",
     "Attachment",
+    "Checkpointer",
     "DefaultTreeConfig",
+    "DeterministicValidator",
     "Fallback",
+    "NewDeterministicValidator",
     "Node",
     "NodeStatus",
     "Parallel",
     "Sequence",
     "SequenceWithEarlyExit",
     "Stage",
+    "StateKeyGoal",
+    "StateKeyNodeStatus",
+    "StateKeyOutput",
+    "StateKeyWorkingMemory",
     "TreeConfig",
     "abatch",
     "arun",
@@ -164,6 +182,7 @@ __all__ = [
     "register_node_type",
     "run",
     "stream",
+    "tree_state",
     "tree_to_dict",
     "unregister_node_type",
 ]
@@ -184,44 +203,6 @@ _Share: TypeAlias = "tuple[_Outcome | None, list[PlanStep], _Stop | None]"
 
 ActionValidator: TypeAlias = Callable[[str, dict[str, Any]], str | None]
 """``validate_action(capability_id, action_input)``: None to allow, a reason to refuse."""
-
-DECOMPOSE_PROMPT = """\
-You are the planner of a behaviour-tree agent. Decompose the goal into a behaviour \
-tree whose leaves use only the tools listed below; you do not call tools yourself.
-
-Reply with exactly one fenced ```json block holding the root node. Node types:
-{"type": "sequence", "children": [...]}   runs children in order; fails at the first failing child
-{"type": "fallback", "children": [...]}   tries children in order; succeeds at the first success
-{"type": "parallel", "children": [...]}   runs every child; succeeds when a majority succeed
-{"type": "action", "action": "<tool id>", "action_input": {<arguments>}}   one tool call; \
-fails when the call fails
-{"type": "agent", "goal": "<sub-goal>"}   an agent works on the sub-goal step by step with the tools
-The answer of the run is the output of the root: a sequence's last child, a fallback's \
-succeeding child."""
-
-AGENT_PROMPT = """\
-You are an agent node of a behaviour tree. Work toward your sub-goal one step at a \
-time: think, call one tool, read its observation, repeat.
-
-Reply on every turn with exactly one fenced ```json block holding one object:
-{"thought": "<your reasoning>", "action": "<a tool id>", "action_input": {<arguments>}}
-When the sub-goal is achieved:
-{"thought": "<why>", "action": "finish", "action_input": {}, "final_answer": "<result>"}
-When it cannot be achieved with these tools:
-{"thought": "<why>", "action": "fail", "action_input": {"reason": "<reason>"}}
-Observations come back as user messages starting with "Observation:". An observation \
-starting with "error:" means the call failed: read the message and correct course."""
-
-TREE_NUDGE = (
-    "Your last reply could not be used ({problem}). Reply with exactly one fenced ```json "
-    'block holding the root node, e.g. {{"type": "sequence", "children": [...]}}.'
-)
-
-STEP_NUDGE = (
-    "Your last reply could not be used ({problem}). Reply with exactly one fenced ```json "
-    'block holding {{"thought": ..., "action": ..., "action_input": {{...}}}}, '
-    '"action": "finish" with "final_answer", or "action": "fail".'
-)
 
 
 def _steps(
@@ -257,6 +238,7 @@ def _steps(
     output_retries: int = 2,
     tool_timeout_s: float | None = None,
     attachments: Seq[Attachment] | None = None,
+    checkpointer: Checkpointer | None = None,
 ) -> Loop:
     """Run ``goal`` as a behaviour tree: the given one, or one the model decomposes it into.
 
@@ -303,13 +285,16 @@ def _steps(
         observers: lifecycle observers of this run (added to the session's).
         output_type: a pydantic model class or a JSON schema: the final answer is
             asked for once more in that form, validated (``PlanResult.answer`` is
-            then the validated object; see ``trails.agent.planners._outcome``).
+            then the validated object; see ``trails.agent.loop.outcome``).
         output_retries: how many more attempts an answer failing validation gets.
         tool_timeout_s: seconds each tool call may run (capping a capability's
             own ``timeout_s``); a call past it is recorded as failed and the model
             sees the error.
         attachments: files given with the goal (``Attachment``), recorded by digest
             and shown to every agent node, an image as an image (``_attachments``).
+        checkpointer: a ``Checkpointer``: the run's state is saved in the store after
+            every leaf, and a run stopped earlier under its id goes on where it stopped
+            (``_bt_checkpoint``); default: ``tree_config``'s.
 
     Returns:
         The ``PlanResult``: ``goal_achieved`` with the root's output when the root
@@ -378,6 +363,9 @@ def _steps(
         episodic=episodic,
     )
     runner.attachments = given
+    if checkpointer is None and tree_config is not None:
+        checkpointer = tree_config.checkpointer
+    runner.checkpoints = TreeCheckpoints(checkpointer)
     return guarded(plan, runner.execute(root))
 
 
@@ -467,6 +455,9 @@ class _TreeRun:
         self._claiming = threading.Lock()  # parallel children claim steps concurrently
         self.evidence = NodeEvidence(plan)
         self.attachments: tuple[Attachment, ...] = ()
+        self.checkpoints = TreeCheckpoints(None)
+        self.root: Node | None = None
+        self.iteration = 1
 
     # -- the run ----------------------------------------------------------------
 
@@ -479,19 +470,22 @@ class _TreeRun:
             given = AttachmentsGiven(session=plan.ctx.session, run=plan.activity, attachments=done)
             plan.ctx.recorder.record(given)
         try:
+            root = self.checkpoints.begin(plan, root, self.memory)
             if root is None:
                 root, index = yield from self._decompose()
             else:
                 index = 0
             document = tree_to_dict(root)
+            self.root = root
             plan.session.metadata.setdefault("plans", []).append(document)
             plan.session.metadata["node_count"] = count_nodes(root)
             plan.record_entity("PlanDocument", document, generated_by=self.tree_by, index=index)
             passes = self.config.max_iterations if self.config is not None else 1
             for iteration in range(1, passes + 1):
-                dispatched = self.dispatched
+                self.iteration, dispatched = iteration, self.dispatched
                 if iteration > 1:
                     self.evidence.next_pass(iteration)
+                    self.checkpoints.restored = {}  # a restored leaf stands in the first pass
                 outcome = yield from self._tick(root, "1")
                 if not outcome.success or self.dispatched == dispatched:
                     break  # failed, or nothing left to do: no tool was called
@@ -575,8 +569,14 @@ class _TreeRun:
         """Tick a node and record its end (``trails:TreeNode``), stopped or not."""
         started = now()
         made: list[str] = []
+        restored = self.checkpoints.restored.get(node_id)
+        leaf = isinstance(node, Action | AgentNode)
+        if leaf and restored is None and self.root is not None:  # saved as Running
+            self.checkpoints.ended(self.plan, self.root, node_id, None, None, self.memory)
         try:
-            if isinstance(node, Action):
+            if leaf and restored is not None:
+                outcome = _Outcome(restored[0], restored[1], None if restored[0] else node_id)
+            elif isinstance(node, Action):
                 outcome = yield from self._action(node, node_id, made)
             elif isinstance(node, AgentNode):
                 outcome = yield from self._agent(node, node_id, made)
@@ -597,6 +597,11 @@ class _TreeRun:
         if isinstance(node, Action | AgentNode):
             status = "success" if outcome.success else "failure"
             self.memory.set(node_id, f"{status}: {outcome.output}")
+            if restored is None and self.root is not None:
+                self.checkpoints.ended(
+                    self.plan, self.root, node_id, outcome.success, outcome.output, self.memory,
+                    stage=(outcome.no_tools, self.iteration, dict(self.calls)),
+                )  # fmt: skip
         return outcome
 
     def _parallel(self, node: Parallel, node_id: str) -> Generator[Request, Any, list[_Outcome]]:

@@ -47,42 +47,48 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trails.agent.planners import react
-from trails.agent.planners._drive import (
+from trails.agent.loop import (
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    ActionValidator,
+    Breach,
+    Limits,
     Loop,
+    PlanRun,
+    ToolCalling,
+    ToolFilter,
+    ToolsSpec,
     abatch_entry,
+    activity_of,
     arun_entry,
     astream_entry,
     batch_entry,
+    check_guards,
+    check_limits,
+    check_output,
+    check_positive_int,
+    check_tool_calling,
+    governance,
+    guarded,
+    json_candidates,
+    offered_tools,
+    per_call_tokens,
+    render_catalogue,
     run_entry,
     stream_entry,
 )
-from trails.agent.planners._guards import ActionValidator, check_guards
-from trails.agent.planners._loop import (
-    Breach,
-    Limits,
-    PlanRun,
-    activity_of,
-    check_limits,
-    check_positive_int,
-    governance,
-    per_call_tokens,
+from trails.agent.planners import react
+from trails.agent.planners._per_options import (
+    ExecutorAgent,
+    ResponseFiltered,
+    check_tenant,
+    continue_conversation,
+    executor_agent,
+    filtered,
+    register_executor_agent,
 )
-from trails.agent.planners._native import (
-    DEFAULT_MAX_PARALLEL_TOOLS,
-    ToolCalling,
-    check_tool_calling,
-)
-from trails.agent.planners._outcome import check_output, guarded
-from trails.agent.planners._parse import json_candidates
 from trails.agent.planners._templates import PERPrompts
-from trails.agent.planners._tools import (
-    ToolFilter,
-    ToolsSpec,
-    offered_tools,
-    render_catalogue,
-)
 from trails.agent.planners.base import BUDGET_STOPS, PlanStep
+from trails.agent.planners.create_agent import SubAgentNamed
 from trails.agent.strategies import register_strategy
 from trails.errors import ModelAPIError, ReplyParseError, UserError
 from trails.llm.types import Message
@@ -103,6 +109,7 @@ __all__ = [
     "PLANNER_PROMPT",
     "PLANNER_RESPONSIBILITY",
     "RESPONSE_FORMAT",
+    "ExecutorAgent",
     "abatch",
     "arun",
     "astream",
@@ -110,6 +117,7 @@ __all__ = [
     "build_planner_messages",
     "max_steps_message",
     "parse_reflection",
+    "register_executor_agent",
     "run",
     "stream",
 ]
@@ -357,6 +365,10 @@ def _steps(
     tool_calling: str = "json",
     max_parallel_tools: int = DEFAULT_MAX_PARALLEL_TOOLS,
     tool_timeout_s: float | None = None,
+    memory_id: str | None = None,
+    executor_agent_id: str | None = None,
+    llm_response_filter: str | None = None,
+    tenant_id: str | None = None,
 ) -> Loop:
     """Plan, execute the first step with ReAct, reflect on its result, repeat.
 
@@ -413,7 +425,7 @@ def _steps(
         observers: lifecycle observers of this run (added to the session's).
         output_type: a pydantic model class or a JSON schema: the final answer is
             asked for once more in that form, validated (``PlanResult.answer`` is
-            then the validated object; see ``trails.agent.planners._outcome``).
+            then the validated object; see ``trails.agent.loop.outcome``).
         output_retries: how many more attempts an answer failing validation gets.
         tool_calling: how the executor calls tools: ``"json"`` (the seed's
             contract) or ``"native"`` (provider tool calls, results fed back as
@@ -422,6 +434,15 @@ def _steps(
         tool_timeout_s: seconds each tool call may run (capping a capability's
             own ``timeout_s``); a call past it is recorded as failed and the
             executor's model sees the error.
+
+        memory_id: the IRI of an earlier conversation (``PlanResult.memory_id``) of
+            the same principal to continue: its runs' goals and answers join the history
+            (``_per_options``).
+        executor_agent_id: run the steps on the agent registered under this id
+            (``register_executor_agent``): its client, prompt, iterations and tools.
+        llm_response_filter: a JSONPath the replies are read through (a reply that is
+            a JSON document gives its first match).
+        tenant_id: the principal the run acts for; a session of another is refused.
 
     Returns:
         The ``PlanResult``; its steps are the executed plan steps (action ``executor``,
@@ -447,6 +468,16 @@ def _steps(
         raise UserError(
             f"executor_system_prompt= must be a non-empty str, not {executor_system_prompt!r}"
         )
+    check_tenant(tenant_id, session)
+    agent = executor_agent(executor_agent_id)
+    if agent is not None:
+        executor_llm = agent.llm
+        executor_system_prompt = executor_system_prompt or agent.system_prompt
+        inner_steps = agent.max_iterations or inner_steps
+        tools = list(agent.tools) if agent.tools is not None and tools is None else tools
+    llm = filtered(llm, llm_response_filter)
+    if executor_llm is not None:
+        executor_llm = filtered(executor_llm, llm_response_filter)
     if executor_llm is not None and not callable(getattr(executor_llm, "complete", None)):
         raise UserError(
             f"executor_llm= must be an LLM client with complete(), not {executor_llm!r}"
@@ -467,10 +498,7 @@ def _steps(
         inject_datetime=inject_datetime,
         parameters=dict(parameters or {}),
     )
-    limit = prompts.message_history_limit
-    entries = getattr(session, "history", ())
-    earlier = [f"{e.role}: {e.content}" for e in entries if e.role != "system"]
-    history = earlier[len(earlier) - limit :] if limit else []
+    history = _history(session, prompts.message_history_limit)
     tool_specs = offered_tools(session, tools, tool_filter)
     tool_ids = [cid for cid, _ in tool_specs]
     plan = PlanRun(
@@ -504,8 +532,16 @@ def _steps(
         tooling=tooling,
         executor=prompts.dated(executor_system_prompt or EXECUTOR_RESPONSIBILITY),
         executor_llm=executor_llm,
+        options={"memory_id": memory_id, "agent": agent, "filter": llm_response_filter},
     )
     return guarded(plan, body)
+
+
+def _history(session: Session, limit: int) -> list[str]:
+    """The last ``limit`` entries of the session's conversation, as the planner shows them."""
+    entries = getattr(session, "history", ())
+    earlier = [f"{e.role}: {e.content}" for e in entries if e.role != "system"]
+    return earlier[len(earlier) - limit :] if limit else []
 
 
 run = run_entry(_steps)
@@ -530,7 +566,18 @@ def _loop(
     tooling: ToolCalling | None = None,
     executor: str | None = None,
     executor_llm: Any = None,
+    options: dict[str, Any] | None = None,
 ) -> Loop:
+    options = options or {}
+    if continue_conversation(plan, options.get("memory_id")):
+        history = _history(plan.session, prompts.message_history_limit)
+    if options.get("filter") is not None:
+        plan.ctx.recorder.record(
+            ResponseFiltered(
+                session=plan.ctx.session, run=plan.activity, expression=options["filter"]
+            )
+        )
+    agent: ExecutorAgent | None = options.get("agent")
     completed: list[tuple[str, str | None]] = []
     conversation = plan.session.history
     conversation.append("user", plan.goal)  # a later run on this session sees this one
@@ -593,6 +640,15 @@ def _loop(
             history_limit=prompts.executor_message_history_limit,
             preamble=executor,
         )
+        if agent is not None and inner.activity_iri is not None:  # the pass ran as that agent
+            plan.ctx.recorder.record(
+                SubAgentNamed(
+                    session=plan.ctx.session,
+                    run=inner.activity_iri,
+                    name=agent.agent_id,
+                    principal=plan.ctx.principal,
+                )
+            )
         plan.add_step(PlanStep(step, EXECUTOR, {"step": step}, inner.answer, inner.activity_iri))
         if inner.terminated_by is not None:  # a terminal capability ended the executor
             return plan.finish(

@@ -21,42 +21,40 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trails.agent.planners._drive import (
+from trails.agent.loop import (
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    ActionValidator,
+    Breach,
+    Guards,
+    Limits,
     Loop,
+    Output,
+    PlanRun,
+    ToolCalling,
+    ToolFilter,
+    ToolsSpec,
     abatch_entry,
+    activity_of,
     arun_entry,
     astream_entry,
     batch_entry,
+    check_guards,
+    check_limits,
+    check_output,
+    check_positive_int,
+    check_tool_calling,
+    discover_tools,
+    governance,
+    guarded,
+    native_loop,
+    offered_tools,
+    open_pass,
+    parse_step,
+    per_call_tokens,
+    render_catalogue,
     run_entry,
     stream_entry,
-)
-from trails.agent.planners._guards import ActionValidator, Guards, check_guards
-from trails.agent.planners._loop import (
-    Breach,
-    Limits,
-    PlanRun,
-    activity_of,
-    check_limits,
-    check_positive_int,
-    governance,
-    per_call_tokens,
     stringify,
-)
-from trails.agent.planners._native import (
-    DEFAULT_MAX_PARALLEL_TOOLS,
-    ToolCalling,
-    check_tool_calling,
-    native_loop,
-    open_pass,
-)
-from trails.agent.planners._outcome import Output, check_output, guarded
-from trails.agent.planners._parse import parse_step
-from trails.agent.planners._tools import (
-    ToolFilter,
-    ToolsSpec,
-    discover_tools,
-    offered_tools,
-    render_catalogue,
 )
 from trails.agent.planners.base import PlanStep
 from trails.agent.strategies import register_strategy
@@ -182,12 +180,12 @@ def _steps(
         observers: lifecycle observers of this run (added to the session's).
         output_type: a pydantic model class or a JSON schema: the final answer is
             asked for once more in that form, validated (``PlanResult.answer`` is
-            then the validated object; see ``trails.agent.planners._outcome``).
+            then the validated object; see ``trails.agent.loop.outcome``).
         output_retries: how many more attempts an answer failing validation gets.
         tool_calling: ``"json"`` (the reply is a JSON block, the seed's contract) or
             ``"native"`` (the tools go to the provider as tool definitions, the
             model's tool calls are the actions, results go back as tool results,
-            and a reply without tool calls is the answer; see ``_native``).
+            and a reply without tool calls is the answer; see ``loop.native``).
         max_parallel_tools: how many tool calls of one native turn run at once.
         tool_timeout_s: seconds each tool call may run (capping a capability's
             own ``timeout_s``); a call past it is recorded as failed and the model

@@ -28,33 +28,36 @@ import sys
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trails.agent.planners import react
-from trails.agent.planners._drive import (
+from trails.agent.loop import (
+    DEFAULT_MAX_PARALLEL_TOOLS,
+    ActionValidator,
+    Breach,
+    Limits,
     Loop,
+    PlanRun,
     Request,
+    ToolFilter,
+    ToolsSpec,
     abatch_entry,
+    activity_of,
     arun_entry,
     astream_entry,
     batch_entry,
+    check_guards,
+    check_limits,
+    check_output,
+    check_positive_int,
+    check_tool_calling,
+    governance,
+    guarded,
+    offered_tools,
+    parse_verdict,
+    per_call_tokens,
     run_entry,
     stream_entry,
-)
-from trails.agent.planners._guards import ActionValidator, check_guards
-from trails.agent.planners._loop import (
-    Breach,
-    Limits,
-    PlanRun,
-    activity_of,
-    check_limits,
-    check_positive_int,
-    governance,
-    per_call_tokens,
     stringify,
 )
-from trails.agent.planners._native import DEFAULT_MAX_PARALLEL_TOOLS, check_tool_calling
-from trails.agent.planners._outcome import check_output, guarded
-from trails.agent.planners._parse import parse_verdict
-from trails.agent.planners._tools import ToolFilter, ToolsSpec, offered_tools
+from trails.agent.planners import react
 from trails.agent.planners.base import BUDGET_STOPS, PlanResult
 from trails.agent.strategies import register_strategy
 from trails.errors import ModelAPIError, ReplyParseError
@@ -185,7 +188,7 @@ def _steps(
         observers: lifecycle observers of this run (added to the session's).
         output_type: a pydantic model class or a JSON schema: the final answer is
             asked for once more in that form, validated (``PlanResult.answer`` is
-            then the validated object; see ``trails.agent.planners._outcome``).
+            then the validated object; see ``trails.agent.loop.outcome``).
         output_retries: how many more attempts an answer failing validation gets.
         tool_timeout_s: seconds each tool call may run (capping a capability's
             own ``timeout_s``); a call past it is recorded as failed and the model

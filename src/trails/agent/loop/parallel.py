@@ -1,7 +1,7 @@
 """Several tool calls of one model turn, run concurrently and returned in request order.
 
 A model using native tool calling may ask for several calls in one turn. A
-planner loop yields them as one ``DispatchMany`` request (``_drive``); they
+planner loop yields them as one ``DispatchMany`` request (``loop.drive``); they
 run at once, at most ``max_parallel`` at a time: in worker threads under
 ``drive`` (``run_groups``; an ``async def`` handler then runs to completion on
 a loop of its own in its thread), as asyncio tasks under ``adrive``
@@ -22,7 +22,7 @@ node).
 
 The calls and the run are named by protocols (``OneCall``, ``ToolCallRun``),
 which ``Dispatch``, ``DispatchMany`` and ``PlanRun`` satisfy, so this module
-imports neither ``_drive`` nor ``_loop`` (which import it).
+imports neither ``loop.drive`` nor ``loop.run`` (which import it).
 """
 
 from __future__ import annotations

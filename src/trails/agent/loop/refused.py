@@ -18,7 +18,7 @@ import fnmatch
 from collections.abc import Set
 from typing import TYPE_CHECKING, Any, Protocol
 
-from trails.agent.planners._tools import UNREGISTERED, card_grants
+from trails.agent.loop.tools import UNREGISTERED, card_grants
 from trails.errors import UnknownCapability
 from trails.kernel.context import now
 from trails.kernel.observe import notify
@@ -34,7 +34,7 @@ __all__ = ["RefusingRun", "record_refused", "refusal_reason"]
 
 class RefusingRun(Protocol):
     """What a refusal reads of a run (``PlanRun`` satisfies it; this module does not
-    import ``_loop``, which imports it)."""
+    import ``loop.run``, which imports it)."""
 
     @property
     def tools(self) -> Set[str] | None:

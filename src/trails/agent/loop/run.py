@@ -10,7 +10,7 @@ three strategies behave identically where the guide says they do:
   and ends the run with a ``PlanResult``, writing a best-effort
   ``trails:wasTerminatedBy`` for every stop that is not ``goal_achieved``.
   Loops do not call the model or dispatch themselves: they yield
-  ``plan.ask(...)`` / ``plan.act(...)`` requests that a driver (``_drive``:
+  ``plan.ask(...)`` / ``plan.act(...)`` requests that a driver (``loop.drive``:
   ``run`` sync, ``arun`` async, ``stream``) executes with ``complete`` /
   ``acomplete`` / ``stream`` and ``dispatch``;
 - a successful call of a ``terminal=True`` capability ends the run on every
@@ -32,19 +32,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from trails.agent.planners._checks import (
+from trails.agent.loop.checks import (
     check_limits,
     check_positive_int,
     governance,
     per_call_tokens,
 )
-from trails.agent.planners._drive import Complete, Dispatch, DispatchMany
-from trails.agent.planners._guards import Guards, dry_dispatch, refusal, screen
-from trails.agent.planners._outcome import Output, answer_text, stringify
-from trails.agent.planners._refused import record_refused, refusal_reason
-from trails.agent.planners._terminal import reason_of, terminal_reason
-from trails.agent.planners._unreached import note_failure
-from trails.agent.planners.base import BUDGET_STOPS, PlanResult, PlanStep, StopReason
+from trails.agent.loop.drive import Complete, Dispatch, DispatchMany
+from trails.agent.loop.guards import Guards, dry_dispatch, refusal, screen
+from trails.agent.loop.outcome import Output, answer_text, stringify
+from trails.agent.loop.refused import record_refused, refusal_reason
+from trails.agent.loop.terminal import reason_of, terminal_reason
+from trails.agent.loop.unreached import note_failure
+from trails.agent.result import BUDGET_STOPS, PlanResult, PlanStep, StopReason
 from trails.errors import (
     BudgetExceeded,
     ModelAPIError,
@@ -213,7 +213,7 @@ class PlanRun:
         governance: ``policy``, ``approver``, ``approval_timeout_s`` and
             ``observers`` given to the planner: they apply to this run (a policy
             replaces the context's, observers are added to the context's).
-        guards: tool budgets, validators, the reflector and dry run (``_guards``).
+        guards: tool budgets, validators, the reflector and dry run (``loop.guards``).
         output: the ``output_type=`` of the run (``check_output``), or None.
 
     Raises:
@@ -273,7 +273,7 @@ class PlanRun:
         self.ended = False
         #: the ``terminal=True`` capability a successful dispatch ran, and its result
         self.terminal: tuple[str, Any] | None = None
-        #: the invocation that ended the run that way, and why (``_terminal``)
+        #: the invocation that ended the run that way, and why (``loop.terminal``)
         self.ended_by: tuple[str, str] | None = None
         #: ``output_type=``: the final answer is asked for again, validated (``structured_answer``)
         self.output = output
@@ -441,6 +441,7 @@ class PlanRun:
             activity_iri=str(self.activity),
             terminated_by=terminated_by,
             terminated_by_call=ended_by[0] if ended_by else None,
+            memory_id=str(self.ctx.session),
         )
         if stopped == "goal_achieved" and self.output is not None and not self.answered:
             self.pending = result  # the answer turn (``structured_answer``) ends the run
@@ -495,7 +496,7 @@ class PlanRun:
         One warning line goes through ``logging`` (logger ``trails.agent``) with
         the provider's message, so a run that returns quietly is still visible.
         ``own_turn``: the run's own model turn failed (not a reflector's call); a
-        provider it never reached then makes the top-level ``run`` raise (``_unreached``).
+        provider it never reached then makes the top-level ``run`` raise (``loop.unreached``).
         """
         if own_turn:
             note_failure(exc)

@@ -64,14 +64,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar
 
-from trails.agent.planners._batch import (
+from trails.agent.loop.batch import (
     BatchRecord,
     batch_principal,
     batch_session,
     check_batch,
     note_informed,
 )
-from trails.agent.planners._unreached import raise_if_unreached, watching
+from trails.agent.loop.unreached import raise_if_unreached, watching
 from trails.kernel.handlers import caller_loop
 from trails.kernel.observe import ObserverEvent, check_observers, notify, observe_on, off_loop
 from trails.llm.batch import ProgressCounter
@@ -79,8 +79,8 @@ from trails.llm.types import Chunk, Message, Response, ToolCall
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
-    from trails.agent.planners._turns import Turns
-    from trails.agent.planners.base import PlanResult
+    from trails.agent.loop.turns import Turns
+    from trails.agent.result import PlanResult
     from trails.llm.catalogue import ModelSpec
 
 __all__ = [
@@ -181,7 +181,7 @@ class Dispatch:
 
 @dataclass(frozen=True)
 class DispatchMany:
-    """The tool calls of one model turn, to dispatch concurrently (see ``_parallel``).
+    """The tool calls of one model turn, to dispatch concurrently (see ``loop.parallel``).
 
     Each call is its own ``Dispatch`` (its own invocation, informed by the
     completion that asked, carrying the call's id); a ``parallel_safe=False``
@@ -202,12 +202,12 @@ class DispatchMany:
         ]
 
     def run(self) -> list[tuple[Any, str | None, bool]]:
-        from trails.agent.planners._parallel import run_groups
+        from trails.agent.loop.parallel import run_groups
 
         return run_groups(self.calls, self.dispatches(), max_parallel=self.max_parallel)
 
     async def arun(self) -> list[tuple[Any, str | None, bool]]:
-        from trails.agent.planners._parallel import arun_groups
+        from trails.agent.loop.parallel import arun_groups
 
         return await arun_groups(self.calls, self.dispatches(), max_parallel=self.max_parallel)
 
@@ -227,7 +227,7 @@ class Gather:
 
     def run(self, feed: Feed | None = None) -> list[Any]:
         """Drive the loops in worker threads (their model turns streamed into ``feed``)."""
-        from trails.agent.planners._parallel import run_concurrently
+        from trails.agent.loop.parallel import run_concurrently
 
         thunks = [functools.partial(drive, loop, feed) for loop in self.loops]
         return run_concurrently(thunks, max_parallel=self.max_parallel)
@@ -648,7 +648,7 @@ Returns:
 
 The batch is evidence: a ``trails:Batch`` activity in a graph of its own that
 every run and session of the batch is informed by, and observers get
-``batch_start`` / ``batch_end`` (see ``trails.agent.planners._batch``).
+``batch_start`` / ``batch_end`` (see ``trails.agent.loop.batch``).
 
 Raises:
     UserError: ``goals`` is not a list or ``max_concurrency`` < 1.

@@ -1,6 +1,6 @@
 """How every planner run begins and ends: the guarded body, and a structured final answer.
 
-``guarded`` wraps a planner's loop (a generator, see ``_drive``): it records
+``guarded`` wraps a planner's loop (a generator, see ``loop.drive``): it records
 the run's start, turns a principal budget's refusal into a clean budget stop,
 ends the run as an error on any other exception (re-raised), and, when the
 run was given ``output_type=``, adds the answer turn.
@@ -17,8 +17,8 @@ the last problem (recorded as the run's termination), its answer the text
 answer the run had reached.
 
 ``guarded`` takes the run as ``AnsweringRun``, the part of a ``PlanRun`` it
-uses, so this module does not import ``_loop`` (which imports it); ``stringify``
-lives here for the same reason (``_loop`` re-exports it).
+uses, so this module does not import ``loop.run`` (which imports it); ``stringify``
+lives here for the same reason (``loop.run`` re-exports it).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from trails.llm.structured import output_format
 from trails.llm.types import Message
 
 if TYPE_CHECKING:
-    from trails.agent.planners._drive import Complete, Loop
+    from trails.agent.loop.drive import Complete, Loop
     from trails.agent.result import PlanResult, PlanStep, StopReason
     from trails.llm.catalogue import ModelSpec
 

@@ -9,10 +9,10 @@ result message (``Message("tool", ..., tool_call_id=...)``; the adapters turn
 it into an Anthropic ``tool_result`` block, an OpenAI ``role: tool`` message
 with its ``tool_call_id``, an Ollama ``role: tool`` message). A reply without
 tool calls is the final answer. Several calls in one reply run concurrently
-(``_parallel``, at most ``max_parallel_tools`` at a time) and
+(``loop.parallel``, at most ``max_parallel_tools`` at a time) and
 their results go back in the order the model asked for them: the loop yields
 them as one ``DispatchMany`` request, which ``run`` executes in worker threads
-and ``arun`` as asyncio tasks (``_drive``).
+and ``arun`` as asyncio tasks (``loop.drive``).
 
 The native exchange of a run (assistant turns carrying tool calls, tool
 results) is kept in the run's own message list, on top of the session history
@@ -38,15 +38,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from trails.agent.planners._loop import Breach, Limits, PlanRun, activity_of, stringify
-from trails.agent.planners._parallel import Outcome
-from trails.agent.planners.base import PlanResult, PlanStep
+from trails.agent.loop.parallel import Outcome
+from trails.agent.loop.run import Breach, Limits, PlanRun, activity_of, stringify
+from trails.agent.result import PlanResult, PlanStep
 from trails.errors import ModelAPIError, UserError
 from trails.kernel.registry import get_capability
 from trails.llm.types import Message, Response
 
 if TYPE_CHECKING:
-    from trails.agent.planners._drive import Loop
+    from trails.agent.loop.drive import Loop
     from trails.kernel.registry import CapabilitySpec
 
 __all__ = [
@@ -255,7 +255,7 @@ def native_loop(
 ) -> Loop:
     """ReAct with native tool calls: ask, run the calls (concurrently), feed results back.
 
-    A loop like every planner's (``_drive``): a turn is a ``Complete`` request
+    A loop like every planner's (``loop.drive``): a turn is a ``Complete`` request
     offering the tools, a turn's calls one ``DispatchMany`` request, which
     ``drive`` runs in worker threads and ``adrive`` as asyncio tasks.
     ``max_steps`` counts model turns; budgets are checked before each.

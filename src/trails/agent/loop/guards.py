@@ -20,7 +20,7 @@ what it would deny (recorded as a denial) and what would need review (said in
 the observation); no approver is asked.
 
 The guard functions take the run as ``GuardedRun``, the part of a ``PlanRun``
-they read, so this module does not import ``_loop`` (which imports it).
+they read, so this module does not import ``loop.run`` (which imports it).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from trails.agent.planners._parse import json_candidates
+from trails.agent.loop.parse import json_candidates
 from trails.agent.screening import OutputScreened
 from trails.errors import TrailsError, UserError, ValidationError
 from trails.kernel.context import now
@@ -73,7 +73,7 @@ class Guards:
     reflect: Any = None  # None, True (the run's client) or an LLM client
     dry_run: bool = False
     calls: Counter[str] = field(default_factory=Counter)
-    #: ``stop_condition(tool_name, result)``: True ends the run after that call (``_terminal``)
+    #: ``stop_condition(tool_name, result)``: True ends the run after that call (``loop.terminal``)
     stop_condition: Callable[[str, str], bool] | None = None
 
     @property

@@ -1,10 +1,10 @@
-"""What the requests of ``_drive`` need from the run that made them: the ``Turns`` protocol.
+"""What the requests of ``loop.drive`` need from the run that made them: the ``Turns`` protocol.
 
 A ``Complete``, ``Dispatch`` or ``DispatchMany`` request holds the run that
 yielded it and calls back into it (``complete``, ``dispatch`` ...). The run is
-a ``PlanRun`` (``_loop``), and ``_loop`` builds the requests, so ``_drive``
-names the run by this protocol instead of importing ``_loop``: the imports
-between the planner helpers then run one way (``_loop`` -> ``_drive``). This
+a ``PlanRun`` (``loop.run``), and ``loop.run`` builds the requests, so ``loop.drive``
+names the run by this protocol instead of importing ``loop.run``: the imports
+between the planner helpers then run one way (``loop.run`` -> ``loop.drive``). This
 module imports nothing from ``trails.agent``.
 """
 

@@ -3,7 +3,7 @@
 ``check_positive_int`` (``max_steps`` ...), ``check_limits`` (the cumulative
 budgets), ``per_call_tokens`` (either spelling of the per-call token cap) and
 ``governance`` (the run's policy, approver and observers, checked by ``PlanRun``).
-``trails.agent.planners._loop`` re-exports them, where the planners import them from.
+``trails.agent.loop.run`` re-exports them, where the planners import them from.
 """
 
 from __future__ import annotations

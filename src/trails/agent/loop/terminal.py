@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeAlias
 
-from trails.agent.planners._outcome import stringify
+from trails.agent.loop.outcome import stringify
 from trails.errors import UserError
 from trails.kernel.registry import get_capability
 

@@ -10,7 +10,7 @@ A ReAct turn that is plain text, with no JSON in it, is malformed like broken
 JSON, an object without ``action`` or an empty reply: the trails guide's JSON
 contract gives it one nudge-retry, then the run stops with ``stopped="error"``.
 Prose is never taken for an answer here; the rule "no tool call means the final
-answer" belongs to native tool calling (``_native``), where the provider says
+answer" belongs to native tool calling (``loop.native``), where the provider says
 whether the model called a tool. ``plain_answer`` tells such prose apart, for
 callers that read replies outside the JSON contract.
 """
