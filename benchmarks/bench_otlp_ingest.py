@@ -219,9 +219,14 @@ def through_process(bodies: list[bytes], *, serve: bool) -> float:
         shutil.rmtree(where, ignore_errors=True)
 
 
-def receivers_curve(per_receiver: int, counts: tuple[int, ...]) -> list[tuple[int, float, float]]:
-    """(receivers, spans/s wall, server CPU share) with ``n`` ``trails otlp`` into one
-    ``oxigraph serve``; each receiver is sent ``per_receiver`` batches of its own."""
+def receivers_curve(
+    per_receiver: int, counts: tuple[int, ...]
+) -> list[tuple[int, float, float, float, float]]:
+    """(receivers, spans/s wall, server CPU share, receivers' CPU ms per span, server CPU ms
+    per span) with ``n`` ``trails otlp`` into one ``oxigraph serve``; each receiver is sent
+    ``per_receiver`` batches of its own. The CPU per span says what the wall clock of a
+    shared machine cannot: whether a receiver or the server costs more per span when
+    more receivers write at once."""
     from tests.servers import OxigraphServer
 
     out = []
@@ -235,6 +240,7 @@ def receivers_curve(per_receiver: int, counts: tuple[int, ...]) -> list[tuple[in
             assert server._process is not None
             server_pid = server._process.pid
             cpu0 = _cpu(server_pid)
+            mine0 = sum(_cpu(r.process.pid) for r in receivers)
             threads = [
                 threading.Thread(target=r.send, args=(p,))
                 for r, p in zip(receivers, plans, strict=True)
@@ -246,7 +252,11 @@ def receivers_curve(per_receiver: int, counts: tuple[int, ...]) -> list[tuple[in
                 t.join()
             wall = time.perf_counter() - start
             server_cpu = _cpu(server_pid) - cpu0
-            out.append((n, n * per_receiver * BATCH / wall, server_cpu / wall))
+            mine = sum(_cpu(r.process.pid) for r in receivers) - mine0
+            sent = n * per_receiver * BATCH
+            out.append(
+                (n, sent / wall, server_cpu / wall, 1000 * mine / sent, 1000 * server_cpu / sent)
+            )
         finally:
             for r in receivers:
                 r.stop()
@@ -436,11 +446,13 @@ def main() -> None:
     load = "not measured"
     if not args.no_curve:
         try:
-            for n, rate, server in receivers_curve(args.per_receiver, (1, 2, 4)):
-                curve_rows.append(f"| {n} | {rate:,.0f} | {server:.2f} |")
+            for n, rate, server, mine, theirs in receivers_curve(args.per_receiver, (1, 2, 4)):
+                curve_rows.append(
+                    f"| {n} | {rate:,.0f} | {server:.2f} | {mine:.2f} | {theirs:.3f} |"
+                )
             load = f"{os.getloadavg()[0]:.1f}"
         except RuntimeError as exc:  # no oxigraph binary: the rest still stands
-            curve_rows.append(f"| skipped: {str(exc).splitlines()[0]} | | |")
+            curve_rows.append(f"| skipped: {str(exc).splitlines()[0]} | | | | |")
     if phoenix_side is None:
         phoenix_note = f"Phoenix: {why_no_phoenix}."
     else:
@@ -475,9 +487,9 @@ each side on a fresh on-disk store:
 Several `trails otlp` processes writing into one `oxigraph serve`, {args.per_receiver} batches each,
 sent at once (wall clock, on a 2-core machine other work shares):
 
-| receivers | spans/s | server CPU (cores busy) |
-| ---: | ---: | ---: |
-{chr(10).join(curve_rows) if curve_rows else "| (skipped) | | |"}
+| receivers | spans/s | server CPU (cores busy) | receivers' CPU ms per span | server CPU ms per span |
+| ---: | ---: | ---: | ---: | ---: |
+{chr(10).join(curve_rows) if curve_rows else "| (skipped) | | | | |"}
 
 The machine's load average (1 min) when the curve ended: {load}, on {os.cpu_count()} cores.
 {CURVE}

@@ -3,7 +3,9 @@
 ``trails.audit.export`` chooses the graphs and redacts them; this module writes the
 PROV formats from each session's quads (``trails.audit.provn``: one bundle per
 session, its content graph in it) into a spill file, copied to the output once
-whole, so memory stays that of one session whatever the store's size. A graph
+whole, so memory stays that of one session whatever the store's size; a graph
+larger than ``_PART`` (the ledger, the catalogue: they grow with the store) is
+decoded in parts cut between subjects (``_Parts``), the same bytes. A graph
 ``trails.audit.provn`` cannot map exactly as the ``prov`` package would sends the
 whole export through the ``prov`` package instead (which builds the document in
 memory); a prefix found named like the scheme of an IRI met later is renamed by
