@@ -22,7 +22,7 @@ from trails.audit.bundle import _zip_bytes, verify_bundle, write_bundle
 from trails.evidence.seal import install_sealer
 from trails.kernel import Context
 from trails.prov import Recorder
-from trails.store import Store
+from trails.store import open_store
 
 
 def test_the_spilled_archive_is_the_canonical_archive(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,8 +54,9 @@ def test_the_spilled_archive_is_the_canonical_archive(monkeypatch: pytest.Monkey
 
 
 def test_a_bundle_of_several_sessions_goes_through_the_spill(
-    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    store = open_store("memory:")
     recorder = Recorder(store)
     install_sealer(recorder)
     sessions = []

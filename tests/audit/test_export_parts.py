@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from prov.model import ProvDocument
 from tests.audit.test_export_provn import _check
-from tests.known_store import Fixture
+from tests.known_store import build
 
 import trails.audit.export_prov as export_prov
 from trails.audit.export import export, select_graphs
@@ -30,12 +30,24 @@ PROV = "http://www.w3.org/ns/prov#"
 RDF_TYPE = IRI("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
 
 
-@pytest.fixture
-def disk(fx: Fixture, tmp_path: Path) -> Iterator[Store]:
-    """The known store (four sessions, ledger, catalogue, memory) copied to disk: only an
-    on-disk store lists a graph's subjects together, which cutting a graph needs."""
-    store = open_store(str(tmp_path / "known"))
-    store.load(fx.store.dump(format="nquads") or b"", format="nquads")
+@pytest.fixture(scope="module")
+def known() -> bytes:
+    """The known store's quads (four sessions, ledger, catalogue, memory), recorded once."""
+    memory = open_store("memory:")
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            build(memory, patch)
+        return memory.dump(format="nquads") or b""
+    finally:
+        memory.close()
+
+
+@pytest.fixture(scope="module")
+def disk(known: bytes, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """The known store on disk: only an on-disk store lists a graph's subjects together,
+    which cutting a graph needs."""
+    store = open_store(str(tmp_path_factory.mktemp("parts") / "known"))
+    store.load(known, format="nquads")
     yield store
     store.close()
 
@@ -88,7 +100,7 @@ def test_the_whole_store_in_parts_reads_back_as_the_prov_package_reads_it(
 
 
 def test_only_a_store_that_lists_subjects_together_is_cut(
-    fx: Fixture, tmp_path: Path, parts: list[int], monkeypatch: pytest.MonkeyPatch
+    known: bytes, tmp_path: Path, parts: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """On disk a graph's dump lists each subject's triples together, however they were
     written; in memory it does not, so a memory store's bundles are decoded whole."""
@@ -105,10 +117,13 @@ def test_only_a_store_that_lists_subjects_together_is_cut(
         assert on_disk.groups_subjects  # type: ignore[attr-defined]
     finally:
         on_disk.close()
-    assert not fx.store.groups_subjects  # type: ignore[attr-defined]
+    memory = open_store("memory:")
+    memory.load(known, format="nquads")
+    assert not memory.groups_subjects  # type: ignore[attr-defined]
     monkeypatch.setattr(export_prov, "_PART", 1)
-    _export(fx.store, select_graphs(fx.store, all_graphs=True), "provn")
+    _export(memory, select_graphs(memory, all_graphs=True), "provn")
     assert not parts
+    memory.close()
 
 
 def _graph(late: list[Quad], path: Path) -> Store:
