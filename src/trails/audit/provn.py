@@ -588,7 +588,7 @@ class ProvWriter:
         self.names = _Names(prefixes, avoid)
         self.counter = 0  # PROV-JSON's anonymous records: _:id1, _:id2 ... over the document
         self.first = True
-        self._parts: _Parts | None = None
+        self._parts: _BundleParts | None = None
         top: set[str] = set()
         self.titles = {
             b: (self.names.provn(b, top) if self.provn else self.names.plain(b, top))
@@ -648,7 +648,7 @@ class ProvWriter:
         anonymous records first), so a part holding ``qualified``, or an anonymous record
         naming a new namespace after a named record of an earlier part did, raises
         ``Whole``: the caller calls ``rollback`` and writes the bundle with ``add``."""
-        self._parts = _Parts(bundle, dict(self.names.prefixes), self.counter)
+        self._parts = _BundleParts(bundle, dict(self.names.prefixes), self.counter)
 
     def part(self, triples: list[tuple[str, str, _Value]]) -> None:
         """Decode and write one part of the bundle begun (whole subjects only).
@@ -706,7 +706,7 @@ class ProvWriter:
         finally:
             parts.close()
 
-    def _write_parts(self, parts: _Parts) -> None:
+    def _write_parts(self, parts: _BundleParts) -> None:
         title = self.titles.get(parts.bundle)
         if title is None:
             names = self.names
@@ -762,7 +762,7 @@ def _declare(used: Iterable[str], names: _Names) -> list[tuple[str, str]]:
     return [(p, names.prefixes[p]) for p in sorted(used) if p not in _BUILT_IN]
 
 
-class _Parts:
+class _BundleParts:
     """A bundle written in parts: its records' text in spill files, one per record kind and
     per anonymous or named record (``add`` writes the anonymous records first, and PROV-JSON
     groups the records by kind in the order the kinds first occur), and the prefixes used."""
