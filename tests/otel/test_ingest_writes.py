@@ -19,7 +19,7 @@ from trails.otel.ingest import Ingestor
 from trails.otel.otlp import Span, decode_protobuf
 from trails.prov import Recorder
 from trails.prov.vocab import T
-from trails.store import Store, select
+from trails.store import Store, open_store, select
 from trails.store.base import Solutions
 
 RESOURCE = Resource.create({"service.name": "write-path-agent"})
@@ -210,3 +210,42 @@ def test_two_tenants_sending_the_same_batch_get_two_sealed_sessions(store: Store
     assert sessions_of(store) == sorted([*a.ended, *b.ended])
     report = verify(store)
     assert report.ok, report
+
+
+class Asking:
+    """A real store that counts the queries asked before each write (the request's look-ups)."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.asked = 0
+        self.before_writes: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def query(self, *args: Any, **kw: Any) -> Any:
+        self.asked += 1
+        return self.inner.query(*args, **kw)
+
+    def write(self, quads: Any, **kw: Any) -> None:
+        self.before_writes.append(self.asked)
+        self.asked = 0
+        self.inner.write(quads, **kw)
+
+
+@pytest.mark.parametrize("traces", [1, 4])
+def test_a_request_asks_its_dedupe_look_ups_together_whatever_its_traces(traces: int) -> None:
+    asking = Asking(open_store("memory:"))
+    ingestor = Ingestor(Recorder.from_settings(store=asking), idle_timeout=60)  # type: ignore[arg-type]
+    batch = [s for t in range(traces) for s in spans(40 + t)[1:]]  # no roots: sessions stay open
+    asking.asked = 0  # what opening the recorder asked
+    first = ingestor.ingest(batch)
+    assert len(first.sessions) == traces and first.written == len(batch)
+    # the spans recorded for every trace, then every session's state: two queries
+    assert asking.before_writes[0] == 2
+    again = ingestor.ingest(batch + spans(40)[1:2])  # all recorded: written once, never twice
+    assert again.written == 0 and again.duplicates == len(batch) + 1 and not again.sessions
+    asking.asked = 0
+    more = ingestor.ingest([s for t in range(traces) for s in spans(50 + t)[1:]] + batch)
+    assert more.written == len(batch) and more.duplicates == len(batch)
+    assert asking.before_writes[-1] == 2

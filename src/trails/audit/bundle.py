@@ -57,8 +57,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from trails.audit.archive import Spill, zip_info
 from trails.audit.export import ExportStats, export
-from trails.audit.files import write_bytes
+from trails.audit.files import write_file
 from trails.audit.querypack import Query, load_pack
 from trails.catalogue.entries import catalogue_iri, rebuild
 from trails.errors import ExportError, TrailsError, UserError
@@ -89,7 +90,6 @@ BUNDLE_FORMAT = "trails-bundle/1"
 _MANIFEST = "manifest.json"
 _SEGMENT = "ledger/segment.nq"
 _PROOFS = "log/proofs.json"
-_EPOCH = (1980, 1, 1, 0, 0, 0)
 _ROWS = "SELECT ?s ?p ?o $ledger WHERE { GRAPH $ledger { ?s ?p ?o } }"
 _SESSION_TYPE = """
 PREFIX trails: <https://w3id.org/trails/ns#>
@@ -140,11 +140,7 @@ def _zip_bytes(entries: dict[str, bytes]) -> bytes:
     names = sorted(entries, key=lambda n: (n != _MANIFEST, n))
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
         for name in names:
-            info = zipfile.ZipInfo(name, date_time=_EPOCH)
-            info.compress_type = zipfile.ZIP_STORED
-            info.create_system = 3
-            info.external_attr = 0o644 << 16
-            archive.writestr(info, entries[name])
+            archive.writestr(zip_info(name), entries[name])
     return buffer.getvalue()
 
 
@@ -188,16 +184,20 @@ def _answerable(pack: dict[str, Query]) -> list[tuple[Query, bool]]:
     return chosen
 
 
-def _answers(scratch: Store, sessions: dict[str, IRI]) -> dict[str, bytes]:
-    """Pack answers over the bundled graphs, as CSV, by archive path."""
+def _answers(
+    scratch: Store, sessions: dict[str, IRI], spill: Spill | None = None
+) -> dict[str, bytes]:
+    """Pack answers over the bundled graphs, as CSV, by archive path (put in ``spill``
+    instead when given)."""
     out: dict[str, bytes] = {}
+    add = out.__setitem__ if spill is None else spill.add
     for query, per_session in _answerable(load_pack()):
         if per_session:
             for stem, graph in sessions.items():
                 data = query.run_to(scratch, {"session": graph}, format="csv")
-                out[f"answers/{query.name}/{stem}.csv"] = data
+                add(f"answers/{query.name}/{stem}.csv", data)
         else:
-            out[f"answers/{query.name}.csv"] = query.run_to(scratch, {}, format="csv")
+            add(f"answers/{query.name}.csv", query.run_to(scratch, {}, format="csv"))
     return out
 
 
@@ -273,8 +273,36 @@ def write_bundle(
         raise ExportError("the selection is empty: no session graph to bundle")
     # the sealed receipts of content erased or retained away go with the sessions they name
     graphs = sorted(set(graphs) | receipt_graphs(store, graphs) | _findings_graphs(store, graphs))
-    entries: dict[str, bytes] = {}
     stats = BundleStats()
+    spill = Spill()  # every file but the manifest, as it is made: never all in memory
+    # the pack's answers over the bundled graphs, in a memory store as ``verify_bundle``
+    # computes them (where an ORDER BY ties, the rows come in that store's order)
+    scratch = open_store("memory:")
+    try:
+        manifest = _bundle_files(store, graphs, present, ledger, minter, spill, scratch, stats)
+        scratch.close()
+        manifest["selection"] = selection
+        manifest["files"] = spill.listing()
+        head = (_MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+        stats.bytes = write_file(path, lambda out: spill.write_zip(out, head), what="the bundle")
+    finally:
+        scratch.close()
+        spill.close()
+    return stats
+
+
+def _bundle_files(
+    store: Store,
+    graphs: list[IRI],
+    present: set[IRI],
+    ledger: IRI,
+    minter: Minter,
+    spill: Spill,
+    scratch: Store,
+    stats: BundleStats,
+) -> dict[str, Any]:
+    """Put the bundle's files in ``spill`` (each session's graphs loaded into ``scratch`` as
+    it goes, for the pack's answers); returns the manifest but its files and selection."""
     sessions: dict[str, IRI] = {}
     for i, graph in enumerate(graphs, start=1):
         stem = f"{i:04d}"
@@ -282,7 +310,9 @@ def write_bundle(
         content = content_graph(graph)
         selected = [graph, content] if content in present else [graph]
         part: ExportStats = export(store, out, selected, format="trig", minter=minter)
-        entries[f"sessions/{stem}.trig"] = out.getvalue()
+        data = out.getvalue()
+        spill.add(f"sessions/{stem}.trig", data)
+        scratch.load(data, format="trig")
         sessions[stem] = graph
         stats.quads += part.quads
     stats.graphs = len(graphs)
@@ -293,35 +323,33 @@ def write_bundle(
     result = store.query(_ROWS, {"ledger": ledger})
     assert isinstance(result, Solutions)
     rows = [r for r in result.rows if r[0] in keep]
-    entries[_SEGMENT] = "".join(canonical_lines(rows, ledger)).encode("utf-8")
+    data = "".join(canonical_lines(rows, ledger)).encode("utf-8")
+    spill.add(_SEGMENT, data)
+    scratch.load(data, format="nquads")
     stats.seals = len(segment)
     keys = sorted(
         {s.signing_key for s in segment if s.signing_key}
         | {k for r in contents.rotations for k in (r.from_key, r.to_key) if k}
     )
     for i, key in enumerate(keys, start=1):
-        entries[f"keys/{i:04d}.pem"] = _pem(key)
+        spill.add(f"keys/{i:04d}.pem", _pem(key))
     proofs = log_proofs(store, minter, [s.iri for s in segment])
     if proofs is not None:
-        entries[_PROOFS] = (json.dumps(proofs, indent=2, sort_keys=True) + "\n").encode()
+        spill.add(_PROOFS, (json.dumps(proofs, indent=2, sort_keys=True) + "\n").encode())
 
-    scratch = _scratch(entries)
-    try:
-        answers = _answers(scratch, sessions)
-        described = _describe_sessions(scratch, sessions, segment)
-    finally:
-        scratch.close()
-    entries.update(answers)
-    stats.answers = len(answers)
+    rebuild(scratch)  # the catalogue the store-wide pack queries read, from the bundled graphs
+    before = len(spill)
+    _answers(scratch, sessions, spill)
+    described = _describe_sessions(scratch, sessions, segment)
+    stats.answers = len(spill) - before
 
     chains: dict[str, list[SealRecord]] = defaultdict(list)
     for seal in segment:
         chains[str(seal.chain or "")].append(seal)
-    manifest = {
+    return {
         "format": BUNDLE_FORMAT,
         "created": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
         "ledger": str(ledger),
-        "selection": selection,
         "sessions": described,
         "chains": [
             {
@@ -338,16 +366,7 @@ def write_bundle(
                 [f"keys/{i:04d}.pem" for i in range(1, len(keys) + 1)], keys, strict=True
             )
         },
-        "files": {
-            name: {"sha256": _sha(data), "bytes": len(data)}
-            for name, data in sorted(entries.items())
-        },
     }
-    entries[_MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
-    data = _zip_bytes(entries)
-    write_bytes(path, data, what="the bundle")  # no link followed, no half bundle left
-    stats.bytes = len(data)
-    return stats
 
 
 def _describe_sessions(

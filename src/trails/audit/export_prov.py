@@ -3,7 +3,9 @@
 ``trails.audit.export`` chooses the graphs and redacts them; this module writes the
 PROV formats from each session's quads (``trails.audit.provn``: one bundle per
 session, its content graph in it) into a spill file, copied to the output once
-whole, so memory stays that of one session whatever the store's size. A graph
+whole, so memory stays that of one session whatever the store's size; a graph
+larger than ``_PART`` (the ledger, the catalogue: they grow with the store) is
+decoded in parts cut between subjects (``_Parts``), the same bytes. A graph
 ``trails.audit.provn`` cannot map exactly as the ``prov`` package would sends the
 whole export through the ``prov`` package instead (which builds the document in
 memory); a prefix found named like the scheme of an IRI met later is renamed by
@@ -24,11 +26,12 @@ from trails.audit.export_graphs import (
     ExportStats,
     Progress,
     _graph_ntriples,
+    _LineSink,
     _prefixes,
     _schemes,
     _stream,
 )
-from trails.audit.provn import ProvWriter, Unsupported, bundle_triples
+from trails.audit.provn import ProvWriter, Unsupported, Whole, bundle_triples
 from trails.errors import ExportError
 from trails.prov.content import content_graph, is_content_graph, structure_graph
 from trails.prov.iri import Minter
@@ -94,6 +97,96 @@ def export_prov(
 _SPILL = 16 << 20
 """Bytes of a PROV export held in memory before it spills to a temporary file."""
 
+_PART = 4 << 20
+"""Bytes of a graph's N-Triples decoded at once: a larger graph is written in parts."""
+
+
+class _Parts(_LineSink):
+    """Where the store writes a bundle's only graph: kept whole (``data``) while it is small,
+    else handed to the writer in parts of about ``_PART`` bytes, each cut between two
+    subjects (the store lists a subject's triples together), so the ledger's and the
+    catalogue's bundles, which grow with the store, are never decoded whole. A part the
+    writer cannot write apart (``Whole``) sends the bundle back to ``data``: read whole."""
+
+    def __init__(self, writer: ProvWriter, bundle: str, schemes: set[str]) -> None:
+        self.writer, self.bundle, self.schemes = writer, bundle, schemes
+        self.rest = b""
+        self.buffer: list[bytes] = []
+        self.size = 0
+        self.count = 0
+        self.parted = False  # parts written to the writer
+        self.whole = False  # the writer refused a part: read the graph whole
+        self.reserved = False  # an IRI scheme the prov package reserves: stop
+        self.error: Unsupported | None = None
+        self.data = b""
+        self.done = False  # the bundle was written in parts
+
+    def _lines(self, lines: bytes) -> None:
+        self.count += lines.count(b"\n")
+        if self.reserved or self.whole or self.error is not None:
+            return
+        self.schemes |= _schemes(lines)
+        if self.schemes & _RESERVED:
+            self.reserved = True
+            return
+        self.buffer.append(lines)
+        self.size += len(lines)
+        if self.size >= _PART:
+            data = b"".join(self.buffer)
+            last = data.rfind(b"\n", 0, len(data) - 1) + 1  # the last line's start
+            subject = data[last : data.index(b" ", last) + 1]
+            cut = last
+            while cut and data.startswith(subject, data.rfind(b"\n", 0, cut - 1) + 1):
+                cut = data.rfind(b"\n", 0, cut - 1) + 1  # back to the subject's first line
+            if cut:
+                self.buffer, self.size = [data[cut:]], len(data) - cut
+                self._part(data[:cut])
+            else:
+                self.buffer = [data]
+
+    def _part(self, data: bytes) -> None:
+        try:
+            if not self.parted:
+                self.writer.begin(self.bundle)
+                self.parted = True
+            self.writer.part(bundle_triples(_named(data, self.bundle), self.bundle))
+        except Whole:
+            self.writer.rollback()
+            self.whole = True
+        except Unsupported as exc:
+            self.error = exc
+
+    def close(self) -> None:
+        if self.rest:
+            self._lines(self.rest + (b"" if self.rest.endswith(b"\n") else b"\n"))
+            self.rest = b""
+        if self.error is None and not self.reserved:
+            self._finish()
+        if self.error is not None:
+            if self.parted and not self.whole:
+                self.writer.rollback()
+            raise self.error
+
+    def _finish(self) -> None:
+        data = b"".join(self.buffer)
+        self.buffer = []
+        if self.whole:  # a part refused: the graph read again, whole
+            self.data = b""
+            return
+        if not self.parted:
+            self.data = data
+            return
+        if data:
+            self._part(data)
+        if self.error is not None or self.whole:
+            return
+        self.writer.end()
+        self.done = True
+
+
+def _named(data: bytes, graph: str) -> bytes:
+    return data.replace(b" .\n", f" <{graph}> .\n".encode())
+
 
 def _named_like(schemes: frozenset[str], minter: Minter) -> bool:
     """Whether any prefix an export may declare is named like one of ``schemes``."""
@@ -119,10 +212,28 @@ def _write_prov(
         out, format=format, bundles=[str(b) for b in bundles], prefixes=prefixes, avoid=avoid
     )
     schemes: set[str] = set()
+    grouped = bool(getattr(store, "groups_subjects", False))  # a graph's dump cut by subject
     for done, bundle in enumerate(bundles, 1):
-        pieces = []
+        pieces, taken = [], False  # taken: the graph's data came through ``_Parts``
+        alone = content_graph(bundle) not in selected and not targets.get(bundle) and grouped
+        if alone and bundle in selected:  # one graph: written in parts when it is large
+            parts = _Parts(writer, str(bundle), schemes)
+            store.dump(parts, format="ntriples", graph=bundle)  # type: ignore[arg-type]
+            parts.close()
+            if not parts.whole:  # else counted below, when read whole
+                stats.graphs += 1 if parts.count else 0
+                stats.quads += parts.count
+            if parts.reserved or parts.done:
+                if parts.reserved:
+                    break
+                if progress is not None:
+                    progress(done, len(bundles), stats.quads)
+                continue
+            if not parts.whole:
+                pieces.append(_named(parts.data, str(bundle)))
+                taken = True
         for g in (bundle, content_graph(bundle)):
-            if g not in selected:
+            if g not in selected or taken:
                 continue
             data, count, redacted = _graph_ntriples(store, g, targets.get(g))
             pieces.append(data.replace(b" .\n", f" <{g}> .\n".encode()))

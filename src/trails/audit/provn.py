@@ -35,6 +35,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, timedelta
@@ -43,7 +45,7 @@ from typing import IO, Any, BinaryIO
 
 from trails.prov.content import is_content_graph, structure_graph
 
-__all__ = ["ProvWriter", "Unsupported", "bundle_triples", "write_prov"]
+__all__ = ["ProvWriter", "Unsupported", "Whole", "bundle_triples", "write_prov"]
 
 _P = "http://www.w3.org/ns/prov#"
 _XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -138,6 +140,10 @@ _SIMPLE_ESCAPES = {"t": "\t", "b": "\b", "n": "\n", "r": "\r", "f": "\f", '"': '
 
 class Unsupported(Exception):
     """A graph this writer cannot map exactly as the ``prov`` package would."""
+
+
+class Whole(Exception):
+    """A part of a bundle that cannot be written apart from the rest of it."""
 
 
 @dataclass(frozen=True)
@@ -582,6 +588,7 @@ class ProvWriter:
         self.names = _Names(prefixes, avoid)
         self.counter = 0  # PROV-JSON's anonymous records: _:id1, _:id2 ... over the document
         self.first = True
+        self._parts: _BundleParts | None = None
         top: set[str] = set()
         self.titles = {
             b: (self.names.provn(b, top) if self.provn else self.names.plain(b, top))
@@ -630,6 +637,119 @@ class ProvWriter:
         self.first = False
         self.out.write(f"{sep}    {json.dumps(title, ensure_ascii=False)}: {text}".encode())
 
+    def begin(self, bundle: str) -> None:
+        """Start a bundle written in parts (``part``, then ``end``): for a graph too large to
+        decode whole, such as the ledger or the catalogue of a large store. The parts are
+        cut between subjects; the records go to spill files, and ``end`` writes the bundle
+        exactly as ``add`` would have written it from all the parts at once.
+
+        ``add`` reads relations across subjects only through ``prov:qualified*`` nodes, and
+        names a namespace without a prefix ``nsN`` in the order it meets them (all the
+        anonymous records first), so a part holding ``qualified``, or an anonymous record
+        naming a new namespace after a named record of an earlier part did, raises
+        ``Whole``: the caller calls ``rollback`` and writes the bundle with ``add``."""
+        self._parts = _BundleParts(bundle, dict(self.names.prefixes), self.counter)
+
+    def part(self, triples: list[tuple[str, str, _Value]]) -> None:
+        """Decode and write one part of the bundle begun (whole subjects only).
+
+        Raises:
+            Whole: this part cannot be written apart from the rest (see ``begin``).
+            Unsupported: a graph the ``prov`` package would read otherwise.
+        """
+        parts = self._parts
+        assert parts is not None
+        if any("qualified" in p for _, p, _ in triples):
+            raise Whole("a qualified influence")
+        names = self.names
+        names.forget()
+        for record in _decode(triples):  # the anonymous records first, as ``add`` writes them
+            known = len(names.prefixes)
+            # PROV-N: the anonymous records, then the named ones, each in the order met;
+            # PROV-JSON: grouped by kind as well
+            keyword = "" if self.provn else _RECORDS[record.kind][0]
+            spill = parts.spill(keyword, record.ident is None)
+            if self.provn:
+                spill.write(f"    {_provn_record(record, names, parts.used)}\n".encode())
+            else:
+                if record.ident is None:
+                    self.counter += 1
+                    key = f"_:id{self.counter}"
+                else:
+                    key = names.plain(record.ident, parts.used)
+                body = _json_record(record, names, parts.used)
+                text = json.dumps(body, indent=2, ensure_ascii=False)
+                entry = f"{json.dumps(key, ensure_ascii=False)}: {text}".replace("\n", "\n        ")
+                spill.write(("" if not spill.tell() else ",\n        ").encode() + entry.encode())
+            if len(names.prefixes) != known:  # a namespace named nsN here, in the order met
+                if record.ident is not None:
+                    parts.named_first = True
+                elif parts.named_first:  # ``add`` would have met this one before
+                    raise Whole("a new namespace")
+
+    def rollback(self) -> None:
+        """Forget the bundle begun (nothing of it was written): ``add`` writes it instead."""
+        parts, self._parts = self._parts, None
+        if parts is not None:
+            self.names.prefixes = parts.prefixes
+            self.names._by_length = sorted(parts.prefixes.items(), key=lambda kv: -len(kv[1]))
+            self.names.forget()
+            self.counter = parts.counter
+            parts.close()
+
+    def end(self) -> None:
+        """Write the bundle begun, from its parts."""
+        parts, self._parts = self._parts, None
+        assert parts is not None
+        try:
+            self._write_parts(parts)
+        finally:
+            parts.close()
+
+    def _write_parts(self, parts: _BundleParts) -> None:
+        title = self.titles.get(parts.bundle)
+        if title is None:
+            names = self.names
+            title = (
+                names.provn(parts.bundle, set()) if self.provn else names.plain(parts.bundle, set())
+            )
+        declared = _declare(parts.used, self.names)
+        out = self.out
+        if self.provn:
+            head = "".join(f"    prefix {p} <{ns}>\n" for p, ns in declared)
+            out.write(f"  bundle {title}\n{head}    \n".encode())
+            for spill in parts.ordered():
+                spill.seek(0)
+                shutil.copyfileobj(spill, out)
+            out.write(b"  endBundle\n")
+            return
+        sep = "\n" if self.first else ",\n"
+        self.first = False
+        sections = parts.sections()
+        if not declared and not sections:
+            out.write(f"{sep}    {json.dumps(title, ensure_ascii=False)}: {{}}".encode())
+            return
+        out.write(f"{sep}    {json.dumps(title, ensure_ascii=False)}: {{".encode())
+        items = []
+        if declared:
+            prefixes = json.dumps(dict(declared), indent=2, ensure_ascii=False)
+            items.append(f'"prefix": {prefixes}'.replace("\n", "\n      ").encode())
+        first = True
+        for item in items:
+            out.write(b"\n      " + item)
+            first = False
+        for keyword, spills in sections:
+            out.write(("\n      " if first else ",\n      ").encode())
+            first = False
+            out.write(f"{json.dumps(keyword)}: {{\n        ".encode())
+            for i, spill in enumerate(spills):
+                if i:
+                    out.write(b",\n        ")
+                spill.seek(0)
+                shutil.copyfileobj(spill, out)
+            out.write(b"\n      }")
+        out.write(b"\n    }")
+
     def close(self) -> None:
         """End the document."""
         if self.provn:
@@ -640,3 +760,46 @@ class ProvWriter:
 
 def _declare(used: Iterable[str], names: _Names) -> list[tuple[str, str]]:
     return [(p, names.prefixes[p]) for p in sorted(used) if p not in _BUILT_IN]
+
+
+class _BundleParts:
+    """A bundle written in parts: its records' text in spill files, one per record kind and
+    per anonymous or named record (``add`` writes the anonymous records first, and PROV-JSON
+    groups the records by kind in the order the kinds first occur), and the prefixes used."""
+
+    def __init__(self, bundle: str, prefixes: dict[str, str], counter: int) -> None:
+        self.bundle, self.prefixes, self.counter = bundle, prefixes, counter
+        self.used: set[str] = set()
+        self.named_first = False  # a named record met a new namespace
+        self._spills: dict[tuple[bool, str], IO[bytes]] = {}
+
+    def spill(self, keyword: str, anonymous: bool) -> IO[bytes]:
+        key = (not anonymous, keyword)
+        spill = self._spills.get(key)
+        if spill is None:
+            spill = tempfile.SpooledTemporaryFile(max_size=_PART_SPILL)  # noqa: SIM115 (closed by close)
+            self._spills[key] = spill
+        return spill
+
+    def ordered(self) -> list[IO[bytes]]:
+        """The spills in the order ``add`` writes PROV-N records: anonymous ones first."""
+        return [s for (named, _), s in self._spills.items() if not named] + [
+            s for (named, _), s in self._spills.items() if named
+        ]
+
+    def sections(self) -> list[tuple[str, list[IO[bytes]]]]:
+        """PROV-JSON's sections in order, each with its spills (anonymous records first)."""
+        out: dict[str, list[IO[bytes]]] = {}
+        for named in (False, True):
+            for (is_named, keyword), spill in self._spills.items():
+                if is_named == named:
+                    out.setdefault(keyword, []).append(spill)
+        return list(out.items())
+
+    def close(self) -> None:
+        for spill in self._spills.values():
+            spill.close()
+
+
+_PART_SPILL = 1 << 20
+"""Bytes of a bundle part's records held in memory before they spill to a file."""

@@ -52,7 +52,7 @@ import hashlib
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -70,6 +70,11 @@ from trails.otel.events import (
     span_activity,
 )
 from trails.otel.logs import LogRecord, genai_events
+from trails.otel.lookups import BATCH as _BATCH
+from trails.otel.lookups import conversation as _conversation
+from trails.otel.lookups import recorded_query as _recorded_query
+from trails.otel.lookups import states_query as _states_query
+from trails.otel.lookups import true as _true
 from trails.otel.mapping import EndUsers, span_event
 from trails.otel.otlp import Span, SpanEvent
 from trails.otel.refusals import SpansRefused, refusals_graph
@@ -86,13 +91,8 @@ __all__ = ["MAX_WAITING_LOGS", "IngestResult", "Ingestor", "ingest_options"]
 MAX_WAITING_LOGS = 100_000
 """Log records kept while their span has not arrived; beyond, new ones are refused."""
 
-_RECORDED = f"""
-SELECT ?g ?sid ?trace WHERE {{
-  GRAPH ?g {{ ?a {T.traceId.n3()} ?trace ; {T.spanId.n3()} ?sid }}
-}}"""
 _NAMESPACED = ("otlp-",)  # how a write token's sessions begin (``_namespace``)
 _IS_SESSION = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} }} }}"
-_IS_RECEIVED = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} . ?a {T.traceId.n3()} ?trace }} }}"
 _IS_ENDED = f"ASK {{ GRAPH ?s {{ ?s a {T.Session.n3()} ; {PROV.endedAtTime.n3()} ?end }} }}"
 _OPEN_SESSIONS = f"""
 SELECT ?s (MAX(?end) AS ?last) WHERE {{
@@ -233,6 +233,8 @@ class Ingestor:
         # completions of open sessions they may still add content to
         self._waiting_logs: dict[tuple[str, str, str], list[tuple[float, SpanEvent]]] = {}
         self._kept: dict[tuple[str, str, str], _Kept] = {}
+        #: (exists, received, ended) of sessions, for the request being ingested only
+        self._known: dict[str, tuple[bool, bool, bool]] = {}
 
     @property
     def base(self) -> str:
@@ -242,21 +244,47 @@ class Ingestor:
 
     def _recorded(self, trace_id: str, namespace: str) -> tuple[str | None, set[str]]:
         """The session of ``namespace`` a trace already went to, and its recorded span ids."""
-        session: str | None = None
-        ids: set[str] = set()
-        prefix = f"{self.recorder.minter.base}session:{namespace}"
-        for row in select(self.recorder.store, _RECORDED, {"trace": _literal(trace_id)}):
-            if not str(row["g"]).startswith(prefix) or (
-                not namespace and str(row["g"])[len(prefix) :].startswith(_NAMESPACED)
-            ):
-                continue  # another token's session: never this one's to write or to skip
-            session = str(row["g"])
-            ids.add(str(to_python(row["sid"])))
-        return session, ids
+        return self._recorded_all([trace_id], namespace)[trace_id]
 
-    def _received(self, session: str) -> bool:
-        """Whether ``session`` holds received spans (a session this receiver started)."""
-        return ask(self.recorder.store, _IS_RECEIVED, {"s": IRI.trusted(session)})
+    def _recorded_all(
+        self, trace_ids: Sequence[str], namespace: str
+    ) -> dict[str, tuple[str | None, set[str]]]:
+        """``_recorded`` of every trace of a request, in one query (per ``_BATCH`` traces)."""
+        found: dict[str, tuple[str | None, set[str]]] = {t: (None, set()) for t in trace_ids}
+        prefix = f"{self.recorder.minter.base}session:{namespace}"
+        for at in range(0, len(trace_ids), _BATCH):
+            chunk = trace_ids[at : at + _BATCH]
+            params = {f"t{i}": _literal(t) for i, t in enumerate(chunk)}
+            for row in select(self.recorder.store, _recorded_query(len(chunk)), params):
+                g = str(row["g"])
+                if not g.startswith(prefix) or (
+                    not namespace and g[len(prefix) :].startswith(_NAMESPACED)
+                ):
+                    continue  # another token's session: never this one's to write or to skip
+                trace = chunk[int(str(to_python(row["n"])))]
+                ids = found[trace][1]
+                ids.add(str(to_python(row["sid"])))
+                found[trace] = (g, ids)
+        return found
+
+    def _states(self, sessions: Iterable[str]) -> dict[str, tuple[bool, bool, bool]]:
+        """``(exists, received, ended)`` of each session, in one query (per ``_BATCH``)."""
+        names = list(dict.fromkeys(sessions))
+        states = dict.fromkeys(names, (False, False, False))
+        for at in range(0, len(names), _BATCH):
+            chunk = names[at : at + _BATCH]
+            params = {f"s{i}": IRI.trusted(s) for i, s in enumerate(chunk)}
+            for row in select(self.recorder.store, _states_query(len(chunk)), params):
+                session = chunk[int(str(to_python(row["n"])))]
+                states[session] = (True, _true(row["received"]), _true(row["ended"]))
+        return states
+
+    def _state(self, session: str) -> tuple[bool, bool, bool]:
+        """``(exists, received, ended)``: known for the request's sessions, else asked."""
+        state = self._known.get(session)
+        if state is None:
+            state = self._known[session] = self._states([session])[session]
+        return state
 
     def _namespace(self, token_principal: str | None) -> str:
         """The prefix of the session ids the spans of ``token_principal`` go to."""
@@ -285,6 +313,31 @@ class Ingestor:
 
     def _ended(self, session: str) -> bool:
         return ask(self.recorder.store, _IS_ENDED, {"s": IRI.trusted(session)})
+
+    def _prefetch(
+        self, by_trace: dict[str, list[Span]], namespace: str
+    ) -> dict[str, tuple[str | None, set[str]]]:
+        """The request's look-ups, asked together before its spans are read: the spans each
+        trace already recorded (one query), then whether each session the traces may go to
+        exists, holds received spans and has ended (one query), kept in ``_known`` for this
+        request (the store does not change before the request's one write)."""
+        recorded = self._recorded_all(list(by_trace), namespace)
+        likely: list[str] = []
+        for trace_id, group in by_trace.items():
+            session = recorded[trace_id][0]
+            if session is None:
+                # a guess from the attributes alone (a session not guessed is asked later)
+                conversation = next((c for c in map(_conversation, group) if c), None)
+                key = (
+                    foreign_session_key(str(conversation), _NAMESPACED)
+                    if conversation
+                    else trace_id
+                )
+                session = str(self.recorder.minter.session(namespace + key))
+                likely.append(str(self.recorder.minter.session(f"{namespace}{key}~{trace_id}")))
+            likely.append(session)
+        self._known = self._states(likely)
+        return recorded
 
     def _requester(self, session: str, call_id: str) -> str | None:
         rows = list(
@@ -345,8 +398,9 @@ class Ingestor:
         refused: list[SpansRefused] = []  # recorded, so the refusal is evidence too
         namespace = self._namespace(token_principal)
         users = self._users_of[namespace]
+        known = self._prefetch(by_trace, namespace)
         for trace_id, group in by_trace.items():
-            earlier_session, recorded = self._recorded(trace_id, namespace)
+            earlier_session, recorded = known[trace_id]
             fresh = [self._with_logs(namespace, s) for s in group if s.span_id not in recorded]
             result.duplicates += len(group) - len(fresh)
             if not fresh:
@@ -364,16 +418,16 @@ class Ingestor:
                 if grouped in self._groups and grouped in self._open_groups():
                     key = self._groups[grouped]  # a trace of the same service and user, soon after
             session = earlier_session or str(self.recorder.minter.session(namespace + key))
-            if session not in started and self._received(session) and self._ended(session):
+            if session not in started and self._state(session)[1] and self._state(session)[2]:
                 key = f"{key}~{trace_id}"
                 session = str(self.recorder.minter.session(namespace + key))
-                if self._ended(session):
+                if self._state(session)[2]:
                     why = f"session {session} has ended and was sealed; its spans arrived too late"
                     result.rejected += len(fresh)
                     result.refusals.append(why)
                     refused.append(self._refused(session, fresh, why, token_principal))
                     continue
-            if session not in started and self._exists(session) and not self._received(session):
+            if session not in started and self._state(session)[0] and not self._state(session)[1]:
                 why = (
                     f"session {session} was not started by this receiver; "
                     f"its spans are not written into it"
@@ -399,7 +453,7 @@ class Ingestor:
             if token_principal is not None:  # the token's principal writes; enduser.id is kept
                 end_user = principal if principal != token_principal else None
                 principal = token_principal
-            if session not in started and not self._exists(session):
+            if session not in started and not self._state(session)[0]:
                 session_span = next((s for s in fresh if s.span_id in session_spans), None)
                 label = session_span.name if session_span is not None else None
                 started[session] = SpanSessionStarted(

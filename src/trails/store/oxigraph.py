@@ -375,6 +375,12 @@ class OxigraphStore(Store):
                     raise StoreError(f"cannot open store at {root} read-only: {exc}") from exc
 
     @property
+    def groups_subjects(self) -> bool:
+        """Whether ``dump`` of one graph lists each subject's triples together: on disk it
+        reads the graph-subject-predicate-object index in order; in memory it does not."""
+        return self.path is not None
+
+    @property
     def read_only(self) -> bool:
         """Whether this is a read-only snapshot (``snapshot_at`` says of when)."""
         return self.snapshot_at is not None
