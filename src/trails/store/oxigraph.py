@@ -210,6 +210,7 @@ _PREPARED: dict[tuple[Any, ...], tuple[str, dict[Any, Any] | None]] = {}
 
 _NODES: dict[Any, Any] = {}  # IRI text -> NamedNode, Literal -> pyoxigraph Literal
 _NODES_MAX = 1 << 16
+_TEXTS: dict[tuple[type, Any], str] = {}  # (type, term) -> its N-Triples text
 
 
 def _convert_quads(quads: Iterable[Quad]) -> list[ox.Quad]:
@@ -443,19 +444,17 @@ class OxigraphStore(Store):
 
     def write(self, quads: Iterable[Quad], *, remove: Iterable[Quad] = ()) -> None:
         store = self._writable("write")
+        remove = list(remove)
         try:
-            converted = _convert_quads(quads)
-            removed = _convert_quads(remove)
+            if not remove:
+                converted = _convert_quads(quads)
+                self._call("write", lambda: store.extend(converted))
+                self._changed()
+                return
+            # One SPARQL update is one transaction: removals and additions together.
+            update = f"DELETE DATA {{ {_data(remove)} }} ;\nINSERT DATA {{ {_data(quads)} }}"
         except (ValueError, TypeError) as exc:
             raise StoreError(f"invalid quad, nothing written: {exc}") from exc
-        if not removed:
-            self._call("write", lambda: store.extend(converted))
-            self._changed()
-            return
-        # One SPARQL update is one transaction: removals and additions together.
-        deletions = " ".join(_nq(q) for q in removed)
-        insertions = " ".join(_nq(q) for q in converted)
-        update = f"DELETE DATA {{ {deletions} }} ;\nINSERT DATA {{ {insertions} }}"
         self._call("write", lambda: store.update(update))
         self._changed()
 
@@ -713,6 +712,28 @@ class OxigraphStore(Store):
             lock.release()
 
 
-def _nq(q: ox.Quad) -> str:
-    """N-Quads text of a pyoxigraph quad (its ``str`` is the N-Quads form)."""
-    return f"GRAPH {q.graph_name} {{ {q.subject} {q.predicate} {q.object} }}"
+def _data(quads: Iterable[Quad]) -> str:
+    """The body of a ``DELETE DATA`` / ``INSERT DATA`` block: one ``GRAPH`` group per
+    graph, each term written as pyoxigraph writes it (its ``str`` is its N-Triples form).
+
+    The write path of every sealed event (the ledger pointer moves in it), so the texts
+    of the terms that repeat (classes, predicates, graphs, short literals) are kept in a
+    process-wide table like ``_NODES``; a blank node is never kept (nor shares an entry
+    with an IRI of its text: the key holds the term's type).
+    """
+    texts = _TEXTS
+    if len(texts) > _NODES_MAX:
+        texts.clear()
+    groups: dict[str, list[str]] = {}
+    for quad in quads:
+        line = []
+        for t in quad:
+            key = (type(t), t)
+            text = texts.get(key)
+            if text is None:
+                text = str(_to_ox(t))
+                if type(t) is not BNode and (not isinstance(t, Literal) or len(t.value) <= 64):
+                    texts[key] = text
+            line.append(text)
+        groups.setdefault(line[3], []).append(f"{line[0]} {line[1]} {line[2]} .")
+    return " ".join(f"GRAPH {g} {{ {' '.join(lines)} }}" for g, lines in groups.items())
