@@ -210,7 +210,7 @@ _PREPARED: dict[tuple[Any, ...], tuple[str, dict[Any, Any] | None]] = {}
 
 _NODES: dict[Any, Any] = {}  # IRI text -> NamedNode, Literal -> pyoxigraph Literal
 _NODES_MAX = 1 << 16
-_TEXTS: dict[tuple[type, Any], str] = {}  # (type, term) -> its N-Triples text
+_TEXTS: dict[Any, str] = {}  # IRI text or Literal -> its N-Triples text
 
 
 def _convert_quads(quads: Iterable[Quad]) -> list[ox.Quad]:
@@ -718,22 +718,29 @@ def _data(quads: Iterable[Quad]) -> str:
 
     The write path of every sealed event (the ledger pointer moves in it), so the texts
     of the terms that repeat (classes, predicates, graphs, short literals) are kept in a
-    process-wide table like ``_NODES``; a blank node is never kept (nor shares an entry
-    with an IRI of its text: the key holds the term's type).
+    process-wide table like ``_NODES``; a blank node is never looked up nor kept (no IRI
+    has its text's meaning; a literal's key is a tuple). Predicates and graphs are IRIs.
     """
     texts = _TEXTS
     if len(texts) > _NODES_MAX:
         texts.clear()
+    get = texts.get
+
+    def text(t: Term) -> str:
+        out = str(_to_ox(t))
+        if type(t) is not BNode and (not isinstance(t, Literal) or len(t.value) <= 64):
+            texts[t] = out
+        return out
+
     groups: dict[str, list[str]] = {}
-    for quad in quads:
-        line = []
-        for t in quad:
-            key = (type(t), t)
-            text = texts.get(key)
-            if text is None:
-                text = str(_to_ox(t))
-                if type(t) is not BNode and (not isinstance(t, Literal) or len(t.value) <= 64):
-                    texts[key] = text
-            line.append(text)
-        groups.setdefault(line[3], []).append(f"{line[0]} {line[1]} {line[2]} .")
+    for s, p, o, g in quads:
+        ts = (None if type(s) is BNode else get(s)) or text(s)
+        to = (None if type(o) is BNode else get(o)) or text(o)
+        tg = get(g) or text(g)
+        line = f"{ts} {get(p) or text(p)} {to} ."
+        lines = groups.get(tg)
+        if lines is None:
+            groups[tg] = [line]
+        else:
+            lines.append(line)
     return " ".join(f"GRAPH {g} {{ {' '.join(lines)} }}" for g, lines in groups.items())
