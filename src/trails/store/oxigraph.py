@@ -190,7 +190,11 @@ def _prepared(sparql: str, params: Mapping[str, Term]) -> tuple[str, dict[Any, A
     found = _PREPARED.get(key)
     if found is not None:
         return found
-    check_text(sparql, "the query text", QueryError)
+    if sparql not in _ENCODABLE:  # a text asked with new values was checked before
+        check_text(sparql, "the query text", QueryError)
+        if len(_ENCODABLE) >= 256:
+            _ENCODABLE.clear()
+        _ENCODABLE.add(sparql)
     for name, term in params.items():
         check_term(term, f"query parameter {name!r}", QueryParameterError)
     if any(isinstance(v, BNode) for v in params.values()) or prebinds(sparql, params):
@@ -206,6 +210,7 @@ def _prepared(sparql: str, params: Mapping[str, Term]) -> tuple[str, dict[Any, A
 # (text, (name, type, term)...) -> what _prepared answers; the type keeps an IRI and
 # a blank node of the same text apart
 _PREPARED: dict[tuple[Any, ...], tuple[str, dict[Any, Any] | None]] = {}
+_ENCODABLE: set[str] = set()  # query texts that passed check_text (the 256 most recent)
 
 
 _NODES: dict[Any, Any] = {}  # IRI text -> NamedNode, Literal -> pyoxigraph Literal
