@@ -145,3 +145,37 @@ def test_a_control_past_its_time_is_timed_out_never_passed(world: World, tmp_pat
     [outcome] = evaluation.outcomes
     assert outcome.status == "timed out" and outcome.failed
     assert evaluation.failing("critical") == [outcome]  # counted whatever the level
+
+
+def test_a_batch_runs_on_past_a_control_that_timed_out(world: World, tmp_path: Path) -> None:
+    """The controls of one evaluation share a worker: one past its limit is timed out,
+    the ones before and after it still run and keep their order."""
+    folder = tmp_path / "batch"
+    folder.mkdir()
+    for name, query in [
+        ("a-quick", "SELECT ?subject WHERE { FILTER(false) }"),
+        (
+            "b-slow",
+            # every pair of the store's quads hashed: a fraction of a second, no row
+            "SELECT ?subject WHERE { GRAPH ?g { ?subject ?p ?o } GRAPH ?h { ?a ?b ?c } "
+            "FILTER(STRLEN(SHA256(CONCAT(STR(?o), STR(?c)))) < 0) }",
+        ),
+        ("c-quick", "SELECT ?subject WHERE { FILTER(false) }"),
+        ("d-finds", "SELECT ?subject WHERE { BIND(<urn:x:at-fault> AS ?subject) }"),
+    ]:
+        (folder / f"{name}.toml").write_text(
+            f'id = "{name}"\ntitle = "{name}"\nseverity = "low"\nscope = "store"\n'
+            f'check = "{name}.rq"\n'
+        )
+        (folder / f"{name}.rq").write_text(query)
+    evaluation = evaluate_store(world.store, load_controls(folder), timeout=0.05)
+    assert [(o.control.id, o.status) for o in evaluation.outcomes] == [
+        ("a-quick", "passed"),
+        ("b-slow", "timed out"),
+        ("c-quick", "passed"),
+        ("d-finds", "violated"),
+    ]
+    assert evaluation.outcomes[3].violations[0].subject == "urn:x:at-fault"
+    # without a limit the slow one runs to its end and passes
+    unlimited = evaluate_store(world.store, load_controls(folder)[1:2], timeout=None)
+    assert [o.status for o in unlimited.outcomes] == ["passed"]

@@ -123,6 +123,20 @@ def test_unicode_control_characters_and_long_literals_round_trip(any_store: Stor
         assert found == {(IRI(f"urn:test:v{i}"), Literal(v))}
 
 
+def test_a_write_with_removals_round_trips_every_kind_of_term(any_store: Store) -> None:
+    """The one-transaction path (removals with additions) writes the same terms as a plain
+    write: escapes, long and typed and language literals, several graphs at once."""
+    gone = Quad(S, Q, Literal("old pointer"), G3)
+    any_store.write([gone])
+    values = ["quotes \" and ' \\ back\\slash", "line\nbreak\tand \x01", "y" * 100_000]
+    quads = [Quad(IRI(f"urn:test:r{i}"), P, Literal(v), G1) for i, v in enumerate(values)]
+    quads += [Quad(S, P, Literal("chat", LANG, "fr-ca"), G2), Quad(S, P, literal(7), G2)]
+    quads += [Quad(S, Q, Literal("new pointer"), G3)] * 2  # twice in one write: once stored
+    any_store.write(quads, remove=[gone])
+    got = rows(any_store, "SELECT ?s ?o ?g WHERE { GRAPH ?g { ?s ?p ?o } }")
+    assert got == {(q.subject, q.object, q.graph) for q in quads}
+
+
 # -- querying ------------------------------------------------------------------
 
 

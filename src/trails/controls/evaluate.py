@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from trails.controls.model import Control, severity_rank
 from trails.errors import TrailsError
@@ -41,7 +42,6 @@ DEFAULT_TIMEOUT_S = 30.0
 """How long one control may run before it is reported ``timed out``."""
 
 Status = Literal["passed", "violated", "timed out", "error"]
-T_ = TypeVar("T_")
 
 
 @dataclass(frozen=True)
@@ -104,9 +104,10 @@ def session_graphs(session: str) -> list[IRI]:
 
 
 class _Worker:
-    """One daemon thread that runs controls one after another, so a control costs a queue
-    hand-off, not a thread start. A control that overruns its limit keeps this worker (a
-    query cannot be stopped from outside); the next control gets a fresh one."""
+    """One daemon thread that runs jobs one after another, so a batch of controls costs
+    one hand-off, not a thread start (nor a hand-off per control). A control that overruns
+    its limit keeps this worker (a query cannot be stopped from outside); what is left of
+    its batch goes to a fresh one."""
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[tuple[Callable[[], Any], queue.SimpleQueue[Any]]] = (
@@ -127,26 +128,83 @@ _lock = threading.Lock()
 _free: list[_Worker] = []
 
 
-def _bounded(work: Callable[[], T_], timeout: float | None) -> T_:
-    """``work()``, or ``TimeoutError`` once it has run ``timeout`` seconds (it is left to
-    finish on its worker, which is then not used again)."""
-    if timeout is None:
-        return work()
+def _take() -> _Worker:
     with _lock:
         worker = _free.pop() if _free else None
-    if worker is None:
-        worker = _Worker()
-    box: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
-    worker.jobs.put((work, box))
-    try:
-        ok, value = box.get(timeout=timeout)
-    except queue.Empty:
-        raise TimeoutError from None
+    return worker if worker is not None else _Worker()
+
+
+def _give_back(worker: _Worker) -> None:
     with _lock:
         _free.append(worker)
-    if not ok:
-        raise value
-    return value  # type: ignore[no-any-return]
+
+
+class _Batch:
+    """Controls run one after another on one worker; the caller watches the one running.
+
+    The worker notes, under ``lock``, which control it is on and since when; the caller
+    sleeps until the batch is done or the running control's limit is reached, and only
+    then looks. A control past its limit is given up (``abandoned``: the worker keeps
+    no result of it and starts nothing more of this batch)."""
+
+    def __init__(self, run: Callable[[Control], Outcome], controls: Sequence[Control]) -> None:
+        self.run, self.controls = run, list(controls)
+        self.lock = threading.Lock()
+        self.done: list[Outcome] = []
+        self.started = time.monotonic()
+        self.started_at = datetime.now(UTC)
+        self.abandoned = False
+
+    def __call__(self) -> None:
+        for control in self.controls:
+            outcome = self.run(control)
+            with self.lock:
+                if self.abandoned:
+                    return
+                self.done.append(outcome)
+                self.started = time.monotonic()
+                self.started_at = datetime.now(UTC)
+
+
+def _bounded_all(
+    run: Callable[[Control], Outcome],
+    controls: Sequence[Control],
+    timeout: float,
+    timed_out: Callable[[Control, datetime], Outcome],
+) -> list[Outcome]:
+    """``run(c)`` for each control in order on one worker thread; a control that runs
+    ``timeout`` seconds is ``timed_out(c, started)`` and the rest run on a fresh worker."""
+    outcomes: list[Outcome] = []
+    rest = list(controls)
+    while rest:
+        worker, batch = _take(), _Batch(run, rest)
+        box: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+        with batch.lock:
+            batch.started, batch.started_at = time.monotonic(), datetime.now(UTC)
+        worker.jobs.put((batch, box))
+        wait = timeout
+        while True:
+            try:
+                ok, value = box.get(timeout=max(wait, 0.0))
+            except queue.Empty:
+                with batch.lock:
+                    overdue = time.monotonic() - batch.started
+                    if overdue < timeout:
+                        wait = timeout - overdue
+                        continue
+                    batch.abandoned = True
+                    done, started_at = list(batch.done), batch.started_at
+                outcomes.extend(done)
+                outcomes.append(timed_out(rest[len(done)], started_at))
+                rest = rest[len(done) + 1 :]
+                break
+            _give_back(worker)
+            if not ok:
+                raise value
+            outcomes.extend(batch.done)
+            rest = []
+            break
+    return outcomes
 
 
 def _text(term: Term | None) -> str | None:
@@ -232,24 +290,24 @@ def _shacl_rows(
     return rows
 
 
-def _evaluate(
-    store: Store, control: Control, session: IRI | None, timeout: float | None
+def _start(
+    control: Control, session: IRI | None, graphs: Sequence[IRI], started: datetime
 ) -> Outcome:
-    graphs = session_graphs(session) if session is not None else []
-    run = _sparql_rows if control.kind == "sparql" else _shacl_rows
-    started = datetime.now(UTC)
-    outcome = Outcome(
+    return Outcome(
         control,
         "passed",
         session=str(session) if session is not None else None,
         graphs=tuple(str(g) for g in graphs),
         started=started,
     )
+
+
+def _evaluate(store: Store, control: Control, session: IRI | None, graphs: list[IRI]) -> Outcome:
+    """One control run to its end (on the caller's thread, or a batch's worker)."""
+    outcome = _start(control, session, graphs, datetime.now(UTC))
+    run = _sparql_rows if control.kind == "sparql" else _shacl_rows
     try:
-        outcome.violations = _bounded(lambda: run(store, control, session, graphs), timeout)
-    except TimeoutError:
-        outcome.status = "timed out"
-        outcome.error = f"ran past its limit of {timeout:g} s"
+        outcome.violations = run(store, control, session, graphs)
     except TrailsError as exc:
         outcome.status = "error"
         outcome.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -257,6 +315,24 @@ def _evaluate(
         outcome.status = "violated" if outcome.violations else "passed"
     outcome.ended = datetime.now(UTC)
     return outcome
+
+
+def _evaluate_all(
+    store: Store, controls: Sequence[Control], session: IRI | None, timeout: float | None
+) -> list[Outcome]:
+    graphs = session_graphs(session) if session is not None else []
+    if timeout is None:
+        return [_evaluate(store, c, session, graphs) for c in controls]
+
+    def timed_out(control: Control, started: datetime) -> Outcome:
+        outcome = _start(control, session, graphs, started)
+        outcome.status = "timed out"
+        outcome.error = f"ran past its limit of {timeout:g} s"
+        return outcome
+
+    return _bounded_all(
+        lambda c: _evaluate(store, c, session, graphs), controls, timeout, timed_out
+    )
 
 
 def evaluate_session(
@@ -276,9 +352,7 @@ def evaluate_session(
     """
     iri = IRI(session)
     chosen = [c for c in controls if c.scope == "session"]
-    return Evaluation(
-        [_evaluate(store, c, iri, timeout) for c in chosen], scope="session", session=str(iri)
-    )
+    return Evaluation(_evaluate_all(store, chosen, iri, timeout), scope="session", session=str(iri))
 
 
 def evaluate_store(
@@ -290,4 +364,4 @@ def evaluate_store(
     """Evaluate the store-scoped ``controls`` over the whole store (session-scoped ones are
     skipped: ``evaluate_session`` runs those per session)."""
     chosen = [c for c in controls if c.scope == "store"]
-    return Evaluation([_evaluate(store, c, None, timeout) for c in chosen], scope="store")
+    return Evaluation(_evaluate_all(store, chosen, None, timeout), scope="store")

@@ -190,7 +190,11 @@ def _prepared(sparql: str, params: Mapping[str, Term]) -> tuple[str, dict[Any, A
     found = _PREPARED.get(key)
     if found is not None:
         return found
-    check_text(sparql, "the query text", QueryError)
+    if sparql not in _ENCODABLE:  # a text asked with new values was checked before
+        check_text(sparql, "the query text", QueryError)
+        if len(_ENCODABLE) >= 256:
+            _ENCODABLE.clear()
+        _ENCODABLE.add(sparql)
     for name, term in params.items():
         check_term(term, f"query parameter {name!r}", QueryParameterError)
     if any(isinstance(v, BNode) for v in params.values()) or prebinds(sparql, params):
@@ -206,10 +210,12 @@ def _prepared(sparql: str, params: Mapping[str, Term]) -> tuple[str, dict[Any, A
 # (text, (name, type, term)...) -> what _prepared answers; the type keeps an IRI and
 # a blank node of the same text apart
 _PREPARED: dict[tuple[Any, ...], tuple[str, dict[Any, Any] | None]] = {}
+_ENCODABLE: set[str] = set()  # query texts that passed check_text (the 256 most recent)
 
 
 _NODES: dict[Any, Any] = {}  # IRI text -> NamedNode, Literal -> pyoxigraph Literal
 _NODES_MAX = 1 << 16
+_TEXTS: dict[Any, str] = {}  # IRI text or Literal -> its N-Triples text
 
 
 def _convert_quads(quads: Iterable[Quad]) -> list[ox.Quad]:
@@ -449,19 +455,17 @@ class OxigraphStore(Store):
 
     def write(self, quads: Iterable[Quad], *, remove: Iterable[Quad] = ()) -> None:
         store = self._writable("write")
+        remove = list(remove)
         try:
-            converted = _convert_quads(quads)
-            removed = _convert_quads(remove)
+            if not remove:
+                converted = _convert_quads(quads)
+                self._call("write", lambda: store.extend(converted))
+                self._changed()
+                return
+            # One SPARQL update is one transaction: removals and additions together.
+            update = f"DELETE DATA {{ {_data(remove)} }} ;\nINSERT DATA {{ {_data(quads)} }}"
         except (ValueError, TypeError) as exc:
             raise StoreError(f"invalid quad, nothing written: {exc}") from exc
-        if not removed:
-            self._call("write", lambda: store.extend(converted))
-            self._changed()
-            return
-        # One SPARQL update is one transaction: removals and additions together.
-        deletions = " ".join(_nq(q) for q in removed)
-        insertions = " ".join(_nq(q) for q in converted)
-        update = f"DELETE DATA {{ {deletions} }} ;\nINSERT DATA {{ {insertions} }}"
         self._call("write", lambda: store.update(update))
         self._changed()
 
@@ -719,6 +723,35 @@ class OxigraphStore(Store):
             lock.release()
 
 
-def _nq(q: ox.Quad) -> str:
-    """N-Quads text of a pyoxigraph quad (its ``str`` is the N-Quads form)."""
-    return f"GRAPH {q.graph_name} {{ {q.subject} {q.predicate} {q.object} }}"
+def _data(quads: Iterable[Quad]) -> str:
+    """The body of a ``DELETE DATA`` / ``INSERT DATA`` block: one ``GRAPH`` group per
+    graph, each term written as pyoxigraph writes it (its ``str`` is its N-Triples form).
+
+    The write path of every sealed event (the ledger pointer moves in it), so the texts
+    of the terms that repeat (classes, predicates, graphs, short literals) are kept in a
+    process-wide table like ``_NODES``; a blank node is never looked up nor kept (no IRI
+    has its text's meaning; a literal's key is a tuple). Predicates and graphs are IRIs.
+    """
+    texts = _TEXTS
+    if len(texts) > _NODES_MAX:
+        texts.clear()
+    get = texts.get
+
+    def text(t: Term) -> str:
+        out = str(_to_ox(t))
+        if type(t) is not BNode and (not isinstance(t, Literal) or len(t.value) <= 64):
+            texts[t] = out
+        return out
+
+    groups: dict[str, list[str]] = {}
+    for s, p, o, g in quads:
+        ts = (None if type(s) is BNode else get(s)) or text(s)
+        to = (None if type(o) is BNode else get(o)) or text(o)
+        tg = get(g) or text(g)
+        line = f"{ts} {get(p) or text(p)} {to} ."
+        lines = groups.get(tg)
+        if lines is None:
+            groups[tg] = [line]
+        else:
+            lines.append(line)
+    return " ".join(f"GRAPH {g} {{ {' '.join(lines)} }}" for g, lines in groups.items())
