@@ -35,6 +35,7 @@ FALLBACK = {
     "below": "0.95",
     "principal": "did:local:alice",  # a principal id (string parameters)
     "all": True,
+    "control": "session-sealed",  # a control id (the built-in set)
 }
 
 
