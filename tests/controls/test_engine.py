@@ -69,7 +69,8 @@ def test_a_bad_file_is_refused_in_one_line(tmp_path: Path, name: str, text: str,
         ('severity = "urgent"', "severity 'urgent'"),
         ('scope = "fleet"', "scope 'fleet'"),
         ('check = "missing.rq"', "check file 'missing.rq' is missing"),
-        ('check = "../failed-call.rq"', "is missing"),
+        ('check = "../failed-call.rq"', "'../failed-call.rq' is a path, not a file name"),
+        ('check = "/etc/hostname"', "'/etc/hostname' is a path, not a file name"),
     ],
 )
 def test_bad_fields_are_refused(tmp_path: Path, line: str, said: str) -> None:

@@ -161,7 +161,9 @@ def load_control(path: str | Path) -> Control:
     kind: Literal["sparql", "shacl"] = "sparql" if "check" in data else "shacl"
     name = _text(path, data, "check" if kind == "sparql" else "shapes")
     check_path = path.parent / name
-    if Path(name).name != name or not check_path.is_file():
+    if Path(name).name != name:
+        raise _fail(path, f"check file {name!r} is a path, not a file name beside the TOML")
+    if not check_path.is_file():
         raise _fail(path, f"check file {name!r} is missing (it must sit beside the TOML)")
     check_bytes = _read(check_path)
     try:
