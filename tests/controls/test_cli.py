@@ -212,3 +212,17 @@ def test_a_hostile_message_reaches_the_terminal_and_junit_escaped(
     assert status == 1
     [failure] = ET.fromstring(out.split("?>", 1)[1]).iter("failure")
     assert (failure.text or "").endswith(": a\\x00b\\x1b[31mred\\x07\\nVIOLATED fake <&>")
+
+
+def test_a_store_control_asked_of_one_session_is_refused_not_passed(
+    place: tuple[str, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --session runs no store-scoped control: naming one must not exit 0 having run nothing
+    store, failing, _ = place
+    status, out, err = run(
+        capsys,
+        *("--store", store, "controls", "check", "--dir", DIR, "--no-builtin", "--no-record"),
+        *("--session", failing, "--control", "unsealed-session"),
+    )
+    assert status == 2 and out == ""
+    assert "unsealed-session is store-scoped" in err and "\n" not in err.strip()

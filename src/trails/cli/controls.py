@@ -201,6 +201,13 @@ def run_check(args: argparse.Namespace) -> int:
         if missing:
             raise UserError(f"no control {missing[0]!r} (trails controls list names them)")
         controls = [c for c in controls if c.id in args.control]
+        if args.session:
+            store_scoped = [c.id for c in controls if c.scope == "store"]
+            if store_scoped:
+                raise UserError(
+                    f"control {store_scoped[0]} is store-scoped: it runs over the whole store, "
+                    "never for one --session (drop --session)"
+                )
     since = _since(args.since) if args.since else None
     session = session_arg(args.session) if args.session else None
     if args.timeout <= 0:
