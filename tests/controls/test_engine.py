@@ -49,7 +49,15 @@ BAD = [
     ("failed-call.rq", "ASK { ?s ?p ?o }", "a ASK"),
     ("failed-call.toml", 'id = "failed-call"\ntitle = "t"\n', "severity"),
     ("failed-call.toml", "id = [", "TOML syntax error"),
-    ("labelled-session.ttl", "ex:a ex:b ex:c .", "Turtle syntax error"),
+    ("labelled-session.ttl", "ex:a ex:b ex:c .", 'Prefix "ex:" not bound'),
+    # shapes that target nothing validate nothing: every session would pass unevaluated
+    ("labelled-session.ttl", "", "declares no shape with a target"),
+    ("labelled-session.ttl", "<urn:a> <urn:b> <urn:c> .", "declares no shape with a target"),
+    (
+        "labelled-session.ttl",
+        "@prefix sh: <http://www.w3.org/ns/shacl#> .\n<urn:s> a sh:NodeShape ; sh:closed true .",
+        "declares no shape with a target",
+    ),
 ]
 
 
