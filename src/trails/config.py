@@ -213,7 +213,8 @@ class Settings:
         """``module:function`` paths a new recorder is passed to (see the module docstring).
 
         Raises:
-            ConfigError: ``[prov] recorder_plugins`` is not a list of strings.
+            ConfigError: ``[prov] recorder_plugins`` is not a list of strings, or
+                ``[controls] on_session_end`` is not true or false.
         """
         explicit = self.section("prov").get("recorder_plugins")
         if explicit is None:
@@ -222,7 +223,9 @@ class Settings:
             exporter = [OTEL_EXPORTER] if otel.get("endpoint") or otel.get("export") else []
             mcp = [MCP_SERVERS] if self.section("mcp").get("servers") else []
             on_end = self.section("controls").get("on_session_end", False)
-            controls = [CONTROLS] if on_end is True else []
+            if not isinstance(on_end, bool):
+                raise ConfigError("[controls] on_session_end must be true or false")
+            controls = [CONTROLS] if on_end else []
             return [*sealer, RECOVERY, *exporter, *mcp, *controls]
         if not isinstance(explicit, list) or not all(isinstance(p, str) for p in explicit):
             raise ConfigError("[prov] recorder_plugins must be a list of 'module:function' strings")

@@ -186,3 +186,43 @@ def test_recording_needs_the_writer(
         assert status == 1 and "add --no-record" in err
         status, out, _ = run(capsys, *argv, "--no-record", "--fail-on", "high")
         assert status == 0 and "violated" in out  # read as a snapshot, nothing recorded
+
+
+def test_a_hostile_message_reaches_the_terminal_and_junit_escaped(
+    place: tuple[str, str, str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # a finding's message is data from the store (an error text, a tool's output): a NUL,
+    # an escape sequence or a bell in it must neither drive the terminal nor break the XML
+    (tmp_path / "hostile.toml").write_text(
+        'id = "hostile"\ntitle = "hostile"\nseverity = "low"\nscope = "session"\n'
+        'check = "hostile.rq"\n'
+    )
+    (tmp_path / "hostile.rq").write_text(
+        "SELECT ?session ?subject ?message WHERE { BIND(?session AS ?subject)\n"
+        '  BIND("a\\u0000b\\u001b[31mred\\u0007\\nVIOLATED fake <&>" AS ?message) }\n'
+    )
+    store, failing, _ = place
+    argv = ["--store", store, "controls", "check", "--dir", str(tmp_path), "--no-builtin"]
+    argv += ["--session", failing, "--no-record"]
+    status, out, _ = run(capsys, *argv)
+    assert status == 1
+    assert not any(c in out for c in "\x00\x1b\x07")
+    assert "a\\x00b\\x1b[31mred\\x07\\nVIOLATED fake <&>" in out
+    status, out, _ = run(capsys, *argv, "--format", "junit")
+    assert status == 1
+    [failure] = ET.fromstring(out.split("?>", 1)[1]).iter("failure")
+    assert (failure.text or "").endswith(": a\\x00b\\x1b[31mred\\x07\\nVIOLATED fake <&>")
+
+
+def test_a_store_control_asked_of_one_session_is_refused_not_passed(
+    place: tuple[str, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --session runs no store-scoped control: naming one must not exit 0 having run nothing
+    store, failing, _ = place
+    status, out, err = run(
+        capsys,
+        *("--store", store, "controls", "check", "--dir", DIR, "--no-builtin", "--no-record"),
+        *("--session", failing, "--control", "unsealed-session"),
+    )
+    assert status == 2 and out == ""
+    assert "unsealed-session is store-scoped" in err and "\n" not in err.strip()

@@ -49,7 +49,15 @@ BAD = [
     ("failed-call.rq", "ASK { ?s ?p ?o }", "a ASK"),
     ("failed-call.toml", 'id = "failed-call"\ntitle = "t"\n', "severity"),
     ("failed-call.toml", "id = [", "TOML syntax error"),
-    ("labelled-session.ttl", "ex:a ex:b ex:c .", "Turtle syntax error"),
+    ("labelled-session.ttl", "ex:a ex:b ex:c .", 'Prefix "ex:" not bound'),
+    # shapes that target nothing validate nothing: every session would pass unevaluated
+    ("labelled-session.ttl", "", "declares no shape with a target"),
+    ("labelled-session.ttl", "<urn:a> <urn:b> <urn:c> .", "declares no shape with a target"),
+    (
+        "labelled-session.ttl",
+        "@prefix sh: <http://www.w3.org/ns/shacl#> .\n<urn:s> a sh:NodeShape ; sh:closed true .",
+        "declares no shape with a target",
+    ),
 ]
 
 
@@ -69,7 +77,8 @@ def test_a_bad_file_is_refused_in_one_line(tmp_path: Path, name: str, text: str,
         ('severity = "urgent"', "severity 'urgent'"),
         ('scope = "fleet"', "scope 'fleet'"),
         ('check = "missing.rq"', "check file 'missing.rq' is missing"),
-        ('check = "../failed-call.rq"', "is missing"),
+        ('check = "../failed-call.rq"', "'../failed-call.rq' is a path, not a file name"),
+        ('check = "/etc/hostname"', "'/etc/hostname' is a path, not a file name"),
     ],
 )
 def test_bad_fields_are_refused(tmp_path: Path, line: str, said: str) -> None:

@@ -68,3 +68,24 @@ def test_a_bad_control_refuses_the_recorder(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="severity 'severe'"):
         Recorder.from_settings(settings, store=open_store("memory:"))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ('on_session_end = "yes"', "on_session_end must be true or false"),
+        ("on_session_end = 1", "on_session_end must be true or false"),
+        ("by = 5", "by must be an agent's identifier"),
+        ('by = ""', "by must be an agent's identifier"),
+    ],
+)
+def test_a_mistyped_setting_refuses_the_recorder_instead_of_evaluating_nothing(
+    tmp_path: Path, line: str, says: str
+) -> None:
+    # "yes" is not true: the recorder must not start with the controls silently off
+    body = ON.replace("on_session_end = true\n", "") + line + "\n"
+    if not line.startswith("on_session_end"):
+        body += "on_session_end = true\n"
+    settings = _settings(tmp_path, body)
+    with pytest.raises(ConfigError, match=says):
+        Recorder.from_settings(settings, store=open_store("memory:"))  # type: ignore[arg-type]

@@ -313,3 +313,37 @@ def test_trails_verify_refuses_a_malformed_witness_in_one_line(tmp_path: Path) -
     done = trails(tmp_path, "verify")
     assert done.returncode == 2 and "the witness http://x" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("body", [b"9" * 5000 + b"\n", b"abc\n", b"-1\n", b""])
+def test_a_409_whose_size_is_garbage_is_garbage_not_a_fork(body: bytes) -> None:
+    import socket
+    import threading
+
+    from trails.evidence.witnessing import ask_witness
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            head = b"HTTP/1.1 409 Conflict\r\nContent-Type: text/x.tlog.size\r\n"
+            conn.sendall(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    threading.Thread(target=answer, daemon=True).start()
+    key = Ed25519PrivateKey.generate()
+    text = "example.org/x\n1\n" + base64.b64encode(bytes(32)).decode() + "\n"
+    note = f"{text}\n{cosign(text, 'example.org/x', key, 1).line()}"
+    witness = WitnessConfig(
+        f"http://127.0.0.1:{listener.getsockname()[1]}", Cosigner("w", _raw(key))
+    )
+    try:
+        outcome = ask_witness(witness, note, 0, lambda old: [], timeout=2)
+    finally:
+        listener.close()
+    assert outcome.line is None and not outcome.refused
+    assert "not a tree size" in outcome.message and "fork" not in outcome.message
+    assert "\n" not in str(outcome)

@@ -201,6 +201,13 @@ def run_check(args: argparse.Namespace) -> int:
         if missing:
             raise UserError(f"no control {missing[0]!r} (trails controls list names them)")
         controls = [c for c in controls if c.id in args.control]
+        if args.session:
+            store_scoped = [c.id for c in controls if c.scope == "store"]
+            if store_scoped:
+                raise UserError(
+                    f"control {store_scoped[0]} is store-scoped: it runs over the whole store, "
+                    "never for one --session (drop --session)"
+                )
     since = _since(args.since) if args.since else None
     session = session_arg(args.session) if args.session else None
     if args.timeout <= 0:
@@ -244,18 +251,31 @@ def _outcome_json(o: Any) -> dict[str, Any]:
     }
 
 
+def _shown(text: str) -> str:
+    """``text`` with every character that is not printable (a NUL, an escape sequence, a
+    newline, a bidi override) written as its Python escape: a finding's subject and message
+    are data from the store, which must neither drive a terminal nor break JUnit XML."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
+def _finding_line(v: Any) -> str:
+    return _shown(v.subject or "-") + (f": {_shown(v.message)}" if v.message else "")
+
+
 def _table(outcomes: list[Any]) -> None:
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1
         if o.status == "passed":
             continue
-        where = o.session or "the store"
+        where = _shown(o.session or "the store")
         print(f"{o.status.upper():<10} {o.control.id} ({o.control.severity}) in {where}")
         if o.error:
-            print(f"    {o.error}")
+            print(f"    {_shown(o.error)}")
         for v in o.violations:
-            print(f"    {v.subject or '-'}" + (f": {v.message}" if v.message else ""))
+            print(f"    {_finding_line(v)}")
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "nothing evaluated"
     print(f"({summary})")
 
@@ -283,7 +303,7 @@ def junit_xml(evaluations: Sequence[Evaluation]) -> str:
                 suite,
                 "testcase",
                 classname=f"controls.{cid}",
-                name=o.session or "store",
+                name=_shown(o.session or "store"),
                 time=f"{seconds:.3f}",
             )
             if o.status == "violated":
@@ -293,12 +313,9 @@ def junit_xml(evaluations: Sequence[Evaluation]) -> str:
                     type=o.control.severity,
                     message=f"{len(o.violations)} finding(s): {o.control.title}",
                 )
-                failure.text = "\n".join(
-                    f"{v.subject or '-'}" + (f": {v.message}" if v.message else "")
-                    for v in o.violations
-                )
+                failure.text = "\n".join(_finding_line(v) for v in o.violations)
             elif o.status != "passed":
-                ET.SubElement(case, "error", type=o.status, message=o.error or o.status)
+                ET.SubElement(case, "error", type=o.status, message=_shown(o.error or o.status))
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
 
 

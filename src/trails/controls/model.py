@@ -161,7 +161,9 @@ def load_control(path: str | Path) -> Control:
     kind: Literal["sparql", "shacl"] = "sparql" if "check" in data else "shacl"
     name = _text(path, data, "check" if kind == "sparql" else "shapes")
     check_path = path.parent / name
-    if Path(name).name != name or not check_path.is_file():
+    if Path(name).name != name:
+        raise _fail(path, f"check file {name!r} is a path, not a file name beside the TOML")
+    if not check_path.is_file():
         raise _fail(path, f"check file {name!r} is missing (it must sit beside the TOML)")
     check_bytes = _read(check_path)
     try:
@@ -219,15 +221,32 @@ def _probe_store() -> Any:
     return open_store("memory:")
 
 
+_SH = "http://www.w3.org/ns/shacl#"
+_TARGETS = {
+    _SH + t for t in ("targetClass", "targetNode", "targetSubjectsOf", "targetObjectsOf", "target")
+}
+
+
 def _try_shapes(control: Control, path: Path) -> None:
-    """Refuse shapes that do not parse as Turtle (an undeclared prefix is a syntax error)."""
+    """Refuse shapes that do not parse as Turtle (an undeclared prefix is a syntax error),
+    and shapes that target nothing: they validate nothing, so every session would pass
+    without having been checked."""
     import rdflib
 
+    graph = rdflib.Graph()
     try:
-        rdflib.Graph().parse(data=control.check, format="turtle")
+        graph.parse(data=control.check, format="turtle")
     except Exception as exc:  # rdflib raises several kinds for bad Turtle
-        line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise _fail(path, f"Turtle syntax error: {line}") from None
+        said = " ".join(str(exc).split())[:300] or type(exc).__name__
+        raise _fail(path, f"Turtle syntax error: {said}") from None
+    shape_classes = {rdflib.URIRef(_SH + "NodeShape"), rdflib.URIRef(_SH + "PropertyShape")}
+    implicit = any(
+        (s, rdflib.RDF.type, rdflib.RDFS.Class) in graph
+        for s, _, o in graph.triples((None, rdflib.RDF.type, None))
+        if o in shape_classes
+    )
+    if not implicit and not any(str(p) in _TARGETS for p in graph.predicates()):
+        raise _fail(path, "declares no shape with a target (sh:targetClass, sh:targetNode ...)")
 
 
 def load_controls(directory: str | Path) -> list[Control]:

@@ -68,7 +68,9 @@ def install(recorder: Any, settings: Settings) -> None:
     timeout = section.get("timeout", DEFAULT_TIMEOUT_S)
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
         raise ConfigError("[controls] timeout must be a positive number of seconds")
-    by = section.get("by") or settings.principal
+    by = section.get("by", settings.principal)
+    if not isinstance(by, str) or not by.strip():
+        raise ConfigError("[controls] by must be an agent's identifier (a principal's DID)")
     if not controls:
         return
 
@@ -76,6 +78,6 @@ def install(recorder: Any, settings: Settings) -> None:
         if not isinstance(event, SessionEnded):
             return
         evaluation = evaluate_session(rec.store, event.session, controls, timeout=float(timeout))
-        record_evaluation(rec, evaluation, by=str(by))
+        record_evaluation(rec, evaluation, by=by)
 
     recorder.subscribe(ended)

@@ -21,6 +21,7 @@ was not checked. ``trails verify --witness KEY --quorum N`` then requires cosign
 from __future__ import annotations
 
 import http.client
+import re
 import time
 import urllib.error
 import urllib.request
@@ -196,7 +197,16 @@ def ask_witness(
             )
         if status == 200:
             return _cosigned(witness, note, data)
-        held = _size(data) if status == 409 and kind.startswith("text/x.tlog.size") else None
+        held = None
+        if status == 409 and kind.startswith("text/x.tlog.size"):
+            held = _size(data)
+            if held is None:
+                return Outcome(
+                    witness,
+                    None,
+                    f"no cosignature: it answered 409 with a body that is not a tree size: "
+                    f"{_snippet(data)}",
+                )
         if held is not None and held != old and attempt == 0:
             if held > size:
                 return Outcome(
@@ -219,8 +229,10 @@ def ask_witness(
 
 
 def _size(data: bytes) -> int | None:
-    text = data.decode("ascii", "replace")
-    return int(text[:-1]) if text.endswith("\n") and text[:-1].isdigit() else None
+    """The size a 409 names (``text/x.tlog.size``: decimal digits and a newline), or None;
+    at most 20 digits, so a witness's garbage never becomes a huge number to convert."""
+    match = re.fullmatch(rb"([0-9]{1,20})\n", data)
+    return int(match.group(1)) if match else None
 
 
 def _snippet(data: bytes) -> str:
