@@ -160,3 +160,43 @@ def test_findings_show_in_the_report_and_travel_in_bundles(
     assert str(failing) in bundled
     report = verify_bundle(path)
     assert not report.findings, report.findings
+
+
+def test_a_forged_unsealed_findings_graph_stands_for_no_recorded_run(
+    world: World, recorded: tuple[IRI, IRI], tmp_path: Path
+) -> None:
+    """A findings graph copied under a new name with the edited control's digest and a later
+    date (no seal names it) neither hides the edit nor shows as a recorded run."""
+    from trails.evidence.seal import ledger_iri
+
+    failing, _ = recorded
+    ledger = ledger_iri(world.recorder.minter)
+    folder = tmp_path / "edited"
+    folder.mkdir()
+    for p in EXAMPLE.iterdir():
+        (folder / p.name).write_bytes(p.read_bytes())
+    rq = folder / "failed-call.rq"
+    rq.write_text(rq.read_text().replace('"the call failed"', '"no failure"'))
+    edited = load_controls(folder)
+    before = load_controls(EXAMPLE)[0].digest
+    forged = IRI(str(failing) + "-forged")
+    copy = []
+    for q in _quads(world, failing):
+        o = q.object
+        if isinstance(o, Literal) and o.value == before:
+            o = Literal(edited[0].digest)
+        elif str(q.predicate).endswith("#endedAtTime"):
+            o = Literal("2999-01-01T00:00:00Z", datatype=o.datatype)  # type: ignore[union-attr]
+        copy.append(Quad(q.subject, q.predicate, o, forged))
+    world.store.write(copy)
+    try:
+        # read naively (no ledger), the forgery is the newest run and hides the edit
+        assert definition_changes(world.store, edited) == []
+        # read as trails reads it (sealed runs only), the edit is named and the forgery absent
+        [(cid, _, after)] = definition_changes(world.store, edited, ledger=ledger)
+        assert cid == "failed-call" and after == edited[0].digest
+        graphs = {r.graph for r in recorded_results(world.store, ledger=ledger)}
+        assert str(failing) in graphs and str(forged) not in graphs
+        assert str(forged) in {r.graph for r in recorded_results(world.store)}
+    finally:
+        world.store.clear(forged)

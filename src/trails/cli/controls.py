@@ -34,6 +34,8 @@ from trails.controls import (
 )
 from trails.controls.session_end import configured_controls
 from trails.errors import StoreLockedError, UserError
+from trails.evidence.seal import ledger_iri
+from trails.prov.iri import Minter
 from trails.prov.recorder import Recorder
 from trails.store import IRI, Solutions, Store
 
@@ -340,9 +342,10 @@ def run_explain(args: argparse.Namespace) -> int:
     print()
     print(control.check.rstrip())
     print()
+    ledger = ledger_iri(Minter(load_settings().base_iri))  # only sealed runs count
     with reading(args.store) as store:
-        results = recorded_results(store, control.id, limit=max(args.last, 0))
-        changed = definition_changes(store, [control])
+        results = recorded_results(store, control.id, limit=max(args.last, 0), ledger=ledger)
+        changed = definition_changes(store, [control], ledger=ledger)
     if changed:
         print(f"the definition changed since its last recorded run (sha256 {changed[0][1]})")
     if not results:

@@ -66,7 +66,7 @@ from trails.evidence.findings import Finding
 from trails.evidence.interruptions import calls_cut_short
 from trails.evidence.proofs import ProofReport
 from trails.evidence.quick import QUICK
-from trails.evidence.seal import configured_signing_key
+from trails.evidence.seal import configured_signing_key, ledger_iri
 from trails.evidence.timestamp import configured_tsas
 from trails.evidence.transparency import log_iri, read_head
 from trails.evidence.verify import VerifyReport, load_public_key, verify
@@ -221,8 +221,8 @@ def _controls(directory: str | None) -> list[Any] | None:
     return load_controls(directory)
 
 
-def _changed_controls(store: Any, controls: list[Any]) -> list[Finding]:
-    """A ``control`` finding per control edited after its newest recorded evaluation."""
+def _changed_controls(store: Any, controls: list[Any], ledger: IRI) -> list[Finding]:
+    """A ``control`` finding per control edited after its newest sealed evaluation."""
     from trails.controls import definition_changes
 
     return [
@@ -232,7 +232,7 @@ def _changed_controls(store: Any, controls: list[Any]) -> list[Finding]:
             f"the definition changed after it ran: its newest recorded evaluation used "
             f"sha256 {before}, the file now has {after}",
         )
-        for cid, before, after in definition_changes(store, controls)
+        for cid, before, after in definition_changes(store, controls, ledger=ledger)
     ]
 
 
@@ -275,7 +275,9 @@ def run(args: argparse.Namespace) -> int:
             jobs=args.jobs,
         )
         if controls is not None:
-            report.findings += _changed_controls(store, controls)
+            report.findings += _changed_controls(
+                store, controls, ledger_iri(Minter(settings.base_iri))
+            )
         cut = calls_cut_short(store, session) if args.strict else []
         since = since_head_check(store, args, public_key) if args.since_head else None
         if expected_file is not None:

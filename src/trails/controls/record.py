@@ -244,13 +244,28 @@ _RESULTS_OF = _RESULTS.replace("trails:controlId ?id", "trails:controlId $id")
 
 
 def recorded_results(
-    store: Store, control_id: str | None = None, *, limit: int | None = None
+    store: Store,
+    control_id: str | None = None,
+    *,
+    limit: int | None = None,
+    ledger: IRI | None = None,
 ) -> list[RecordedResult]:
-    """Recorded evaluations, newest first (of one control when ``control_id`` is given)."""
+    """Recorded evaluations, newest first (of one control when ``control_id`` is given).
+
+    With ``ledger``, only evaluations in a graph that ledger seals count: a findings graph
+    copied or forged under a new name (no seal) never stands for a recorded run."""
+    text = _RESULTS if control_id is None else _RESULTS_OF
+    bindings: dict[str, Term] = {}
     if control_id is not None:
-        result = store.query(_RESULTS_OF, {"id": RDFLiteral(control_id)})
-    else:
-        result = store.query(_RESULTS)
+        bindings["id"] = RDFLiteral(control_id)
+    if ledger is not None:
+        text = text.replace("?session WHERE {", "?session $ledger WHERE {", 1).replace(
+            "} ORDER BY",
+            "  FILTER EXISTS { GRAPH $ledger { ?seal trails:sealedGraph ?g } }\n} ORDER BY",
+            1,
+        )
+        bindings["ledger"] = ledger
+    result = store.query(text, bindings) if bindings else store.query(text)
     assert isinstance(result, Solutions)
     out = []
     for row in result:
@@ -274,12 +289,14 @@ def _lex(term: Term | None) -> str | None:
     return term.value if isinstance(term, RDFLiteral) else None
 
 
-def definition_changes(store: Store, controls: Sequence[Control]) -> list[tuple[str, str, str]]:
+def definition_changes(
+    store: Store, controls: Sequence[Control], *, ledger: IRI | None = None
+) -> list[tuple[str, str, str]]:
     """Controls whose file differs from the definition their newest recorded evaluation
     used: ``(id, recorded digest, current digest)`` (a definition edited after it ran and
-    not evaluated since)."""
+    not evaluated since; with ``ledger``, only sealed evaluations count)."""
     newest: dict[str, str] = {}
-    for r in recorded_results(store):  # newest first
+    for r in recorded_results(store, ledger=ledger):  # newest first
         newest.setdefault(r.control, r.digest)
     return sorted(
         (c.id, newest[c.id], c.digest)
