@@ -1,0 +1,38 @@
+"""Bad input to the selectools ``AgentConfig`` gets one clear ``UserError`` when the config is
+made, never a ``TypeError`` / ``ValueError`` from deep in a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from trails import AgentConfig
+from trails.errors import UserError
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("request_timeout", "x", "request_timeout= must be a number > 0 or None"),
+        ("request_timeout", 0, "request_timeout= must be a number > 0 or None"),
+        ("observers", None, "observers= must be a list of observers"),
+        ("model", 5, "model= must be a non-empty str"),
+        ("trace_metadata", [1], "trace_metadata= must be a dict"),
+        ("session_id", 5, "session_id= must be a non-empty str or None"),
+        ("parent_run_id", 3, "parent_run_id= must be a non-empty str or None"),
+        ("summarize_model", 4, "summarize_model= must be a non-empty str or None"),
+        ("confirm_action", "x", "confirm_action= must be a function"),
+        ("routing_only", "yes", "routing_only= must be True or False"),
+    ],
+)
+def test_agent_config_refuses_wrong_types_with_one_clear_error(
+    field: str, value: Any, message: str
+) -> None:
+    with pytest.raises(UserError, match=message):
+        AgentConfig(**{field: value})
+
+
+def test_agent_config_defaults_still_accepted() -> None:
+    config = AgentConfig(request_timeout=None, trace_metadata={"user_id": "u1"}, observers=[])
+    assert config.request_timeout is None and config.model == "gpt-5-mini"
