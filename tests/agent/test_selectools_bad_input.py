@@ -36,3 +36,27 @@ def test_agent_config_refuses_wrong_types_with_one_clear_error(
 def test_agent_config_defaults_still_accepted() -> None:
     config = AgentConfig(request_timeout=None, trace_metadata={"user_id": "u1"}, observers=[])
     assert config.request_timeout is None and config.model == "gpt-5-mini"
+
+
+@pytest.mark.parametrize("provider", ["openai", 5, {"model": "x"}])
+def test_agent_refuses_a_provider_that_is_no_llm_client(provider: Any) -> None:
+    from trails import Agent
+
+    with pytest.raises(UserError, match="Agent provider= must be an LLMClient"):
+        Agent(provider=provider)
+
+
+def test_fallback_provider_refuses_members_that_are_no_llm_client() -> None:
+    from trails.agent.selectools import FallbackProvider, LocalProvider
+
+    with pytest.raises(UserError, match=r"FallbackProvider providers\[1\] must be an LLMClient"):
+        FallbackProvider([LocalProvider(["a"]), "openai"])
+
+
+@pytest.mark.parametrize("value", ["a", 0, True, 2.5])
+def test_register_executor_agent_refuses_a_bad_max_iterations(value: Any) -> None:
+    from trails.agent.planners.plan_execute_reflect import register_executor_agent
+    from trails.llm import LLMClient
+
+    with pytest.raises(UserError, match="max_iterations must be an int >= 1"):
+        register_executor_agent("bad-iterations", llm=LLMClient.mock([]), max_iterations=value)
