@@ -60,3 +60,10 @@ def test_register_executor_agent_refuses_a_bad_max_iterations(value: Any) -> Non
 
     with pytest.raises(UserError, match="max_iterations must be an int >= 1"):
         register_executor_agent("bad-iterations", llm=LLMClient.mock([]), max_iterations=value)
+
+
+def test_agent_refuses_one_string_as_its_tool_list() -> None:
+    from trails import Agent
+
+    with pytest.raises(UserError, match="Agent tools= must be a list"):
+        Agent(tools="notes.search")  # type: ignore[arg-type]
