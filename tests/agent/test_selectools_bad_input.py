@@ -67,3 +67,20 @@ def test_agent_refuses_one_string_as_its_tool_list() -> None:
 
     with pytest.raises(UserError, match="Agent tools= must be a list"):
         Agent(tools="notes.search")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("checkpoint_id", "principal", "message"),
+    [
+        (5, "did:local:alice", "tree_state checkpoint id must be a non-empty str, not 5"),
+        ("", "did:local:alice", "tree_state checkpoint id must be a non-empty str"),
+        ("cp", None, "tree_state principal= must be a non-empty str, not None"),
+    ],
+)
+def test_tree_state_refuses_a_bad_id_or_principal(
+    checkpoint_id: Any, principal: Any, message: str
+) -> None:
+    from trails.agent.planners.behaviour_tree import tree_state
+
+    with pytest.raises(UserError, match=message):
+        tree_state(checkpoint_id, principal=principal)

@@ -200,7 +200,14 @@ def tree_state(checkpoint_id: str, *, principal: str, store: Store | None = None
     ``reactree_previous_stage_output``, ``reactree_iteration_context``,
     ``reactree_iteration_count``, ``reactree_tool_call_counts``); empty when nothing was
     saved.
+
+    Raises:
+        UserError: ``checkpoint_id`` or ``principal`` is not a non-empty str.
     """
+    if not isinstance(checkpoint_id, str) or not checkpoint_id:
+        raise UserError(f"tree_state checkpoint id must be a non-empty str, not {checkpoint_id!r}")
+    if not isinstance(principal, str) or not principal:
+        raise UserError(f"tree_state principal= must be a non-empty str, not {principal!r}")
     if store is None:
         from trails.prov.recorder import default_recorder
 
