@@ -84,3 +84,22 @@ def test_tree_state_refuses_a_bad_id_or_principal(
 
     with pytest.raises(UserError, match=message):
         tree_state(checkpoint_id, principal=principal)
+
+
+def test_the_selectools_guide_names_the_module_every_seed_import_comes_from() -> None:
+    """The seed's ``from selectools import X`` names all import from ``trails.agent.selectools``,
+    and the guide says so (``from trails import InMemoryCache`` is no trails name)."""
+    from pathlib import Path
+
+    import trails.agent.selectools as compat
+
+    seed_names = [
+        "Agent", "AgentConfig", "AgentObserver", "LoggingObserver", "AsyncAgentObserver",
+        "EntityMemory", "KnowledgeGraphMemory", "KnowledgeMemory", "InMemoryCache",
+        "ResponseFormat", "FallbackProvider", "OpenAIProvider", "AnthropicProvider",
+        "ToolPolicy", "LocalProvider",
+    ]  # fmt: skip
+    assert [n for n in seed_names if not hasattr(compat, n)] == []
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "selectools.md").read_text()
+    intro = guide.split("```", 1)[0]
+    assert "trails.agent.selectools" in intro and "InMemoryCache" in intro
