@@ -24,6 +24,9 @@ from trails.errors import UserError
         ("summarize_model", 4, "summarize_model= must be a non-empty str or None"),
         ("confirm_action", "x", "confirm_action= must be a function"),
         ("routing_only", "yes", "routing_only= must be True or False"),
+        ("temperature", "hot", "temperature= must be a number >= 0"),
+        ("tool_timeout_seconds", "x", "tool_timeout_seconds= must be a number > 0 or None"),
+        ("cost_warning_threshold", -1, "cost_warning_threshold= must be a number > 0 or None"),
     ],
 )
 def test_agent_config_refuses_wrong_types_with_one_clear_error(

@@ -134,13 +134,17 @@ class AgentConfig:
         """The other fields' types, each refused with one line naming the field."""
         if not isinstance(self.model, str) or not self.model.strip():
             raise UserError(f"AgentConfig model= must be a non-empty str, not {self.model!r}")
-        timeout = self.request_timeout
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
-        ):
-            raise UserError(
-                f"AgentConfig request_timeout= must be a number > 0 or None, not {timeout!r}"
-            )
+        temperature = self.temperature
+        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+            raise UserError(f"AgentConfig temperature= must be a number >= 0, not {temperature!r}")
+        if temperature < 0:
+            raise UserError(f"AgentConfig temperature= must be a number >= 0, not {temperature!r}")
+        for key in ("request_timeout", "tool_timeout_seconds", "cost_warning_threshold"):
+            value = getattr(self, key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
+            ):
+                raise UserError(f"AgentConfig {key}= must be a number > 0 or None, not {value!r}")
         if not isinstance(self.observers, list | tuple):
             raise UserError(
                 f"AgentConfig observers= must be a list of observers, not {self.observers!r}"
