@@ -106,3 +106,24 @@ def test_the_selectools_guide_names_the_module_every_seed_import_comes_from() ->
     guide = (Path(__file__).resolve().parents[2] / "docs" / "selectools.md").read_text()
     intro = guide.split("```", 1)[0]
     assert "trails.agent.selectools" in intro and "InMemoryCache" in intro
+
+
+def test_a_checkpoint_is_not_resumed_for_another_goal(tmp_path: Any) -> None:
+    from trails.agent import Session
+    from trails.agent.planners import behaviour_tree
+    from trails.agent.planners.behaviour_tree import Action, Checkpointer, Sequence
+    from trails.demo import register_capabilities
+    from trails.llm import LLMClient
+
+    register_capabilities()
+    alice = Session(principal="did:local:alice")
+    tree = Sequence(Action("notes.search", {"tag": "a"}), Action("notes.search", {"tag": "b"}))
+    behaviour_tree.run(
+        "Search twice.", llm=LLMClient.mock([]), session=alice, max_steps=1, tree=tree,
+        checkpointer=Checkpointer("goal-bound"),
+    )  # fmt: skip
+    with pytest.raises(UserError, match="checkpoint 'goal-bound' is of another goal"):
+        behaviour_tree.run(
+            "Delete everything.", llm=LLMClient.mock([]), session=alice,
+            checkpointer=Checkpointer("goal-bound"),
+        )  # fmt: skip

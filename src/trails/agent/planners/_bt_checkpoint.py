@@ -264,13 +264,19 @@ class TreeCheckpoints:
         """Restore the newest checkpoint (if any): working memory, leaves, and the tree.
 
         Raises:
-            UserError: the given tree is not the checkpointed one (its node ids differ).
+            UserError: the given tree, or the run's goal, is not the checkpointed one.
         """
         if self.checkpointer is None:
             return root
         found = self.checkpointer.restore(plan)
         if found is None:
             return root
+        goal = found.state.get(StateKeyGoal)
+        if isinstance(goal, str) and goal != plan.goal:
+            raise UserError(
+                f"checkpoint {self.checkpointer.checkpoint_id!r} is of another goal ({goal!r}); "
+                "resume it with the same goal, or use a new checkpoint id"
+            )
         saved = found.state.get("tree")
         if root is None and isinstance(saved, dict):
             root = build_tree(saved)
