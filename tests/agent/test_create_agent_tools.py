@@ -58,3 +58,18 @@ def test_a_sub_agent_given_all_tools_gets_only_its_parents() -> None:
     CALLS.clear()
     _lead(None)
     assert CALLS == []
+
+
+def test_an_empty_agent_name_is_told_to_the_model_by_its_own_name() -> None:
+    register_create_agent()
+    spawn = json.dumps(
+        {"thought": "d", "action": "create_agent", "action_input": {"agent_name": " ", "goal": "g"}}
+    )
+    lead = behaviour_tree.run(
+        "Delegate.",
+        llm=LLMClient.mock([spawn, DONE % "top"]),
+        session=Session(principal="did:local:alice"),
+        tree=AgentNode("Delegate."),
+        tools=["create_agent", "attack.safe"],
+    )
+    assert "create_agent agent_name must be a non-empty name" in str(lead.steps[0].observation)

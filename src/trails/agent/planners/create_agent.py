@@ -101,6 +101,8 @@ def create_agent(
 
     if ctx.llm is None:
         raise UserError("create_agent runs inside a planner run (it uses the run's model)")
+    if not agent_name.strip():
+        raise UserError(f"create_agent agent_name must be a non-empty name, not {agent_name!r}")
     parent_tools = ctx.extras.get(RUN_TOOLS)  # the calling run's tools bound the sub-agent's
     offered = [t for t in (tool_names or []) if t != CREATE_AGENT_TOOL_NAME]
     for tool in offered:
