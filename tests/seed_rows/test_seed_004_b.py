@@ -570,8 +570,9 @@ def test_the_model_spawns_a_sub_agent_with_a_tool_subset_and_its_own_budget(
                   finish("sub-agent ran out")]
     )  # fmt: skip
     short = behaviour_tree.run(
-        "x", llm=client, session=alice(), tree=AgentNode("Delegate."), tools=["create_agent"]
-    )
+        "x", llm=client, session=alice(), tree=AgentNode("Delegate."),
+        tools=["create_agent", "tf.analyze"],  # a sub-agent gets only its parent's tools
+    )  # fmt: skip
     assert short.steps[0].observation["status"] == "failure"
     assert short.answer == "sub-agent ran out"
 

@@ -29,7 +29,11 @@ if TYPE_CHECKING:
     from trails.kernel.context import Context
     from trails.store.terms import IRI
 
-__all__ = ["RefusingRun", "record_refused", "refusal_reason"]
+__all__ = ["RUN_TOOLS", "RefusingRun", "record_refused", "refusal_reason"]
+
+#: The ``Context.extras`` key holding the capability ids a run offers (absent: all of them);
+#: a capability that starts agents of its own (``create_agent``) hands on no more than these.
+RUN_TOOLS = "trails.run_tools"
 
 
 class RefusingRun(Protocol):

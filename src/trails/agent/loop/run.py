@@ -41,7 +41,7 @@ from trails.agent.loop.checks import (
 from trails.agent.loop.drive import Complete, Dispatch, DispatchMany
 from trails.agent.loop.guards import Guards, dry_dispatch, refusal, screen
 from trails.agent.loop.outcome import Output, answer_text, stringify
-from trails.agent.loop.refused import record_refused, refusal_reason
+from trails.agent.loop.refused import RUN_TOOLS, record_refused, refusal_reason
 from trails.agent.loop.terminal import reason_of, terminal_reason
 from trails.agent.loop.unreached import note_failure
 from trails.agent.result import BUDGET_STOPS, PlanResult, PlanStep, StopReason
@@ -260,14 +260,17 @@ class PlanRun:
         self.activity = base.recorder.minter.activity()
         #: a run of the session itself (not nested in another run or a caller's context)
         self.top = ctx is None and base.run is None
+        self.tools = None if tools is None else frozenset(tools)
+        # the run's tools bound what a capability it calls may hand on (``create_agent``)
+        extras = {**base.extras, RUN_TOOLS: self.tools} if self.tools is not None else base.extras
         self.ctx = base.child(
             invocations=session.invocations,
             llm=base.llm if base.llm is not None else llm,
             observers=tuple(base.observers) + given["observers"],
             run=self.activity,
+            extras=extras,
             **overrides,
         )
-        self.tools = None if tools is None else frozenset(tools)
         self.guards = guards if guards is not None else Guards()
         self.steps: list[PlanStep] = []
         self.ended = False

@@ -200,7 +200,14 @@ def tree_state(checkpoint_id: str, *, principal: str, store: Store | None = None
     ``reactree_previous_stage_output``, ``reactree_iteration_context``,
     ``reactree_iteration_count``, ``reactree_tool_call_counts``); empty when nothing was
     saved.
+
+    Raises:
+        UserError: ``checkpoint_id`` or ``principal`` is not a non-empty str.
     """
+    if not isinstance(checkpoint_id, str) or not checkpoint_id:
+        raise UserError(f"tree_state checkpoint id must be a non-empty str, not {checkpoint_id!r}")
+    if not isinstance(principal, str) or not principal:
+        raise UserError(f"tree_state principal= must be a non-empty str, not {principal!r}")
     if store is None:
         from trails.prov.recorder import default_recorder
 
@@ -257,13 +264,19 @@ class TreeCheckpoints:
         """Restore the newest checkpoint (if any): working memory, leaves, and the tree.
 
         Raises:
-            UserError: the given tree is not the checkpointed one (its node ids differ).
+            UserError: the given tree, or the run's goal, is not the checkpointed one.
         """
         if self.checkpointer is None:
             return root
         found = self.checkpointer.restore(plan)
         if found is None:
             return root
+        goal = found.state.get(StateKeyGoal)
+        if isinstance(goal, str) and goal != plan.goal:
+            raise UserError(
+                f"checkpoint {self.checkpointer.checkpoint_id!r} is of another goal ({goal!r}); "
+                "resume it with the same goal, or use a new checkpoint id"
+            )
         saved = found.state.get("tree")
         if root is None and isinstance(saved, dict):
             root = build_tree(saved)

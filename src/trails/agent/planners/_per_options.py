@@ -151,6 +151,15 @@ def register_executor_agent(
         raise UserError(f"executor agent id must be a non-empty str, not {agent_id!r}")
     if llm is None or not callable(getattr(llm, "complete", None)):
         raise UserError(f"executor agent {agent_id!r} needs an LLM client, not {llm!r}")
+    if max_iterations is not None and (
+        isinstance(max_iterations, bool)
+        or not isinstance(max_iterations, int)
+        or max_iterations < 1
+    ):
+        raise UserError(
+            f"executor agent {agent_id!r}: max_iterations must be an int >= 1 or None, "
+            f"not {max_iterations!r}"
+        )
     agent = ExecutorAgent(
         agent_id, llm, system_prompt, max_iterations, None if tools is None else tuple(tools)
     )

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trails.agent.loop.refused import RUN_TOOLS
 from trails.errors import UnknownCapability, UserError
 from trails.kernel.context import Context
 from trails.kernel.registry import all_capabilities, capability, get_capability
@@ -100,11 +101,19 @@ def create_agent(
 
     if ctx.llm is None:
         raise UserError("create_agent runs inside a planner run (it uses the run's model)")
+    if not agent_name.strip():
+        raise UserError(f"create_agent agent_name must be a non-empty name, not {agent_name!r}")
+    parent_tools = ctx.extras.get(RUN_TOOLS)  # the calling run's tools bound the sub-agent's
     offered = [t for t in (tool_names or []) if t != CREATE_AGENT_TOOL_NAME]
     for tool in offered:
         get_capability(tool)  # an unknown tool is the model's error, told to it
+        if parent_tools is not None and tool not in parent_tools:
+            offer = ", ".join(sorted(parent_tools))
+            raise UserError(f"capability {tool!r} is not among this run's tools ({offer})")
     if not tool_names:
         offered = sorted(c.id for c in all_capabilities() if c.id != CREATE_AGENT_TOOL_NAME)
+        if parent_tools is not None:
+            offered = [t for t in offered if t in parent_tools]
     tree = _tree(goal, steps, flow)
     if task_type:
         for node in tree.get("children", [tree]):

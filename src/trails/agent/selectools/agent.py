@@ -148,6 +148,11 @@ class Agent:
             raise UserError(f"Agent config= must be an AgentConfig, not {self.config!r}")
         if memory is not None and not isinstance(memory, ConversationMemory):
             raise UserError(f"Agent memory= must be a ConversationMemory, not {memory!r}")
+        if isinstance(tools, str | bytes):
+            raise UserError(
+                f"Agent tools= must be a list of capability ids or @capability functions, "
+                f"not the one string {tools!r}"
+            )
         self.tools = list(tools or [])
         self._tool_ids = [_tool_id(t) for t in self.tools]
         if self.config.knowledge_memory is not None and REMEMBER not in self._tool_ids:

@@ -128,6 +128,53 @@ class AgentConfig:
             raise UserError(f"AgentConfig hooks= must be a dict of callables, not {self.hooks!r}")
         if not isinstance(self.name, str) or not self.name.strip():
             raise UserError(f"AgentConfig name= must be a non-empty str, not {self.name!r}")
+        self._check_types()
+
+    def _check_types(self) -> None:
+        """The other fields' types, each refused with one line naming the field."""
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise UserError(f"AgentConfig model= must be a non-empty str, not {self.model!r}")
+        temperature = self.temperature
+        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+            raise UserError(f"AgentConfig temperature= must be a number >= 0, not {temperature!r}")
+        if temperature < 0:
+            raise UserError(f"AgentConfig temperature= must be a number >= 0, not {temperature!r}")
+        for key in ("request_timeout", "tool_timeout_seconds", "cost_warning_threshold"):
+            value = getattr(self, key)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float) or value <= 0
+            ):
+                raise UserError(f"AgentConfig {key}= must be a number > 0 or None, not {value!r}")
+        if not isinstance(self.observers, list | tuple):
+            raise UserError(
+                f"AgentConfig observers= must be a list of observers, not {self.observers!r}"
+            )
+        if self.trace_metadata is not None and not isinstance(self.trace_metadata, Mapping):
+            raise UserError(
+                f"AgentConfig trace_metadata= must be a dict, not {self.trace_metadata!r}"
+            )
+        for key in ("session_id", "parent_run_id", "summarize_model"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise UserError(
+                    f"AgentConfig {key}= must be a non-empty str or None, not {value!r}"
+                )
+        if self.confirm_action is not None and not callable(self.confirm_action):
+            raise UserError(
+                "AgentConfig confirm_action= must be a function (tool_name, tool_args, reason), "
+                f"not {self.confirm_action!r}"
+            )
+        for key in (
+            "verbose",
+            "enable_analytics",
+            "routing_only",
+            "parallel_tool_execution",
+            "stream",
+            "summarize_on_trim",
+        ):
+            value = getattr(self, key)
+            if not isinstance(value, bool):
+                raise UserError(f"AgentConfig {key}= must be True or False, not {value!r}")
 
 
 def is_rate_limit(error: BaseException) -> bool:

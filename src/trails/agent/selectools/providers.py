@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from trails.errors import ConfigError
+from trails.errors import ConfigError, UserError
 from trails.llm.client import LLMClient
 
 __all__ = [
@@ -82,8 +82,15 @@ def FallbackProvider(
     on_fallback: Callable[..., object] | None = None,
 ) -> LLMClient:
     """Providers in priority order with a circuit breaker (``LLMClient.fallback``)."""
+    members = list(providers)
+    for index, member in enumerate(members):
+        if not isinstance(member, LLMClient):
+            raise UserError(
+                f"FallbackProvider providers[{index}] must be an LLMClient "
+                f"(OpenAIProvider(), LocalProvider(...) ...), not {member!r}"
+            )
     return LLMClient.fallback(
-        list(providers),
+        members,
         max_failures=max_failures,
         cooldown_seconds=cooldown_seconds,
         on_fallback=on_fallback,
@@ -113,6 +120,11 @@ def check_provider(client: LLMClient) -> LLMClient:
     Raises:
         ProviderConfigurationError: the key is missing (the message names the variable).
     """
+    if not isinstance(client, LLMClient):
+        raise UserError(
+            "Agent provider= must be an LLMClient (OpenAIProvider(), AnthropicProvider(), "
+            f"LocalProvider(...) ...), not {client!r}"
+        )
     missing = _missing_key(client.adapter)
     if missing is not None:
         raise ProviderConfigurationError(
