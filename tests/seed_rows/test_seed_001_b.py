@@ -334,6 +334,26 @@ def test_a_streamed_completion_opts_into_a_token_trace_graph_linked_to_it(
 
     base = trace.split("graph:llm-tokens/")[0]
     assert graph_kind(trace, base) == "token-trace"  # verify knows it: not a foreign graph
+    # sealed in the write that made it: an edited token or a deleted trace is a finding
+    from trails.evidence import verify
+    from trails.store import IRI, Literal, Quad
+
+    assert verify(store).ok
+    graph = IRI(trace)
+    quads = [
+        Quad(r["s"], r["p"], r["o"], graph)  # type: ignore[arg-type]
+        for r in store.query("SELECT ?s ?p ?o $g WHERE { GRAPH $g { ?s ?p ?o } }", {"g": graph})
+    ]
+    length = next(q for q in quads if str(q.predicate).endswith("#charLength"))
+    forged = length._replace(object=Literal("999", datatype=length.object.datatype))  # type: ignore[union-attr]
+    store.write([forged], remove=[length])
+    report = verify(store)
+    assert [(f.kind, str(f.subject)) for f in report.findings] == [("altered", trace)]
+    store.write([length], remove=[forged])
+    store.clear(graph)
+    assert not verify(store).ok
+    store.write(quads)
+    assert verify(store).ok
 
 
 @pytest.mark.seed_row("001-034")

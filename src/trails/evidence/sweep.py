@@ -68,7 +68,6 @@ UNSEALED_KINDS: dict[str, str] = {
     "access-log": "access-log",  # who asked the SPARQL endpoint what
     "otlp-refusals": "otlp-refusals",  # spans the OTLP receiver refused (trails.otel.refusals)
     "batch/": "batch",  # a planner batch's bookkeeping
-    "llm-tokens/": "token-trace",  # a streamed completion's opt-in token trace (offsets, times)
     "transparency": "transparency",  # the log over the seals (its own proofs check it)
 }
 #: graphs that are receipts: each must be sealed
@@ -77,6 +76,7 @@ RECEIPT_KINDS: dict[str, str] = {
     "retention:": "retention",
     "migration/": "migration",
     "controls/": "controls",  # a control evaluation's findings (trails.controls.record)
+    "llm-tokens/": "token-trace",  # a streamed completion's opt-in token trace (offsets, times)
 }
 
 

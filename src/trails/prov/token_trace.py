@@ -17,7 +17,8 @@ tokens it received, ``<base>graph:llm-tokens/<completion id>``, in one write:
 
 The tokens' text is not copied: it is the completion's text (kept in its session's
 content graph, erased with it), cut at the recorded offsets. ``trails export --all``
-leaves these graphs out (``is_token_graph``): they never cross the boundary.
+leaves these graphs out (``is_token_graph``): they never cross the boundary. Each is sealed
+in the write that makes it, so ``trails verify`` covers it as it covers a receipt.
 """
 
 from __future__ import annotations
@@ -53,6 +54,12 @@ class TokensTraced(Event):
     completion: str
     tokens: Sequence[tuple[int, int, datetime]]
     """Each token's offset and length in the completion's text, and when it arrived."""
+
+    @property
+    def completes_graph(self) -> bool:
+        """The trace is whole in this one write: sealed in it (``trails verify`` recomputes
+        it; an edited or deleted token is a finding like any sealed graph's)."""
+        return True
 
     def emit(self, b: QuadBuilder) -> None:
         trace = self.graph
