@@ -66,6 +66,7 @@ READING: dict[str, list[str]] = {
     "migrate": ["migrate"],
     "recover": ["recover"],
     "compact": ["compact"],
+    "controls-check": ["controls", "check", "--no-record"],
 }
 
 # what each kind of folder that is not a store is called in the error
@@ -128,7 +129,9 @@ def test_every_command_is_listed_as_reading_or_as_creating() -> None:
     # memory: learn only; mcp: serve and proxy record the calls they carry
     creating = {"demo", "init", "import", "otlp", "memory", "mcp"}
     # capabilities prints what a program registers, shapes the installed shapes: no store
-    storeless = {"capabilities", "shapes"}
+    # (controls list/explain read files, controls check is in READING); witness: keygen and
+    # serve keep files of their own, submit asks the configured witnesses first
+    storeless = {"capabilities", "shapes", "witness"}
     assert set(COMMANDS) == {argv[0] for argv in READING.values()} | creating | storeless
 
 

@@ -48,6 +48,7 @@ def test_a_run_budget_above_the_reply_cap_does_not_warn(
             "Go.",
             llm=client,
             session=Session(principal="did:local:alice"),
+            tools=[],  # no tools: the only warning that could come is the budget's
             max_tokens=50_000,
             max_tokens_per_call=256,
         )

@@ -237,6 +237,7 @@ def test_a_rerun_is_a_new_session_compared_with_its_original_as_trails_diff_does
     assert first.locator("details.changed span.ins").count() > 0
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 1280, width
+    page.close()
     # a session the token may not read cannot be compared
     page = log_in(chromium, demo, "bob")
     page.goto(f"{demo.url}/console/diff?a={quote(demo.session)}&b={quote(rerun)}")
@@ -300,6 +301,11 @@ def test_a_recording_session_and_its_steps_appear_live_within_the_grant(
         assert page.evaluate("window.drawnOnce") is True
         # its page: each new step appears as the writer records it, without a reload
         page.goto(demo.url + "/console/session?s=" + quote(session, safe=""))
+        for _ in range(40):  # the page reads a snapshot, current within its age
+            if page.locator("#live-state").count():
+                break
+            page.wait_for_timeout(250)
+            page.reload()
         page.wait_for_selector("#live-state:has-text('live: following')")
         page.evaluate("window.drawnOnce = true")
         steps = page.locator("#live-steps li")

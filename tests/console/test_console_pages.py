@@ -45,7 +45,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     home = tmp_path_factory.mktemp("console-controls")
     sessions = record(home)
     checked = subprocess.run(
-        [TRAILS, "--store", "store", "controls", "check", "--dir", str(EXAMPLE)],
+        [TRAILS, "--store", "store", "controls", "check", "--no-builtin", "--dir", str(EXAMPLE)],
         cwd=home,
         env=environment(),
         capture_output=True,
