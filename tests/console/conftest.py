@@ -139,19 +139,19 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         yield Served(url, home / "store", sessions, home)
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One headless Chromium for the module (a fresh profile)."""
+@contextmanager
+def chromium_context(profile: Path, *, width: int = 1200) -> Iterator[Any]:
+    """A headless Chromium with a fresh profile, its window ``width`` px wide."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("profile")),
+            str(profile),
             executable_path=CHROMIUM,
             headless=True,
             args=FLAGS,
             accept_downloads=True,
-            viewport={"width": 1200, "height": 800},
+            viewport={"width": width, "height": 800},
         )
         try:
             yield context
@@ -159,8 +159,16 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             context.close()
 
 
-def log_in(context: Any, served: Served, who: str) -> Any:
-    """A new page logged in as ``who`` through the login form; its cookies cleared first."""
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One headless Chromium for the module (a fresh profile)."""
+    with chromium_context(tmp_path_factory.mktemp("profile")) as context:
+        yield context
+
+
+def log_in(context: Any, served: Any, who: str) -> Any:
+    """A new page logged in as ``who`` through the login form of ``served.url``'s console;
+    its cookies cleared first."""
     context.clear_cookies()
     page = context.new_page()
     page.goto(served.url + "/console/")

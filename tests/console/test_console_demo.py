@@ -40,7 +40,9 @@ from tests.console.conftest import (
     TOKENS,
     TRAILS,
     _banner,
+    chromium_context,
     environment,
+    log_in,
 )
 
 from trails.server.auth import token_entry
@@ -125,32 +127,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Demo]:
 @pytest.fixture(scope="module")
 def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One headless Chromium for the module, its window 1280 px wide."""
-    from playwright.sync_api import sync_playwright
-    from tests.console.conftest import FLAGS
-
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("profile")),
-            executable_path=CHROMIUM,
-            headless=True,
-            args=FLAGS,
-            viewport={"width": 1280, "height": 800},
-        )
-        try:
-            yield context
-        finally:
-            context.close()
-
-
-def log_in(context: Any, demo: Demo, who: str) -> Any:
-    """A new page logged in as ``who`` (cookies cleared first)."""
-    context.clear_cookies()
-    page = context.new_page()
-    page.goto(demo.url + "/console/")
-    page.fill("input[name=token]", TOKENS[who])
-    page.click("button[type=submit]")
-    page.wait_for_url(demo.url + "/console/")
-    return page
+    with chromium_context(tmp_path_factory.mktemp("profile"), width=1280) as context:
+        yield context
 
 
 def test_the_demo_graph_is_laid_out_folded_labelled_and_its_path_marked(
