@@ -227,20 +227,24 @@ class RecordedResult:
     session: str | None
 
 
-_RESULTS = """
+def _results_query(*, one_control: bool, sealed: bool) -> str:
+    """The query of ``recorded_results``: of one control (``$id``) or all; with ``sealed``,
+    only graphs the ledger (``$ledger``) seals."""
+    control = "$id" if one_control else "?id"
+    ledger = " $ledger" if sealed else ""
+    seal = "\n  FILTER EXISTS { GRAPH $ledger { ?seal trails:sealedGraph ?g } }" if sealed else ""
+    return f"""
 PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?g ?id ?digest ?outcome ?count ?ended ?session WHERE {
-  GRAPH ?g {
+SELECT ?g {control} ?digest ?outcome ?count ?ended ?session{ledger} WHERE {{
+  GRAPH ?g {{
     ?a a trails:ControlEvaluation ; prov:used ?c ; trails:outcome ?outcome ;
        trails:findingCount ?count ; prov:endedAtTime ?ended .
-    ?c a trails:Control ; trails:controlId ?id ; trails:definitionSha256 ?digest .
-    OPTIONAL { ?a trails:evaluatedSession ?session }
-  }
-} ORDER BY DESC(?ended) ?g
+    ?c a trails:Control ; trails:controlId {control} ; trails:definitionSha256 ?digest .
+    OPTIONAL {{ ?a trails:evaluatedSession ?session }}
+  }}{seal}
+}} ORDER BY DESC(?ended) ?g
 """
-
-_RESULTS_OF = _RESULTS.replace("trails:controlId ?id", "trails:controlId $id")
 
 
 def recorded_results(
@@ -254,16 +258,11 @@ def recorded_results(
 
     With ``ledger``, only evaluations in a graph that ledger seals count: a findings graph
     copied or forged under a new name (no seal) never stands for a recorded run."""
-    text = _RESULTS if control_id is None else _RESULTS_OF
+    text = _results_query(one_control=control_id is not None, sealed=ledger is not None)
     bindings: dict[str, Term] = {}
     if control_id is not None:
         bindings["id"] = RDFLiteral(control_id)
     if ledger is not None:
-        text = text.replace("?session WHERE {", "?session $ledger WHERE {", 1).replace(
-            "} ORDER BY",
-            "  FILTER EXISTS { GRAPH $ledger { ?seal trails:sealedGraph ?g } }\n} ORDER BY",
-            1,
-        )
         bindings["ledger"] = ledger
     result = store.query(text, bindings) if bindings else store.query(text)
     assert isinstance(result, Solutions)
