@@ -106,14 +106,27 @@ def folder(tmp_path: Path, kind: str) -> Path:
 
 
 @pytest.fixture
-def work(tmp_path: Path) -> Path:
+def work(tmp_path: Path, tokens: str) -> Path:
     """The working directory commands run in, with a tokens file for ``trails serve``."""
     cwd = tmp_path / "work"
     cwd.mkdir()
-    made = trails("serve", "--hash-token", "t0ken-for-tests", "--principal", "p", cwd=cwd)
-    assert made.returncode == 0, made.stderr
-    (cwd / "tokens.toml").write_text(made.stdout)
+    (cwd / "tokens.toml").write_text(tokens)
     return cwd
+
+
+@pytest.fixture(scope="module")
+def tokens(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tokens file's text, as ``trails serve --hash-token`` prints it (made once)."""
+    made = trails(
+        "serve",
+        "--hash-token",
+        "t0ken-for-tests",
+        "--principal",
+        "p",
+        cwd=tmp_path_factory.mktemp("tokens"),
+    )
+    assert made.returncode == 0, made.stderr
+    return made.stdout
 
 
 def refused(done: subprocess.CompletedProcess[str]) -> str:

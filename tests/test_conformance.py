@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import rdflib
 
 from trails.errors import CapabilityError, PolicyDenied, ValidationError
 from trails.kernel import CapabilitySpec, Context, Decision, capability, invoke
@@ -46,6 +47,7 @@ from trails.store.terms import IRI, BNode, Literal, Quad, literal, to_python
 from trails.testing import (
     assert_conforms,
     assert_prov_readable,
+    conformance,
     prov_document,
     shacl_report,
     shapes_graph,
@@ -582,6 +584,45 @@ def test_broken_graph_is_reported(store: Store, recorder: Recorder, case: str) -
         assert fragment in text, f"{fragment!r} missing from the report:\n{text}"
     with pytest.raises(AssertionError, match=r"does not conform to shapes\.ttl"):
         assert_conforms(store)
+
+
+def _results(report: Any) -> set[tuple[Any, ...]]:
+    sh = rdflib.Namespace("http://www.w3.org/ns/shacl#")
+    return {
+        tuple(report.value(r, p) for p in (sh.focusNode, sh.resultPath, sh.sourceShape, sh.value))
+        for r in report.subjects(rdflib.RDF.type, sh.ValidationResult)
+        if not isinstance(report.value(r, sh.sourceShape), rdflib.BNode)
+    } | {("blank-node shapes", len(list(report.subjects(rdflib.RDF.type, sh.ValidationResult))))}
+
+
+@pytest.mark.allow_nonconforming
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_only_the_shapes_with_a_focus_node_run_and_the_results_are_those_of_all(
+    store: Store, recorder: Recorder, case: str
+) -> None:
+    """The check runs, per graph, only the shapes whose targets match something in it:
+    its results are exactly those of pyshacl running every shape."""
+    import pyshacl
+
+    iris = record_sample_session(recorder)
+    iris = {
+        **iris,
+        "output": IRI(f"{iris['invocation']}:output"),
+        "termination": IRI(f"{iris['run']}:termination"),
+        "model": Minter().model("mock", "scripted"),
+    }
+    BROKEN[case][0](store, iris)
+    for name in store.graphs():
+        data = conformance._graph_of(store, name)
+        selected = conformance._shapes_for(data)
+        assert selected is not None and len(selected) < len(conformance._shape_targets() or [])
+        conforms, report = conformance._validate(data)
+        every_conforms, every_report, _ = pyshacl.validate(
+            data, shacl_graph=shapes_graph(), inference="none", advanced=False
+        )
+        assert conforms == every_conforms
+        assert _results(report) == _results(every_report)
+    assert not shacl_report(store)[0]
 
 
 @pytest.mark.allow_nonconforming

@@ -2,7 +2,7 @@
 
 A writer (``tests/crash_writer.py``) records planner sessions with a scripted model
 and capabilities with and without side effects, and is killed with SIGKILL after a
-random delay (once it has begun recording), 30 times. After each kill the store is opened the way the next program
+random delay (once it has begun recording), 20 times. After each kill the store is opened the way the next program
 would (a recorder configured over it recovers it) and must show:
 
 - no torn activity: every finished invocation has its status, end and input, no
@@ -35,7 +35,7 @@ from trails.store import IRI, Solutions, Store, to_python
 from trails.store.oxigraph import OxigraphStore
 from trails.testing import shacl_report
 
-TRIALS = 30
+TRIALS = 20
 WRITER = Path(__file__).with_name("crash_writer.py")
 PREFIXES = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in NAMESPACES.items())
 

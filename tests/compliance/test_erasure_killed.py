@@ -173,8 +173,10 @@ def test_an_erasure_killed_while_compacting_verifies_and_trails_compact_finishes
     compacted = trails(tmp_path, "--store", str(where), "compact")
     assert compacted.returncode == 0, compacted.stderr
     assert marker("alice", 1).encode() not in store_bytes(where)
-    assert marker("bob", 0).encode() in store_bytes(where)
-    assert check(where)[0]
+    # the rest is kept: read through the store, as the rewritten files' deeper levels are
+    # LZ4-compressed and a raw search can miss a text that is there
+    ok, findings, _, dump = check(where)
+    assert ok and marker("bob", 0) in dump, findings
 
 
 def test_an_erasure_killed_between_its_batches_is_closed_by_recovery_and_finished_by_a_rerun(

@@ -51,7 +51,7 @@ WRITER = textwrap.dedent(
         n += 1
         if n == 2:
             ready.joinpath(worker).write_text("")
-        time.sleep(0.3)
+        time.sleep(1.0)
     store.close()
     print(n)
     """

@@ -28,12 +28,15 @@ These are the two assertions every test that records something ends with::
 
 Validation runs without inference on purpose: SPARQL engines infer nothing,
 so each resource must carry its PROV-O class next to its trails class. The
-shapes are parsed once per process; each call converts the store's N-Triples
-dump of one graph into rdflib and runs the cached shapes over it.
+shapes are parsed once per process; each call reads one graph's triples into
+rdflib and runs over it only the cached shapes whose targets match something in
+it (the others could validate nothing there), with each SPARQL constraint's text
+parsed once per process.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -44,6 +47,8 @@ from typing import TYPE_CHECKING, Any
 import rdflib
 from prov.model import ProvActivity, ProvAgent, ProvDocument, ProvEntity, ProvRecord
 from rdflib.collection import Collection as RDFList
+from rdflib.plugins.sparql import prepareQuery
+from rdflib.plugins.sparql.sparql import Query
 
 from trails.errors import RDFSyntaxError
 from trails.prov.events import (
@@ -60,7 +65,7 @@ from trails.prov.events import (
 from trails.prov.recorder import Recorder
 from trails.prov.vocab import PROV, RDF
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI
+from trails.store.terms import IRI, BNode, Term
 
 if TYPE_CHECKING:  # pyshacl is a test dependency, imported when a check runs
     from pyshacl.shapes_graph import ShapesGraph
@@ -115,27 +120,134 @@ def _cached_shapes() -> ShapesGraph:
         return _shapes
 
 
+@dataclass(frozen=True)
+class _Targets:
+    """What selects the focus nodes of one top-level shape (its SHACL targets)."""
+
+    shape: rdflib.URIRef
+    classes: frozenset[rdflib.term.Node]
+    subjects_of: frozenset[rdflib.term.Node]
+    objects_of: frozenset[rdflib.term.Node]
+    nodes: frozenset[rdflib.term.Node]
+
+
+_targets: list[_Targets] | None = None
+
+
+def _shape_targets() -> list[_Targets] | None:
+    """The targets of every shape that has one, or ``None`` when a shape selects its focus
+    nodes some other way (then every shape runs on every graph)."""
+    global _targets
+    shapes = _cached_shapes()
+    with _lock:
+        if _targets is None:
+            found = []
+            for shape in shapes.shapes:
+                nodes, classes, implicit, objects_of, subjects_of = (
+                    frozenset(t) for t in shape.target()
+                )
+                if not (nodes or classes or implicit or objects_of or subjects_of):
+                    continue  # reached only through another shape (sh:property, sh:node, ...)
+                if not isinstance(shape.node, rdflib.URIRef):
+                    return None
+                found.append(
+                    _Targets(shape.node, classes | implicit, subjects_of, objects_of, nodes)
+                )
+            _targets = found
+        return _targets
+
+
+def _shapes_for(data: rdflib.Graph) -> list[rdflib.URIRef] | None:
+    """The shapes that have a focus node in ``data``; ``None``: run them all.
+
+    A shape whose targets match nothing in the graph validates nothing there, so leaving
+    it out changes no result; it saves pyshacl looking for its focus nodes in every graph.
+    Class targets follow ``rdfs:subClassOf`` in the data graph: a graph that declares
+    subclasses runs every shape.
+    """
+    targets = _shape_targets()
+    if targets is None or (None, rdflib.RDFS.subClassOf, None) in data:
+        return None
+    types = set(data.objects(None, rdflib.RDF.type))
+    predicates = set(data.predicates())
+    return [
+        t.shape
+        for t in targets
+        if not t.classes.isdisjoint(types)
+        or not t.subjects_of.isdisjoint(predicates)
+        or not t.objects_of.isdisjoint(predicates)
+        or any((n, None, None) in data or (None, None, n) in data for n in t.nodes)
+    ]
+
+
+@functools.lru_cache(maxsize=512)
+def _prepared(text: str) -> Query:
+    return prepareQuery(text)
+
+
+@functools.cache
+def _data_graph_class() -> type[Any]:
+    from pyshacl.graph_abstraction import RdfLibDataGraph
+
+    class PreparedQueries(RdfLibDataGraph):  # type: ignore[misc]
+        """A data graph that parses each SPARQL text once per process: the shapes' SPARQL
+        constraints send the same text for every focus node of every graph."""
+
+        def query(self, query_object: str | Query, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            if isinstance(query_object, str):
+                query_object = _prepared(query_object)
+            return super().query(query_object, *args, **kwargs)
+
+    return PreparedQueries
+
+
+def _data_graph(data: rdflib.Graph) -> Any:
+    return _data_graph_class().from_rdflib(data)
+
+
 def _validate(data: rdflib.Graph) -> tuple[bool, rdflib.Graph]:
     shapes = _cached_shapes()
     from pyshacl import Validator
-    from pyshacl.graph_abstraction import DataGraph
 
-    validator = Validator(
-        DataGraph.from_rdflib(data),
-        shacl_graph=shapes.graph,
-        options={"inference": "none", "advanced": False, "inplace": True},
-    )
+    options: dict[str, Any] = {"inference": "none", "advanced": False, "inplace": True}
+    relevant = _shapes_for(data)
+    if relevant is not None:
+        if not relevant:
+            return True, rdflib.Graph()
+        options["use_shapes"] = [str(shape) for shape in relevant]
+    validator = Validator(_data_graph(data), shacl_graph=shapes.graph, options=options)
     validator.shacl_graph = shapes  # reuse the harvested shapes instead of re-reading them
     with _lock:  # pyshacl caches per-shape state: one validation at a time
         conforms, report, _text = validator.run()  # type: ignore[no-untyped-call]
     return bool(conforms), report
 
 
+_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
+_ALL_OF = "SELECT ?graph ?s ?p ?o WHERE { GRAPH ?graph { ?s ?p ?o } }"
+
+
+def _rdflib_term(term: Term) -> rdflib.term.Node:
+    if isinstance(term, IRI):
+        return rdflib.URIRef(term)
+    if isinstance(term, BNode):
+        return rdflib.BNode(term)
+    if term.language:
+        return rdflib.Literal(term.value, lang=term.language)
+    if term.datatype == _XSD_STRING:
+        return rdflib.Literal(term.value)  # as an N-Triples reader gives a simple literal
+    return rdflib.Literal(term.value, datatype=rdflib.URIRef(term.datatype))
+
+
 def _graph_of(store: Store, graph: IRI) -> rdflib.Graph:
-    data = store.dump(format="ntriples", graph=graph)
-    assert data is not None
+    """One named graph as an rdflib graph, its terms converted one by one (reading its
+    N-Triples text back through rdflib's parser is quadratic in a literal's length)."""
+    answer = store.query(_ALL_OF, {"graph": graph})
+    assert isinstance(answer, Solutions)
     g = rdflib.Graph()
-    g.parse(data=data, format="nt")
+    add = g.add
+    for _, s, p, o in answer.rows:
+        assert s is not None and p is not None and o is not None
+        add((_rdflib_term(s), _rdflib_term(p), _rdflib_term(o)))  # type: ignore[arg-type]
     return g
 
 
