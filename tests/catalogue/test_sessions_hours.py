@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from trails.audit.querypack import get_query
 from trails.audit.sessions_page import paged, sessions_page, sessions_page_to
 from trails.catalogue.days import hour_of_minute, start_day_iri
-from trails.catalogue.entries import catalogue_iri, rebuild, start_quads
+from trails.catalogue.entries import catalogue_iri, existing_entry, rebuild, start_quads
 from trails.prov.iri import Minter
 from trails.prov.vocab import T
 from trails.store import Solutions, Store, open_store
@@ -226,15 +226,10 @@ def test_pre_hour_and_hour_minutes_conform_to_the_shapes(store: Store) -> None:
 
 
 def _erase(store: Store, rows: list[Any]) -> None:
-    """Remove the entries of ``rows`` (their second, minute and hour nodes stay)."""
+    """Remove the entries of ``rows`` as retention does (``existing_entry``): their second,
+    minute and hour nodes stay."""
     for row in rows:
-        entry = store.query(
-            "PREFIX trails: <https://w3id.org/trails/ns#> "
-            "SELECT ?s ?p ?o ?c $session WHERE { GRAPH ?c { ?s trails:summaryOf $session ; ?p ?o } }",
-            {"session": row[0]},
-        )
-        assert isinstance(entry, Solutions)
-        store.write([], remove=[Quad(s, p, o, c) for s, p, o, c, _ in entry.rows])
+        store.write([], remove=existing_entry(store, IRI.trusted(str(row[0])), CATALOGUE))
 
 
 def test_sessions_erased_inside_an_hour_are_walked_past() -> None:
