@@ -126,7 +126,8 @@ def test_recorded_sessions_are_walked_too(fx: Fixture) -> None:
     found = fx.store.query(
         "PREFIX trails: <https://w3id.org/trails/ns#> "
         "SELECT ?e WHERE { GRAPH ?c { "
-        "?e trails:startedInSecond ?s . ?s trails:secondOf ?m . ?m trails:minuteOf ?d } }"
+        "?e trails:startedInSecond ?s . ?s trails:secondOf ?m . ?m trails:minuteOfHour ?h . "
+        "?h trails:hourOf ?d } }"
     )
     assert isinstance(found, Solutions) and len(found.rows) == len(fx.sessions)
 
@@ -169,14 +170,15 @@ def _asked(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_the_newest_page_is_a_few_queries_whatever_the_store_holds(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 600 sessions, one a minute, the newest 480 in the newest day: the page reads the days,
-    # that day's minutes, the newest minute's seconds and its entries, then the seconds of
-    # the next 19 minutes and their entries; never one query per minute, nor a sort by IRI
+    # 600 sessions, one a minute, the newest 480 in the newest day: the page reads which old
+    # kinds the store holds, the days, that day's hours, the newest hour's minutes, the newest
+    # minute's seconds and their entries counted, then the seconds of the newest 20 minutes
+    # and their entries; never one query per minute, nor a sort by IRI
     _catalogue(store, 600, spacing=timedelta(minutes=1))
     expected = _sorted(store, {}, 20)
     asked = _asked(store, monkeypatch)
     assert sessions_page(store, {}, 20).rows == expected.rows
-    assert len(asked) == 7
+    assert len(asked) == 8
     assert not any("ORDER BY DESC(?day)" in q or "ORDER BY DESC(?minute)" in q for q in asked)
 
 
@@ -222,14 +224,16 @@ def test_minutes_written_before_seconds_are_read_whole_in_order(store: Store) ->
         assert sessions_page(store, {}, limit).rows == _sorted(store, {}, limit).rows
 
 
-def test_the_start_write_links_an_entry_to_its_second_minute_and_day() -> None:
+def test_the_start_write_links_an_entry_to_its_second_minute_hour_and_day() -> None:
     catalogue = catalogue_iri(Minter())
     entry = Minter.part(catalogue, "e")
     quads = start_quads_of(catalogue, entry, datetime(2026, 3, 1, 22, 4, 5, 6, tzinfo=UTC))
     links = {(str(q.subject).rpartition(":")[2], q.predicate) for q in quads}
     assert ("e", T.startedInSecond) in links
     assert ("2026-03-01T220405", T.secondOf) in links
-    assert ("2026-03-01T2204", T.minuteOf) in links
+    assert ("2026-03-01T2204", T.minuteOfHour) in links
+    assert ("2026-03-01T22", T.hourOf) in links
+    assert not any(q.predicate == T.minuteOf for q in quads)
     assert not any(q.predicate == T.startedInMinute for q in quads)
 
 

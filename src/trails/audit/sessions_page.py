@@ -1,21 +1,26 @@
-"""The newest sessions, a page at a time, read from the catalogue's start days, minutes and seconds.
+"""The newest sessions, a page at a time, read from the catalogue's start days, hours, minutes and seconds.
 
 The ``sessions`` pack query sorts every catalogue entry before it keeps a page:
 its cost grows with the store. Every entry also points to the UTC second it
 started in (``trails:startedInSecond``), seconds to their minute
-(``trails:secondOf``) and minutes to their day (``trails:minuteOf``); their IRIs
-sort in time order. So the newest page is found by walking days from the
-newest, then their minutes, then the seconds of the newest minutes, running the
-pack query on a run of seconds at a time until the page is full (``walk``).
-The first run is the newest second; the next ones as many seconds as the rows
-still wanted need at the rows per second seen so far (every second holds at
-least one entry unless it was erased). A page therefore reads the entries of
-the seconds it shows, never a whole minute: at 100 sessions a second, with
-every start on the whole second (each comparison a tie broken by the entry
-IRI), the newest page is the newest second's hundred entries, at 1,000 sessions
-or at 100,000. Its cost is the page plus the sessions that started in the seconds
-it reads, and a few small queries (the days, the newest day's minutes, the newest
-minutes' seconds), whatever the store holds.
+(``trails:secondOf``), minutes to their hour (``trails:minuteOfHour``) and hours
+to their day (``trails:hourOf``); their IRIs sort in time order. So the newest
+page is found by walking days from the newest, then their hours, the minutes of
+the newest hours (``Minutes``), then the seconds of the newest minutes, running
+the pack query on a run of seconds at a time until the page is full (``walk``).
+Each level is read as far as the rows still wanted need: the newest hour's
+minutes first, then as many hours as the minutes still wanted need at the
+minutes per hour seen so far; likewise minutes for seconds. The first run is
+the newest second; the next ones as many seconds as the rows still wanted need
+at the rows per second seen so far (every second holds at least one entry unless
+it was erased). A page therefore reads the entries of the seconds it shows,
+never a whole minute: at 100 sessions a second, with every start on the whole
+second (each comparison a tie broken by the entry IRI), the newest page is the
+newest second's hundred entries, at 1,000 sessions or at 100,000. Its cost is
+the page plus the sessions that started in the seconds it reads, and a few
+small queries (the days, the newest day's hours, at most 24, the newest hour's
+minutes, at most 60, the newest minutes' seconds), whatever the store holds and
+however sparse or dense its sessions.
 
 What the walk cannot serve runs the pack query as before: ``--all``, a filter by
 principal or status (a rare match would walk every second), and the entries
@@ -23,8 +28,11 @@ written before minutes existed (older than every linked entry, so they fill
 the end of a page that the seconds did not, in order). Entries written before
 seconds existed point to their minute (``trails:startedInMinute``): such a
 minute is read whole, with any newer entries of its seconds, in its place
-(``trails catalogue rebuild`` links them to their seconds). The rows, their
-columns and their order are the pack query's.
+(``trails catalogue rebuild`` links them to their seconds). Minutes written
+before hours existed belong to their day (``trails:minuteOf``): a day that holds
+one has all its minutes listed at once, as before hours (``trails catalogue
+rebuild`` moves them to their hours). The rows, their columns and their order
+are the pack query's.
 """
 
 from __future__ import annotations
@@ -76,23 +84,32 @@ SECONDS_OF_TWO_MINUTES = (
     "} } } GRAPH ?catalogue { ?entry trails:startedInSecond ?slot ; trails:sessionStarted ?started }"
 )
 """The entries of a run of seconds over two minutes (at most 120 seconds read to find them)."""
+_IN_RANGE = (
+    "{ ?minute trails:minuteOf $day } UNION { ?hour trails:hourOf $day "
+    "FILTER(STR(?hour) >= $early && STR(?hour) <= $late) ?minute trails:minuteOfHour ?hour } "
+    "FILTER(STR(?minute) >= $first && STR(?minute) <= $last) "
+)
+# The minutes of one day from $first to $last (IRIs, as text): those of the hours from
+# $early to $late (at most 24 read), and any written before hours existed (of the day; a
+# minute trails was upgraded in is linked both ways: the queries below keep it once).
 SECONDS_OF_MINUTES = (
-    "{ SELECT ?slot ?catalogue $day $first $last $oldest $newest WHERE { GRAPH ?catalogue { "
-    "?minute trails:minuteOf $day FILTER(STR(?minute) >= $first && STR(?minute) <= $last) "
-    "?slot trails:secondOf ?minute FILTER(STR(?slot) >= $oldest && STR(?slot) <= $newest) "
+    "{ SELECT DISTINCT ?slot ?catalogue $day $early $late $first $last $oldest $newest WHERE { "
+    "GRAPH ?catalogue { " + _IN_RANGE + "?slot trails:secondOf ?minute "
+    "FILTER(STR(?slot) >= $oldest && STR(?slot) <= $newest) "
     "} } } GRAPH ?catalogue { ?entry trails:startedInSecond ?slot ; trails:sessionStarted ?started }"
 )
-"""The entries of a run of seconds over more minutes of one day (the day's minutes read)."""
+"""The entries of a run of seconds over more minutes of one day (the minutes of the run's
+hours read)."""
 OLD_MINUTES = (
-    "{ SELECT ?minute ?catalogue $day $oldest $newest WHERE { GRAPH ?catalogue { "
-    "?minute trails:minuteOf $day FILTER(STR(?minute) >= $oldest && STR(?minute) <= $newest) "
-    "} } } GRAPH ?catalogue { { ?entry trails:startedInMinute ?minute } UNION "
+    "{ SELECT DISTINCT ?minute ?catalogue $day $early $late $first $last WHERE { GRAPH ?catalogue { "
+    + _IN_RANGE
+    + "} } } GRAPH ?catalogue { { ?entry trails:startedInMinute ?minute } UNION "
     "{ ?second trails:secondOf ?minute . ?entry trails:startedInSecond ?second } "
     "?entry trails:sessionStarted ?started }"
 )
 """The entries of a run of minutes that hold entries written before seconds existed (each
 such minute read whole, its newer entries with it)."""
-BOUND = ("day", "minute", "first", "last", "oldest", "newest")
+BOUND = ("day", "minute", "first", "last", "early", "late", "oldest", "newest")
 """The parameters of a run, projected by the query and left out of the page."""
 UNDATED = (
     "GRAPH ?catalogue { ?entry trails:sessionStarted ?started "
@@ -103,22 +120,56 @@ UNDATED = (
 
 _PROJECTED = ("SELECT ?session", "SELECT ?entry ?started", "GROUP BY ?session")
 
-# Days and minutes are sorted here, not by ORDER BY: the store compares IRIs by reading
-# their text from its dictionary at each comparison, which costs more as the store grows
-# (a few hundred days took 20 ms sorted at 100,000 sessions, under 1 ms unsorted).
+# Days, hours and minutes are sorted here, not by ORDER BY: the store compares IRIs by
+# reading their text from its dictionary at each comparison, which costs more as the store
+# grows (a few hundred days took 20 ms sorted at 100,000 sessions, under 1 ms unsorted).
 _DAYS = """
 PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT ?day WHERE { GRAPH ?catalogue { ?day a trails:StartDay } }
 """
-_MINUTES = """
+_HOURS = """
 PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?minute $day WHERE { GRAPH ?catalogue { ?minute trails:minuteOf $day } }
+SELECT ?hour $day WHERE { GRAPH ?catalogue { ?hour trails:hourOf $day } }
 """
+_MINUTES_OF_HOUR = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?minute $hour WHERE { GRAPH ?catalogue { ?minute trails:minuteOfHour $hour } }
+"""
+_MINUTES_OF_HOURS = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?minute $day $early $late WHERE { GRAPH ?catalogue {
+  ?hour trails:hourOf $day FILTER(STR(?hour) >= $early && STR(?hour) <= $late)
+  ?minute trails:minuteOfHour ?hour } }
+"""
+_MINUTES_OF_DAY = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?minute $day WHERE { GRAPH ?catalogue {
+  { ?minute trails:minuteOf $day } UNION { ?hour trails:hourOf $day . ?minute trails:minuteOfHour ?hour } } }
+"""
+_PRE_HOUR_DAY = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+ASK { GRAPH ?catalogue { ?minute trails:minuteOf $day } }
+"""
+_OLD_KINDS = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?minutes ?days WHERE {
+  BIND(EXISTS { GRAPH ?catalogue { ?entry trails:startedInMinute ?minute } } AS ?minutes)
+  BIND(EXISTS { GRAPH ?catalogue { ?early trails:minuteOf ?day } } AS ?days) }
+"""
+# whether the store holds entries written before seconds existed, and minutes written
+# before hours existed: both are read another way, so a store without them never asks more
 
 
 def newest_first(found: Solutions) -> list[str]:
-    """The IRIs of a query's first column, newest first (day and minute IRIs sort in time)."""
+    """The IRIs of a query's first column, newest first (day, hour and minute IRIs sort in
+    time)."""
     return sorted({str(row[0]) for row in found.rows}, reverse=True)
+
+
+def _hour(minute: str) -> Literal:
+    """The text of a start minute's hour (``...T1403`` -> ``...T14``: the minute's IRI less its
+    minutes, ``trails.catalogue.days.start_quads_of``), a bound of a range of hours."""
+    return Literal(minute[:-2])
 
 
 def paged(text: str, limit: int | None) -> str:
@@ -144,9 +195,61 @@ def _variant(text: str, pattern: str) -> str:
     return out
 
 
-def start_days(store: Store, params: Mapping[str, Term]) -> Iterator[tuple[IRI, list[str]]]:
-    """The catalogue's start days and their minutes, newest first, within the ``since`` and
-    ``until`` of ``params`` (a day's minutes are read when the walk reaches it)."""
+class Minutes:
+    """A start day's minutes, newest first, listed a run of hours at a time as the walk asks.
+
+    The first run is the newest hour; the next ones as many hours as the minutes still
+    wanted need at the minutes per hour seen so far (every hour holds a minute). A day
+    that holds minutes written before hours existed (``trails:minuteOf`` the day: the
+    store was upgraded that day, and ``trails catalogue rebuild`` has not linked them)
+    lists all its minutes at once, as the walk did before hours.
+    """
+
+    def __init__(self, store: Store, day: IRI, *, pre_hour: bool = False) -> None:
+        self.store, self.day = store, day
+        self.listed: list[str] = []
+        self.hours: list[str] = []
+        self.hours_seen = self.minutes_seen = 0
+        if pre_hour and self.store.query(_PRE_HOUR_DAY, {"day": day}):
+            found = store.query(_MINUTES_OF_DAY, {"day": day})
+            assert isinstance(found, Solutions)
+            self.listed = newest_first(found)
+        else:
+            found = store.query(_HOURS, {"day": day})
+            assert isinstance(found, Solutions)
+            self.hours = newest_first(found)
+
+    def __bool__(self) -> bool:
+        return bool(self.listed or self.hours)
+
+    def take(self, count: int) -> list[str]:
+        """The newest ``count`` minutes not taken yet (fewer when the day has no more)."""
+        while len(self.listed) < count and self.hours:
+            need = count - len(self.listed)
+            per = self.minutes_seen / self.hours_seen if self.hours_seen else 0.0
+            hours = 1 if not self.hours_seen else min(need, _ceil(need, per))
+            batch, self.hours = self.hours[:hours], self.hours[hours:]
+            if len(batch) == 1:
+                found = self.store.query(_MINUTES_OF_HOUR, {"hour": IRI.trusted(batch[0])})
+            else:
+                bound: dict[str, Term] = {
+                    "day": self.day,
+                    "early": Literal(batch[-1]),
+                    "late": Literal(batch[0]),
+                }
+                found = self.store.query(_MINUTES_OF_HOURS, bound)
+            assert isinstance(found, Solutions)
+            minutes = newest_first(found)
+            self.hours_seen += len(batch)
+            self.minutes_seen += len(minutes)
+            self.listed += minutes
+        out, self.listed = self.listed[:count], self.listed[count:]
+        return out
+
+
+def start_days(store: Store, params: Mapping[str, Term]) -> Iterator[IRI]:
+    """The catalogue's start days, newest first, within the ``since`` and ``until`` of
+    ``params`` (a day's hours and minutes are read when the walk reaches it: ``Minutes``)."""
     since, until = (_moment(params.get(k)) for k in ("since", "until"))
     days = store.query(_DAYS)
     assert isinstance(days, Solutions)
@@ -156,9 +259,7 @@ def start_days(store: Store, params: Mapping[str, Term]) -> Iterator[tuple[IRI, 
             continue
         if since is not None and when < since.astimezone(UTC).date():
             return
-        found = store.query(_MINUTES, {"day": IRI.trusted(day)})
-        assert isinstance(found, Solutions)
-        yield IRI.trusted(day), newest_first(found)
+        yield IRI.trusted(day)
 
 
 def _moment(term: Term | None) -> datetime | None:
@@ -173,20 +274,16 @@ def _walkable(params: Mapping[str, Term], limit: int | None) -> bool:
     return limit is not None and "principal" not in params and "status" not in params
 
 
-_ANY_OLD = """
-PREFIX trails: <https://w3id.org/trails/ns#>
-ASK { GRAPH ?catalogue { ?entry trails:startedInMinute ?minute } }
-"""
 _OLD_MINUTE = """
 PREFIX trails: <https://w3id.org/trails/ns#>
 ASK { GRAPH ?catalogue { ?entry trails:startedInMinute $minute } }
 """
-_OLD_IN_MINUTES = """
-PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT DISTINCT ?minute $day $first $last WHERE { GRAPH ?catalogue {
-  ?minute trails:minuteOf $day FILTER(STR(?minute) >= $first && STR(?minute) <= $last)
-  ?entry trails:startedInMinute ?minute } }
-"""
+_OLD_IN_MINUTES = (
+    "PREFIX trails: <https://w3id.org/trails/ns#> "
+    "SELECT DISTINCT ?minute $day $early $late $first $last WHERE { GRAPH ?catalogue { "
+    + _IN_RANGE
+    + "?entry trails:startedInMinute ?minute } }"
+)
 _SECONDS_OF = """
 PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT ?slot $minute WHERE { GRAPH ?catalogue { ?slot trails:secondOf $minute } }
@@ -196,12 +293,12 @@ PREFIX trails: <https://w3id.org/trails/ns#>
 SELECT (COUNT(?entry) AS ?n) $second WHERE { GRAPH ?catalogue { ?entry trails:startedInSecond $second } }
 GROUP BY $second
 """
-_SECONDS_IN = """
-PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT ?slot ?minute $day $first $last WHERE { GRAPH ?catalogue {
-  ?minute trails:minuteOf $day FILTER(STR(?minute) >= $first && STR(?minute) <= $last)
-  ?slot trails:secondOf ?minute } }
-"""
+_SECONDS_IN = (
+    "PREFIX trails: <https://w3id.org/trails/ns#> "
+    "SELECT ?slot ?minute $day $early $late $first $last WHERE { GRAPH ?catalogue { "
+    + _IN_RANGE
+    + "?slot trails:secondOf ?minute } }"
+)
 
 
 def _ceil(wanted: int, per: float) -> int:
@@ -218,7 +315,7 @@ class _Slots:
     wanted need at the slots per minute seen so far (every minute holds a slot).
     """
 
-    def __init__(self, store: Store, day: IRI, minutes: list[str], old: bool) -> None:
+    def __init__(self, store: Store, day: IRI, minutes: Minutes, old: bool) -> None:
         self.store, self.day, self.minutes, self.old = store, day, minutes, old
         self.queue: list[tuple[str, str, str]] = []
         self.minutes_seen = 0
@@ -229,7 +326,9 @@ class _Slots:
             need = wanted - len(self.queue)
             per = self.slots_seen / self.minutes_seen if self.minutes_seen else 0.0
             count = 1 if not self.minutes_seen else min(need, _ceil(need, per))
-            batch, self.minutes = self.minutes[:count], self.minutes[count:]
+            batch = self.minutes.take(count)
+            if not batch:
+                break
             found = self._list(batch)
             self.minutes_seen += len(batch)
             self.slots_seen += len(found)
@@ -242,7 +341,13 @@ class _Slots:
             bound: dict[str, Term] = {"minute": IRI.trusted(batch[0])}
             seconds, old_query = _SECONDS_OF, _OLD_MINUTE
         else:
-            bound = {"day": self.day, "first": Literal(batch[-1]), "last": Literal(batch[0])}
+            bound = {
+                "day": self.day,
+                "early": _hour(batch[-1]),
+                "late": _hour(batch[0]),
+                "first": Literal(batch[-1]),
+                "last": Literal(batch[0]),
+            }
             seconds, old_query = _SECONDS_IN, _OLD_IN_MINUTES
         old: set[str] = set()
         if self.old:
@@ -274,7 +379,16 @@ def _runs(day: IRI, slots: list[tuple[str, str, str]]) -> Iterator[tuple[str, di
         run, at = slots[at:end], end
         oldest, newest = Literal(run[-1][1]), Literal(run[0][1])
         if kind == "m":
-            yield OLD_MINUTES, {"day": day, "oldest": oldest, "newest": newest}
+            yield (
+                OLD_MINUTES,
+                {
+                    "day": day,
+                    "early": _hour(run[-1][1]),
+                    "late": _hour(run[0][1]),
+                    "first": oldest,
+                    "last": newest,
+                },
+            )
         elif run[0][2] == run[-1][2]:
             yield (
                 SECONDS_OF_MINUTE,
@@ -299,6 +413,8 @@ def _runs(day: IRI, slots: list[tuple[str, str, str]]) -> Iterator[tuple[str, di
                 SECONDS_OF_MINUTES,
                 {
                     "day": day,
+                    "early": _hour(run[-1][2]),
+                    "late": _hour(run[0][2]),
                     "first": Literal(run[-1][2]),
                     "last": Literal(run[0][2]),
                     "oldest": oldest,
@@ -323,9 +439,11 @@ def walk(store: Store, params: Mapping[str, Term], limit: int, run: Run) -> None
     a run sorted by their start and IRI.
     """
     have = 0
-    old = bool(store.query(_ANY_OLD))
-    for day, minutes in start_days(store, params):
-        slots = _Slots(store, day, minutes, old)
+    kinds = store.query(_OLD_KINDS)
+    assert isinstance(kinds, Solutions)
+    old, pre_hour = (any(to_python(row[i]) is True for row in kinds.rows) for i in (0, 1))
+    for day in start_days(store, params):
+        slots = _Slots(store, day, Minutes(store, day, pre_hour=pre_hour), old)
         per: float | None = None  # rows per slot: counted in the newest second, then as read
         newest = slots.take(1)
         if newest and newest[0][0] == "s":

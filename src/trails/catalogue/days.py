@@ -37,6 +37,9 @@ __all__ = [
     "day_totals",
     "ended_day",
     "exact_sum",
+    "hour_links",
+    "hour_of_minute",
+    "hour_quads",
     "keep_through",
     "kept_through",
     "running_quads",
@@ -137,22 +140,26 @@ def start_day_iri(catalogue: IRI, day: date) -> IRI:
 
 def start_quads_of(catalogue: IRI, entry: IRI, started: Any) -> list[Quad]:
     """Where the sessions page finds an entry by its start: its UTC second, in its UTC minute,
-    in its UTC day.
+    in its UTC hour, in its UTC day.
 
     ``<catalogue>:started:2026-11-27T140305`` (a ``trails:StartSecond``) belongs to
     ``<catalogue>:started:2026-11-27T1403`` (a ``trails:StartMinute``), which belongs to
+    ``<catalogue>:started:2026-11-27T14`` (a ``trails:StartHour``), which belongs to
     ``<catalogue>:started:2026-11-27`` (a ``trails:StartDay``); the IRIs sort in time
-    order, so the newest sessions are found by walking days, minutes, then seconds, from
-    the newest, never by sorting every entry nor reading a whole minute. Nine quads, the
-    same for every start (the nodes are shared: writing one again changes nothing).
-    Entries written before seconds existed point to their minute
-    (``trails:startedInMinute``) instead. Nothing for a start that is no dateTime.
+    order, so the newest sessions are found by walking days, hours, minutes, then seconds,
+    from the newest, never by sorting every entry nor reading a whole day's minutes. Twelve
+    quads, the same for every start (the nodes are shared: writing one again changes
+    nothing). Entries written before seconds existed point to their minute
+    (``trails:startedInMinute``) instead, and minutes written before hours existed belong
+    to their day (``trails:minuteOf``; ``hour_links`` moves them to their hour). Nothing
+    for a start that is no dateTime.
     """
     value = to_python(started) if isinstance(started, Literal) else started
     if not isinstance(value, datetime):
         return []
     at = (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
     day = start_day_iri(catalogue, at.date())
+    hour = Minter.part(catalogue, f"started:{at:%Y-%m-%dT%H}")
     minute = Minter.part(catalogue, f"started:{at:%Y-%m-%dT%H%M}")
     second = Minter.part(catalogue, f"started:{at:%Y-%m-%dT%H%M%S}")
     return [
@@ -162,10 +169,58 @@ def start_quads_of(catalogue: IRI, entry: IRI, started: Any) -> list[Quad]:
         Quad(second, T.secondOf, minute, catalogue),
         Quad(minute, RDF.type, T.StartMinute, catalogue),
         Quad(minute, RDF.type, PROV.Entity, catalogue),
-        Quad(minute, T.minuteOf, day, catalogue),
+        Quad(minute, T.minuteOfHour, hour, catalogue),
+        *hour_quads(catalogue, hour, day),
+    ]
+
+
+def hour_quads(catalogue: IRI, hour: IRI, day: IRI) -> list[Quad]:
+    """The description of a start hour and of the start day it belongs to."""
+    return [
+        Quad(hour, RDF.type, T.StartHour, catalogue),
+        Quad(hour, RDF.type, PROV.Entity, catalogue),
+        Quad(hour, T.hourOf, day, catalogue),
         Quad(day, RDF.type, T.StartDay, catalogue),
         Quad(day, RDF.type, PROV.Entity, catalogue),
     ]
+
+
+def hour_of_minute(minute: IRI | str) -> IRI | None:
+    """The start hour a start minute's IRI names (``<catalogue>:started:YYYY-MM-DDTHHMM`` ->
+    ``<catalogue>:started:YYYY-MM-DDTHH``), ``None`` for another IRI."""
+    text = str(minute)
+    _, sep, tail = text.rpartition(":started:")
+    if not sep or len(tail) != len("YYYY-MM-DDTHHMM"):
+        return None
+    try:
+        datetime.strptime(tail, "%Y-%m-%dT%H%M")
+    except ValueError:
+        return None
+    return IRI.trusted(text[:-2])
+
+
+_PRE_HOUR = """
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT ?minute ?day $catalogue WHERE { GRAPH $catalogue { ?minute trails:minuteOf ?day } }
+"""
+
+
+def hour_links(store: Store, catalogue: IRI) -> tuple[list[Quad], list[Quad]]:
+    """``(add, remove)`` that move the start minutes written before hours existed (a
+    ``trails:minuteOf`` their day) to their hour (``trails:minuteOfHour``, the hour
+    ``trails:hourOf`` the day), so the sessions page reads their day an hour at a time."""
+    found = store.query(_PRE_HOUR, {"catalogue": catalogue})
+    assert isinstance(found, Solutions)
+    add: list[Quad] = []
+    remove: list[Quad] = []
+    for minute, day, _ in found.rows:
+        hour = hour_of_minute(str(minute))
+        if hour is None or not isinstance(day, IRI):
+            continue
+        node, of = IRI.trusted(str(minute)), IRI.trusted(str(day))
+        add += [Quad(node, T.minuteOfHour, hour, catalogue), *hour_quads(catalogue, hour, of)]
+        remove.append(Quad(node, T.minuteOf, of, catalogue))
+    return list(dict.fromkeys(add)), remove
 
 
 def day_of(node: IRI | str, *, part: str = "day") -> date | None:

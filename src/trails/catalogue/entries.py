@@ -39,6 +39,7 @@ from trails.catalogue.days import (
     day_totals,
     ended_day,
     exact_sum,
+    hour_links,
     start_quads_of,
     stored_quads,
     typed_mark,
@@ -119,6 +120,9 @@ CATALOGUE_TERMS: tuple[IRI, ...] = (
     T.startedInSecond,
     T.StartSecond,
     T.secondOf,
+    T.StartHour,
+    T.hourOf,
+    T.minuteOfHour,
     T.DailyTotal,
     T.endedOn,
     T.day,
@@ -693,6 +697,9 @@ def rebuild(store: Store, minter: Minter | None = None, *, missing_only: bool = 
         if remove or any(str(q.subject).startswith(entry) for q in add):
             store.write(add, remove=remove)
             written.append(session)
+    linked, unlinked = hour_links(store, catalogue)  # minutes written before hours existed
+    if linked or unlinked:
+        store.write(linked, remove=unlinked)
     if not missing_only:  # every entry was written with its day, and typed open or not
         store.write([dated_mark(catalogue), typed_mark(catalogue)])
     return written

@@ -245,6 +245,9 @@ class T:
     startedInSecond = TRAILS.startedInSecond
     StartSecond = TRAILS.StartSecond
     secondOf = TRAILS.secondOf
+    StartHour = TRAILS.StartHour
+    hourOf = TRAILS.hourOf
+    minuteOfHour = TRAILS.minuteOfHour
     sessionEnded = TRAILS.sessionEnded
     sessionStatus = TRAILS.sessionStatus
     sessionStopReason = TRAILS.sessionStopReason

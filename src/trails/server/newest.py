@@ -3,8 +3,8 @@
 The ``sessions`` pack query sorts every catalogue entry before it keeps a page, so
 ``/queries/sessions`` as it is grows with the store. With a ``limit`` the endpoint
 reads the page the way ``trails sessions`` and the console do
-(``trails.audit.sessions_page``): the catalogue's start days, minutes and
-seconds from the newest, and the entries of the newest seconds, each a small
+(``trails.audit.sessions_page``): the catalogue's start days, hours, minutes
+and seconds from the newest, and the entries of the newest seconds, each a small
 query on the endpoint's evaluator under the token's grant (a graph the token
 may not read is not there, as for every query). The rows, columns and order are
 the pack query's.

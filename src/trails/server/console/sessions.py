@@ -3,8 +3,8 @@
 Sorting every catalogue entry to keep 25, and summing every entry's cost for
 the totals, grows with the store. This module reads the page the way
 ``trails sessions`` does (``trails.audit.sessions_page``): the catalogue's
-start days, newest first (a few hundred small nodes), then their minutes and
-seconds, and the entries of a run of the newest seconds at a time until the page
+start days, newest first (a few hundred small nodes), then their hours, minutes
+and seconds, and the entries of a run of the newest seconds at a time until the page
 is full (how many sessions a day, or a second, holds does not matter). The totals say what they cover:
 
 - no filter: the catalogue's daily totals (``trails.catalogue.totals``, kept by
@@ -434,7 +434,7 @@ def _text(template: str, entries: str, params: dict[str, Term], page: str = "") 
 
 def _walk(console: Console, params: dict[str, Term], wanted: int) -> list[dict[str, Any]]:
     """The newest ``wanted`` rows of the range, read as ``trails sessions`` reads them
-    (``trails.audit.sessions_page.walk``): the start days, their minutes and their seconds,
+    (``trails.audit.sessions_page.walk``): the start days, their hours, minutes and seconds,
     newest first, the entries of a run of the newest seconds at a time, never a whole
     minute nor every entry."""
     rows: list[dict[str, Any]] = []
