@@ -1,30 +1,41 @@
 """Findings are evidence: each evaluation recorded in plain PROV, sealed in the write itself.
 
+A control's definition is recorded once per version (its id and digest), in a graph of its
+own (``<base>graph:control-definitions/<id>/<digest>``) written and sealed the first time
+that version is evaluated: a ``trails:Control`` ``prov:Entity`` (``<base>control:<id>:sha256:
+<digest>``) with its title, ``trails:controlId``, ``trails:severity``,
+``trails:controlScope``, ``trails:definitionSha256`` and ``trails:controlReference``.
+
 ``record_evaluation(recorder, evaluation, by=...)`` writes one graph per evaluation
 (``<base>graph:controls/<uuid>``) in one atomic write that the sealer seals in that same
 write (``completes_graph``), so ``trails verify`` and the transparency log cover it like
 any receipt: a finding deleted or edited is a mismatch against the seal, a findings graph
-removed is a seal without its graph. In the graph:
+(or a definition's graph) removed is a seal without its graph. In the graph:
 
 - per control evaluated, a ``trails:ControlEvaluation`` (a ``prov:Activity``) that
-  ``prov:used`` the control's definition (a ``trails:Control`` ``prov:Entity`` carrying
-  its ``trails:definitionSha256`` digest), ``prov:wasInformedBy`` the session it read (the session
-  graph's name is the session activity's IRI) with ``trails:readGraph`` naming each graph
-  read, ``prov:wasAssociatedWith`` the evaluating agent, its ``trails:outcome``
-  (``passed`` / ``violated`` / ``timed out`` / ``error``) and ``trails:findingCount``;
+  ``prov:used`` the control's definition (by its IRI: the definition is described in its
+  own graph, not restated by each evaluation), ``prov:wasInformedBy`` the session it read
+  (the session graph's name is the session activity's IRI) with ``trails:readGraph``
+  naming each graph read, ``prov:wasAssociatedWith`` the evaluating agent, its
+  ``trails:outcome`` (``passed`` / ``violated`` / ``timed out`` / ``error``) and
+  ``trails:findingCount``;
 - per violation, a ``trails:ControlFinding`` (a ``prov:Entity``) ``prov:wasGeneratedBy``
   that evaluation, with ``trails:findingOf`` (the control definition), ``trails:controlId``,
   ``trails:severity``, ``trails:findingSubject``, ``trails:findingSession`` and an
   optional ``trails:findingMessage``.
 
 A passed evaluation is recorded too, so the absence of findings is itself provable.
-``recorded_results`` reads them back (the CLI's ``explain``, the report, a console page);
+``recorded_results`` reads them back (the CLI's ``explain``, the report, a console page),
+joining each evaluation to its definition's graph (or, as recorded before definitions had
+graphs of their own, to the definition restated in the findings graph itself);
 ``definition_changes`` compares recorded digests with the control files given.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,10 +53,12 @@ from trails.store.terms import IRI, Term
 from trails.store.terms import Literal as RDFLiteral
 
 __all__ = [
+    "ControlDefined",
     "ControlsEvaluated",
     "RecordedResult",
     "control_iri",
     "definition_changes",
+    "definition_graph",
     "findings_graph",
     "record_evaluation",
     "recorded_results",
@@ -62,6 +75,42 @@ def control_iri(minter: Minter, control: Control) -> IRI:
     return IRI.trusted(f"{minter.base}control:{control.id}:sha256:{control.digest}")
 
 
+def definition_graph(minter: Minter, control: Control) -> IRI:
+    """The graph recording one version of a control's definition
+    (``<base>graph:control-definitions/<id>/<digest>``)."""
+    return minter.graph(f"control-definitions/{control.id}/{control.digest}")
+
+
+class ControlDefined(Event):
+    """One version of a control's definition (``session`` is its own graph), written once
+    and sealed in that write: the evaluations that use it name it by its IRI."""
+
+    control: str
+    control_id: str
+    title: str
+    severity: str
+    scope: str
+    digest: str
+    references: tuple[str, ...]
+    content_apart = False  # a definition is not personal data
+
+    @property
+    def completes_graph(self) -> bool:
+        """The graph is whole in this one write: sealed in it, never after it."""
+        return True
+
+    def emit(self, b: QuadBuilder) -> None:
+        c = IRI.trusted(self.control)
+        b.types(c, T.Control, PROV.Entity)
+        b.label(c, self.title)
+        b.value(c, T.controlId, self.control_id)
+        b.value(c, T.severity, self.severity)
+        b.value(c, T.controlScope, self.scope)
+        b.value(c, T.definitionSha256, self.digest)
+        for ref in self.references:
+            b.value(c, T.controlReference, ref)
+
+
 class _Finding(BaseModel):
     model_config = ConfigDict(frozen=True)
     iri: str
@@ -75,11 +124,9 @@ class _Run(BaseModel):
     activity: str
     control: str
     control_id: str
-    title: str
+    title: str  # the definition's, for listeners (its graph records it, not this one)
     severity: str
-    scope: str
     digest: str
-    references: tuple[str, ...]
     outcome: str
     detail: str | None
     session: str | None
@@ -105,14 +152,6 @@ class ControlsEvaluated(Event):
         agent = b.agent(self.by)
         for run in self.runs:
             c = IRI.trusted(run.control)
-            b.types(c, T.Control, PROV.Entity)
-            b.label(c, run.title)
-            b.value(c, T.controlId, run.control_id)
-            b.value(c, T.severity, run.severity)
-            b.value(c, T.controlScope, run.scope)
-            b.value(c, T.definitionSha256, run.digest)
-            for ref in run.references:
-                b.value(c, T.controlReference, ref)
             a = IRI.trusted(run.activity)
             b.activity(a, T.ControlEvaluation, run.started, run.ended)
             b.label(a, f"control {run.control_id}: {run.outcome}")
@@ -172,6 +211,8 @@ def record_evaluation(recorder: object, evaluation: Evaluation, *, by: str) -> I
     if not evaluation.outcomes:
         return None
     minter = recorder.minter
+    sealer = install_sealer(recorder)
+    _define(recorder, sealer, [o.control for o in evaluation.outcomes])
     graph = findings_graph(minter)
     runs = []
     for i, o in enumerate(evaluation.outcomes, start=1):
@@ -183,9 +224,7 @@ def record_evaluation(recorder: object, evaluation: Evaluation, *, by: str) -> I
                 control_id=o.control.id,
                 title=o.control.title,
                 severity=o.control.severity,
-                scope=o.control.scope,
                 digest=o.control.digest,
-                references=o.control.references,
                 outcome=o.status,
                 detail=o.error,
                 session=o.session,
@@ -204,7 +243,6 @@ def record_evaluation(recorder: object, evaluation: Evaluation, *, by: str) -> I
             )
         )
     # a new graph: sealed from what this write holds, never read back
-    sealer = install_sealer(recorder)
     sealer.track(graph)
     try:
         recorder.record(ControlsEvaluated(session=str(graph), by=by, runs=tuple(runs)))
@@ -212,6 +250,57 @@ def record_evaluation(recorder: object, evaluation: Evaluation, *, by: str) -> I
         sealer.forget([graph])  # a write that raised may have committed: read it back then
         raise
     return graph
+
+
+_SEALED = """PREFIX trails: <https://w3id.org/trails/ns#>
+ASK { GRAPH $ledger { ?seal trails:sealedGraph $graph } }"""
+
+# per recorder: the definition graphs known sealed in its store (looked up once each)
+_defined: weakref.WeakKeyDictionary[object, set[IRI]] = weakref.WeakKeyDictionary()
+_defined_lock = threading.Lock()
+
+
+def _define(recorder: object, sealer: object, controls: Sequence[Control]) -> None:
+    """Record each definition of ``controls`` not yet recorded: a sealed graph of its own per
+    version, looked up in the ledger the first time this recorder meets it, then known."""
+    from trails.evidence.ledger import ledger_iri
+    from trails.evidence.seal import Sealer
+    from trails.prov.recorder import Recorder
+
+    assert isinstance(recorder, Recorder) and isinstance(sealer, Sealer)
+    minter = recorder.minter
+    with _defined_lock:
+        known = _defined.setdefault(recorder, set())
+    wanted: dict[IRI, Control] = {}
+    for c in controls:
+        g = definition_graph(minter, c)
+        if g not in known:
+            wanted.setdefault(g, c)
+    if not wanted:
+        return
+    ledger = ledger_iri(minter)
+    for g, c in wanted.items():
+        if recorder.store.query(_SEALED, {"ledger": ledger, "graph": g}):
+            known.add(g)
+            continue
+        sealer.track(g)
+        try:
+            recorder.record(
+                ControlDefined(
+                    session=str(g),
+                    control=str(control_iri(minter, c)),
+                    control_id=c.id,
+                    title=c.title,
+                    severity=c.severity,
+                    scope=c.scope,
+                    digest=c.digest,
+                    references=c.references,
+                )
+            )
+        except BaseException:
+            sealer.forget([g])
+            raise
+        known.add(g)
 
 
 @dataclass(frozen=True)
@@ -232,7 +321,12 @@ def _results_query(*, one_control: bool, sealed: bool) -> str:
     only graphs the ledger (``$ledger``) seals."""
     control = "$id" if one_control else "?id"
     ledger = " $ledger" if sealed else ""
-    seal = "\n  FILTER EXISTS { GRAPH $ledger { ?seal trails:sealedGraph ?g } }" if sealed else ""
+    seal = (
+        "\n  FILTER EXISTS { GRAPH $ledger { ?seal trails:sealedGraph ?g } }"
+        "\n  FILTER EXISTS { GRAPH $ledger { ?defined trails:sealedGraph ?d } }"
+        if sealed
+        else ""
+    )
     return f"""
 PREFIX prov: <http://www.w3.org/ns/prov#>
 PREFIX trails: <https://w3id.org/trails/ns#>
@@ -240,9 +334,9 @@ SELECT ?g {control} ?digest ?outcome ?count ?ended ?session{ledger} WHERE {{
   GRAPH ?g {{
     ?a a trails:ControlEvaluation ; prov:used ?c ; trails:outcome ?outcome ;
        trails:findingCount ?count ; prov:endedAtTime ?ended .
-    ?c a trails:Control ; trails:controlId {control} ; trails:definitionSha256 ?digest .
     OPTIONAL {{ ?a trails:evaluatedSession ?session }}
-  }}{seal}
+  }}
+  GRAPH ?d {{ ?c a trails:Control ; trails:controlId {control} ; trails:definitionSha256 ?digest }}{seal}
 }} ORDER BY DESC(?ended) ?g
 """
 

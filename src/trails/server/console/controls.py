@@ -62,9 +62,11 @@ _SESSIONS = (
 _EVALUATION = """
     ?evaluation a trails:ControlEvaluation ; trails:outcome ?outcome ;
                 prov:endedAtTime ?ended ; prov:used ?definition .
-    ?definition a trails:Control ; trails:controlId ?control ; trails:severity ?severity .
-    OPTIONAL { ?definition rdfs:label ?title }
-    OPTIONAL { ?definition trails:controlScope ?scope }
+    GRAPH ?defined {
+      ?definition a trails:Control ; trails:controlId ?control ; trails:severity ?severity .
+      OPTIONAL { ?definition rdfs:label ?title }
+      OPTIONAL { ?definition trails:controlScope ?scope }
+    }
     OPTIONAL {
       ?finding prov:wasGeneratedBy ?evaluation ; a trails:ControlFinding .
       OPTIONAL { ?finding trails:findingSubject ?subject }
