@@ -6,7 +6,8 @@ everything needed to check them on another machine:
 - ``sessions/NNNN.trig``: each graph, in TriG, as the store holds it, with its content
   graph; the sealed erasure and retention receipts that name a bundled session's
   removed content, and the sealed findings graphs of the controls evaluated on a
-  bundled session, are bundled as graphs of their own;
+  bundled session (with the graphs of the control definitions they used), are bundled
+  as graphs of their own;
 - ``ledger/segment.nq``: the seals of those graphs and, for each writer's
   chain, every seal between the first and the last of them (the **chain
   segment**), plus recorded key rotations, in canonical N-Quads;
