@@ -69,7 +69,7 @@ def test_an_evaluation_is_plain_prov_with_one_entity_per_finding(
     assert isinstance(result, Solutions)
     rows = list(result)
     assert {str(r["session"]) for r in rows} == {world.failing}
-    assert len({r["evaluation"] for r in rows}) == 2  # one per session control
+    assert len({r["evaluation"] for r in rows}) == 2  # the violated control, the passed one
     assert len([r for r in rows if "finding" in r]) == 1  # the failed call
     assert all(str(r["definition"]).startswith("urn:trails:control:") for r in rows)
     assert_conforms(world.store, graph=failing)
@@ -157,6 +157,41 @@ def test_a_definition_is_recorded_once_per_version_in_a_sealed_graph_of_its_own(
         str(failing),
         str(again),
     }
+
+
+QUIET = 'id = "quiet"\ntitle = "Never wrong"\nseverity = "info"\nscope = "session"\ncheck = "quiet.rq"\n'
+QUIET_RQ = "SELECT ?session ?subject WHERE { ?session ?p ?subject FILTER(false) }\n"
+
+
+def test_the_controls_that_passed_share_one_activity(
+    world: World, recorded: tuple[IRI, IRI], tmp_path: Path
+) -> None:
+    (tmp_path / "quiet.toml").write_text(QUIET)
+    (tmp_path / "quiet.rq").write_text(QUIET_RQ)
+    controls = [c for c in load_controls(EXAMPLE) if c.id == "failed-call"]
+    controls += load_controls(tmp_path)
+    evaluation = evaluate_session(world.store, world.clean, controls)
+    assert [o.status for o in evaluation.outcomes] == ["passed", "passed"]
+    graph = record_evaluation(world.recorder, evaluation, by=AUDITOR)
+    assert graph is not None
+    used = world.store.query(
+        "PREFIX prov: <http://www.w3.org/ns/prov#> SELECT ?a ?c $g WHERE { GRAPH $g { "
+        "?a a <https://w3id.org/trails/ns#ControlEvaluation> ; prov:used ?c } }",
+        {"g": graph},
+    )
+    assert isinstance(used, Solutions)
+    pairs = [(str(r["a"]), str(r["c"])) for r in used]
+    assert len({a for a, _ in pairs}) == 1  # one activity for both passes
+    assert sorted(c for _, c in pairs) == sorted(
+        str(control_iri(world.recorder.minter, c)) for c in controls
+    )
+    mine = {r.control: r for r in recorded_results(world.store) if r.graph == str(graph)}
+    assert {k: (r.outcome, r.findings, r.session) for k, r in mine.items()} == {
+        c.id: ("passed", 0, world.clean) for c in controls
+    }
+    assert_conforms(world.store, graph=graph)
+    assert_prov_constraints(world.store, graph=graph)
+    assert verify(world.store).ok
 
 
 def test_a_definition_edited_after_it_ran_is_named(

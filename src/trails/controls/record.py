@@ -12,13 +12,16 @@ write (``completes_graph``), so ``trails verify`` and the transparency log cover
 any receipt: a finding deleted or edited is a mismatch against the seal, a findings graph
 (or a definition's graph) removed is a seal without its graph. In the graph:
 
-- per control evaluated, a ``trails:ControlEvaluation`` (a ``prov:Activity``) that
-  ``prov:used`` the control's definition (by its IRI: the definition is described in its
-  own graph, not restated by each evaluation), ``prov:wasInformedBy`` the session it read
-  (the session graph's name is the session activity's IRI) with ``trails:readGraph``
+- per control that did not pass, a ``trails:ControlEvaluation`` (a ``prov:Activity``)
+  that ``prov:used`` the control's definition (by its IRI: the definition is described in
+  its own graph, not restated by each evaluation), ``prov:wasInformedBy`` the session it
+  read (the session graph's name is the session activity's IRI) with ``trails:readGraph``
   naming each graph read, ``prov:wasAssociatedWith`` the evaluating agent, its
-  ``trails:outcome`` (``passed`` / ``violated`` / ``timed out`` / ``error``) and
+  ``trails:outcome`` (``violated`` / ``timed out`` / ``error``) and
   ``trails:findingCount``;
+- for the controls that passed, one ``trails:ControlEvaluation`` alike that
+  ``prov:used`` each of their definitions, with the outcome ``passed`` and no finding
+  (a pass per control costs one ``prov:used``, not an activity of its own);
 - per violation, a ``trails:ControlFinding`` (a ``prov:Entity``) ``prov:wasGeneratedBy``
   that evaluation, with ``trails:findingOf`` (the control definition), ``trails:controlId``,
   ``trails:severity``, ``trails:findingSubject``, ``trails:findingSession`` and an
@@ -137,7 +140,9 @@ class _Run(BaseModel):
 
 
 class ControlsEvaluated(Event):
-    """One evaluation of controls (``session`` is its own findings graph)."""
+    """One evaluation of controls (``session`` is its own findings graph). Runs that name
+    the same ``activity`` (the controls that passed) are one activity that used each of
+    their definitions."""
 
     by: str
     runs: tuple[_Run, ...]
@@ -150,35 +155,47 @@ class ControlsEvaluated(Event):
 
     def emit(self, b: QuadBuilder) -> None:
         agent = b.agent(self.by)
+        shared: dict[str, list[_Run]] = {}  # the runs of each activity (the passed share one)
         for run in self.runs:
-            c = IRI.trusted(run.control)
-            a = IRI.trusted(run.activity)
-            b.activity(a, T.ControlEvaluation, run.started, run.ended)
-            b.label(a, f"control {run.control_id}: {run.outcome}")
+            shared.setdefault(run.activity, []).append(run)
+        for activity, runs in shared.items():
+            first = runs[0]
+            a = IRI.trusted(activity)
+            started, ended = min(r.started for r in runs), max(r.ended for r in runs)
+            b.activity(a, T.ControlEvaluation, started, ended)
+            ids = ", ".join(r.control_id for r in runs)
+            b.label(a, f"control{'s' if len(runs) > 1 else ''} {ids}: {first.outcome}")
             b.add(a, PROV.wasAssociatedWith, agent)
-            b.add(a, PROV.used, c)
-            b.value(a, T.outcome, run.outcome)
-            b.value(a, T.outcomeDetail, run.detail)
-            b.value(a, T.findingCount, len(run.findings))
-            if run.session is not None:
-                b.add(a, PROV.wasInformedBy, IRI.trusted(run.session))
-                b.add(a, T.evaluatedSession, IRI.trusted(run.session))
-            for g in run.graphs:
+            for run in runs:
+                b.add(a, PROV.used, IRI.trusted(run.control))
+            b.value(a, T.outcome, first.outcome)
+            b.value(a, T.outcomeDetail, first.detail)
+            b.value(a, T.findingCount, sum(len(r.findings) for r in runs))
+            if first.session is not None:
+                b.add(a, PROV.wasInformedBy, IRI.trusted(first.session))
+                b.add(a, T.evaluatedSession, IRI.trusted(first.session))
+            for g in first.graphs:
                 b.add(a, T.readGraph, IRI.trusted(g))
-            for f in run.findings:
-                e = IRI.trusted(f.iri)
-                b.types(e, T.ControlFinding, PROV.Entity)
-                b.label(e, f"{run.control_id} ({run.severity}): {f.subject or 'the store'}")
-                b.add(e, PROV.wasGeneratedBy, a)
-                b.value(e, PROV.generatedAtTime, run.ended)
-                b.add(e, T.findingOf, c)
-                b.value(e, T.controlId, run.control_id)
-                b.value(e, T.severity, run.severity)
-                if f.subject is not None:
-                    b.add(e, T.findingSubject, _node(f.subject))
-                if f.session is not None:
-                    b.add(e, T.findingSession, _node(f.session))
-                b.value(e, T.findingMessage, f.message)
+            for run in runs:
+                self._findings(b, a, run)
+
+    @staticmethod
+    def _findings(b: QuadBuilder, a: IRI, run: _Run) -> None:
+        c = IRI.trusted(run.control)
+        for f in run.findings:
+            e = IRI.trusted(f.iri)
+            b.types(e, T.ControlFinding, PROV.Entity)
+            b.label(e, f"{run.control_id} ({run.severity}): {f.subject or 'the store'}")
+            b.add(e, PROV.wasGeneratedBy, a)
+            b.value(e, PROV.generatedAtTime, run.ended)
+            b.add(e, T.findingOf, c)
+            b.value(e, T.controlId, run.control_id)
+            b.value(e, T.severity, run.severity)
+            if f.subject is not None:
+                b.add(e, T.findingSubject, _node(f.subject))
+            if f.session is not None:
+                b.add(e, T.findingSession, _node(f.session))
+            b.value(e, T.findingMessage, f.message)
 
 
 def _node(text: str) -> Term:
@@ -215,8 +232,9 @@ def record_evaluation(recorder: object, evaluation: Evaluation, *, by: str) -> I
     _define(recorder, sealer, [o.control for o in evaluation.outcomes])
     graph = findings_graph(minter)
     runs = []
+    passed = Minter.part(graph, "evaluation:passed")  # one activity for all that passed
     for i, o in enumerate(evaluation.outcomes, start=1):
-        activity = Minter.part(graph, f"evaluation:{i}")
+        activity = passed if o.status == "passed" else Minter.part(graph, f"evaluation:{i}")
         runs.append(
             _Run(
                 activity=str(activity),
