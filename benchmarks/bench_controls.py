@@ -250,10 +250,11 @@ The cost is per session (the queries read the session's graphs only, the write i
 graph), so it does not grow with the store. The controls of one evaluation run one after
 another on one worker thread (one hand-off for the batch; a control past its limit is
 reported timed out and the rest run on a fresh worker). The write is one activity per
-control naming its definition by IRI (each definition version is recorded once, in a
-sealed graph of its own, by the first evaluation that uses it: the warm-up run here),
-sealed: the store's atomic write of the findings graph with the ledger pointer moved, the
-same mechanism as a session's end. The floor rows are what
+control that did not pass and one for those that passed, each naming the definitions it
+used by IRI (each definition version is recorded once, in a sealed graph of its own, by
+the first evaluation that uses it: the warm-up run here), sealed: the store's atomic
+write of the findings graph with the ledger pointer moved, the same mechanism as a
+session's end. The floor rows are what
 pyoxigraph alone spends on the same queries and on adding the same quads (no binding, no
 seal, no transaction with the pointer): what is left above them is trails' own work.
 
