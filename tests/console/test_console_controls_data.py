@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import date
+from pathlib import Path
 
 import pytest
-from tests.controls.conftest import EXAMPLE, World
+from tests.controls.conftest import EXAMPLE, World, record_clean_session
 
 from trails.config import load_settings
 from trails.controls import evaluate_session, evaluate_store, load_controls, record_evaluation
@@ -134,3 +135,36 @@ def test_a_bad_period_is_refused(start: str, end: str, said: str) -> None:
     with pytest.raises(ConsoleError, match=said):
         parse_period(start, end)
     assert parse_period("", "2026-01-31") == (None, date(2026, 1, 31))
+
+
+QUIET = (
+    'id = "quiet"\ntitle = "Nothing is ever wrong"\nseverity = "info"\n'
+    'scope = "session"\ncheck = "quiet.rq"\n'
+)
+QUIET_RQ = """SELECT ?session ?subject ?message WHERE {
+  ?session ?p ?o FILTER(false) BIND(?session AS ?subject) BIND("" AS ?message)
+}
+"""
+
+
+def test_controls_that_passed_together_each_count(tmp_path: Path) -> None:
+    """The controls of one evaluation that passed share one recorded activity: the page and
+    a session's own controls still count and list each of them."""
+    store = open_store("memory:")
+    recorder = Recorder.from_settings(load_settings(environ={}, cwd=tmp_path), store=store)
+    session = record_clean_session(recorder)
+    (tmp_path / "quiet.toml").write_text(QUIET)
+    (tmp_path / "quiet.rq").write_text(QUIET_RQ)
+    controls = [c for c in load_controls(EXAMPLE) if c.id == "failed-call"]
+    controls += load_controls(tmp_path)
+    done = evaluate_session(store, session, controls)
+    assert [o.status for o in done.outcomes] == ["passed", "passed"]
+    record_evaluation(recorder, done, by=BY)
+    rows = {r.id: (r.passed, r.violated, r.not_evaluated) for r in overview(store, None).controls}
+    assert rows == {"failed-call": (1, 0, 0), "quiet": (1, 0, 0)}
+    listed = session_controls(store, IRI(session))
+    assert sorted((r["control"], r["outcome"]) for r in listed) == [
+        ("failed-call", "passed"),
+        ("quiet", "passed"),
+    ]
+    store.close()

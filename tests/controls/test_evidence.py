@@ -6,6 +6,7 @@ from __future__ import annotations
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.controls.conftest import EXAMPLE, World
@@ -21,6 +22,7 @@ from trails.controls import (
     record_evaluation,
     recorded_results,
 )
+from trails.controls.record import control_iri, definition_graph
 from trails.evidence import verify
 from trails.store import IRI, Literal, Quad, Solutions
 from trails.testing import assert_conforms
@@ -67,7 +69,7 @@ def test_an_evaluation_is_plain_prov_with_one_entity_per_finding(
     assert isinstance(result, Solutions)
     rows = list(result)
     assert {str(r["session"]) for r in rows} == {world.failing}
-    assert len({r["evaluation"] for r in rows}) == 2  # one per session control
+    assert len({r["evaluation"] for r in rows}) == 2  # the violated control, the passed one
     assert len([r for r in rows if "finding" in r]) == 1  # the failed call
     assert all(str(r["definition"]).startswith("urn:trails:control:") for r in rows)
     assert_conforms(world.store, graph=failing)
@@ -115,6 +117,83 @@ def test_deleting_or_editing_a_finding_is_a_verify_finding(
     assert verify(world.store).ok
 
 
+def test_a_definition_is_recorded_once_per_version_in_a_sealed_graph_of_its_own(
+    world: World, recorded: tuple[IRI, IRI]
+) -> None:
+    failing, _ = recorded
+    controls = load_controls(EXAMPLE)
+    defined = [definition_graph(world.recorder.minter, c) for c in controls]
+    described = "SELECT ?c $g WHERE { GRAPH $g { ?c a <https://w3id.org/trails/ns#Control> } }"
+    for c, g in zip(controls, defined, strict=True):
+        [row] = world.store.query(described, {"g": g})  # type: ignore[misc]
+        assert str(row["c"]) == str(control_iri(world.recorder.minter, c))
+        assert_conforms(world.store, graph=g)
+    # the findings graph names the definitions, it does not restate them
+    assert not list(world.store.query(described, {"g": failing}))  # type: ignore[arg-type]
+    before = set(world.store.graphs())
+    again = record_evaluation(
+        world.recorder, evaluate_session(world.store, world.clean, controls), by=AUDITOR
+    )
+    assert again is not None
+    assert set(world.store.graphs()) - before == {again}  # one findings graph, no definition
+    quads = {g: _quads(world, g) for g in defined}
+    assert verify(world.store).ok
+    severity = next(q for q in quads[defined[0]] if str(q.predicate).endswith("#severity"))
+    edited = severity._replace(object=Literal("info"))
+    world.store.write([edited], remove=[severity])
+    try:
+        report = verify(world.store)
+        assert [(f.kind, str(f.subject)) for f in report.findings] == [("altered", str(defined[0]))]
+    finally:
+        world.store.write([severity], remove=[edited])
+    world.store.clear(defined[1])
+    try:
+        report = verify(world.store)
+        assert not report.ok and any(str(defined[1]) in str(f) for f in report.findings)
+    finally:
+        world.store.write(quads[defined[1]])
+    assert verify(world.store).ok
+    assert {r.graph for r in recorded_results(world.store, "failed-call")} >= {
+        str(failing),
+        str(again),
+    }
+
+
+QUIET = 'id = "quiet"\ntitle = "Never wrong"\nseverity = "info"\nscope = "session"\ncheck = "quiet.rq"\n'
+QUIET_RQ = "SELECT ?session ?subject WHERE { ?session ?p ?subject FILTER(false) }\n"
+
+
+def test_the_controls_that_passed_share_one_activity(
+    world: World, recorded: tuple[IRI, IRI], tmp_path: Path
+) -> None:
+    (tmp_path / "quiet.toml").write_text(QUIET)
+    (tmp_path / "quiet.rq").write_text(QUIET_RQ)
+    controls = [c for c in load_controls(EXAMPLE) if c.id == "failed-call"]
+    controls += load_controls(tmp_path)
+    evaluation = evaluate_session(world.store, world.clean, controls)
+    assert [o.status for o in evaluation.outcomes] == ["passed", "passed"]
+    graph = record_evaluation(world.recorder, evaluation, by=AUDITOR)
+    assert graph is not None
+    used = world.store.query(
+        "PREFIX prov: <http://www.w3.org/ns/prov#> SELECT ?a ?c $g WHERE { GRAPH $g { "
+        "?a a <https://w3id.org/trails/ns#ControlEvaluation> ; prov:used ?c } }",
+        {"g": graph},
+    )
+    assert isinstance(used, Solutions)
+    pairs = [(str(r["a"]), str(r["c"])) for r in used]
+    assert len({a for a, _ in pairs}) == 1  # one activity for both passes
+    assert sorted(c for _, c in pairs) == sorted(
+        str(control_iri(world.recorder.minter, c)) for c in controls
+    )
+    mine = {r.control: r for r in recorded_results(world.store) if r.graph == str(graph)}
+    assert {k: (r.outcome, r.findings, r.session) for k, r in mine.items()} == {
+        c.id: ("passed", 0, world.clean) for c in controls
+    }
+    assert_conforms(world.store, graph=graph)
+    assert_prov_constraints(world.store, graph=graph)
+    assert verify(world.store).ok
+
+
 def test_a_definition_edited_after_it_ran_is_named(
     world: World, recorded: tuple[IRI, IRI], tmp_path: Path
 ) -> None:
@@ -158,6 +237,8 @@ def test_findings_show_in_the_report_and_travel_in_bundles(
     with zipfile.ZipFile(path) as z:
         bundled = "".join(z.read(n).decode() for n in z.namelist() if n.startswith("sessions/"))
     assert str(failing) in bundled
+    # the definitions its evaluations used travel with it
+    assert str(definition_graph(world.recorder.minter, load_controls(EXAMPLE)[0])) in bundled
     report = verify_bundle(path)
     assert not report.findings, report.findings
 
@@ -165,8 +246,9 @@ def test_findings_show_in_the_report_and_travel_in_bundles(
 def test_a_forged_unsealed_findings_graph_stands_for_no_recorded_run(
     world: World, recorded: tuple[IRI, IRI], tmp_path: Path
 ) -> None:
-    """A findings graph copied under a new name with the edited control's digest and a later
-    date (no seal names it) neither hides the edit nor shows as a recorded run."""
+    """A findings graph and the definition it names copied under new names with the edited
+    control's digest and a later date (no seal names them) neither hide the edit nor show as
+    a recorded run."""
     from trails.evidence.seal import ledger_iri
 
     failing, _ = recorded
@@ -180,14 +262,25 @@ def test_a_forged_unsealed_findings_graph_stands_for_no_recorded_run(
     edited = load_controls(folder)
     before = load_controls(EXAMPLE)[0].digest
     forged = IRI(str(failing) + "-forged")
+    minter = world.recorder.minter
+    defined = definition_graph(minter, load_controls(EXAMPLE)[0])
+    forged_definition = IRI(str(defined) + "-forged")
+    old_iri = str(control_iri(minter, load_controls(EXAMPLE)[0]))
+    new_iri = str(control_iri(minter, edited[0]))
+
+    def forge(term: Any) -> Any:
+        if isinstance(term, Literal) and term.value == before:
+            return Literal(edited[0].digest)
+        return IRI(new_iri) if str(term) == old_iri else term
+
     copy = []
     for q in _quads(world, failing):
-        o = q.object
-        if isinstance(o, Literal) and o.value == before:
-            o = Literal(edited[0].digest)
-        elif str(q.predicate).endswith("#endedAtTime"):
-            o = Literal("2999-01-01T00:00:00Z", datatype=o.datatype)  # type: ignore[union-attr]
-        copy.append(Quad(q.subject, q.predicate, o, forged))
+        o = forge(q.object)
+        if str(q.predicate).endswith("#endedAtTime"):
+            o = Literal("2999-01-01T00:00:00Z", datatype=o.datatype)
+        copy.append(Quad(forge(q.subject), q.predicate, o, forged))
+    for q in _quads(world, defined):  # the definition it names, forged beside it
+        copy.append(Quad(forge(q.subject), q.predicate, forge(q.object), forged_definition))
     world.store.write(copy)
     try:
         # read naively (no ledger), the forgery is the newest run and hides the edit
@@ -200,3 +293,4 @@ def test_a_forged_unsealed_findings_graph_stands_for_no_recorded_run(
         assert str(forged) in {r.graph for r in recorded_results(world.store)}
     finally:
         world.store.clear(forged)
+        world.store.clear(forged_definition)

@@ -6,7 +6,8 @@ everything needed to check them on another machine:
 - ``sessions/NNNN.trig``: each graph, in TriG, as the store holds it, with its content
   graph; the sealed erasure and retention receipts that name a bundled session's
   removed content, and the sealed findings graphs of the controls evaluated on a
-  bundled session, are bundled as graphs of their own;
+  bundled session (with the graphs of the control definitions they used), are bundled
+  as graphs of their own;
 - ``ledger/segment.nq``: the seals of those graphs and, for each writer's
   chain, every seal between the first and the last of them (the **chain
   segment**), plus recorded key rotations, in canonical N-Quads;
@@ -222,16 +223,27 @@ def _scratch(entries: dict[str, bytes], findings: list[Finding] | None = None) -
     return scratch
 
 
-_FINDINGS = """PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT DISTINCT ?g ?session WHERE { GRAPH ?g { ?e trails:evaluatedSession ?session } }"""
+_FINDINGS = """PREFIX prov: <http://www.w3.org/ns/prov#>
+PREFIX trails: <https://w3id.org/trails/ns#>
+SELECT DISTINCT ?g ?session ?defined WHERE {
+  GRAPH ?g { ?e trails:evaluatedSession ?session ; prov:used ?c }
+  OPTIONAL { GRAPH ?defined { ?c a trails:Control } }
+}"""
 
 
 def _findings_graphs(store: Store, graphs: list[IRI]) -> set[IRI]:
-    """The sealed findings graphs of control evaluations of ``graphs`` (they travel too)."""
+    """The sealed findings graphs of control evaluations of ``graphs``, and the graphs of
+    the control definitions they used (they travel too)."""
     wanted = {str(g) for g in graphs}
     result = store.query(_FINDINGS)
     assert isinstance(result, Solutions)
-    return {IRI.trusted(str(r["g"])) for r in result if str(r["session"]) in wanted}
+    out: set[IRI] = set()
+    for r in result:
+        if str(r["session"]) in wanted:
+            out.add(IRI.trusted(str(r["g"])))
+            if r.get("defined") is not None:
+                out.add(IRI.trusted(str(r["defined"])))
+    return out
 
 
 def write_bundle(

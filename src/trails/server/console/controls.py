@@ -1,9 +1,10 @@
 """The console's Controls page: which controls passed and which were violated, and where.
 
 Controls (``trails.controls``) record each evaluation as sealed PROV evidence: a
-``trails:ControlEvaluation`` with its outcome, the control's definition it used, the
-session it read (none for a store-wide control) and a ``trails:ControlFinding`` per
-violation (subject at fault, session, message). This module reads those records back for
+``trails:ControlEvaluation`` with its outcome, the control's definition it used (the
+controls that passed together share one, which used each definition), the session it
+read (none for a store-wide control) and a ``trails:ControlFinding`` per violation
+(subject at fault, session, message). This module reads those records back for
 the page (``/console/controls``) and for a session's page, with bound parameters only.
 
 A period selects sessions by their start; for each control the page counts the sessions
@@ -62,9 +63,11 @@ _SESSIONS = (
 _EVALUATION = """
     ?evaluation a trails:ControlEvaluation ; trails:outcome ?outcome ;
                 prov:endedAtTime ?ended ; prov:used ?definition .
-    ?definition a trails:Control ; trails:controlId ?control ; trails:severity ?severity .
-    OPTIONAL { ?definition rdfs:label ?title }
-    OPTIONAL { ?definition trails:controlScope ?scope }
+    GRAPH ?defined {
+      ?definition a trails:Control ; trails:controlId ?control ; trails:severity ?severity .
+      OPTIONAL { ?definition rdfs:label ?title }
+      OPTIONAL { ?definition trails:controlScope ?scope }
+    }
     OPTIONAL {
       ?finding prov:wasGeneratedBy ?evaluation ; a trails:ControlFinding .
       OPTIONAL { ?finding trails:findingSubject ?subject }
@@ -157,17 +160,18 @@ def _text(term: Term | None) -> str:
 
 
 def _evaluations(result: object) -> list[_Evaluation]:
-    """The rows (one per finding) grouped by evaluation, newest first."""
+    """The rows (one per finding) grouped by evaluation and control (the controls of one
+    evaluation that passed share one activity), newest first."""
     assert isinstance(result, Solutions)
-    found: dict[str, _Evaluation] = {}
-    seen: set[tuple[str, str]] = set()
+    found: dict[tuple[str, str], _Evaluation] = {}
+    seen: set[tuple[tuple[str, str], str]] = set()
     for row in result:
-        key = str(row["evaluation"])
+        key = (str(row["evaluation"]), _text(row.get("control")))
         e = found.get(key)
         if e is None:
             session = row.get("session")
             e = found[key] = _Evaluation(
-                iri=key,
+                iri=key[0],
                 control=_text(row.get("control")),
                 title=_text(row.get("title")),
                 severity=_text(row.get("severity")),
@@ -187,7 +191,7 @@ def _evaluations(result: object) -> list[_Evaluation]:
                     _text(row.get("message")),
                 )
             )
-    return sorted(found.values(), key=lambda e: (e.ended, e.iri), reverse=True)
+    return sorted(found.values(), key=lambda e: (e.ended, e.iri, e.control), reverse=True)
 
 
 def parse_period(start: str, end: str) -> tuple[date | None, date | None]:
