@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.module_times import load as load_module_times
 
 os.environ["TRAILS_FORBID_REAL_MODELS"] = "1"
 os.environ["TRAILS_STORE"] = "memory:"
@@ -126,6 +127,17 @@ def ctx(recorder: Recorder) -> Context:
     return Context.open("did:local:alice", recorder=recorder)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers per core the process may use (at most 16).
+
+    Much of the suite waits rather than computes (servers and browsers starting,
+    subprocesses, sockets), so one worker per core leaves the cores idle about a third of
+    the time; two per core keep them busy.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(2, min(2 * (cores or 1), 16))
+
+
 #: folders whose tests drive real servers or a real browser end to end
 _END_TO_END = {"console", "mcp_bridge", "mcp_serve"}
 _SERVER_FIXTURES = {"oxigraph_server", "virtuoso_server", "remote_store", "virtuoso_store"}
@@ -151,3 +163,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             or item.get_closest_marker("slow")
         ):
             item.add_marker(pytest.mark.e2e)
+    _longest_modules_first(config, items)
+
+
+def _longest_modules_first(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Hand out the modules that took longest first (``tests/module_times.py``), each
+    module's tests together and in their order, so no worker starts a long one last."""
+    times = load_module_times()
+    root = config.rootpath
+
+    def seconds(item: pytest.Item) -> float:
+        try:
+            return times.get(item.path.relative_to(root).as_posix(), 0.0)
+        except ValueError:
+            return 0.0
+
+    items.sort(key=lambda item: -seconds(item))  # stable: collection order within a module
