@@ -17,8 +17,10 @@
 
 from __future__ import annotations
 
+import compileall
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,6 +37,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.pop("COLUMNS", None)
     os.environ.pop("LINES", None)
 
+import trails
 import trails.store as _store_module
 from trails.errors import StoreError
 from trails.kernel import Context, default_tracker, reset_default_context
@@ -125,6 +128,18 @@ def recorder(store: Store) -> Recorder:
 def ctx(recorder: Recorder) -> Context:
     """An open session for did:local:alice on the fresh store."""
     return Context.open("did:local:alice", recorder=recorder)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile trails' modules once when Python is told not to write bytecode.
+
+    The suite starts the ``trails`` command and Python programs as processes hundreds of
+    times; with ``PYTHONDONTWRITEBYTECODE`` set (as many CI images do) each of them would
+    compile every module it imports again. Reading bytecode is allowed, so it is written
+    here, once, beside the sources.
+    """
+    if sys.flags.dont_write_bytecode and not hasattr(config, "workerinput"):
+        compileall.compile_dir(Path(trails.__file__).parent, quiet=1)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
