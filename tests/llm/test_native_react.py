@@ -155,8 +155,9 @@ def test_native_react_runs_on_each_provider(
         assert all(i.startswith("call_") for i in ids) and len(set(ids)) == 2
     else:
         assert ids == ["toolu_b", "toolu_a"]
-    invocations = [str(r.activity) for r in session.invocations]
-    assert [str(s.activity_iri) for s in result.steps[:2]] == invocations
+    # the two calls ran in parallel: the session lists them as they ended, the steps as asked
+    invocations = sorted(str(r.activity) for r in session.invocations)
+    assert sorted(str(s.activity_iri) for s in result.steps[:2]) == invocations
     # the answering turn is a second completion, with no tool call of its own
     assert result.steps[-1].activity_iri not in (None, str(found[0]["completion"]))
 
