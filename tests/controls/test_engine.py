@@ -124,6 +124,25 @@ def test_session_controls_find_the_failed_call_and_pass_the_clean_session(world:
     assert shacl.subject == world.clean and shacl.message == "the session names no domain"
 
 
+def test_a_shape_compares_a_string_value_as_written_in_turtle(world: World, tmp_path: Path) -> None:
+    """A string the store holds (``"testing"``, an ``xsd:string``) equals the ``"testing"``
+    a shape writes: the data reaches pyshacl as rdflib's own parsers give it."""
+    (tmp_path / "domain.ttl").write_text(
+        "@prefix sh: <http://www.w3.org/ns/shacl#> .\n"
+        "@prefix trails: <https://w3id.org/trails/ns#> .\n"
+        "[] a sh:NodeShape ; sh:targetClass trails:Session ;\n"
+        '    sh:property [ sh:path trails:domain ; sh:hasValue "testing" ] .\n'
+    )
+    (tmp_path / "domain.toml").write_text(
+        'id = "domain"\ntitle = "Sessions of the testing domain"\nseverity = "low"\n'
+        'scope = "session"\nshapes = "domain.ttl"\n'
+    )
+    [outcome] = evaluate_session(world.store, world.failing, load_controls(tmp_path)).outcomes
+    assert outcome.status == "passed", outcome.violations
+    [other] = evaluate_session(world.store, world.clean, load_controls(tmp_path)).outcomes
+    assert other.status == "violated"  # the clean session names no domain
+
+
 def test_the_session_is_a_bound_parameter_not_text(world: World) -> None:
     controls = [c for c in load_controls(EXAMPLE) if c.id == "failed-call"]
     hostile = world.failing + "> } UNION { ?subject ?p ?o"

@@ -25,7 +25,7 @@ from trails.controls.model import Control, severity_rank
 from trails.errors import TrailsError
 from trails.prov.content import content_graph
 from trails.store.base import Store, select
-from trails.store.terms import IRI, BNode, Term, Triple
+from trails.store.terms import IRI, Term, Triple, to_rdflib
 from trails.store.terms import Literal as RDFLiteral
 
 __all__ = [
@@ -240,18 +240,6 @@ def _sparql_rows(
     ]
 
 
-def _rdflib_term(term: Term) -> Any:
-    import rdflib
-
-    if isinstance(term, RDFLiteral):
-        if term.language:
-            return rdflib.Literal(term.value, lang=term.language)
-        return rdflib.Literal(term.value, datatype=rdflib.URIRef(term.datatype))
-    if isinstance(term, BNode):
-        return rdflib.BNode(str(term))
-    return rdflib.URIRef(str(term))
-
-
 def _shacl_rows(
     store: Store, control: Control, session: IRI | None, graphs: list[IRI]
 ) -> list[Violation]:
@@ -270,7 +258,7 @@ def _shacl_rows(
     assert isinstance(triples, list)
     for t in triples:
         assert isinstance(t, Triple)
-        data.add((_rdflib_term(t.subject), _rdflib_term(t.predicate), _rdflib_term(t.object)))
+        data.add((to_rdflib(t.subject), to_rdflib(t.predicate), to_rdflib(t.object)))
     shapes = rdflib.Graph().parse(data=control.check, format="turtle")
     _conforms, report, _text_report = validate(data, shacl_graph=shapes, inference="none")
     sh = rdflib.Namespace("http://www.w3.org/ns/shacl#")

@@ -32,6 +32,7 @@ __all__ = [
     "check_term",
     "literal",
     "to_python",
+    "to_rdflib",
 ]
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -188,3 +189,23 @@ def to_python(term: Term | None) -> Any:
     except ValueError:
         return term.value
     return term.value
+
+
+def to_rdflib(term: Term) -> Any:
+    """The same term as rdflib's (for pyshacl and other rdflib-based readers).
+
+    An ``xsd:string`` literal becomes a simple literal, as rdflib's own parsers give it:
+    rdflib tells ``"x"`` and ``"x"^^xsd:string`` apart, so a shape's ``sh:hasValue "x"``
+    matches only the simple one.
+    """
+    import rdflib  # imported here: only readers that hand terms to rdflib pay for it
+
+    if isinstance(term, Literal):
+        if term.language:
+            return rdflib.Literal(term.value, lang=term.language)
+        if term.datatype == _XSD_STRING:
+            return rdflib.Literal(term.value)
+        return rdflib.Literal(term.value, datatype=rdflib.URIRef(term.datatype))
+    if isinstance(term, BNode):
+        return rdflib.BNode(str(term))
+    return rdflib.URIRef(str(term))

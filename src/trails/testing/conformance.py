@@ -65,7 +65,7 @@ from trails.prov.events import (
 from trails.prov.recorder import Recorder
 from trails.prov.vocab import PROV, RDF
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, BNode, Term
+from trails.store.terms import IRI, to_rdflib
 
 if TYPE_CHECKING:  # pyshacl is a test dependency, imported when a check runs
     from pyshacl.shapes_graph import ShapesGraph
@@ -222,20 +222,7 @@ def _validate(data: rdflib.Graph) -> tuple[bool, rdflib.Graph]:
     return bool(conforms), report
 
 
-_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 _ALL_OF = "SELECT ?graph ?s ?p ?o WHERE { GRAPH ?graph { ?s ?p ?o } }"
-
-
-def _rdflib_term(term: Term) -> rdflib.term.Node:
-    if isinstance(term, IRI):
-        return rdflib.URIRef(term)
-    if isinstance(term, BNode):
-        return rdflib.BNode(term)
-    if term.language:
-        return rdflib.Literal(term.value, lang=term.language)
-    if term.datatype == _XSD_STRING:
-        return rdflib.Literal(term.value)  # as an N-Triples reader gives a simple literal
-    return rdflib.Literal(term.value, datatype=rdflib.URIRef(term.datatype))
 
 
 def _graph_of(store: Store, graph: IRI) -> rdflib.Graph:
@@ -247,7 +234,7 @@ def _graph_of(store: Store, graph: IRI) -> rdflib.Graph:
     add = g.add
     for _, s, p, o in answer.rows:
         assert s is not None and p is not None and o is not None
-        add((_rdflib_term(s), _rdflib_term(p), _rdflib_term(o)))  # type: ignore[arg-type]
+        add((to_rdflib(s), to_rdflib(p), to_rdflib(o)))
     return g
 
 
