@@ -28,14 +28,6 @@ from trails.errors import (
     UserError,
     ValidationError,
 )
-from trails.kernel import (
-    Context,
-    ainvoke,
-    all_capabilities,
-    capability,
-    get_capability,
-    invoke,
-)
 
 if TYPE_CHECKING:
     from trails.agent.context import Session
@@ -52,6 +44,14 @@ if TYPE_CHECKING:
         Message,
         Role,
     )
+    from trails.kernel import (
+        Context,
+        ainvoke,
+        all_capabilities,
+        capability,
+        get_capability,
+        invoke,
+    )
 
 __version__ = "0.1.0"
 
@@ -59,6 +59,17 @@ _moved.install()  # old import paths of moved modules keep working for one relea
 
 #: Names exported lazily: name -> (module, attribute), imported on first lookup.
 _LAZY: dict[str, tuple[str, str]] = {
+    **{
+        name: ("trails.kernel", name)
+        for name in (
+            "Context",
+            "ainvoke",
+            "all_capabilities",
+            "capability",
+            "get_capability",
+            "invoke",
+        )
+    },
     "Session": ("trails.agent.context", "Session"),
     # selectools' names (``from selectools import Agent, AgentConfig`` -> ``from trails ...``)
     **{

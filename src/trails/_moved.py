@@ -12,12 +12,15 @@ test keeps the two in step. The finder and the table go in the release after.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 __all__ = ["MOVED", "MOVED_NAMES", "install"]
 
@@ -78,8 +81,12 @@ def warn_moved(old: str, new: str) -> None:
     )
 
 
-class _Alias(importlib.abc.Loader):
-    """Loads an old name as the module at its new name (the same object)."""
+class _Alias:
+    """Loads an old name as the module at its new name (the same object).
+
+    A loader by protocol (``create_module``, ``exec_module``): subclassing ``importlib.abc``
+    would import ``importlib.resources`` into every process at start.
+    """
 
     def __init__(self, new: str) -> None:
         self.new = new
@@ -100,7 +107,7 @@ class _Alias(importlib.abc.Loader):
         module.__spec__ = self.spec
 
 
-class _MovedFinder(importlib.abc.MetaPathFinder):
+class _MovedFinder:
     """Finds the old names of moved modules, and only those."""
 
     def find_spec(
@@ -112,7 +119,7 @@ class _MovedFinder(importlib.abc.MetaPathFinder):
         new = MOVED.get(fullname)
         if new is None:
             return None
-        return importlib.machinery.ModuleSpec(fullname, _Alias(new))
+        return importlib.machinery.ModuleSpec(fullname, cast("Loader", _Alias(new)))
 
 
 _FINDER = _MovedFinder()

@@ -21,48 +21,84 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from trails._lazy import lazy_names
 from trails._moved import MOVED_NAMES, warn_moved
-from trails.audit.export import (
-    EXPORT_FORMATS,
-    IMPORT_FORMATS,
-    ExportStats,
-    Redaction,
-    RedactionRule,
-    check_assurance,
-    export,
-    import_file,
-    select_graphs,
-)
-from trails.audit.querypack import (
-    Param,
-    Query,
-    check_syntax,
-    get_query,
-    load_pack,
-    load_query,
-    parse_query,
-    resolve,
-)
 
 if TYPE_CHECKING:
+    from trails.audit.export import (
+        EXPORT_FORMATS,
+        IMPORT_FORMATS,
+        ExportStats,
+        Redaction,
+        RedactionRule,
+        check_assurance,
+        export,
+        import_file,
+        select_graphs,
+    )
+    from trails.audit.querypack import (
+        Param,
+        Query,
+        check_syntax,
+        get_query,
+        load_pack,
+        load_query,
+        parse_query,
+        resolve,
+    )
     from trails.audit.report import render_report, write_report
+
+_EXPORT = "trails.audit.export"
+_PACK = "trails.audit.querypack"
+# each name loads its module on first use (``trails._lazy``): the HTML report and jinja2,
+# the exporters and the verifier they carry stay unloaded for a command that reads the pack
+_names, __dir__ = lazy_names(
+    __name__,
+    {
+        **dict.fromkeys(
+            (
+                "EXPORT_FORMATS",
+                "IMPORT_FORMATS",
+                "ExportStats",
+                "Redaction",
+                "RedactionRule",
+                "check_assurance",
+                "export",
+                "import_file",
+                "select_graphs",
+            ),
+            _EXPORT,
+        ),
+        **dict.fromkeys(
+            (
+                "Param",
+                "Query",
+                "check_syntax",
+                "get_query",
+                "load_pack",
+                "load_query",
+                "parse_query",
+                "resolve",
+            ),
+            _PACK,
+        ),
+        "render_report": "trails.audit.report",
+        "write_report": "trails.audit.report",
+    },
+)
 
 
 def __getattr__(name: str) -> Any:
-    """The HTML report (and jinja2 with it) loads on first use, not with every import.
+    """This package's names, loaded on first use.
 
     Names this package exported before the evidence room moved out (``verify``,
     ``install_sealer``, ...) still resolve, with a ``DeprecationWarning``.
     """
-    if name in ("render_report", "write_report"):
-        from trails.audit import report
-
-        return getattr(report, name)
     moved = MOVED_NAMES[__name__].get(name)
     if moved is not None:
         warn_moved(f"{__name__}.{name}", f"{moved}.{name}")
         return getattr(importlib.import_module(moved), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _names(name)
 
 
 __all__ = [

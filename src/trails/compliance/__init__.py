@@ -11,10 +11,37 @@ ever run by recording itself.
 
 from __future__ import annotations
 
-from trails.compliance.erasure import ErasureReceipt, erase
-from trails.compliance.holds import Hold, list_holds, place_hold, release_holds
-from trails.compliance.migration import MigrationReceipt, migrate
-from trails.compliance.retention import RetentionPlan, RetentionPolicy, RetentionResult, apply, plan
+from typing import TYPE_CHECKING
+
+from trails._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from trails.compliance.erasure import ErasureReceipt, erase
+    from trails.compliance.holds import Hold, list_holds, place_hold, release_holds
+    from trails.compliance.migration import MigrationReceipt, migrate
+    from trails.compliance.retention import (
+        RetentionPlan,
+        RetentionPolicy,
+        RetentionResult,
+        apply,
+        plan,
+    )
+
+# each name loads its module on first use (``trails._lazy``): listing holds does not load erasure
+__getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        **dict.fromkeys(("ErasureReceipt", "erase"), "trails.compliance.erasure"),
+        **dict.fromkeys(
+            ("Hold", "list_holds", "place_hold", "release_holds"), "trails.compliance.holds"
+        ),
+        **dict.fromkeys(("MigrationReceipt", "migrate"), "trails.compliance.migration"),
+        **dict.fromkeys(
+            ("RetentionPlan", "RetentionPolicy", "RetentionResult", "apply", "plan"),
+            "trails.compliance.retention",
+        ),
+    },
+)
 
 __all__ = [
     "ErasureReceipt",

@@ -22,10 +22,35 @@ compliance operations (``trails.compliance``) or the server above it.
 
 from __future__ import annotations
 
-from trails.evidence.canonical import canonical_term, graph_digest
-from trails.evidence.ledger import Sealed, ledger_iri, read_seals
-from trails.evidence.seal import Sealer, install_sealer, rotate_signing_key, seal_ended_unsealed
-from trails.evidence.verify import Finding, VerifyReport, verify
+from typing import TYPE_CHECKING
+
+from trails._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from trails.evidence.canonical import canonical_term, graph_digest
+    from trails.evidence.ledger import Sealed, ledger_iri, read_seals
+    from trails.evidence.seal import Sealer, install_sealer, rotate_signing_key, seal_ended_unsealed
+    from trails.evidence.verify import Finding, VerifyReport, verify
+
+# each name loads its module on first use (``trails._lazy``): a command that seals need not
+# import the verifier
+__getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        "canonical_term": "trails.evidence.canonical",
+        "graph_digest": "trails.evidence.canonical",
+        "Sealed": "trails.evidence.ledger",
+        "ledger_iri": "trails.evidence.ledger",
+        "read_seals": "trails.evidence.ledger",
+        "Sealer": "trails.evidence.seal",
+        "install_sealer": "trails.evidence.seal",
+        "rotate_signing_key": "trails.evidence.seal",
+        "seal_ended_unsealed": "trails.evidence.seal",
+        "Finding": "trails.evidence.verify",
+        "VerifyReport": "trails.evidence.verify",
+        "verify": "trails.evidence.verify",
+    },
+)
 
 __all__ = [
     "Finding",

@@ -19,13 +19,12 @@ judged again there (``Judged.asked``).
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import os
 from collections import deque
 from collections.abc import Iterable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from trails.evidence.canonical import digest_nquads, digest_ntriples
 from trails.evidence.content import (
@@ -45,6 +44,9 @@ from trails.evidence.sweep import (
 from trails.prov.content import content_graph
 from trails.prov.vocab import RDF, T
 from trails.store.terms import IRI, Term
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 __all__ = [
     "BATCH_BYTES",
@@ -267,6 +269,9 @@ class Workers:
         self.running: deque[Future[list[GraphRead | Judged]]] = deque()
         self.pool: ProcessPoolExecutor | None = None
         if self.jobs > 1:
+            import multiprocessing  # loaded by a pass with workers only
+            from concurrent.futures import ProcessPoolExecutor
+
             methods = multiprocessing.get_all_start_methods()
             # fork: a worker starts in milliseconds with everything imported; it never
             # touches the store it inherits, and ends without closing anything

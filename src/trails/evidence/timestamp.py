@@ -23,8 +23,6 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +51,8 @@ def request_stamp(url: str, message: bytes, *, timeout: float = _TIMEOUT_S) -> b
         OSError: the TSA could not be reached or answered with an HTTP error.
         ValueError: the answer is not a granted time-stamp over ``message``.
     """
+    import urllib.request  # loaded here: only a stamping process talks to a TSA
+
     from rfc3161_client import (
         HashAlgorithm,
         PKIStatus,
@@ -109,7 +109,7 @@ def configured_stamper(settings: Settings | None = None) -> Any:
         for url in urls:
             try:
                 return base64.b64encode(request_stamp(url, message)).decode("ascii")
-            except (OSError, ValueError, urllib.error.URLError) as exc:
+            except (OSError, ValueError) as exc:  # urllib's URLError is an OSError
                 log.warning("the tree head was not time-stamped by %s: %s", url, exc)
         return None
 

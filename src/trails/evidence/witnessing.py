@@ -20,11 +20,8 @@ was not checked. ``trails verify --witness KEY --quorum N`` then requires cosign
 
 from __future__ import annotations
 
-import http.client
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -137,6 +134,9 @@ def http_post(url: str, body: bytes, timeout: float) -> tuple[int, str, bytes]:
         OSError: the witness cannot be reached, or is too slow.
         ValueError: it answered more than 64 KiB.
     """
+    import urllib.error  # the HTTP client loads with the first witness asked, not every command
+    import urllib.request
+
     deadline = time.monotonic() + timeout
     request = urllib.request.Request(
         url, data=body, method="POST", headers={"Content-Type": "text/plain; charset=utf-8"}
@@ -182,6 +182,8 @@ def ask_witness(
 ) -> Outcome:
     """Send ``note`` (a signed checkpoint) with the consistency proof from ``old`` leaves;
     on 409 with the size the witness holds, once more from that size."""
+    import http.client
+
     size = parse_checkpoint(parse_note(note).text).size
     url = witness.url + "/add-checkpoint"
     for attempt in range(2):

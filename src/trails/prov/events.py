@@ -72,7 +72,7 @@ def _iri(value: str) -> IRI:
 class Event(BaseModel):
     """Something that happened in a session. ``session`` is the session IRI."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     session: str
 
@@ -126,7 +126,7 @@ class Interrupted(BaseModel):
     termination (a run stopped by a budget just before the crash), which is kept.
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     activity: str
     kind: Literal["invocation", "run", "activity"] = "activity"
@@ -565,7 +565,7 @@ class EntityRecorded(Event):
 class TreeNodeSkipped(BaseModel):
     """A child a behaviour-tree control node never ticked (written with its parent's end)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     activity: str
     node_id: str

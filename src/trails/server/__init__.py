@@ -64,14 +64,37 @@ The receiver is two:
 
 from __future__ import annotations
 
-from trails.server.app import (
-    GRAPH_TYPES,
-    RESULT_TYPES,
-    Endpoint,
-    EndpointConfig,
-    create_app,
-    negotiate,
-    service_description,
+from typing import TYPE_CHECKING
+
+from trails._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from trails.server.app import (
+        GRAPH_TYPES,
+        RESULT_TYPES,
+        Endpoint,
+        EndpointConfig,
+        create_app,
+        negotiate,
+        service_description,
+    )
+
+# the names load the endpoint (and Starlette) on first use (``trails._lazy``): a command that
+# only analyses a query with ``trails.server.sparql`` does not start the web stack
+__getattr__, __dir__ = lazy_names(
+    __name__,
+    dict.fromkeys(
+        (
+            "GRAPH_TYPES",
+            "RESULT_TYPES",
+            "Endpoint",
+            "EndpointConfig",
+            "create_app",
+            "negotiate",
+            "service_description",
+        ),
+        "trails.server.app",
+    ),
 )
 
 __all__ = [

@@ -1,0 +1,76 @@
+"""Packages load the module behind a name on first use; the names themselves are unchanged.
+
+Each ``trails`` command is a process, so what ``import trails`` and a command's
+package imports pull in is paid by every command a user (or a CI job) runs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import trails.audit
+import trails.compliance
+import trails.evidence
+import trails.prov
+import trails.server
+
+PACKAGES = [trails.audit, trails.compliance, trails.evidence, trails.prov, trails.server]
+
+
+def loaded_after(code: str, cwd: Path) -> list[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=cwd, capture_output=True, text=True, check=True
+    )
+    return list(json.loads(done.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda p: p.__name__)
+def test_every_exported_name_resolves_to_what_its_module_defines(package: object) -> None:
+    names = package.__all__  # type: ignore[attr-defined]
+    for name in names:
+        value = getattr(package, name)
+        assert value is not None, name
+        assert name in dir(package)
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        package.nothing_here  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_a_function_named_as_its_module_wins_whichever_is_imported_first(tmp_path: Path) -> None:
+    code = (
+        "import trails.evidence.verify, trails.audit.export\n"
+        "from trails.evidence import verify\n"
+        "from trails.audit import export\n"
+        "import trails.evidence, trails.audit\n"
+        "assert callable(verify) and verify.__name__ == 'verify', verify\n"
+        "assert callable(export) and export.__name__ == 'export', export\n"
+        "assert trails.evidence.verify is verify and trails.audit.export is export\n"
+    )
+    loaded_after(code, tmp_path)  # check=True: an assertion that fails fails the run
+
+
+def test_import_trails_loads_no_kernel_and_a_capability_still_imports(tmp_path: Path) -> None:
+    assert "trails.kernel" not in loaded_after("import trails", tmp_path)
+    loaded = loaded_after("from trails import capability, invoke, Context", tmp_path)
+    assert "trails.kernel" in loaded
+
+
+def test_listing_sessions_loads_neither_the_event_models_nor_the_web_stack(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from trails.cli import main\n"
+        "try:\n"
+        "    main(['sessions', '--store', 'memory:'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+    )
+    loaded = loaded_after(code, tmp_path)
+    assert "trails.cli.sessions" in loaded  # the command ran
+    for heavy in ("pydantic", "trails.prov.events", "starlette", "trails.evidence.verify"):
+        assert heavy not in loaded, heavy
