@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.catalogue.conftest import queries_asked
 
 from trails.audit.querypack import get_query
 from trails.audit.sessions_page import paged, sessions_page, sessions_page_to
@@ -127,20 +128,6 @@ def test_the_endpoints_json_over_hours_is_the_pack_querys(dense: tuple[Store, li
     assert json.loads(sessions_page_to(store, {}, 140, format="json")) == expected
 
 
-def _listing(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
-    """Each query the page asks and how many rows it gave."""
-    asked: list[tuple[str, int]] = []
-    query = store.query
-
-    def counted(sparql: str, params: Any = None, **kwargs: Any) -> Any:
-        found = query(sparql, params, **kwargs)
-        asked.append((sparql, len(found.rows) if isinstance(found, Solutions) else 1))
-        return found
-
-    monkeypatch.setattr(store, "query", counted)
-    return asked
-
-
 @pytest.fixture(scope="module")
 def long_day() -> Iterator[Store]:
     """A session every 20 s for 23 hours of one day (4,140 sessions: 1,380 minutes)."""
@@ -155,7 +142,7 @@ def test_a_page_reads_an_hours_minutes_not_the_days(
     long_day: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     expected = _sorted(long_day, 20)
-    asked = _listing(long_day, monkeypatch)
+    asked = queries_asked(long_day, monkeypatch)
     assert sessions_page(long_day, {}, 20).rows == expected
     # the day's 23 hours, the newest hour's 60 minutes, its newest minute's 3 seconds, the
     # seconds of the next 6 minutes: never the day's 1,380 minutes

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.catalogue.conftest import queries_asked
 from tests.known_store import Fixture
 
 from trails.audit.querypack import get_query
@@ -155,18 +156,6 @@ def test_minutes_without_entries_are_walked_past(store: Store) -> None:
     assert len(expected.rows) == 20
 
 
-def _asked(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    asked: list[str] = []
-    query = store.query
-
-    def counted(sparql: str, params: Any = None, **kwargs: Any) -> Any:
-        asked.append(sparql)
-        return query(sparql, params, **kwargs)
-
-    monkeypatch.setattr(store, "query", counted)
-    return asked
-
-
 def test_the_newest_page_is_a_few_queries_whatever_the_store_holds(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -176,8 +165,9 @@ def test_the_newest_page_is_a_few_queries_whatever_the_store_holds(
     # and their entries; never one query per minute, nor a sort by IRI
     _catalogue(store, 600, spacing=timedelta(minutes=1))
     expected = _sorted(store, {}, 20)
-    asked = _asked(store, monkeypatch)
+    listing = queries_asked(store, monkeypatch)
     assert sessions_page(store, {}, 20).rows == expected.rows
+    asked = [sparql for sparql, _ in listing]
     assert len(asked) == 8
     assert not any("ORDER BY DESC(?day)" in q or "ORDER BY DESC(?minute)" in q for q in asked)
 

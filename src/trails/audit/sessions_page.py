@@ -41,13 +41,16 @@ import json
 import math
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from trails.audit.querypack import get_query
 from trails.catalogue.days import day_of
 from trails.errors import UserError
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal, Term, to_python
+
+P = TypeVar("P")
+C = TypeVar("C")
 
 __all__ = [
     "BOUND",
@@ -195,56 +198,88 @@ def _variant(text: str, pattern: str) -> str:
     return out
 
 
-class Minutes:
+class _RunReader(Generic[P, C]):
+    """Children of an ordered list of parents (a day's hours, then their minutes; a day's
+    minutes, then their seconds), newest first, read a run of parents at a time as the walk
+    asks: the first run is one parent; the next ones as many parents as the children still
+    wanted need at the children per parent seen so far (every parent holds a child). A
+    page of ``n`` rows reads O(n) parents at any density.
+    """
+
+    def __init__(self) -> None:
+        self.queue: list[C] = []
+        self.parents_seen = self.children_seen = 0
+
+    def _parents(self, count: int) -> list[P]:
+        """The next ``count`` parents (fewer, or none, when there are no more)."""
+        raise NotImplementedError
+
+    def _children(self, parents: list[P]) -> list[C]:
+        """The children of a run of parents, newest first."""
+        raise NotImplementedError
+
+    def take(self, wanted: int) -> list[C]:
+        """The newest ``wanted`` children not taken yet (fewer when there are no more)."""
+        while len(self.queue) < wanted:
+            need = wanted - len(self.queue)
+            per = self.children_seen / self.parents_seen if self.parents_seen else 0.0
+            count = 1 if not self.parents_seen else min(need, _ceil(need, per))
+            batch = self._parents(count)
+            if not batch:
+                break
+            found = self._children(batch)
+            self.parents_seen += len(batch)
+            self.children_seen += len(found)
+            self.queue += found
+        out, self.queue = self.queue[:wanted], self.queue[wanted:]
+        return out
+
+
+def _ceil(wanted: int, per: float) -> int:
+    """How many units hold ``wanted`` items at ``per`` items a unit (all when none was seen)."""
+    return wanted if per <= 0 else max(1, math.ceil(wanted / per))
+
+
+class Minutes(_RunReader[str, str]):
     """A start day's minutes, newest first, listed a run of hours at a time as the walk asks.
 
-    The first run is the newest hour; the next ones as many hours as the minutes still
-    wanted need at the minutes per hour seen so far (every hour holds a minute). A day
-    that holds minutes written before hours existed (``trails:minuteOf`` the day: the
+    A day that holds minutes written before hours existed (``trails:minuteOf`` the day: the
     store was upgraded that day, and ``trails catalogue rebuild`` has not linked them)
     lists all its minutes at once, as the walk did before hours.
     """
 
     def __init__(self, store: Store, day: IRI, *, pre_hour: bool = False) -> None:
+        super().__init__()
         self.store, self.day = store, day
-        self.listed: list[str] = []
         self.hours: list[str] = []
-        self.hours_seen = self.minutes_seen = 0
         if pre_hour and self.store.query(_PRE_HOUR_DAY, {"day": day}):
             found = store.query(_MINUTES_OF_DAY, {"day": day})
             assert isinstance(found, Solutions)
-            self.listed = newest_first(found)
+            self.queue = newest_first(found)
         else:
             found = store.query(_HOURS, {"day": day})
             assert isinstance(found, Solutions)
             self.hours = newest_first(found)
 
     def __bool__(self) -> bool:
-        return bool(self.listed or self.hours)
+        return bool(self.queue or self.hours)
 
-    def take(self, count: int) -> list[str]:
-        """The newest ``count`` minutes not taken yet (fewer when the day has no more)."""
-        while len(self.listed) < count and self.hours:
-            need = count - len(self.listed)
-            per = self.minutes_seen / self.hours_seen if self.hours_seen else 0.0
-            hours = 1 if not self.hours_seen else min(need, _ceil(need, per))
-            batch, self.hours = self.hours[:hours], self.hours[hours:]
-            if len(batch) == 1:
-                found = self.store.query(_MINUTES_OF_HOUR, {"hour": IRI.trusted(batch[0])})
-            else:
-                bound: dict[str, Term] = {
-                    "day": self.day,
-                    "early": Literal(batch[-1]),
-                    "late": Literal(batch[0]),
-                }
-                found = self.store.query(_MINUTES_OF_HOURS, bound)
-            assert isinstance(found, Solutions)
-            minutes = newest_first(found)
-            self.hours_seen += len(batch)
-            self.minutes_seen += len(minutes)
-            self.listed += minutes
-        out, self.listed = self.listed[:count], self.listed[count:]
-        return out
+    def _parents(self, count: int) -> list[str]:
+        batch, self.hours = self.hours[:count], self.hours[count:]
+        return batch
+
+    def _children(self, parents: list[str]) -> list[str]:
+        if len(parents) == 1:
+            found = self.store.query(_MINUTES_OF_HOUR, {"hour": IRI.trusted(parents[0])})
+        else:
+            bound: dict[str, Term] = {
+                "day": self.day,
+                "early": Literal(parents[-1]),
+                "late": Literal(parents[0]),
+            }
+            found = self.store.query(_MINUTES_OF_HOURS, bound)
+        assert isinstance(found, Solutions)
+        return newest_first(found)
 
 
 def start_days(store: Store, params: Mapping[str, Term]) -> Iterator[IRI]:
@@ -301,42 +336,21 @@ _SECONDS_IN = (
 )
 
 
-def _ceil(wanted: int, per: float) -> int:
-    """How many units hold ``wanted`` items at ``per`` items a unit (all when none was seen)."""
-    return wanted if per <= 0 else max(1, math.ceil(wanted / per))
-
-
-class _Slots:
+class _Slots(_RunReader[str, tuple[str, str, str]]):
     """A day's slots newest first, listed a run of minutes at a time as the walk asks.
 
     A slot is a second (``("s", second, minute)``) or, for a minute that holds entries
-    written before seconds existed, the whole minute (``("m", minute, minute)``). The
-    first run is the newest minute; the next ones as many minutes as the slots still
-    wanted need at the slots per minute seen so far (every minute holds a slot).
+    written before seconds existed, the whole minute (``("m", minute, minute)``).
     """
 
     def __init__(self, store: Store, day: IRI, minutes: Minutes, old: bool) -> None:
+        super().__init__()
         self.store, self.day, self.minutes, self.old = store, day, minutes, old
-        self.queue: list[tuple[str, str, str]] = []
-        self.minutes_seen = 0
-        self.slots_seen = 0
 
-    def take(self, wanted: int) -> list[tuple[str, str, str]]:
-        while len(self.queue) < wanted and self.minutes:
-            need = wanted - len(self.queue)
-            per = self.slots_seen / self.minutes_seen if self.minutes_seen else 0.0
-            count = 1 if not self.minutes_seen else min(need, _ceil(need, per))
-            batch = self.minutes.take(count)
-            if not batch:
-                break
-            found = self._list(batch)
-            self.minutes_seen += len(batch)
-            self.slots_seen += len(found)
-            self.queue += found
-        out, self.queue = self.queue[:wanted], self.queue[wanted:]
-        return out
+    def _parents(self, count: int) -> list[str]:
+        return self.minutes.take(count)
 
-    def _list(self, batch: list[str]) -> list[tuple[str, str, str]]:
+    def _children(self, batch: list[str]) -> list[tuple[str, str, str]]:
         if len(batch) == 1:
             bound: dict[str, Term] = {"minute": IRI.trusted(batch[0])}
             seconds, old_query = _SECONDS_OF, _OLD_MINUTE
