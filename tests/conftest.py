@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from tests.module_times import load as load_module_times
+from tests.rewrite_cache import rewrite_once
 
 os.environ["TRAILS_FORBID_REAL_MODELS"] = "1"
 os.environ["TRAILS_STORE"] = "memory:"
@@ -131,15 +132,18 @@ def ctx(recorder: Recorder) -> Context:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Compile trails' modules once when Python is told not to write bytecode.
+    """Compile trails' modules, and rewrite the test modules' asserts, once, here.
 
     The suite starts the ``trails`` command and Python programs as processes hundreds of
     times; with ``PYTHONDONTWRITEBYTECODE`` set (as many CI images do) each of them would
     compile every module it imports again. Reading bytecode is allowed, so it is written
     here, once, beside the sources.
     """
-    if sys.flags.dont_write_bytecode and not hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput"):
+        return
+    if sys.flags.dont_write_bytecode:
         compileall.compile_dir(Path(trails.__file__).parent, quiet=1)
+    rewrite_once(config, Path(__file__).parent)  # before the workers collect (rewrite_cache.py)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
