@@ -180,6 +180,9 @@ class LiveSnapshot(Store):
     def graphs(self) -> list[IRI]:
         return self.current().graphs()
 
+    def holds(self, predicate: IRI, obj: Term | None, graphs: Sequence[IRI]) -> bool:
+        return self.current().holds(predicate, obj, graphs)
+
     def dump(
         self,
         output: BinaryIO | Path | None = None,
