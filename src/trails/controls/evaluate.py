@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from trails.controls.model import Control, severity_rank
-from trails.controls.needs import needs
+from trails.controls.needs import Clause, Pattern, needs
 from trails.errors import TrailsError
 from trails.prov.content import content_graph
 from trails.store.base import Store, select
@@ -309,25 +309,36 @@ def _evaluate(store: Store, control: Control, session: IRI | None, graphs: list[
     return outcome
 
 
+#: how often each clause was found missing (this process): looked up first next time, so
+#: a skipped control costs one look-up, not one per pattern it needs (bounded, then reset)
+_MISSED: dict[Clause, int] = {}
+
+
 def _unmatchable(store: Store, controls: Sequence[Control], graphs: list[IRI]) -> list[bool]:
     """For each control, whether its query has no row over ``graphs`` because a triple
     every row needs (``trails.controls.needs``) is in none of them (False: run it)."""
-    seen: dict[tuple[IRI, Term | None], bool | None] = {}
+    seen: dict[Pattern, bool | None] = {}
 
-    def held(pattern: tuple[IRI, Term | None]) -> bool | None:
-        if pattern not in seen:
-            seen[pattern] = store.holds(pattern[0], pattern[1], graphs)
-        return seen[pattern]
+    def holds(clause: Clause) -> bool | None:
+        for pattern in clause:
+            if pattern not in seen:
+                seen[pattern] = store.holds(pattern[0], pattern[1], graphs)
+            if seen[pattern] is not False:
+                return seen[pattern]  # True, or None: this store cannot tell
+        return False
 
     answers = []
     for control in controls:
         missing = False
         if control.kind == "sparql":
-            for clause in needs(control.check):
-                found = [held(p) for p in clause]
-                if None in found:  # the store cannot tell: run every query
+            for clause in sorted(needs(control.check), key=lambda c: -_MISSED.get(c, 0)):
+                held = holds(clause)
+                if held is None:  # the store cannot tell: run every query
                     return [False] * len(controls)
-                if not any(found):
+                if not held:
+                    if len(_MISSED) > 4096:
+                        _MISSED.clear()
+                    _MISSED[clause] = _MISSED.get(clause, 0) + 1
                     missing = True
                     break
         answers.append(missing)
