@@ -322,7 +322,10 @@ def _unmatchable(store: Store, controls: Sequence[Control], graphs: list[IRI]) -
     def holds(clause: Clause) -> bool | None:
         for pattern in clause:
             if pattern not in seen:
-                seen[pattern] = store.holds(pattern[0], pattern[1], graphs)
+                try:
+                    seen[pattern] = store.holds(pattern[0], pattern[1], graphs)
+                except TrailsError:  # the queries will say, each in its outcome
+                    seen[pattern] = None
             if seen[pattern] is not False:
                 return seen[pattern]  # True, or None: this store cannot tell
         return False
