@@ -318,12 +318,15 @@ def _unmatchable(store: Store, controls: Sequence[Control], graphs: list[IRI]) -
     """For each control, whether its query has no row over ``graphs`` because a triple
     every row needs (``trails.controls.needs``) is in none of them (False: run it)."""
     seen: dict[Pattern, bool | None] = {}
+    look_up = getattr(store, "has_triple", None)  # a store of another maker may not have it
+    if look_up is None:
+        return [False] * len(controls)
 
     def holds(clause: Clause) -> bool | None:
         for pattern in clause:
             if pattern not in seen:
                 try:
-                    seen[pattern] = store.holds(pattern[0], pattern[1], graphs)
+                    seen[pattern] = look_up(pattern[0], pattern[1], graphs)
                 except TrailsError:  # the queries will say, each in its outcome
                     seen[pattern] = None
             if seen[pattern] is not False:

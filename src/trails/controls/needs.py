@@ -6,7 +6,7 @@ grant), and a query whose mandatory triple patterns match nothing has no row, wh
 rest of it says. ``needs(sparql)`` reads a control's ``SELECT`` once and answers the triple
 patterns every row of it needs, as clauses: each clause lists patterns ``(predicate,
 object)`` (``object`` None: any object) of which at least one must be in the graphs the
-query reads. The evaluation looks those up in the store's indexes (``Store.holds``), a few
+query reads. The evaluation looks those up in the store's indexes (``Store.has_triple``), a few
 microseconds each, and runs the query only when each clause holds; otherwise the control
 passed over that session, exactly as running the query would have answered, at a fraction of
 the cost (parsing and planning a query cost more than evaluating it over one session).

@@ -550,7 +550,7 @@ class OxigraphStore(Store):
         self._call("serialise", lambda: result.serialize(output=buffer, format=fmt))
         return buffer.getvalue()
 
-    def holds(self, predicate: IRI, obj: Term | None, graphs: Sequence[IRI]) -> bool:
+    def has_triple(self, predicate: IRI, obj: Term | None, graphs: Sequence[IRI]) -> bool:
         store = self.raw
         p, o = _named(predicate), (_to_ox(obj) if obj is not None else None)
 

@@ -180,8 +180,8 @@ class LiveSnapshot(Store):
     def graphs(self) -> list[IRI]:
         return self.current().graphs()
 
-    def holds(self, predicate: IRI, obj: Term | None, graphs: Sequence[IRI]) -> bool:
-        return self.current().holds(predicate, obj, graphs)
+    def has_triple(self, predicate: IRI, obj: Term | None, graphs: Sequence[IRI]) -> bool:
+        return self.current().has_triple(predicate, obj, graphs)
 
     def dump(
         self,
