@@ -3,7 +3,9 @@
 A control (``model``) is a TOML file and a SPARQL ``SELECT`` or SHACL shapes beside it;
 ``load_controls`` refuses a bad one before anything runs, ``builtin_controls`` is the set
 shipped in the top-level ``controls/`` folder. ``evaluate`` runs them over one session's
-graphs or the whole store with bound parameters only, and reads nothing else; ``record``
+graphs or the whole store with bound parameters only, and reads nothing else (``needs``
+reads a query once for the triples its every row needs, so a session's control that
+cannot have a row is answered from the store's indexes without its query); ``record``
 writes each evaluation, passed or not, as sealed PROV evidence, the only thing this room
 writes; ``session_end`` is the recorder plugin that evaluates a session's controls as it
 ends (``[controls] on_session_end = true``). docs/controls.md is the user's page.

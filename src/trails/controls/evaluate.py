@@ -7,6 +7,9 @@ also visible as named graphs) and ``?session`` bound to the session's IRI;
 graph. Values reach the query only as bound parameters. Each control gets an ``Outcome``:
 ``passed`` (no row), ``violated`` (one ``Violation`` per row), ``timed out`` (it ran past
 ``timeout`` seconds: never reported as passed) or ``error`` (the store refused it).
+A session's control whose query needs a triple none of the session's graphs holds is
+``passed`` without running its query (``needs``: the answer it would give, read from the
+store's indexes in microseconds instead of a parse, a plan and a run).
 
 Nothing here writes: ``trails.controls.record`` turns an ``Evaluation`` into evidence.
 """
@@ -22,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from trails.controls.model import Control, severity_rank
+from trails.controls.needs import Clause, Pattern, needs
 from trails.errors import TrailsError
 from trails.prov.content import content_graph
 from trails.store.base import Store, select
@@ -305,10 +309,66 @@ def _evaluate(store: Store, control: Control, session: IRI | None, graphs: list[
     return outcome
 
 
+#: how often each clause was found missing (this process): looked up first next time, so
+#: a skipped control costs one look-up, not one per pattern it needs (bounded, then reset)
+_MISSED: dict[Clause, int] = {}
+
+
+def _unmatchable(store: Store, controls: Sequence[Control], graphs: list[IRI]) -> list[bool]:
+    """For each control, whether its query has no row over ``graphs`` because a triple
+    every row needs (``trails.controls.needs``) is in none of them (False: run it)."""
+    seen: dict[Pattern, bool | None] = {}
+    look_up = getattr(store, "has_triple", None)  # a store of another maker may not have it
+    if look_up is None:
+        return [False] * len(controls)
+
+    def holds(clause: Clause) -> bool | None:
+        for pattern in clause:
+            if pattern not in seen:
+                try:
+                    seen[pattern] = look_up(pattern[0], pattern[1], graphs)
+                except TrailsError:  # the queries will say, each in its outcome
+                    seen[pattern] = None
+            if seen[pattern] is not False:
+                return seen[pattern]  # True, or None: this store cannot tell
+        return False
+
+    answers = []
+    for control in controls:
+        missing = False
+        if control.kind == "sparql":
+            for clause in sorted(needs(control.check), key=lambda c: -_MISSED.get(c, 0)):
+                held = holds(clause)
+                if held is None:  # the store cannot tell: run every query
+                    return [False] * len(controls)
+                if not held:
+                    if len(_MISSED) > 4096:
+                        _MISSED.clear()
+                    _MISSED[clause] = _MISSED.get(clause, 0) + 1
+                    missing = True
+                    break
+        answers.append(missing)
+    return answers
+
+
 def _evaluate_all(
-    store: Store, controls: Sequence[Control], session: IRI | None, timeout: float | None
+    store: Store,
+    controls: Sequence[Control],
+    session: IRI | None,
+    timeout: float | None,
+    prefilter: bool = False,
 ) -> list[Outcome]:
     graphs = session_graphs(session) if session is not None else []
+    if prefilter and controls:
+        skipped = _unmatchable(store, controls, graphs)
+        if any(skipped):
+            to_run = [c for c, skip in zip(controls, skipped, strict=True) if not skip]
+            ran = iter(_evaluate_all(store, to_run, session, timeout))
+            now = datetime.now(UTC)
+            return [
+                _start(c, session, graphs, now) if skip else next(ran)
+                for c, skip in zip(controls, skipped, strict=True)
+            ]
     if timeout is None:
         return [_evaluate(store, c, session, graphs) for c in controls]
 
@@ -329,18 +389,26 @@ def evaluate_session(
     controls: Sequence[Control],
     *,
     timeout: float | None = DEFAULT_TIMEOUT_S,
+    prefilter: bool = True,
 ) -> Evaluation:
     """Evaluate the session-scoped ``controls`` over one session's graphs.
+
+    A SPARQL control whose query needs a triple the session's graphs do not hold (its
+    mandatory patterns, ``trails.controls.needs``, looked up in the store's indexes) has
+    no row: it passed, and its query is not run.
 
     Args:
         store: the store holding the session.
         session: the session's IRI (its graph's name).
         controls: controls to run; store-scoped ones are skipped.
         timeout: seconds each control may run (None: no limit).
+        prefilter: False: run every query, even one that cannot have a row (the same
+            outcomes, at the queries' full cost).
     """
     iri = IRI(session)
     chosen = [c for c in controls if c.scope == "session"]
-    return Evaluation(_evaluate_all(store, chosen, iri, timeout), scope="session", session=str(iri))
+    outcomes = _evaluate_all(store, chosen, iri, timeout, prefilter)
+    return Evaluation(outcomes, scope="session", session=str(iri))
 
 
 def evaluate_store(

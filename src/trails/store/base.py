@@ -25,6 +25,9 @@ contract tests. The contract:
   remote one reads the server's answer as a stream into one.
 - ``graphs`` / ``clear`` list and drop named graphs; ``dump`` / ``load`` move
   a graph or the whole dataset in a standard RDF format; ``load`` is atomic.
+- ``has_triple`` says from the store's indexes whether some of the given graphs hold a triple
+  with a predicate (and object), without a query; a store that can only tell by a query
+  (a SPARQL server) answers None.
 - ``close`` releases the backend; a store is a context manager.
 
 Relative IRIs in a query (``CONSTRUCT { <s> <p> 1 } WHERE {}``) resolve
@@ -173,6 +176,12 @@ class Store(Protocol):
     def graphs(self) -> list[IRI]:
         """The named graphs that hold at least one quad."""
         ...
+
+    def has_triple(self, predicate: IRI, obj: Term | None, graphs: Sequence[IRI]) -> bool | None:
+        """Whether one of ``graphs`` holds a triple with ``predicate`` (and object ``obj``,
+        None: any), read from the store's indexes; None when this store cannot tell without
+        a query (a SPARQL server), and the caller runs its query instead."""
+        return None
 
     def clear(self, graph: IRI) -> None:
         """Drop a named graph and everything in it."""

@@ -550,6 +550,18 @@ class OxigraphStore(Store):
         self._call("serialise", lambda: result.serialize(output=buffer, format=fmt))
         return buffer.getvalue()
 
+    def has_triple(self, predicate: IRI, obj: Term | None, graphs: Sequence[IRI]) -> bool:
+        store = self.raw
+        p, o = _named(predicate), (_to_ox(obj) if obj is not None else None)
+
+        def look() -> bool:
+            for graph in graphs:
+                for _quad in store.quads_for_pattern(None, p, o, _named(graph)):
+                    return True
+            return False
+
+        return self._call("look up", look)
+
     def graphs(self) -> list[IRI]:
         store = self.raw
         names = self._call("list graphs", lambda: list(store.named_graphs()))

@@ -180,6 +180,9 @@ class LiveSnapshot(Store):
     def graphs(self) -> list[IRI]:
         return self.current().graphs()
 
+    def has_triple(self, predicate: IRI, obj: Term | None, graphs: Sequence[IRI]) -> bool:
+        return self.current().has_triple(predicate, obj, graphs)
+
     def dump(
         self,
         output: BinaryIO | Path | None = None,
