@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,6 +27,7 @@ from trails.prov.iri import Minter
 from trails.prov.vocab import T
 from trails.store import Solutions, Store, open_store
 from trails.store.terms import IRI, Literal, Quad
+from trails.testing import assert_conforms
 
 ORIGIN = datetime(2026, 3, 1, 22, 0, tzinfo=UTC)
 
@@ -77,6 +79,25 @@ def _catalogue(
     store.write(quads)
 
 
+@pytest.fixture(scope="module")
+def built() -> Iterator[Callable[..., Store]]:
+    """Catalogues the tests only read, each written once for the module (and its shapes
+    checked then), by ``_catalogue``'s arguments."""
+    stores: dict[tuple[Any, ...], Store] = {}
+
+    def get(count: int, **kwargs: Any) -> Store:
+        key = (count, *sorted(kwargs.items()))
+        if key not in stores:
+            store = stores[key] = open_store("memory:")
+            _catalogue(store, count, **kwargs)
+            assert_conforms(store)
+        return stores[key]
+
+    yield get
+    for store in stores.values():
+        store.close()
+
+
 def _sorted(store: Store, values: dict[str, str], limit: int | None) -> Solutions:
     query = get_query("sessions")
     bound = query.bind(values)
@@ -86,9 +107,9 @@ def _sorted(store: Store, values: dict[str, str], limit: int | None) -> Solution
 
 
 @pytest.mark.parametrize("limit", [1, 7, 20, 100, 500])
-def test_the_walk_gives_the_pack_querys_page(store: Store, limit: int) -> None:
+def test_the_walk_gives_the_pack_querys_page(built: Callable[..., Store], limit: int) -> None:
     # 400 sessions, 37 s apart: about four hours, over two UTC days
-    _catalogue(store, 400, spacing=timedelta(seconds=37), undated=30)
+    store = built(400, spacing=timedelta(seconds=37), undated=30)
     expected = _sorted(store, {}, limit)
     page = sessions_page(store, {}, limit)
     assert page.variables == expected.variables
@@ -96,8 +117,8 @@ def test_the_walk_gives_the_pack_querys_page(store: Store, limit: int) -> None:
     assert len(page.rows) == min(limit, 400)
 
 
-def test_a_time_range_is_walked_within_its_days(store: Store) -> None:
-    _catalogue(store, 300, spacing=timedelta(minutes=7))
+def test_a_time_range_is_walked_within_its_days(built: Callable[..., Store]) -> None:
+    store = built(300, spacing=timedelta(minutes=7))
     values = {"since": "2026-03-02T01:00:00Z", "until": "2026-03-02T09:30:00Z"}
     bound = get_query("sessions").bind(values)
     expected = _sorted(store, values, 20)
@@ -105,15 +126,17 @@ def test_a_time_range_is_walked_within_its_days(store: Store) -> None:
     assert len(expected.rows) == 20
 
 
-def test_filters_the_minutes_cannot_narrow_run_the_pack_query(store: Store) -> None:
-    _catalogue(store, 60, spacing=timedelta(seconds=50))
+def test_filters_the_minutes_cannot_narrow_run_the_pack_query(
+    built: Callable[..., Store],
+) -> None:
+    store = built(60, spacing=timedelta(seconds=50))
     values = {"principal": str(Minter().agent("did:example:u1"))}
     bound = get_query("sessions").bind(values)
     assert sessions_page(store, bound, 5).rows == _sorted(store, values, 5).rows
 
 
-def test_json_of_the_walk_is_the_pack_querys_json(store: Store) -> None:
-    _catalogue(store, 120, spacing=timedelta(seconds=41), undated=5)
+def test_json_of_the_walk_is_the_pack_querys_json(built: Callable[..., Store]) -> None:
+    store = built(120, spacing=timedelta(seconds=41), undated=5)
     query = get_query("sessions")
     expected = json.loads(store.query_to(paged(query.text_for({}), 25), {}, format="json"))
     got = json.loads(sessions_page_to(store, {}, 25, format="json"))
@@ -157,13 +180,13 @@ def test_minutes_without_entries_are_walked_past(store: Store) -> None:
 
 
 def test_the_newest_page_is_a_few_queries_whatever_the_store_holds(
-    store: Store, monkeypatch: pytest.MonkeyPatch
+    built: Callable[..., Store], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 600 sessions, one a minute, the newest 480 in the newest day: the page reads which old
     # kinds the store holds, the days, that day's hours, the newest hour's minutes, the newest
     # minute's seconds and their entries counted, then the seconds of the newest 20 minutes
     # and their entries; never one query per minute, nor a sort by IRI
-    _catalogue(store, 600, spacing=timedelta(minutes=1))
+    store = built(600, spacing=timedelta(minutes=1))
     expected = _sorted(store, {}, 20)
     listing = queries_asked(store, monkeypatch)
     assert sessions_page(store, {}, 20).rows == expected.rows
@@ -174,18 +197,22 @@ def test_the_newest_page_is_a_few_queries_whatever_the_store_holds(
 
 @pytest.mark.parametrize("micro", [True, False], ids=["sub-second", "whole-second ties"])
 @pytest.mark.parametrize("limit", [1, 20, 99, 100, 101, 250])
-def test_dense_seconds_give_the_pack_querys_page(store: Store, limit: int, micro: bool) -> None:
+def test_dense_seconds_give_the_pack_querys_page(
+    built: Callable[..., Store], limit: int, micro: bool
+) -> None:
     # 100 sessions start in each second: a page ends inside a second, or on its edge
-    _catalogue(store, 400, spacing=timedelta(milliseconds=10), micro=micro)
+    store = built(400, spacing=timedelta(milliseconds=10), micro=micro)
     expected = _sorted(store, {}, limit)
     assert sessions_page(store, {}, limit).rows == expected.rows
     assert len(expected.rows) == limit
 
 
 @pytest.mark.parametrize("micro", [True, False], ids=["sub-second", "whole-second ties"])
-def test_a_dense_store_reads_only_the_newest_second(store: Store, micro: bool) -> None:
+def test_a_dense_store_reads_only_the_newest_second(
+    built: Callable[..., Store], micro: bool
+) -> None:
     """The page reads the entries of the seconds it shows, not of the minute around them."""
-    _catalogue(store, 700, spacing=timedelta(milliseconds=10), micro=micro)
+    store = built(700, spacing=timedelta(milliseconds=10), micro=micro)
     runs: list[tuple[str, dict[str, str]]] = []
 
     def run(pattern: str, bound: Any, limit: int) -> int:
@@ -206,10 +233,12 @@ def test_a_dense_store_reads_only_the_newest_second(store: Store, micro: bool) -
     assert runs[0][1]["oldest"].endswith(second) and runs[0][1]["newest"].endswith(second)
 
 
-def test_minutes_written_before_seconds_are_read_whole_in_order(store: Store) -> None:
+def test_minutes_written_before_seconds_are_read_whole_in_order(
+    built: Callable[..., Store],
+) -> None:
     # entries of the old kind (pointing to their minute) in the minutes between new ones,
     # and in the same minute as new ones (the minute trails was upgraded in)
-    _catalogue(store, 200, spacing=timedelta(seconds=3), old=range(60, 135))
+    store = built(200, spacing=timedelta(seconds=3), old=range(60, 135))
     for limit in (1, 20, 65, 70, 90, 200):
         assert sessions_page(store, {}, limit).rows == _sorted(store, {}, limit).rows
 
