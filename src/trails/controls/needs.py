@@ -20,6 +20,15 @@ nothing, and always runs: aggregates and ``GROUP BY`` (an aggregate of no row is
 ``FROM``, ``SERVICE``, sub-SELECTs (they need nothing), property paths, blank node
 property lists and collections, typed or language-tagged literals, numbers, escapes,
 prefixed names without a declared prefix, relative IRIs.
+
+Why a reading of its own rather than rdflib's SPARQL algebra (``translateQuery``), which
+answers the same from a full parse: measured in one process, rdflib's SPARQL modules cost
+0.17 s of CPU to import and its parser about 27 ms a query, so the first evaluation of the
+8 built-in session controls took about 0.4 s against 3 ms, where a 10-step ReAct session
+records in about 10 ms and its whole evaluation costs 1.5 ms. The reading only has to find
+triple patterns and give up on anything else, and
+``tests/controls/test_needs.py::test_the_look_up_answers_what_the_query_answers`` holds it
+to what the store's own evaluation answers, over generated queries and data.
 """
 
 from __future__ import annotations
