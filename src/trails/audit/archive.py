@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 import zipfile
+from collections.abc import Iterable
 from typing import IO
 
 __all__ = ["EPOCH", "Spill", "zip_info"]
@@ -45,6 +46,26 @@ class Spill:
             raise ValueError(f"{name} is already in the archive")
         self._at[name] = (self._file.tell(), len(data), hashlib.sha256(data).hexdigest())
         self._file.write(data)
+
+    def add_parts(self, name: str, parts: Iterable[bytes]) -> None:
+        """Keep the concatenated ``parts`` as the file ``name`` (added once), never whole."""
+        if name in self._at:
+            raise ValueError(f"{name} is already in the archive")
+        offset, digest = self._file.tell(), hashlib.sha256()
+        for part in parts:
+            digest.update(part)
+            self._file.write(part)
+        self._at[name] = (offset, self._file.tell() - offset, digest.hexdigest())
+
+    def read(self, name: str) -> bytes:
+        """The bytes of the file ``name``."""
+        offset, size, _ = self._at[name]
+        self._file.seek(offset)
+        data = self._file.read(size)
+        self._file.seek(0, 2)  # files are added at the end
+        if len(data) != size:
+            raise OSError("the bundle's spill file ended early")
+        return data
 
     def __len__(self) -> int:
         return len(self._at)

@@ -62,9 +62,10 @@ from trails.audit.archive import Spill, zip_info
 from trails.audit.export import ExportStats, export
 from trails.audit.files import write_file
 from trails.audit.querypack import Query, load_pack
+from trails.audit.segment import segment_bytes
 from trails.catalogue.entries import catalogue_iri, rebuild
 from trails.errors import ExportError, TrailsError, UserError
-from trails.evidence.canonical import canonical_lines, graph_digest
+from trails.evidence.canonical import graph_digest
 from trails.evidence.content import ContentChecker, ContentTally, read_accounts, receipt_graphs
 from trails.evidence.ledger import (
     GENESIS,
@@ -81,6 +82,7 @@ from trails.evidence.verify import Finding, VerifyReport, _check_seal, trusted_k
 from trails.prov.content import content_graph, is_content_graph, structure_graph
 from trails.prov.iri import Minter
 from trails.store import Solutions, Store, open_store
+from trails.store.scratch import scratch_store
 from trails.store.terms import IRI
 
 __all__ = ["BUNDLE_FORMAT", "BundleReport", "BundleStats", "verify_bundle", "write_bundle"]
@@ -91,7 +93,6 @@ BUNDLE_FORMAT = "trails-bundle/1"
 _MANIFEST = "manifest.json"
 _SEGMENT = "ledger/segment.nq"
 _PROOFS = "log/proofs.json"
-_ROWS = "SELECT ?s ?p ?o $ledger WHERE { GRAPH $ledger { ?s ?p ?o } }"
 _SESSION_TYPE = """
 PREFIX trails: <https://w3id.org/trails/ns#>
 ASK { GRAPH $g { $g a trails:Session } }
@@ -202,6 +203,13 @@ def _answers(
     return out
 
 
+def _format(name: str) -> str | None:
+    """The RDF format of a bundle file the scratch store loads (None: not loaded)."""
+    if name == _SEGMENT:
+        return "nquads"
+    return "trig" if name.startswith("sessions/") and name.endswith(".trig") else None
+
+
 def _scratch(entries: dict[str, bytes], findings: list[Finding] | None = None) -> Store:
     """A memory store with the bundle's graphs and ledger segment.
 
@@ -287,18 +295,13 @@ def write_bundle(
     graphs = sorted(set(graphs) | receipt_graphs(store, graphs) | _findings_graphs(store, graphs))
     stats = BundleStats()
     spill = Spill()  # every file but the manifest, as it is made: never all in memory
-    # the pack's answers over the bundled graphs, in a memory store as ``verify_bundle``
-    # computes them (where an ORDER BY ties, the rows come in that store's order)
-    scratch = open_store("memory:")
     try:
-        manifest = _bundle_files(store, graphs, present, ledger, minter, spill, scratch, stats)
-        scratch.close()
+        manifest = _bundle_files(store, graphs, present, ledger, minter, spill, stats)
         manifest["selection"] = selection
         manifest["files"] = spill.listing()
         head = (_MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
         stats.bytes = write_file(path, lambda out: spill.write_zip(out, head), what="the bundle")
     finally:
-        scratch.close()
         spill.close()
     return stats
 
@@ -310,11 +313,9 @@ def _bundle_files(
     ledger: IRI,
     minter: Minter,
     spill: Spill,
-    scratch: Store,
     stats: BundleStats,
 ) -> dict[str, Any]:
-    """Put the bundle's files in ``spill`` (each session's graphs loaded into ``scratch`` as
-    it goes, for the pack's answers); returns the manifest but its files and selection."""
+    """Put the bundle's files in ``spill``; returns the manifest but its files and selection."""
     sessions: dict[str, IRI] = {}
     for i, graph in enumerate(graphs, start=1):
         stem = f"{i:04d}"
@@ -322,9 +323,7 @@ def _bundle_files(
         content = content_graph(graph)
         selected = [graph, content] if content in present else [graph]
         part: ExportStats = export(store, out, selected, format="trig", minter=minter)
-        data = out.getvalue()
-        spill.add(f"sessions/{stem}.trig", data)
-        scratch.load(data, format="trig")
+        spill.add(f"sessions/{stem}.trig", out.getvalue())
         sessions[stem] = graph
         stats.quads += part.quads
     stats.graphs = len(graphs)
@@ -332,12 +331,7 @@ def _bundle_files(
     contents = read_ledger(store, ledger)
     segment = _segment(contents, set(graphs))
     keep = {s.iri for s in segment} | {r.iri for r in contents.rotations}
-    result = store.query(_ROWS, {"ledger": ledger})
-    assert isinstance(result, Solutions)
-    rows = [r for r in result.rows if r[0] in keep]
-    data = "".join(canonical_lines(rows, ledger)).encode("utf-8")
-    spill.add(_SEGMENT, data)
-    scratch.load(data, format="nquads")
+    spill.add_parts(_SEGMENT, segment_bytes(store, ledger, keep))  # sorted outside memory
     stats.seals = len(segment)
     keys = sorted(
         {s.signing_key for s in segment if s.signing_key}
@@ -349,11 +343,15 @@ def _bundle_files(
     if proofs is not None:
         spill.add(_PROOFS, (json.dumps(proofs, indent=2, sort_keys=True) + "\n").encode())
 
-    rebuild(scratch)  # the catalogue the store-wide pack queries read, from the bundled graphs
-    before = len(spill)
-    _answers(scratch, sessions, spill)
-    described = _describe_sessions(scratch, sessions, segment)
-    stats.answers = len(spill) - before
+    # the pack's answers over the bundled graphs alone, as ``verify_bundle`` recomputes them
+    loaded = [f"sessions/{stem}.trig" for stem in sessions] + [_SEGMENT]
+    documents = ((name, spill.read(name), _format(name) or "") for name in loaded)
+    with scratch_store(documents) as scratch:
+        rebuild(scratch)  # the catalogue the store-wide pack queries read, from the bundle
+        before = len(spill)
+        _answers(scratch, sessions, spill)
+        described = _describe_sessions(scratch, sessions, segment)
+        stats.answers = len(spill) - before
 
     chains: dict[str, list[SealRecord]] = defaultdict(list)
     for seal in segment:
