@@ -3,6 +3,7 @@ ordered; the ledger segment sorted outside memory; the same bytes as sorting in 
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import zipfile
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from tests.known_store import build
 
+import trails.audit.bundle as bundle_module
 import trails.audit.segment as segment
 import trails.store.scratch as scratch
 from trails.audit.bundle import _answers, _format, verify_bundle, write_bundle
@@ -104,8 +106,6 @@ def test_answers_are_the_same_bytes_whatever_order_the_graphs_load_in(bundle: Pa
 
 
 def _sessions(entries: dict[str, bytes]) -> dict[str, str]:
-    import json
-
     manifest = json.loads(entries["manifest.json"])
     return {s["file"]: s["graph"] for s in manifest["sessions"]}
 
@@ -160,3 +160,22 @@ def test_a_whole_store_bundle_verifies(bundle: Path) -> None:
     report = verify_bundle(bundle)
     assert report.ok, report.findings
     assert report.answers_checked > 30 and report.graphs_checked >= 3
+
+
+def test_a_bundle_on_disk_is_the_bundle_in_memory(
+    known: Store, bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``IN_MEMORY`` bytes the scratch store is on disk: the same files, byte for byte,
+    and the bundle verifies over a scratch store on disk too."""
+    monkeypatch.setattr(bundle_module, "IN_MEMORY", 0)
+    on_disk = tmp_path / "disk.zip"
+    write_bundle(known, on_disk, select_graphs(known, all_graphs=True))
+    with zipfile.ZipFile(bundle) as a, zipfile.ZipFile(on_disk) as b:
+        ours, theirs = ({n: z.read(n) for n in z.namelist()} for z in (a, b))
+    manifests = [json.loads(files.pop("manifest.json")) for files in (ours, theirs)]
+    for manifest in manifests:
+        manifest.pop("created")
+    assert ours == theirs and manifests[0] == manifests[1]
+    report = verify_bundle(on_disk)
+    assert report.ok, report.findings
+    assert report.answers_checked == len([n for n in ours if n.startswith("answers/")])

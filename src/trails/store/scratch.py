@@ -79,12 +79,17 @@ def _bulk(store: OxigraphStore, quads: Iterator[ox.Quad]) -> None:
             return
 
 
+def _folder() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix="trails-scratch-")
+
+
 @contextlib.contextmanager
 def scratch_store(
     documents: Iterable[tuple[str, bytes, str]],
     *,
     refused: Refused | None = None,
     base_iri: str | None = None,
+    in_memory: bool = False,
 ) -> Iterator[OxigraphStore]:
     """A store in a temporary folder holding ``documents``, deleted on leaving the block.
 
@@ -93,18 +98,22 @@ def scratch_store(
             read one at a time as the load goes.
         refused: told each document that does not parse (without it, that raises).
         base_iri: the store's base IRI (default: trails' own).
+        in_memory: keep the store in memory instead (for a few documents, where creating
+            a store on disk would cost more than the documents).
 
     Raises:
         RDFSyntaxError: a document does not parse and ``refused`` is None.
         StoreError: the folder or the store cannot be written.
     """
-    with tempfile.TemporaryDirectory(prefix="trails-scratch-") as folder:
-        store = OxigraphStore(Path(folder) / "store", base_iri=base_iri or DEFAULT_BASE_IRI)
+    with contextlib.ExitStack() as stack:
+        folder = None if in_memory else stack.enter_context(_folder())
+        where = None if folder is None else Path(folder) / "store"
+        store = OxigraphStore(where, base_iri=base_iri or DEFAULT_BASE_IRI)
         try:
             try:
                 _bulk(store, _quads(documents, refused))
             except OSError as exc:
-                raise StoreError(f"cannot fill the scratch store in {folder}: {exc}") from exc
+                raise StoreError(f"cannot fill the scratch store {store!r}: {exc}") from exc
             yield store
         finally:
             store.close()
