@@ -24,14 +24,16 @@ in sorted order, with fixed times and modes), so ``verify_bundle`` can rebuild
 it from its content and compare byte for byte: a single changed byte anywhere,
 content or zip structure, is found. Before reading any entry it checks the central
 directory (only bundle names, each once, stored, unencrypted, sizes that fit in the
-file), so nothing is ever inflated and reading takes no more memory than the file;
+file), so nothing is ever inflated, and reads one entry at a time into a spill file;
 every archive the zip reader cannot read is an ``archive`` finding. Then it checks
 every file against the manifest, each seal's own hash and signature, the links inside
 each chain segment, each bundled graph against its newest seal, every graph of the session
 files against the manifest's list (a graph smuggled in is ``foreign``), each bundled content value
 against the digest its sealed graph keeps (``trails.evidence.content``: content
 altered, missing without a bundled sealed receipt, or foreign), and recomputes
-the answers from the graphs. ``BundleReport.proves`` and ``.does_not_prove`` say
+the answers from the graphs (over a scratch store of the bundle's graphs, on disk for a
+large bundle: ``trails.store.scratch``; every pack query orders its rows totally, so the
+answers are the same bytes in any store). ``BundleReport.proves`` and ``.does_not_prove`` say
 in words what the result means, since a bundle is a part of a ledger, not all
 of it.
 
@@ -560,7 +562,7 @@ def verify_bundle(
         _check_files(spill, manifest, report)
         files = spill.names()
         size = sum(spill.size(n) for n in files if _format(n))
-        documents = ((n, spill.read(n)) for n in files)
+        documents = ((n, spill.read(n)) for n in files if _format(n))
         with _scratch(documents, report.findings, size=size) as scratch:
             contents, bundled, spans = _check_graphs(scratch, ledger, described, public_key, report)
             _check_listed(scratch, set(bundled.values()), ledger, report)
