@@ -2,8 +2,9 @@
 
 ``trails export --all`` over stores of 1k, 2k, 4k and 8k sessions (``_scale_store`` for
 the recorded sample, ``_multiply_store`` for the larger ones, both cached), in every
-format (``trig``, ``nquads``, ``jsonld``, ``provn``, ``provjson``) and as an evidence
-bundle (``--bundle``), each measured in a process of its own: its CPU seconds
+format (``trig``, ``nquads``, ``jsonld``, ``provn``, ``provjson``), as an evidence
+bundle (``--bundle``) and the check of that bundle (``verify-bundle``: ``verify_bundle``
+of a bundle written by another process), each measured in a process of its own: its CPU seconds
 (``resource.getrusage``, user + system: the machine's other load does not count) and
 its peak resident memory (``ru_maxrss``, the store's own caches included). The baseline,
 in the same run, is the store's own serialiser: ``pyoxigraph.Store.dump`` of the whole
@@ -36,7 +37,7 @@ from pathlib import Path
 from _report import write_section
 
 ROOT = Path(__file__).resolve().parent.parent
-FORMATS = ("nquads", "trig", "jsonld", "provn", "provjson", "bundle")
+FORMATS = ("nquads", "trig", "jsonld", "provn", "provjson", "bundle", "verify-bundle")
 BASELINES = ("dump-nquads", "dump-trig")
 GROWTH = 2.2  # per doubling of sessions
 THROUGHPUT = {"nquads": 0.5, "trig": 0.3}  # of the raw dump in the same format
@@ -50,6 +51,8 @@ def one(path: Path, what: str) -> dict[str, float]:
     from trails.audit.export import export, select_graphs
     from trails.store.oxigraph import OxigraphStore
 
+    if what == "verify-bundle":
+        return _verify(path)
     store = OxigraphStore(path, create=False)
     try:
         with tempfile.TemporaryDirectory() as folder:
@@ -70,6 +73,28 @@ def one(path: Path, what: str) -> dict[str, float]:
         store.close()
     return {
         "cpu": after.ru_utime + after.ru_stime - start,
+        "rss_mib": after.ru_maxrss / 1024,
+        "bytes": size,
+    }
+
+
+def _verify(path: Path) -> dict[str, float]:
+    """``trails verify --bundle`` of the whole store's bundle, written by a process of its own."""
+    from trails.audit.bundle import verify_bundle
+
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / "bundle.zip"
+        subprocess.run(
+            [sys.executable, __file__, "--write-bundle", str(path), str(target)], check=True
+        )
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        report = verify_bundle(target)
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        if not report.ok:
+            raise SystemExit(f"the bundle of {path} does not verify: {report.findings[:3]}")
+        size = target.stat().st_size
+    return {
+        "cpu": after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime,
         "rss_mib": after.ru_maxrss / 1024,
         "bytes": size,
     }
@@ -166,6 +191,14 @@ def section(sizes: str, fig: dict[int, dict[str, dict[str, float]]], seconds: fl
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--one"]:
         print(json.dumps(one(Path(argv[1]), argv[2])))
+        return 0
+    if argv[:1] == ["--write-bundle"]:  # for verify-bundle: the bundle it checks
+        from trails.audit.bundle import write_bundle
+        from trails.audit.export import select_graphs
+        from trails.store.oxigraph import OxigraphStore
+
+        with OxigraphStore(Path(argv[1]), create=False) as store:
+            write_bundle(store, Path(argv[2]), select_graphs(store, all_graphs=True))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,2000,4000,8000", help="sessions, comma separated")

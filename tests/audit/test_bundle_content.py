@@ -48,11 +48,8 @@ def rewrite(
     if careful:
         manifest = json.loads(entries["manifest.json"])
         stems = {Path(s["file"]).stem: IRI(s["graph"]) for s in manifest["sessions"]}
-        scratch = bundle_module._scratch(entries)
-        try:
+        with bundle_module._scratch(entries.items()) as scratch:
             answers = bundle_module._answers(scratch, stems)
-        finally:
-            scratch.close()
         entries.update({n: data for n, data in answers.items() if n in entries})
         for n, data in entries.items():
             if n != "manifest.json":

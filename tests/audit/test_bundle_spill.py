@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,14 @@ def test_a_bundle_of_several_sessions_goes_through_the_spill(
         spilled.append(name)
         add(self, name, data)
 
+    add_parts = Spill.add_parts
+
+    def counted_parts(self: Spill, name: str, parts: Iterable[bytes]) -> None:
+        spilled.append(name)  # the ledger segment, sorted outside memory
+        add_parts(self, name, parts)
+
     monkeypatch.setattr(Spill, "add", counted)
+    monkeypatch.setattr(Spill, "add_parts", counted_parts)
     path = tmp_path / "evidence.zip"
     stats = write_bundle(store, path, sessions)
     raw = path.read_bytes()

@@ -81,10 +81,11 @@ def test_operations_by_day_and_model(fx: Fixture) -> None:
         for r in rows(fx, "operations-by-day")
     ]
     assert found == [
-        ("2025-03-01", "claude-haiku", 1, 0, 1, pytest.approx(0.005), 0),
-        ("2025-03-01", "claude-sonnet", 3, 0, 1, pytest.approx(0.06), 0),
-        ("2025-03-02", "gpt-4o", 2, 0, 1, pytest.approx(0.5), 1),
-        ("2025-03-03", "claude-sonnet", 1, 0, 1, pytest.approx(0.04), 0),
+        # exact sums (each cost read as a decimal): the same whatever order rows come in
+        ("2025-03-01", "claude-haiku", 1, 0, 1, Decimal("0.005"), 0),
+        ("2025-03-01", "claude-sonnet", 3, 0, 1, Decimal("0.06"), 0),
+        ("2025-03-02", "gpt-4o", 2, 0, 1, Decimal("0.5"), 1),
+        ("2025-03-03", "claude-sonnet", 1, 0, 1, Decimal("0.04"), 0),
     ]
     later = rows(fx, "operations-by-day", since=datetime(2025, 3, 2, tzinfo=UTC))
     assert [r["day"] for r in later] == ["2025-03-02", "2025-03-03"]

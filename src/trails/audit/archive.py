@@ -5,22 +5,100 @@ kept in memory until the archive was built, that grew with the store (1.5 GB at 
 sessions). ``Spill`` keeps each file in a temporary file as it is made, with its size
 and SHA-256 (what the manifest lists), and ``write_zip`` copies them into the canonical
 archive (``zip_info``: stored, sorted, fixed times and modes) in pieces: the very bytes
-``zipfile.ZipFile.writestr`` of each file would write.
+``zipfile.ZipFile.writestr`` of each file would write. ``read_archive`` goes the other
+way for ``verify_bundle``: it checks the central directory before reading anything,
+copies each entry into a spill a part at a time, and compares the archive with the
+canonical archive of its files rebuilt in a temporary file, so verifying a bundle holds
+no more of it in memory than writing it did.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import re
+import struct
 import tempfile
 import zipfile
+import zlib
+from collections.abc import Iterable, Iterator
 from typing import IO
 
-__all__ = ["EPOCH", "Spill", "zip_info"]
+__all__ = ["EPOCH", "MANIFEST", "NotABundle", "Spill", "read_archive", "zip_info"]
 
 EPOCH = (1980, 1, 1, 0, 0, 0)
 """Every entry's time: an archive's bytes depend on its content only."""
 
 _COPY = 1 << 20
+_PART = 1 << 20
+
+MANIFEST = "manifest.json"
+"""The bundle's manifest: the archive's first entry."""
+
+
+class NotABundle(Exception):
+    """An archive ``read_archive`` refuses: not a bundle's layout, or not a readable zip."""
+
+
+_NAMES = re.compile(
+    r"manifest\.json|ledger/segment\.nq|log/proofs\.json"
+    r"|sessions/\d{4,}\.trig|keys/\d{4,}\.pem"
+    r"|answers/[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/\d{4,})?\.csv"
+)
+"""Every name ``write_bundle`` gives an entry; an archive with any other is refused unread."""
+
+_ENCRYPTED = 0x1
+"""The general-purpose flag bit of an encrypted entry (``write_bundle`` never sets it)."""
+
+_MALFORMED = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    NotImplementedError,  # a compression method zipfile does not know
+    RuntimeError,  # an encrypted entry
+    zlib.error,
+    EOFError,
+    OverflowError,
+    UnicodeDecodeError,
+    struct.error,
+    OSError,
+    ValueError,
+    LookupError,
+)
+"""What ``zipfile`` raises on a malformed archive: each becomes an ``archive`` finding."""
+
+
+def _layout_problem(infos: list[zipfile.ZipInfo], size: int) -> str | None:
+    """What in the central directory ``write_bundle`` never writes, before any entry is read.
+
+    Entries are stored (never deflated: nothing is inflated), unencrypted, under the
+    names ``write_bundle`` gives, each once, and their sizes together fit in the archive,
+    so reading them takes no more memory than the file's own size.
+    """
+    if not infos:
+        return "it has no entries"
+    seen: set[str] = set()
+    total = 0
+    for info in infos:
+        name = info.filename
+        if name in seen:
+            return f"the entry {name!r} appears twice"
+        seen.add(name)
+        if not _NAMES.fullmatch(name):
+            return f"the entry {name!r} is not a bundle file"
+        if info.compress_type != zipfile.ZIP_STORED:
+            return f"the entry {name!r} is compressed (method {info.compress_type}); bundles store"
+        if info.flag_bits & _ENCRYPTED:
+            return f"the entry {name!r} is marked encrypted"
+        if info.file_size != info.compress_size:
+            return (
+                f"the entry {name!r} claims {info.file_size} bytes stored in {info.compress_size}"
+            )
+        total += info.compress_size
+        if total > size:
+            return f"its entries claim {total} bytes or more in an archive of {size}"
+    if MANIFEST not in seen:
+        return f"it has no {MANIFEST}"
+    return None
 
 
 def zip_info(name: str) -> zipfile.ZipInfo:
@@ -45,6 +123,30 @@ class Spill:
             raise ValueError(f"{name} is already in the archive")
         self._at[name] = (self._file.tell(), len(data), hashlib.sha256(data).hexdigest())
         self._file.write(data)
+
+    def add_parts(self, name: str, parts: Iterable[bytes]) -> None:
+        """Keep the concatenated ``parts`` as the file ``name`` (added once), never whole."""
+        if name in self._at:
+            raise ValueError(f"{name} is already in the archive")
+        offset, digest = self._file.tell(), hashlib.sha256()
+        for part in parts:
+            digest.update(part)
+            self._file.write(part)
+        self._at[name] = (offset, self._file.tell() - offset, digest.hexdigest())
+
+    def size(self, name: str) -> int:
+        """The size of the file ``name``."""
+        return self._at[name][1]
+
+    def read(self, name: str) -> bytes:
+        """The bytes of the file ``name``."""
+        offset, size, _ = self._at[name]
+        self._file.seek(offset)
+        data = self._file.read(size)
+        self._file.seek(0, 2)  # files are added at the end
+        if len(data) != size:
+            raise OSError("the bundle's spill file ended early")
+        return data
 
     def __len__(self) -> int:
         return len(self._at)
@@ -84,3 +186,75 @@ class Spill:
 
     def close(self) -> None:
         self._file.close()
+
+
+def read_archive(source: IO[bytes]) -> tuple[bytes, Spill, bool]:
+    """An evidence bundle's archive, checked before anything is read from it.
+
+    Returns:
+        The manifest's bytes, every other file (in a spill, read one at a time, a part at a
+        time: the caller closes it) and whether the archive is byte for byte the canonical
+        archive of its files.
+
+    Raises:
+        NotABundle: its central directory is not a bundle's layout (nothing is read), or
+            it is not a readable zip archive.
+    """
+    spill = Spill()
+    try:
+        with zipfile.ZipFile(source) as archive:
+            infos = archive.infolist()  # the central directory: nothing is read or inflated yet
+            problem = _layout_problem(infos, os.fstat(source.fileno()).st_size)
+            if problem is not None:
+                raise NotABundle(f"not a bundle's layout: {problem}")
+            manifest = b""
+            for info in infos:
+                with archive.open(info) as entry:
+                    if info.filename == MANIFEST:
+                        manifest = b"".join(_entry_parts(entry, info))
+                    else:
+                        spill.add_parts(info.filename, _entry_parts(entry, info))
+            return manifest, spill, _canonical(spill, manifest, source)
+    except NotABundle:
+        spill.close()
+        raise
+    except _MALFORMED as exc:
+        spill.close()
+        raise NotABundle(f"not a readable zip archive: {exc or type(exc).__name__}") from exc
+    except BaseException:
+        spill.close()
+        raise
+
+
+def _entry_parts(entry: IO[bytes], info: zipfile.ZipInfo) -> Iterator[bytes]:
+    """An entry's bytes a part at a time: no more than it claims (a stored entry is its
+    size), and not fewer."""
+    read = 0
+    while part := entry.read(min(_PART, info.file_size + 1 - read)):
+        read += len(part)
+        if read > info.file_size:
+            break
+        yield part
+    if read != info.file_size:
+        raise zipfile.BadZipFile(
+            f"the entry {info.filename!r} holds {read} bytes or more, "
+            f"not the {info.file_size} it claims"
+        )
+
+
+def _canonical(spill: Spill, manifest: bytes, source: IO[bytes]) -> bool:
+    """Whether ``source`` is byte for byte the canonical archive of its files (rebuilt in a
+    temporary file, compared a part at a time)."""
+    with tempfile.TemporaryFile() as rebuilt:
+        size = spill.write_zip(rebuilt, (MANIFEST, manifest))
+        source.seek(0, 2)
+        if source.tell() != size:
+            return False
+        rebuilt.seek(0)
+        source.seek(0)
+        while True:
+            ours, theirs = rebuilt.read(_PART), source.read(_PART)
+            if ours != theirs:
+                return False
+            if not ours:
+                return True

@@ -24,14 +24,16 @@ in sorted order, with fixed times and modes), so ``verify_bundle`` can rebuild
 it from its content and compare byte for byte: a single changed byte anywhere,
 content or zip structure, is found. Before reading any entry it checks the central
 directory (only bundle names, each once, stored, unencrypted, sizes that fit in the
-file), so nothing is ever inflated and reading takes no more memory than the file;
+file), so nothing is ever inflated, and reads one entry at a time into a spill file;
 every archive the zip reader cannot read is an ``archive`` finding. Then it checks
 every file against the manifest, each seal's own hash and signature, the links inside
 each chain segment, each bundled graph against its newest seal, every graph of the session
 files against the manifest's list (a graph smuggled in is ``foreign``), each bundled content value
 against the digest its sealed graph keeps (``trails.evidence.content``: content
 altered, missing without a bundled sealed receipt, or foreign), and recomputes
-the answers from the graphs. ``BundleReport.proves`` and ``.does_not_prove`` say
+the answers from the graphs (over a scratch store of the bundle's graphs, on disk for a
+large bundle: ``trails.store.scratch``; every pack query orders its rows totally, so the
+answers are the same bytes in any store). ``BundleReport.proves`` and ``.does_not_prove`` say
 in words what the result means, since a bundle is a part of a ledger, not all
 of it.
 
@@ -43,28 +45,28 @@ matches its seal, and a bundle is evidence. Mask personal data at the source
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import hashlib
 import io
 import itertools
 import json
-import re
-import struct
 import zipfile
-import zlib
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from trails.audit.archive import Spill, zip_info
+from trails.audit.archive import MANIFEST, NotABundle, Spill, read_archive, zip_info
 from trails.audit.export import ExportStats, export
 from trails.audit.files import write_file
 from trails.audit.querypack import Query, load_pack
+from trails.audit.segment import segment_bytes
 from trails.catalogue.entries import catalogue_iri, rebuild
-from trails.errors import ExportError, TrailsError, UserError
-from trails.evidence.canonical import canonical_lines, graph_digest
+from trails.errors import ExportError, UserError
+from trails.evidence.canonical import graph_digest
 from trails.evidence.content import ContentChecker, ContentTally, read_accounts, receipt_graphs
 from trails.evidence.ledger import (
     GENESIS,
@@ -80,7 +82,8 @@ from trails.evidence.transparency import log_iri, log_proofs
 from trails.evidence.verify import Finding, VerifyReport, _check_seal, trusted_keys
 from trails.prov.content import content_graph, is_content_graph, structure_graph
 from trails.prov.iri import Minter
-from trails.store import Solutions, Store, open_store
+from trails.store import Solutions, Store
+from trails.store.scratch import scratch_store
 from trails.store.terms import IRI
 
 __all__ = ["BUNDLE_FORMAT", "BundleReport", "BundleStats", "verify_bundle", "write_bundle"]
@@ -88,10 +91,10 @@ __all__ = ["BUNDLE_FORMAT", "BundleReport", "BundleStats", "verify_bundle", "wri
 BUNDLE_FORMAT = "trails-bundle/1"
 """The manifest's ``format``: change it when the layout changes."""
 
-_MANIFEST = "manifest.json"
+_MANIFEST = MANIFEST
 _SEGMENT = "ledger/segment.nq"
 _PROOFS = "log/proofs.json"
-_ROWS = "SELECT ?s ?p ?o $ledger WHERE { GRAPH $ledger { ?s ?p ?o } }"
+_PART = 1 << 20
 _SESSION_TYPE = """
 PREFIX trails: <https://w3id.org/trails/ns#>
 ASK { GRAPH $g { $g a trails:Session } }
@@ -186,41 +189,62 @@ def _answerable(pack: dict[str, Query]) -> list[tuple[Query, bool]]:
 
 
 def _answers(
-    scratch: Store, sessions: dict[str, IRI], spill: Spill | None = None
+    scratch: Store,
+    sessions: dict[str, IRI],
+    add: Callable[[str, bytes], None] | None = None,
 ) -> dict[str, bytes]:
-    """Pack answers over the bundled graphs, as CSV, by archive path (put in ``spill``
-    instead when given)."""
+    """Pack answers over the bundled graphs, as CSV, by archive path (each given to ``add``
+    as it is made instead, when given: never all in memory)."""
     out: dict[str, bytes] = {}
-    add = out.__setitem__ if spill is None else spill.add
+    put = out.__setitem__ if add is None else add
     for query, per_session in _answerable(load_pack()):
         if per_session:
             for stem, graph in sessions.items():
                 data = query.run_to(scratch, {"session": graph}, format="csv")
-                add(f"answers/{query.name}/{stem}.csv", data)
+                put(f"answers/{query.name}/{stem}.csv", data)
         else:
-            add(f"answers/{query.name}.csv", query.run_to(scratch, {}, format="csv"))
+            put(f"answers/{query.name}.csv", query.run_to(scratch, {}, format="csv"))
     return out
 
 
-def _scratch(entries: dict[str, bytes], findings: list[Finding] | None = None) -> Store:
-    """A memory store with the bundle's graphs and ledger segment.
+def _format(name: str) -> str | None:
+    """The RDF format of a bundle file the scratch store loads (None: not loaded)."""
+    if name == _SEGMENT:
+        return "nquads"
+    return "trig" if name.startswith("sessions/") and name.endswith(".trig") else None
+
+
+IN_MEMORY = 32 << 20
+"""Bytes of graphs and segment up to which a bundle's scratch store is kept in memory:
+creating a store on disk costs more than a few sessions; beyond, memory would grow with
+the bundle."""
+
+
+@contextlib.contextmanager
+def _scratch(
+    documents: Iterable[tuple[str, bytes]],
+    findings: list[Finding] | None = None,
+    *,
+    size: int = 0,
+) -> Iterator[Store]:
+    """A scratch store with the bundle's graphs and ledger segment (the files of
+    ``documents`` that are either), and the catalogue rebuilt from them, as a regulator
+    re-running the pack over the bundle would have it: on disk when the files hold more
+    than ``IN_MEMORY`` bytes (``size``), in memory otherwise. Every pack query orders its
+    rows totally, so the answers are the same bytes either way.
 
     With ``findings`` (verifying), a file that does not parse is a finding, not an error.
     """
-    scratch = open_store("memory:")
-    for name, data in entries.items():
-        format = "trig" if name.startswith("sessions/") and name.endswith(".trig") else None
-        format = "nquads" if name == _SEGMENT else format
-        if format is None:
-            continue
-        try:
-            scratch.load(data, format=format)
-        except TrailsError as exc:
-            if findings is None:
-                raise
-            findings.append(Finding("altered", name, f"does not parse as {format}: {exc}"))
-    rebuild(scratch)  # the catalogue the store-wide pack queries read, from the bundled graphs
-    return scratch
+
+    def refused(name: str, why: str) -> None:
+        assert findings is not None
+        findings.append(Finding("altered", name, f"does not parse as {_format(name)}: {why}"))
+
+    loaded = ((n, d, f) for n, d in documents if (f := _format(n)))
+    on_error = None if findings is None else refused
+    with scratch_store(loaded, refused=on_error, in_memory=size <= IN_MEMORY) as scratch:
+        rebuild(scratch)  # the catalogue the store-wide pack queries read, from the bundle
+        yield scratch
 
 
 _FINDINGS = """PREFIX prov: <http://www.w3.org/ns/prov#>
@@ -287,18 +311,13 @@ def write_bundle(
     graphs = sorted(set(graphs) | receipt_graphs(store, graphs) | _findings_graphs(store, graphs))
     stats = BundleStats()
     spill = Spill()  # every file but the manifest, as it is made: never all in memory
-    # the pack's answers over the bundled graphs, in a memory store as ``verify_bundle``
-    # computes them (where an ORDER BY ties, the rows come in that store's order)
-    scratch = open_store("memory:")
     try:
-        manifest = _bundle_files(store, graphs, present, ledger, minter, spill, scratch, stats)
-        scratch.close()
+        manifest = _bundle_files(store, graphs, present, ledger, minter, spill, stats)
         manifest["selection"] = selection
         manifest["files"] = spill.listing()
         head = (_MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
         stats.bytes = write_file(path, lambda out: spill.write_zip(out, head), what="the bundle")
     finally:
-        scratch.close()
         spill.close()
     return stats
 
@@ -310,11 +329,9 @@ def _bundle_files(
     ledger: IRI,
     minter: Minter,
     spill: Spill,
-    scratch: Store,
     stats: BundleStats,
 ) -> dict[str, Any]:
-    """Put the bundle's files in ``spill`` (each session's graphs loaded into ``scratch`` as
-    it goes, for the pack's answers); returns the manifest but its files and selection."""
+    """Put the bundle's files in ``spill``; returns the manifest but its files and selection."""
     sessions: dict[str, IRI] = {}
     for i, graph in enumerate(graphs, start=1):
         stem = f"{i:04d}"
@@ -322,9 +339,7 @@ def _bundle_files(
         content = content_graph(graph)
         selected = [graph, content] if content in present else [graph]
         part: ExportStats = export(store, out, selected, format="trig", minter=minter)
-        data = out.getvalue()
-        spill.add(f"sessions/{stem}.trig", data)
-        scratch.load(data, format="trig")
+        spill.add(f"sessions/{stem}.trig", out.getvalue())
         sessions[stem] = graph
         stats.quads += part.quads
     stats.graphs = len(graphs)
@@ -332,12 +347,7 @@ def _bundle_files(
     contents = read_ledger(store, ledger)
     segment = _segment(contents, set(graphs))
     keep = {s.iri for s in segment} | {r.iri for r in contents.rotations}
-    result = store.query(_ROWS, {"ledger": ledger})
-    assert isinstance(result, Solutions)
-    rows = [r for r in result.rows if r[0] in keep]
-    data = "".join(canonical_lines(rows, ledger)).encode("utf-8")
-    spill.add(_SEGMENT, data)
-    scratch.load(data, format="nquads")
+    spill.add_parts(_SEGMENT, segment_bytes(store, ledger, keep))  # sorted outside memory
     stats.seals = len(segment)
     keys = sorted(
         {s.signing_key for s in segment if s.signing_key}
@@ -349,11 +359,14 @@ def _bundle_files(
     if proofs is not None:
         spill.add(_PROOFS, (json.dumps(proofs, indent=2, sort_keys=True) + "\n").encode())
 
-    rebuild(scratch)  # the catalogue the store-wide pack queries read, from the bundled graphs
-    before = len(spill)
-    _answers(scratch, sessions, spill)
-    described = _describe_sessions(scratch, sessions, segment)
-    stats.answers = len(spill) - before
+    # the pack's answers over the bundled graphs alone, as ``verify_bundle`` recomputes them
+    loaded = [f"sessions/{stem}.trig" for stem in sessions] + [_SEGMENT]
+    size = sum(spill.size(name) for name in loaded)
+    with _scratch(((name, spill.read(name)) for name in loaded), size=size) as scratch:
+        before = len(spill)
+        _answers(scratch, sessions, spill.add)
+        described = _describe_sessions(scratch, sessions, segment)
+        stats.answers = len(spill) - before
 
     chains: dict[str, list[SealRecord]] = defaultdict(list)
     for seal in segment:
@@ -406,101 +419,20 @@ def _describe_sessions(
 # -- verifying ----------------------------------------------------------------------
 
 
-_NAMES = re.compile(
-    r"manifest\.json|ledger/segment\.nq|log/proofs\.json"
-    r"|sessions/\d{4,}\.trig|keys/\d{4,}\.pem"
-    r"|answers/[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/\d{4,})?\.csv"
-)
-"""Every name ``write_bundle`` gives an entry; an archive with any other is refused unread."""
-
-_ENCRYPTED = 0x1
-"""The general-purpose flag bit of an encrypted entry (``write_bundle`` never sets it)."""
-
-_MALFORMED = (
-    zipfile.BadZipFile,
-    zipfile.LargeZipFile,
-    NotImplementedError,  # a compression method zipfile does not know
-    RuntimeError,  # an encrypted entry
-    zlib.error,
-    EOFError,
-    OverflowError,
-    UnicodeDecodeError,
-    struct.error,
-    OSError,
-    ValueError,
-    LookupError,
-)
-"""What ``zipfile`` raises on a malformed archive: each becomes an ``archive`` finding."""
-
-
-def _layout_problem(infos: list[zipfile.ZipInfo], size: int) -> str | None:
-    """What in the central directory ``write_bundle`` never writes, before any entry is read.
-
-    Entries are stored (never deflated: nothing is inflated), unencrypted, under the
-    names ``write_bundle`` gives, each once, and their sizes together fit in the archive,
-    so reading them takes no more memory than the file's own size.
-    """
-    if not infos:
-        return "it has no entries"
-    seen: set[str] = set()
-    total = 0
-    for info in infos:
-        name = info.filename
-        if name in seen:
-            return f"the entry {name!r} appears twice"
-        seen.add(name)
-        if not _NAMES.fullmatch(name):
-            return f"the entry {name!r} is not a bundle file"
-        if info.compress_type != zipfile.ZIP_STORED:
-            return f"the entry {name!r} is compressed (method {info.compress_type}); bundles store"
-        if info.flag_bits & _ENCRYPTED:
-            return f"the entry {name!r} is marked encrypted"
-        if info.file_size != info.compress_size:
-            return (
-                f"the entry {name!r} claims {info.file_size} bytes stored in {info.compress_size}"
-            )
-        total += info.compress_size
-        if total > size:
-            return f"its entries claim {total} bytes or more in an archive of {size}"
-    if _MANIFEST not in seen:
-        return f"it has no {_MANIFEST}"
-    return None
-
-
-def _read_archive(path: Path, report: BundleReport) -> dict[str, bytes] | None:
+def _read_archive(path: Path, report: BundleReport) -> tuple[bytes, Spill] | None:
+    """The manifest's bytes and every other file, or None (an ``archive`` finding) when
+    the archive is not a bundle's (``trails.audit.archive.read_archive``)."""
     try:
-        raw = path.read_bytes()
+        source = path.open("rb")
     except OSError as exc:
         raise UserError(f"cannot read the bundle {path}: {exc}") from exc
-    try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-            infos = archive.infolist()  # the central directory: nothing is read or inflated yet
-            problem = _layout_problem(infos, len(raw))
-            if problem is not None:
-                report.findings.append(
-                    Finding("archive", str(path), f"not a bundle's layout: {problem}")
-                )
-                return None
-            entries = {}
-            for info in infos:
-                with archive.open(info) as entry:
-                    data = entry.read(info.file_size + 1)  # bounded; a stored entry is its size
-                if len(data) != info.file_size:
-                    raise zipfile.BadZipFile(
-                        f"the entry {info.filename!r} holds {len(data)} bytes, "
-                        f"not the {info.file_size} it claims"
-                    )
-                entries[info.filename] = data
-    except _MALFORMED as exc:
-        report.findings.append(
-            Finding(
-                "archive",
-                str(path),
-                f"not a readable zip archive: {exc or type(exc).__name__}",
-            )
-        )
-        return None
-    if _zip_bytes(entries) != raw:
+    with source:
+        try:
+            manifest, spill, canonical = read_archive(source)
+        except NotABundle as exc:
+            report.findings.append(Finding("archive", str(path), str(exc)))
+            return None
+    if not canonical:
         report.findings.append(
             Finding(
                 "archive",
@@ -509,22 +441,21 @@ def _read_archive(path: Path, report: BundleReport) -> dict[str, bytes] | None:
                 "(the zip structure was changed after it was written)",
             )
         )
-    return entries
+    return manifest, spill
 
 
-def _check_files(entries: dict[str, bytes], manifest: dict[str, Any], report: BundleReport) -> None:
+def _check_files(spill: Spill, manifest: dict[str, Any], report: BundleReport) -> None:
     files = manifest.get("files", {})
-    for name, data in sorted(entries.items()):
-        if name == _MANIFEST:
-            continue
+    held = spill.listing()
+    for name, got in held.items():
         listed = files.get(name)
         if listed is None:
             report.findings.append(Finding("manifest", name, "in the archive, not in the manifest"))
-        elif listed.get("sha256") != _sha(data) or listed.get("bytes") != len(data):
+        elif listed.get("sha256") != got["sha256"] or listed.get("bytes") != got["bytes"]:
             report.findings.append(
                 Finding("altered", name, "its SHA-256 or size differs from the manifest")
             )
-    for name in sorted(set(files) - set(entries)):
+    for name in sorted(set(files) - set(held) - {_MANIFEST}):
         report.findings.append(Finding("missing", name, "in the manifest, not in the archive"))
 
 
@@ -618,79 +549,115 @@ def verify_bundle(
     """
     path = Path(path)
     report = BundleReport()
-    entries = _read_archive(path, report)
-    if entries is None:
+    read = _read_archive(path, report)
+    if read is None:
         return report
+    head, spill = read
     try:
-        manifest, ledger, described = _read_manifest(entries[_MANIFEST])
-    except (KeyError, ValueError, TypeError, RecursionError) as exc:
-        report.findings.append(Finding("manifest", _MANIFEST, f"unreadable: {exc}"))
-        return report
-    _check_files(entries, manifest, report)
-    scratch = _scratch(entries, report.findings)
-    try:
-        contents = read_ledger(scratch, ledger)
-        trusted = trusted_keys(public_key, contents.rotations) if public_key is not None else None
-        spans = _check_segment(contents, trusted, report)
-        by_graph: dict[IRI, list[SealRecord]] = defaultdict(list)
-        for seal in contents.seals:
-            by_graph[seal.graph].append(seal)
-        bundled: dict[str, IRI] = {}
-        for item in described:
-            graph = IRI.trusted(str(item["graph"]))
-            bundled[Path(str(item["file"])).stem] = graph
-            latest = latest_of(by_graph.get(graph, []))
-            if latest is None:
-                report.unsealed.append(str(graph))
-                continue
-            report.graphs_checked += 1
-            digest, count = graph_digest(scratch, graph, version=latest.version)
-            if digest != latest.graph_hash or count != latest.quad_count:
+        try:
+            manifest, ledger, described = _read_manifest(head)
+        except (KeyError, ValueError, TypeError, RecursionError) as exc:
+            report.findings.append(Finding("manifest", _MANIFEST, f"unreadable: {exc}"))
+            return report
+        _check_files(spill, manifest, report)
+        files = spill.names()
+        size = sum(spill.size(n) for n in files if _format(n))
+        documents = ((n, spill.read(n)) for n in files if _format(n))
+        with _scratch(documents, report.findings, size=size) as scratch:
+            contents, bundled, spans = _check_graphs(scratch, ledger, described, public_key, report)
+            _check_listed(scratch, set(bundled.values()), ledger, report)
+            _check_content(
+                scratch, set(bundled.values()), {s.graph for s in contents.seals}, report
+            )
+            _check_answers(scratch, bundled, spill, report)
+        hashes = {s.seal_hash for s in contents.seals}
+        for expected in expect_heads or []:
+            if expected not in hashes:
                 report.findings.append(
-                    Finding(
-                        "altered",
-                        str(graph),
-                        f"sealed with {latest.quad_count} quads, hash {latest.graph_hash[:16]}…; "
-                        f"bundled {count} quads, hash {digest[:16]}…",
-                    )
+                    Finding("chain", expected, "the expected head is not in the bundle")
                 )
-        _check_listed(scratch, set(bundled.values()), ledger, report)
-        _check_content(scratch, set(bundled.values()), set(by_graph), report)
-        recomputed = _answers(scratch, bundled)
-        for name in sorted(n for n in entries if n.startswith("answers/")):
-            if name not in recomputed:
-                report.unchecked_answers.append(name)
-        for name, data in sorted(recomputed.items()):
-            if name not in entries:
-                continue  # a query this trails has and the exporter's had not
-            report.answers_checked += 1
-            if _rows_of(entries[name]) != _rows_of(data):
-                report.findings.append(
-                    Finding("answers", name, "differs from the answer recomputed from the graphs")
-                )
+        _explain(
+            report,
+            contents,
+            bundled=set(bundled.values()),
+            spans=spans,
+            trusted=public_key is not None,
+            heads=expect_heads,
+        )
+        _check_log(spill.read(_PROOFS) if _PROOFS in files else None, contents, public_key, report)
     finally:
-        scratch.close()
-    hashes = {s.seal_hash for s in contents.seals}
-    for head in expect_heads or []:
-        if head not in hashes:
-            report.findings.append(Finding("chain", head, "the expected head is not in the bundle"))
-    _explain(
-        report,
-        contents,
-        bundled=set(bundled.values()),
-        spans=spans,
-        trusted=public_key is not None,
-        heads=expect_heads,
-    )
-    _check_log(entries, contents, public_key, report)
+        spill.close()
     return report
 
 
-def _check_log(
-    entries: dict[str, bytes], contents: LedgerContents, public_key: Any, report: BundleReport
+def _check_graphs(
+    scratch: Store,
+    ledger: IRI,
+    described: list[dict[str, Any]],
+    public_key: Any,
+    report: BundleReport,
+) -> tuple[LedgerContents, dict[str, IRI], dict[str, tuple[int, int]]]:
+    """The segment's seals, and each bundled graph against its newest seal; returns the
+    ledger's contents, the bundled graphs by file stem and each chain's span."""
+    contents = read_ledger(scratch, ledger)
+    trusted = trusted_keys(public_key, contents.rotations) if public_key is not None else None
+    spans = _check_segment(contents, trusted, report)
+    by_graph: dict[IRI, list[SealRecord]] = defaultdict(list)
+    for seal in contents.seals:
+        by_graph[seal.graph].append(seal)
+    bundled: dict[str, IRI] = {}
+    for item in described:
+        graph = IRI.trusted(str(item["graph"]))
+        bundled[Path(str(item["file"])).stem] = graph
+        latest = latest_of(by_graph.get(graph, []))
+        if latest is None:
+            report.unsealed.append(str(graph))
+            continue
+        report.graphs_checked += 1
+        digest, count = graph_digest(scratch, graph, version=latest.version)
+        if digest != latest.graph_hash or count != latest.quad_count:
+            report.findings.append(
+                Finding(
+                    "altered",
+                    str(graph),
+                    f"sealed with {latest.quad_count} quads, hash {latest.graph_hash[:16]}…; "
+                    f"bundled {count} quads, hash {digest[:16]}…",
+                )
+            )
+    return contents, bundled, spans
+
+
+def _check_answers(
+    scratch: Store, bundled: dict[str, IRI], spill: Spill, report: BundleReport
 ) -> None:
-    """The bundled tree head and the bundled seals' inclusion proofs in the log."""
-    data = entries.get(_PROOFS)
+    """Each answer file against the answer recomputed from the bundled graphs, one at a time."""
+    held = set(spill.names())
+    recomputed: set[str] = set()
+    differ: list[str] = []
+
+    def compare(name: str, data: bytes) -> None:
+        recomputed.add(name)
+        if name not in held:
+            return  # a query this trails has and the exporter's had not
+        report.answers_checked += 1
+        if _rows_of(spill.read(name)) != _rows_of(data):
+            differ.append(name)
+
+    _answers(scratch, bundled, compare)
+    report.unchecked_answers.extend(
+        sorted(n for n in held if n.startswith("answers/") and n not in recomputed)
+    )
+    for name in sorted(differ):
+        report.findings.append(
+            Finding("answers", name, "differs from the answer recomputed from the graphs")
+        )
+
+
+def _check_log(
+    data: bytes | None, contents: LedgerContents, public_key: Any, report: BundleReport
+) -> None:
+    """The bundled tree head and the bundled seals' inclusion proofs in the log (``data``,
+    the bundle's proofs file, if it has one)."""
     if data is None:
         report.does_not_prove.append(
             "that the bundled seals are in a transparency log: the bundle carries no log "
