@@ -134,6 +134,21 @@ def test_the_segment_is_the_ledger_rows_canonical_and_sorted(
     assert len(expected) > 20
 
 
+@pytest.mark.remote
+def test_a_servers_segment_is_the_embedded_stores(known: Store, remote_store: Store) -> None:
+    """A store that is not the embedded one (a SPARQL server; the console's grant-checked
+    view) gives the ledger's rows by a query binding the ledger as a server binds: the
+    segment is the same lines."""
+    ledger = ledger_iri(Minter())
+    keep = {s.iri for s in read_ledger(known, ledger).seals[1:]}
+    data = known.dump(format="nquads", graph=ledger)
+    assert isinstance(data, bytes)
+    remote_store.load(data.replace(b" .\n", f" <{ledger}> .\n".encode()), format="nquads")
+    expected = list(segment.segment_lines(known, ledger, keep))
+    assert list(segment.segment_lines(remote_store, ledger, keep)) == expected
+    assert len(expected) > 20
+
+
 def test_a_scratch_store_loads_documents_apart_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scratch, "BATCH", 2)
     one = b"<urn:a> <urn:p> _:b .\n<urn:a> <urn:p> <urn:c> .\n<urn:a> <urn:q> <urn:d> .\n"

@@ -50,11 +50,9 @@ def _rebundle(c: Case, entries: dict[str, bytes], *, answers: bool = True) -> No
     manifest = json.loads(entries["manifest.json"])
     if answers:
         sessions = {Path(d["file"]).stem: IRI(d["graph"]) for d in manifest["sessions"]}
-        scratch = bundle._scratch({k: v for k, v in entries.items() if k != "manifest.json"})
-        try:
+        documents = [(k, v) for k, v in entries.items() if k != "manifest.json"]
+        with bundle._scratch(documents) as scratch:
             recomputed = bundle._answers(scratch, sessions)
-        finally:
-            scratch.close()
         entries.update({k: v for k, v in recomputed.items() if k in entries})
     manifest["files"] = {
         name: {"sha256": bundle._sha(data), "bytes": len(data)}
