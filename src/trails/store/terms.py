@@ -13,6 +13,7 @@ end the string.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime
@@ -205,7 +206,16 @@ def to_rdflib(term: Term) -> Any:
             return rdflib.Literal(term.value, lang=term.language)
         if term.datatype == _XSD_STRING:
             return rdflib.Literal(term.value)
-        return rdflib.Literal(term.value, datatype=rdflib.URIRef(term.datatype))
+        return rdflib.Literal(term.value, datatype=_uriref(term.datatype))
     if isinstance(term, BNode):
         return rdflib.BNode(str(term))
-    return rdflib.URIRef(str(term))
+    return _uriref(str(term))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _uriref(iri: str) -> Any:
+    """rdflib's ``URIRef`` of ``iri``, made once: a graph names the same few IRIs again and
+    again, and rdflib checks every character of each one it makes."""
+    import rdflib
+
+    return rdflib.URIRef(iri)
