@@ -66,7 +66,6 @@ from trails.audit.querypack import Query, load_pack
 from trails.audit.segment import segment_bytes
 from trails.catalogue.entries import catalogue_iri, rebuild
 from trails.errors import ExportError, UserError
-from trails.evidence.canonical import graph_digest
 from trails.evidence.content import ContentChecker, ContentTally, read_accounts, receipt_graphs
 from trails.evidence.ledger import (
     GENESIS,
@@ -76,7 +75,7 @@ from trails.evidence.ledger import (
     ledger_iri,
     read_ledger,
 )
-from trails.evidence.proofs import ProofError, ProofReport, check_log_proofs
+from trails.evidence.proofs import ProofError, ProofReport, check_log_proofs, unlike_its_seal
 from trails.evidence.timestamp import timestamp_checker
 from trails.evidence.transparency import log_iri, log_proofs
 from trails.evidence.verify import Finding, VerifyReport, _check_seal, trusted_keys
@@ -614,16 +613,9 @@ def _check_graphs(
             report.unsealed.append(str(graph))
             continue
         report.graphs_checked += 1
-        digest, count = graph_digest(scratch, graph, version=latest.version)
-        if digest != latest.graph_hash or count != latest.quad_count:
-            report.findings.append(
-                Finding(
-                    "altered",
-                    str(graph),
-                    f"sealed with {latest.quad_count} quads, hash {latest.graph_hash[:16]}…; "
-                    f"bundled {count} quads, hash {digest[:16]}…",
-                )
-            )
+        altered = unlike_its_seal(scratch, graph, latest, "bundled")
+        if altered is not None:
+            report.findings.append(altered)
     return contents, bundled, spans
 
 

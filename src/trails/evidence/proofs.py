@@ -48,6 +48,7 @@ from trails.evidence.note import signature_status as note_signed
 from trails.prov.content import content_graph
 from trails.prov.vocab import XSD
 from trails.store import open_store
+from trails.store.base import Store
 from trails.store.terms import IRI
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "read_json",
     "seal_from_json",
     "seal_to_json",
+    "unlike_its_seal",
     "verify_proof",
 ]
 
@@ -74,6 +76,21 @@ HEAD_FORMAT = "trails-tree-head/1"
 PROOF_FORMAT = "trails-inclusion-proof/1"
 LOG_PROOFS_FORMAT = "trails-log-proofs/1"
 """An evidence bundle's ``log/proofs.json``: a head and proofs of seals bundled apart."""
+
+
+def unlike_its_seal(store: Store, graph: IRI, seal: SealRecord, held: str) -> Finding | None:
+    """The ``altered`` finding when ``graph`` as ``store`` holds it is not what ``seal``
+    sealed (its canonical hash or quad count), else None; ``held`` says where it was read
+    ("the session file holds")."""
+    digest, count = graph_digest(store, graph, version=seal.version)
+    if digest == seal.graph_hash and count == seal.quad_count:
+        return None
+    return Finding(
+        "altered",
+        str(graph),
+        f"sealed with {seal.quad_count} quads, hash {seal.graph_hash[:16]}…; "
+        f"{held} {count} quads, hash {digest[:16]}…",
+    )
 
 
 class ProofError(UserError):
@@ -416,16 +433,9 @@ def _check_session_file(
             report.findings.append(
                 Finding("foreign", other, "in the session file, but not the proved session")
             )
-        digest, count = graph_digest(scratch, graph, version=latest.version)
-        if digest != latest.graph_hash or count != latest.quad_count:
-            report.findings.append(
-                Finding(
-                    "altered",
-                    str(graph),
-                    f"sealed with {latest.quad_count} quads, hash {latest.graph_hash[:16]}…; "
-                    f"the session file holds {count} quads, hash {digest[:16]}…",
-                )
-            )
+        altered = unlike_its_seal(scratch, graph, latest, "the session file holds")
+        if altered is not None:
+            report.findings.append(altered)
         accounts = read_accounts(scratch, lambda g: g == graph)
         ContentChecker(accounts, report.findings, report.content).check(scratch, graph, sealed=True)
     finally:
