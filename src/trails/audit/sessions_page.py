@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -198,7 +199,7 @@ def _variant(text: str, pattern: str) -> str:
     return out
 
 
-class _RunReader(Generic[P, C]):
+class _RunReader(ABC, Generic[P, C]):
     """Children of an ordered list of parents (a day's hours, then their minutes; a day's
     minutes, then their seconds), newest first, read a run of parents at a time as the walk
     asks: the first run is one parent; the next ones as many parents as the children still
@@ -210,13 +211,13 @@ class _RunReader(Generic[P, C]):
         self.queue: list[C] = []
         self.parents_seen = self.children_seen = 0
 
+    @abstractmethod
     def _parents(self, count: int) -> list[P]:
         """The next ``count`` parents (fewer, or none, when there are no more)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _children(self, parents: list[P]) -> list[C]:
         """The children of a run of parents, newest first."""
-        raise NotImplementedError
 
     def take(self, wanted: int) -> list[C]:
         """The newest ``wanted`` children not taken yet (fewer when there are no more)."""
