@@ -17,13 +17,22 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 __all__ = ["rewrite_once"]
 
 _CONFIG: list[pytest.Config] = []
+_NEEDED = (
+    "PYC_TAIL",
+    "_read_pyc",
+    "_rewrite_test",
+    "_write_pyc",
+    "assertstate_key",
+    "get_cache_dir",
+    "try_makedirs",
+)
+"""The names of pytest's rewriting module this uses (none of them public)."""
 
 
 def _rewrite(path: Path) -> bool:
@@ -50,11 +59,9 @@ def rewrite_once(config: pytest.Config, root: Path) -> int:
         return 0
     try:
         from _pytest.assertion import rewrite
-
-        needed: Any = (rewrite.PYC_TAIL, rewrite._read_pyc, rewrite._rewrite_test)
-        needed += (rewrite._write_pyc, rewrite.get_cache_dir, rewrite.try_makedirs)
-        rewrite.assertstate_key  # type: ignore[attr-defined]  # noqa: B018
-    except (ImportError, AttributeError):
+    except ImportError:
+        return 0
+    if not all(hasattr(rewrite, name) for name in _NEEDED):
         return 0
     paths = sorted(
         p for p in root.rglob("*.py") if p.name.startswith("test_") or p.name == "conftest.py"

@@ -27,7 +27,7 @@ from trails.store import open_store
 
 
 def test_the_spilled_archive_is_the_canonical_archive(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(archive, "_COPY", 7)  # every file copied in many pieces
+    monkeypatch.setattr(archive, "_PART", 7)  # every file copied in many pieces
     files = {
         "sessions/0002.trig": b"<urn:x:a> <urn:x:p> <urn:x:b> .\n" * 50,
         "answers/q.csv": b"a,b\r\n1,2\r\n",

@@ -29,8 +29,8 @@ __all__ = ["EPOCH", "MANIFEST", "NotABundle", "Spill", "read_archive", "zip_info
 EPOCH = (1980, 1, 1, 0, 0, 0)
 """Every entry's time: an archive's bytes depend on its content only."""
 
-_COPY = 1 << 20
 _PART = 1 << 20
+"""Bytes copied or compared at a time."""
 
 MANIFEST = "manifest.json"
 """The bundle's manifest: the archive's first entry."""
@@ -176,7 +176,7 @@ class Spill:
                 with archive.open(info, mode="w") as entry:
                     left = size
                     while left:
-                        chunk = self._file.read(min(_COPY, left))
+                        chunk = self._file.read(min(_PART, left))
                         if not chunk:
                             raise OSError("the bundle's spill file ended early")
                         entry.write(chunk)
@@ -215,9 +215,6 @@ def read_archive(source: IO[bytes]) -> tuple[bytes, Spill, bool]:
                     else:
                         spill.add_parts(info.filename, _entry_parts(entry, info))
             return manifest, spill, _canonical(spill, manifest, source)
-    except NotABundle:
-        spill.close()
-        raise
     except _MALFORMED as exc:
         spill.close()
         raise NotABundle(f"not a readable zip archive: {exc or type(exc).__name__}") from exc

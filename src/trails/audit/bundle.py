@@ -90,10 +90,8 @@ __all__ = ["BUNDLE_FORMAT", "BundleReport", "BundleStats", "verify_bundle", "wri
 BUNDLE_FORMAT = "trails-bundle/1"
 """The manifest's ``format``: change it when the layout changes."""
 
-_MANIFEST = MANIFEST
 _SEGMENT = "ledger/segment.nq"
 _PROOFS = "log/proofs.json"
-_PART = 1 << 20
 _SESSION_TYPE = """
 PREFIX trails: <https://w3id.org/trails/ns#>
 ASK { GRAPH $g { $g a trails:Session } }
@@ -140,7 +138,7 @@ class BundleReport:
 def _zip_bytes(entries: dict[str, bytes]) -> bytes:
     """The canonical archive of ``entries``: manifest first, then sorted, stored, fixed times."""
     buffer = io.BytesIO()
-    names = sorted(entries, key=lambda n: (n != _MANIFEST, n))
+    names = sorted(entries, key=lambda n: (n != MANIFEST, n))
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
         for name in names:
             archive.writestr(zip_info(name), entries[name])
@@ -314,7 +312,7 @@ def write_bundle(
         manifest = _bundle_files(store, graphs, present, ledger, minter, spill, stats)
         manifest["selection"] = selection
         manifest["files"] = spill.listing()
-        head = (_MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
+        head = (MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
         stats.bytes = write_file(path, lambda out: spill.write_zip(out, head), what="the bundle")
     finally:
         spill.close()
@@ -454,7 +452,7 @@ def _check_files(spill: Spill, manifest: dict[str, Any], report: BundleReport) -
             report.findings.append(
                 Finding("altered", name, "its SHA-256 or size differs from the manifest")
             )
-    for name in sorted(set(files) - set(held) - {_MANIFEST}):
+    for name in sorted(set(files) - set(held) - {MANIFEST}):
         report.findings.append(Finding("missing", name, "in the manifest, not in the archive"))
 
 
@@ -556,7 +554,7 @@ def verify_bundle(
         try:
             manifest, ledger, described = _read_manifest(head)
         except (KeyError, ValueError, TypeError, RecursionError) as exc:
-            report.findings.append(Finding("manifest", _MANIFEST, f"unreadable: {exc}"))
+            report.findings.append(Finding("manifest", MANIFEST, f"unreadable: {exc}"))
             return report
         _check_files(spill, manifest, report)
         files = spill.names()

@@ -63,20 +63,8 @@ def _quads(
 def _bulk(store: OxigraphStore, quads: Iterator[ox.Quad]) -> None:
     """Bulk load ``quads`` ``BATCH`` at a time: pyoxigraph's loader holds a batch in memory."""
     raw = store.raw
-    taken = 0
-
-    def counted() -> Iterator[ox.Quad]:
-        nonlocal taken
-        for quad in quads:
-            taken += 1
-            yield quad
-
-    stream = counted()
-    while True:
-        before = taken
-        raw.bulk_extend(itertools.islice(stream, BATCH))
-        if taken - before < BATCH:
-            return
+    while (first := next(quads, None)) is not None:
+        raw.bulk_extend(itertools.chain((first,), itertools.islice(quads, BATCH - 1)))
 
 
 def _folder() -> tempfile.TemporaryDirectory[str]:
