@@ -54,6 +54,7 @@ FROZEN = {
         "ask",
         "construct",
         "default_store",
+        "instant",
         "literal",
         "open_store",
         "reset_default_store",

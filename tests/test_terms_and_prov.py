@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from trails.prov import PROV, Minter, Recorder, T, agent_iri, canonical_json
 from trails.prov.events import LLMCompleted, SessionStarted, Terminated
-from trails.store import IRI, Literal, Store, literal, to_python
+from trails.store import IRI, Literal, Quad, Store, instant, literal, open_store, to_python
 
 values = (
     st.text()
@@ -29,6 +29,28 @@ values = (
 def test_literal_round_trip(value: Any) -> None:
     back = to_python(literal(value))
     assert back == value and type(back) is type(value)
+
+
+@given(st.lists(st.datetimes(timezones=st.just(UTC)), min_size=2, max_size=8, unique=True))
+def test_instants_read_back_from_a_store_sort_in_time_order(moments: list[datetime]) -> None:
+    # the store hands dateTimes back in canonical form (03.12Z, 03.119Z, 03Z), which do
+    # not sort as strings; instant() orders them as the times they name
+    store = open_store("memory:")
+    g, p = IRI("urn:x:g"), IRI("urn:x:at")
+    store.write([Quad(IRI(f"urn:x:{i}"), p, literal(m), g) for i, m in enumerate(moments)])
+    result = store.query("SELECT ?at $p WHERE { GRAPH ?g { ?s $p ?at } }", {"p": p})
+    store.close()
+    read = [row["at"] for row in result]  # type: ignore[union-attr]
+    assert [instant(t) for t in sorted(read, key=instant)] == sorted(moments)
+
+
+def test_a_canonical_lexical_out_of_string_order_is_ordered_by_time() -> None:
+    early, late = "2026-12-07T01:02:03.1Z", "2026-12-07T01:02:03.12Z"
+    assert early > late  # as strings, the earlier sorts last
+    assert instant(early) < instant(late) < instant("2026-12-07T01:02:03.5Z")
+    assert instant(Literal(late, "http://www.w3.org/2001/XMLSchema#dateTime")) == instant(late)
+    assert instant("2026-12-07T01:02:03") == instant("2026-12-07T01:02:03Z")  # no zone is UTC
+    assert instant(None) == instant("not a time") < instant(early)  # unreadable sorts first
 
 
 def test_iri_validation_and_n3() -> None:

@@ -29,7 +29,14 @@ from tests.known_store import Fixture, build
 from trails.catalogue.entries import catalogue_iri, existing_entry
 from trails.errors import StoreError
 from trails.evidence.canonical import graph_digest
-from trails.evidence.ledger import SealRecord, ledger_iri, read_ledger, read_seals, sha256_hex
+from trails.evidence.ledger import (
+    SealRecord,
+    latest_of,
+    ledger_iri,
+    read_ledger,
+    read_seals,
+    sha256_hex,
+)
 from trails.evidence.seal import (
     Sealer,
     install_sealer,
@@ -43,7 +50,7 @@ from trails.prov import Minter, Recorder, SessionEnded
 from trails.prov.content import content_graph
 from trails.prov.vocab import PROV, T
 from trails.store import IRI, Literal, Quad, Solutions, Store, open_store, set_default_store
-from trails.store.terms import Term, to_python
+from trails.store.terms import Term, instant, to_python
 
 LEDGER = ledger_iri(Minter())
 LABEL = IRI("http://www.w3.org/2000/01/rdf-schema#label")
@@ -304,7 +311,7 @@ def test_an_embedded_sealer_reads_the_pointer_again_only_after_another_writer() 
     (head,) = [r["hint"] for r in store.query(
         "PREFIX trails: <https://w3id.org/trails/ns#> SELECT ?hint $l WHERE "
         "{ GRAPH $l { $l trails:latestSeal ?hint } }", {"l": LEDGER})]  # fmt: skip
-    assert head == max(read_seals(store, LEDGER), key=lambda s: s.at).iri
+    assert head == max(read_seals(store, LEDGER), key=lambda s: instant(s.at)).iri
     store.close()
 
 
@@ -524,3 +531,21 @@ def test_the_recorder_does_not_import_the_audit_room() -> None:
         for alias in node.names
     ]
     assert not [m for m in imported if m and m.startswith("trails.audit")]
+
+
+def test_the_newest_of_two_revisions_is_the_later_in_time_not_in_spelling() -> None:
+    # two writers revised one seal; the store spells their times canonically, and the
+    # later one (.12) sorts before the earlier (.1) as a string
+    def revision(writer: str, at: str) -> SealRecord:
+        return SealRecord(
+            iri=IRI(f"urn:x:seal:{writer}:2"), sequence=2, graph=IRI("urn:x:g"),
+            graph_hash="", quad_count=0, at=at, previous_hash="", seal_hash="",
+            revision_of=IRI("urn:x:seal:a:1"),
+        )  # fmt: skip
+
+    earlier, later = (
+        revision("z", "2026-12-07T01:02:03.1Z"),
+        revision("a", "2026-12-07T01:02:03.12Z"),
+    )
+    assert latest_of([earlier, later]) == later
+    assert latest_of([later, earlier]) == later

@@ -24,7 +24,7 @@ from trails.evidence.verify import verify
 from trails.kernel import Context
 from trails.prov import CapabilityInvoked, Minter, Recorder, SessionEnded
 from trails.prov.content import content_graph
-from trails.store import IRI, Literal, Quad, Solutions, Store
+from trails.store import IRI, Literal, Quad, Solutions, Store, instant
 
 LEDGER = ledger_iri(Minter())
 
@@ -207,7 +207,7 @@ def test_late_writes_are_resealed_not_silent(fx: Fixture) -> None:
     install_sealer(fresh)
     fresh.record(event.model_copy(update={"activity": fresh.minter.activity()}))  # a later process
     seals = read_seals(fx.store, LEDGER)
-    mine = sorted((s for s in seals if s.graph == a), key=lambda s: s.at)
+    mine = sorted((s for s in seals if s.graph == a), key=lambda s: instant(s.at))
     assert len(mine) == 3
     assert mine[1].revision_of == mine[0].iri and mine[2].revision_of == mine[1].iri
     assert verify(fx.store).ok

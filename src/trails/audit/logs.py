@@ -22,7 +22,7 @@ from trails.errors import SessionError
 from trails.prov.content import content_graph
 from trails.prov.vocab import T
 from trails.store.base import Solutions, Store, select
-from trails.store.terms import IRI, Literal, Term
+from trails.store.terms import IRI, Literal, Term, instant
 
 __all__ = ["Entry", "Log", "conversation", "render_json", "render_text"]
 
@@ -149,7 +149,7 @@ def conversation(store: Store, session: IRI, *, redaction: Redaction | None = No
             activity=r["activity"],
             values=values.get(r["activity"], {}),
         )
-    ordered = sorted(entries.values(), key=lambda e: (e.started, e.activity))
+    ordered = sorted(entries.values(), key=lambda e: (instant(e.started), e.activity))
     outcome, reason = session_outcome(store, session)
     return Log(
         session=str(session),

@@ -40,7 +40,7 @@ from trails.evidence.verify import VerifyReport, verify
 from trails.prov.iri import Minter
 from trails.prov.vocab import XSD
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, Literal, Term, to_python
+from trails.store.terms import IRI, Literal, Term, instant, to_python
 
 __all__ = ["TimelineNode", "render_report", "report_data", "seal_of", "write_report"]
 
@@ -84,9 +84,7 @@ def _seals(store: Store, graph: IRI, minter: Minter) -> list[dict[str, Any]]:
     """The seals of ``graph``, oldest first, as the pack's ``seals`` rows: read by index from
     the ledger graph (the pack query with ``graph`` given passes over every named graph)."""
     records = seals_of_graph(store, ledger_iri(minter), graph)
-    records.sort(
-        key=lambda r: (str(to_python(Literal(r.at, str(XSD.dateTime)))), str(r.chain), r.sequence)
-    )
+    records.sort(key=lambda r: (instant(r.at), str(r.chain), r.sequence))
     return [
         {
             "sequence": r.sequence,
@@ -367,7 +365,7 @@ def report_data(
     runs = [r for r in overview if r.get("run")]
 
     completions = _rows(store, "llm-completions", session=iri)
-    completions.sort(key=lambda r: r["started"] or "")
+    completions.sort(key=lambda r: instant(r["started"]))
     costs = {r["completion"]: _money(r.get("costUSD")) for r in completions}
     by_model: dict[str, dict[str, Any]] = defaultdict(
         lambda: {

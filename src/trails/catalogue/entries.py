@@ -47,7 +47,7 @@ from trails.catalogue.days import (
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, RDFS, T
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, Literal, Quad, Term, literal, to_python
+from trails.store.terms import IRI, Literal, Quad, Term, instant, literal, to_python
 
 __all__ = [
     "CATALOGUE_TERMS",
@@ -424,7 +424,7 @@ def summarise(
     ]
     stopped = [r for r in (top or runs) if first(r, T.stopReason) is not None]
     if stopped:
-        newest = max(stopped, key=lambda r: (str(first(r, PROV.startedAtTime) or ""), r))
+        newest = max(stopped, key=lambda r: (instant(first(r, PROV.startedAtTime)), r))
         add(entry, sessionStopReason, first(newest, T.stopReason))
     status = first(str(session), T.status)
     # a run a fallback followed (a run informed by it, started once it ended) is decided by
@@ -532,7 +532,7 @@ def _followed(
         ]
         if not followers:
             return run
-        run = max(followers, key=lambda f: (str(_moment(first(f, PROV.startedAtTime))), f))
+        run = max(followers, key=lambda f: (instant(first(f, PROV.startedAtTime)), f))
         seen.add(run)
 
 

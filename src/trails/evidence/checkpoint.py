@@ -47,7 +47,7 @@ from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, XSD, T
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, Literal, Quad, Term, literal
+from trails.store.terms import IRI, Literal, Quad, Term, instant, literal
 
 __all__ = [
     "CheckpointRecord",
@@ -277,7 +277,7 @@ def read_checkpoint(store: Store, ledger: IRI) -> CheckpointRecord | None:
     ]
     if not records:
         return None
-    return max(records, key=lambda r: (r.at, r.iri))
+    return max(records, key=lambda r: (instant(r.at), r.iri))
 
 
 def record_checkpoint(

@@ -40,7 +40,7 @@ import hashlib
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from trails.evidence.canonical import normal_lexical
 from trails.prov.builder import QuadBuilder
@@ -48,7 +48,7 @@ from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, XSD, T
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, BNode, Literal, Term, to_python
+from trails.store.terms import IRI, BNode, Literal, Term, instant
 
 __all__ = [
     "GENESIS",
@@ -471,14 +471,9 @@ def read_rotations(store: Store, ledger: IRI) -> list[RotationRecord]:
     return _parse(_group(_rows(store, _ROTATIONS, {"ledger": ledger})), ledger).rotations
 
 
-def _when(lexical: str) -> datetime:
-    value = to_python(Literal(lexical, str(XSD.dateTime)))
-    return value if isinstance(value, datetime) else datetime.min.replace(tzinfo=UTC)
-
-
 def latest_of(seals: list[SealRecord]) -> SealRecord | None:
     """The newest seal of one graph: the one no other seal of the list revises
     (the latest in time, should two writers have revised the same seal)."""
     revised = {s.revision_of for s in seals if s.revision_of is not None}
     current = [s for s in seals if s.iri not in revised] or seals
-    return max(current, key=lambda s: (_when(s.at), s.iri)) if current else None
+    return max(current, key=lambda s: (instant(s.at), s.iri)) if current else None

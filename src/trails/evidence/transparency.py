@@ -36,7 +36,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trails.errors import UserError
-from trails.evidence.canonical import normal_lexical
 from trails.evidence.findings import Finding
 from trails.evidence.ledger import ledger_iri, seals_of_graph, sha256_hex
 from trails.evidence.merkle import (
@@ -62,9 +61,9 @@ from trails.evidence.proofs import (
 from trails.prov.builder import QuadBuilder
 from trails.prov.events import Event
 from trails.prov.iri import Minter
-from trails.prov.vocab import PROV, XSD, T
+from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions, Store
-from trails.store.terms import IRI, Literal, Quad, literal
+from trails.store.terms import IRI, Literal, Quad, instant, literal
 
 __all__ = [
     "LogExtended",
@@ -220,7 +219,7 @@ def read_head(store: Store, log: IRI) -> TreeHead | None:
                 iri=iri,
             )
         )
-    return max(heads, key=lambda h: (h.size, h.at)) if heads else None
+    return max(heads, key=lambda h: (h.size, instant(h.at))) if heads else None
 
 
 class LogExtended(Event):
@@ -431,16 +430,8 @@ def _unlogged_by_chain(
             if not isinstance(seal_hash, Literal):  # a gap in the chain: verification says so
                 break
             found.append((at.value if isinstance(at, Literal) else "", seal, seal_hash.value))
-    found.sort(key=lambda f: (_time_key(f[0]), f[1]))
+    found.sort(key=lambda f: (instant(f[0]), f[1]))
     return [(seal, seal_hash) for _, seal, seal_hash in found]
-
-
-def _time_key(lexical: str) -> str:
-    """A sortable form of an ``xsd:dateTime`` lexical form (UTC, as seals record it)."""
-    try:
-        return normal_lexical(lexical, str(XSD.dateTime))
-    except ValueError:
-        return lexical
 
 
 def _public_b64(key: Any) -> str:
@@ -463,7 +454,7 @@ def prove_session(store: Store, minter: Minter, session: IRI) -> dict[str, Any]:
     head = read_head(store, log)
     nodes = _Nodes(store, log)
     entries = []
-    for seal in sorted(seals, key=lambda s: (s.at, str(s.iri))):
+    for seal in sorted(seals, key=lambda s: (instant(s.at), str(s.iri))):
         proved = _prove(store, log, nodes, head, seal.iri)
         if head is None or proved is None:
             raise NotInLog(

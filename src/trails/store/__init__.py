@@ -26,7 +26,17 @@ from trails.store.base import (
     construct,
     select,
 )
-from trails.store.terms import IRI, BNode, Literal, Quad, Term, Triple, literal, to_python
+from trails.store.terms import (
+    IRI,
+    BNode,
+    Literal,
+    Quad,
+    Term,
+    Triple,
+    instant,
+    literal,
+    to_python,
+)
 
 __all__ = [
     "DATASET_FORMATS",
@@ -44,6 +54,7 @@ __all__ = [
     "ask",
     "construct",
     "default_store",
+    "instant",
     "literal",
     "open_store",
     "reset_default_store",

@@ -31,6 +31,7 @@ __all__ = [
     "Term",
     "Triple",
     "check_term",
+    "instant",
     "literal",
     "to_python",
     "to_rdflib",
@@ -190,6 +191,28 @@ def to_python(term: Term | None) -> Any:
     except ValueError:
         return term.value
     return term.value
+
+
+_NEVER = datetime.min.replace(tzinfo=UTC)
+
+
+def instant(value: object) -> datetime:
+    """The moment an ``xsd:dateTime`` (a literal, its lexical form, or a datetime) names,
+    for putting records in time order; a missing or unreadable value sorts first.
+
+    The lexical forms do not sort: stores hand dateTimes back in canonical form,
+    which drops the fraction's trailing zeros (``03.12Z``, ``03.119Z``, ``03Z``).
+    """
+    if isinstance(value, Literal):
+        value = value.value
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return _NEVER
+    if not isinstance(value, datetime):
+        return _NEVER
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def to_rdflib(term: Term) -> Any:

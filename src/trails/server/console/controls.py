@@ -36,7 +36,7 @@ from trails.prov.vocab import T
 from trails.server.console.base import Console, ConsoleError, Login
 from trails.server.console.svg import bar_chart
 from trails.store import Solutions, Store
-from trails.store.terms import IRI, Literal, Term, to_python
+from trails.store.terms import IRI, Literal, Term, instant, to_python
 
 __all__ = [
     "ControlRow",
@@ -191,7 +191,7 @@ def _evaluations(result: object) -> list[_Evaluation]:
                     _text(row.get("message")),
                 )
             )
-    return sorted(found.values(), key=lambda e: (e.ended, e.iri, e.control), reverse=True)
+    return sorted(found.values(), key=lambda e: (instant(e.ended), e.iri, e.control), reverse=True)
 
 
 def parse_period(start: str, end: str) -> tuple[date | None, date | None]:
