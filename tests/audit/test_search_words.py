@@ -21,7 +21,8 @@ from trails.audit import search as search_module
 from trails.audit.search import FILE_NAME, Scope, SearchIndex
 from trails.compliance.erasure import erase
 from trails.llm import LLMClient
-from trails.store import Store
+from trails.prov.vocab import T
+from trails.store import IRI, Literal, Quad, Store, open_store
 
 
 def _answer(text: str) -> str:
@@ -173,3 +174,24 @@ def test_a_day_read_once_is_read_again_only_when_it_changes(fx: Fixture) -> None
     assert counting.day_reads == first + 1  # the day a session ended on, read again
     found = index.search("walrus", 10)
     assert "walrus minutes" in {h.value for h in found} and len({h.session for h in found}) == 1
+
+
+def test_a_day_whose_latest_end_moves_later_is_read_again_whatever_its_spelling() -> None:
+    # a late write rewrites an entry's end from 03.05 to 03.12; as canonical strings the
+    # day's latest end (03.1Z) would not move, and the day would not be read again
+    store = open_store("memory:")
+    day, cat = IRI("urn:x:day"), IRI("urn:x:catalogue")
+
+    def entry(name: str, ended: str) -> list[Quad]:
+        e = IRI(f"urn:x:{name}")
+        when = Literal(f"2026-12-07T01:02:{ended}Z", "http://www.w3.org/2001/XMLSchema#dateTime")
+        return [Quad(e, T.endedOn, day, cat), Quad(e, T.sessionEnded, when, cat)]
+
+    store.write(entry("a", "03.1") + entry("b", "03.05"))
+    before = SearchIndex._day_mark(store, day)
+    store.write(entry("b", "03.12"), remove=entry("b", "03.05")[1:])
+    after = SearchIndex._day_mark(store, day)
+    assert after != before
+    store.write(entry("b", "03.12"))  # the same entry again: nothing moved
+    assert SearchIndex._day_mark(store, day) == after
+    store.close()

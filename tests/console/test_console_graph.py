@@ -71,6 +71,18 @@ def test_list_members_fold_into_their_collection_and_the_path_runs_goal_to_answe
     assert ids[C1 + ":prompt"]["label"] == "prompt of #0"
 
 
+def test_activities_are_numbered_by_the_time_they_started_not_its_spelling() -> None:
+    # as a store spells them, 00:00:01.12Z starts after 00:00:01.1Z but sorts before it
+    moved = [
+        (a, p, {"2026-01-01T00:00:01Z": "2026-01-01T00:00:01.12Z",
+                "2026-01-01T00:00:02Z": "2026-01-01T00:00:01.1Z"}.get(o, o))
+        for a, p, o in triples()
+    ]  # fmt: skip
+    ids = {n["id"]: n for n in fold(moved, [{"run": RUN}])["nodes"]}
+    assert ids[C2 + ":prompt"]["label"] == "prompt of #0"
+    assert ids[C1 + ":prompt"]["label"] == "prompt of #1"
+
+
 def test_a_session_without_runs_has_no_path_and_labels_are_cut() -> None:
     long = "x" * 80
     data = fold([(S, TYPE, P + "Activity"), (S, LABEL, long)])

@@ -95,7 +95,7 @@ SELECT ?session ?ended ?started ?principal $day WHERE {
   }
 }"""
 _DAY_MARK = """PREFIX trails: <https://w3id.org/trails/ns#>
-SELECT (COUNT(?entry) AS ?n) (MAX(STR(?ended)) AS ?last) $day WHERE {
+SELECT (COUNT(?entry) AS ?n) (MAX(?ended) AS ?last) $day WHERE {
   GRAPH ?catalogue { ?entry trails:endedOn $day ; trails:sessionEnded ?ended }
 }
 GROUP BY $day"""

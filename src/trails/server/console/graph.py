@@ -34,7 +34,7 @@ from typing import Any
 
 from trails.prov.content import content_graph
 from trails.store import Solutions, Store
-from trails.store.terms import IRI, to_python
+from trails.store.terms import IRI, instant, to_python
 
 __all__ = ["LABEL_WIDTH", "MAX_NODES", "RELATIONS", "fold", "script_json", "session_graph"]
 
@@ -194,7 +194,9 @@ def fold(
         nodes = [n for n in nodes if n in kept]
         edges = [(s, r, o) for s, r, o in edges if s in kept and o in kept]
     # activities numbered in start order; an entity minted from one names it ("prompt of #2")
-    order = {a: f"#{i}" for i, (_, a) in enumerate(sorted((t, a) for a, t in started.items()))}
+    order = {
+        a: f"#{i}" for i, (_, a) in enumerate(sorted((instant(t), a) for a, t in started.items()))
+    }
     out_nodes = []
     for node in nodes:
         label = labels.get(node) or _tail(node) or node
