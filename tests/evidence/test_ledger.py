@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.serialization import (
 )
 from tests.known_store import Fixture, build
 
+import trails.evidence.ledger as ledger_module
 from trails.catalogue.entries import catalogue_iri, existing_entry
 from trails.errors import StoreError
 from trails.evidence.canonical import graph_digest
@@ -48,7 +49,7 @@ from trails.evidence.verify import verify
 from trails.kernel import Context, capability, invoke
 from trails.prov import Minter, Recorder, SessionEnded
 from trails.prov.content import content_graph
-from trails.prov.vocab import PROV, T
+from trails.prov.vocab import PROV, RDF, T
 from trails.store import IRI, Literal, Quad, Solutions, Store, open_store, set_default_store
 from trails.store.terms import Term, instant, to_python
 
@@ -549,3 +550,46 @@ def test_the_newest_of_two_revisions_is_the_later_in_time_not_in_spelling() -> N
     )
     assert latest_of([earlier, later]) == later
     assert latest_of([later, earlier]) == later
+
+
+def test_an_on_disk_ledger_read_a_subject_at_a_time_is_the_ledger_read_whole(
+    tmp_path: Path,
+) -> None:
+    # on disk the dump lists each subject's triples together, and the ledger is read a
+    # subject at a time from a file; it must be what reading every row at once gives
+    store = open_store(str(tmp_path / "store"))
+    try:
+        old, new = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+        first = Recorder(store)
+        first.add_prewrite(s := Sealer(signing_key=old), on_written=s.written)
+        for _ in range(3):
+            one_session(first)
+        rotate_signing_key(first, old, new)
+        second = Recorder(store)
+        second.add_prewrite(s2 := Sealer(signing_key=new), on_written=s2.written)
+        one_session(second)
+        assert getattr(store, "groups_subjects", False)
+        by_subject = ledger_module._read_by_subject(store, LEDGER)
+        whole = ledger_module._parse(
+            ledger_module._group(
+                ledger_module._ntriples_rows(store.dump(format="ntriples", graph=LEDGER) or b"")
+            ),
+            LEDGER,
+        )
+        assert by_subject == whole == read_ledger(store, LEDGER)
+        assert len(whole.seals) == 4 and len(whole.rotations) == 1 and whole.latest
+    finally:
+        store.close()
+
+
+def test_a_ledger_whose_subjects_come_back_is_read_whole() -> None:
+    a, b = "<urn:x:a>", "<urn:x:b>"
+    seal = f"<{T.Seal}>"
+
+    class Interleaved:
+        def dump(self, output: Any, **_: Any) -> None:
+            lines = [f"{a} <{RDF.type}> {seal} .", f"{b} <{RDF.type}> {seal} .",
+                     f'{a} <{T.sealSequence}> "1" .']  # fmt: skip
+            output.write(("\n".join(lines) + "\n").encode())
+
+    assert ledger_module._read_by_subject(Interleaved(), LEDGER) is None  # type: ignore[arg-type]
