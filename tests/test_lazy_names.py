@@ -74,3 +74,68 @@ def test_listing_sessions_loads_neither_the_event_models_nor_the_web_stack(tmp_p
     assert "trails.cli.sessions" in loaded  # the command ran
     for heavy in ("pydantic", "trails.prov.events", "starlette", "trails.evidence.verify"):
         assert heavy not in loaded, heavy
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store on disk holding one sealed session (the sample session of every event kind)."""
+    from trails.evidence.seal import install_sealer
+    from trails.prov import Recorder
+    from trails.store import open_store
+    from trails.testing.conformance import record_sample_session
+
+    where = tmp_path_factory.mktemp("recorded") / "store"
+    with open_store(where) as store:
+        recorder = Recorder(store)
+        install_sealer(recorder)
+        record_sample_session(recorder)
+    return where
+
+
+def command_loads(argv: list[str], cwd: Path) -> tuple[int, str, list[str]]:
+    """A ``trails`` command run in a fresh interpreter: its exit status, what it printed
+    and the modules it loaded."""
+    code = (
+        "import contextlib, io\n"
+        "from trails.cli import main\n"
+        "out = io.TextIOWrapper(io.BytesIO(), encoding='utf-8')\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    status = main({argv!r})\n"
+        "out.flush()\n"
+        "print(json.dumps([status, out.buffer.getvalue().decode()]))\n"
+    )
+    probe = f"import json, sys\n{code}print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=cwd, capture_output=True, text=True, check=True
+    )
+    lines = done.stdout.splitlines()
+    status, printed = json.loads(lines[-2])
+    return int(status), str(printed), list(json.loads(lines[-1]))
+
+
+@pytest.mark.parametrize(
+    ("argv", "shows"),
+    [
+        (["verify", "--no-checkpoint"], "OK. 1 sealed graph(s) recomputed"),
+        (["export", "--all", "--format", "nquads"], "<https://w3id.org/trails/ns#Seal>"),
+        (["controls", "list"], "session"),
+    ],
+    ids=["verify", "export", "controls-list"],
+)
+def test_a_command_that_reads_the_store_never_builds_the_event_models(
+    recorded: Path, tmp_path: Path, argv: list[str], shows: str
+) -> None:
+    status, printed, loaded = command_loads([*argv, "--store", str(recorded)], tmp_path)
+    assert status == 0 and shows in printed, printed  # the command ran, and read the store
+    for heavy in ("pydantic", "trails.prov.events", "trails.evidence.events"):
+        assert heavy not in loaded, heavy
+
+
+def test_a_verification_that_records_its_checkpoint_loads_the_models_then(
+    recorded: Path, tmp_path: Path
+) -> None:
+    status, printed, loaded = command_loads(["verify", "--store", str(recorded)], tmp_path)
+    assert status == 0 and "checkpoint recorded: " in printed, printed
+    assert {"trails.evidence.events", "trails.prov.events"} <= set(loaded)
+    _, again, _ = command_loads(["verify", "--quick", "--store", str(recorded)], tmp_path)
+    assert "(quick, since the checkpoint of " in again, again  # the checkpoint reads back
