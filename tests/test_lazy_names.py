@@ -6,6 +6,7 @@ package imports pull in is paid by every command a user (or a CI job) runs.
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -15,11 +16,19 @@ import pytest
 
 import trails.audit
 import trails.compliance
+import trails.controls
 import trails.evidence
 import trails.prov
 import trails.server
 
-PACKAGES = [trails.audit, trails.compliance, trails.evidence, trails.prov, trails.server]
+PACKAGES = [
+    trails.audit,
+    trails.compliance,
+    trails.controls,
+    trails.evidence,
+    trails.prov,
+    trails.server,
+]
 
 
 def loaded_after(code: str, cwd: Path) -> list[str]:
@@ -40,6 +49,23 @@ def test_every_exported_name_resolves_to_what_its_module_defines(package: object
         assert name in dir(package)
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         package.nothing_here  # type: ignore[attr-defined]  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    ("old", "name", "new"),
+    [
+        ("trails.evidence.ledger", "Sealed", "trails.evidence.events"),
+        ("trails.evidence.ledger", "KeyRotated", "trails.evidence.events"),
+        ("trails.evidence.checkpoint", "VerificationCheckpointed", "trails.evidence.events"),
+        ("trails.evidence.transparency", "LogExtended", "trails.evidence.events"),
+        ("trails.evidence.witnessing", "HeadWitnessed", "trails.evidence.events"),
+        ("trails.prov.token_trace", "TokensTraced", "trails.llm.tokens"),
+    ],
+)
+def test_an_event_moved_to_its_writer_keeps_its_old_name(old: str, name: str, new: str) -> None:
+    module = importlib.import_module(old)
+    assert name in module.__all__ and name in dir(module)
+    assert getattr(module, name) is getattr(importlib.import_module(new), name)
 
 
 def test_a_function_named_as_its_module_wins_whichever_is_imported_first(tmp_path: Path) -> None:
