@@ -3,7 +3,7 @@
 ``LLMClient.token_trace = True`` (off by default) wraps ``stream`` / ``astream``: each
 ``Chunk`` is stamped when it reaches the caller, and when the final ``Response`` (the
 recorded completion) arrives its tokens are written as one token-trace graph
-(``trails.prov.token_trace``). A stream that fails or is closed early records its
+(``TokensTraced``, here; the graph's format is ``trails.prov.token_trace``'s). A stream that fails or is closed early records its
 failed completion as before, and no trace.
 """
 
