@@ -25,18 +25,14 @@ from trails.controls import (
     SEVERITIES,
     Control,
     Evaluation,
-    definition_changes,
     evaluate_session,
     evaluate_store,
     load_controls,
-    record_evaluation,
-    recorded_results,
 )
 from trails.controls.session_end import configured_controls
 from trails.errors import StoreLockedError, UserError
-from trails.evidence.seal import ledger_iri
+from trails.evidence.ledger import ledger_iri
 from trails.prov.iri import Minter
-from trails.prov.recorder import Recorder
 from trails.store import IRI, Solutions, Store
 
 __all__ = ["junit_xml", "register", "run_check", "run_explain", "run_list"]
@@ -222,6 +218,9 @@ def run_check(args: argparse.Namespace) -> int:
                 raise UserError(f"no session {session} in this store (trails sessions lists them)")
             evaluations = check(store, controls, session=session, since=since, timeout=args.timeout)
             if not args.no_record:
+                from trails.controls import record_evaluation  # the writer, when it writes
+                from trails.prov.recorder import Recorder
+
                 recorder = Recorder.from_settings(settings, store=store)
                 for evaluation in evaluations:
                     record_evaluation(recorder, evaluation, by=args.by or settings.principal)
@@ -342,6 +341,8 @@ def run_explain(args: argparse.Namespace) -> int:
     print()
     print(control.check.rstrip())
     print()
+    from trails.controls import definition_changes, recorded_results
+
     ledger = ledger_iri(Minter(load_settings().base_iri))  # only sealed runs count
     with reading(args.store) as store:
         results = recorded_results(store, control.id, limit=max(args.last, 0), ledger=ledger)

@@ -49,7 +49,6 @@ from pathlib import Path
 from typing import Any
 
 from trails.audit.access import reading
-from trails.audit.bundle import verify_bundle
 from trails.cli.common import session_arg
 from trails.cli.prove import (
     expect_head_check,
@@ -64,15 +63,14 @@ from trails.errors import StoreError, UserError
 from trails.evidence.checks import checkpoint_report
 from trails.evidence.findings import Finding
 from trails.evidence.interruptions import calls_cut_short
+from trails.evidence.ledger import ledger_iri
 from trails.evidence.proofs import ProofReport
 from trails.evidence.quick import QUICK
-from trails.evidence.seal import configured_signing_key, ledger_iri
 from trails.evidence.timestamp import configured_tsas
 from trails.evidence.transparency import log_iri, read_head
 from trails.evidence.verify import VerifyReport, load_public_key, verify
 from trails.evidence.witnessing import configured_witnesses
 from trails.prov.iri import Minter
-from trails.prov.recorder import Recorder
 from trails.store.base import Store
 from trails.store.terms import IRI
 
@@ -287,6 +285,8 @@ def run(args: argparse.Namespace) -> int:
         if report.ok and session is None and not args.no_checkpoint and (not since or since.ok):
             recorded = _checkpoint(store, report)
             if recorded is not None and asked:
+                from trails.prov.recorder import Recorder  # a writer's (see _checkpoint)
+
                 witnessed = ask_configured(Recorder(store, base_iri=settings.base_iri), asked,
                                            timeout)  # fmt: skip
         unstamped = _unstamped(store, settings) if args.strict and session is None else []
@@ -482,7 +482,13 @@ def _finding(f: Finding) -> dict[str, str]:
 
 
 def _checkpoint(store: Store, report: VerifyReport) -> str | None:
-    """Record what this verification checked; a store that refuses the write is reported."""
+    """Record what this verification checked; a store that refuses the write is reported.
+
+    The recorder, the sealer's signing key and the event models load here, when a
+    checkpoint is written: a verification that records nothing never imports them."""
+    from trails.evidence.seal import configured_signing_key
+    from trails.prov.recorder import Recorder
+
     settings = load_settings()
     recorder = Recorder(store, base_iri=settings.base_iri)
     try:
@@ -495,6 +501,8 @@ def _checkpoint(store: Store, report: VerifyReport) -> str | None:
 
 
 def _run_bundle(args: argparse.Namespace, public_key: Any, heads: list[str] | None) -> int:
+    from trails.audit.bundle import verify_bundle  # only --bundle reads a bundle
+
     report = verify_bundle(args.bundle, public_key=public_key, expect_heads=heads)
     if args.json:
         print(

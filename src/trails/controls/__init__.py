@@ -13,30 +13,71 @@ ends (``[controls] on_session_end = true``). docs/controls.md is the user's page
 
 from __future__ import annotations
 
-from trails.controls.evaluate import (
-    DEFAULT_TIMEOUT_S,
-    Evaluation,
-    Outcome,
-    Violation,
-    evaluate_session,
-    evaluate_store,
+from typing import TYPE_CHECKING
+
+from trails._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from trails.controls.evaluate import (
+        DEFAULT_TIMEOUT_S,
+        Evaluation,
+        Outcome,
+        Violation,
+        evaluate_session,
+        evaluate_store,
+    )
+    from trails.controls.model import (
+        SCOPES,
+        SEVERITIES,
+        Control,
+        builtin_controls,
+        load_control,
+        load_controls,
+        severity_rank,
+    )
+    from trails.controls.record import (
+        RecordedResult,
+        definition_changes,
+        record_evaluation,
+        recorded_results,
+    )
+    from trails.errors import ControlError
+
+# each name loads its module on first use (``trails._lazy``): listing controls reads their
+# files, and never builds the event models that record an evaluation
+__getattr__, __dir__ = lazy_names(
+    __name__,
+    {
+        **dict.fromkeys(
+            (
+                "DEFAULT_TIMEOUT_S",
+                "Evaluation",
+                "Outcome",
+                "Violation",
+                "evaluate_session",
+                "evaluate_store",
+            ),
+            "trails.controls.evaluate",
+        ),
+        **dict.fromkeys(
+            (
+                "SCOPES",
+                "SEVERITIES",
+                "Control",
+                "builtin_controls",
+                "load_control",
+                "load_controls",
+                "severity_rank",
+            ),
+            "trails.controls.model",
+        ),
+        **dict.fromkeys(
+            ("RecordedResult", "definition_changes", "record_evaluation", "recorded_results"),
+            "trails.controls.record",
+        ),
+        "ControlError": "trails.errors",
+    },
 )
-from trails.controls.model import (
-    SCOPES,
-    SEVERITIES,
-    Control,
-    builtin_controls,
-    load_control,
-    load_controls,
-    severity_rank,
-)
-from trails.controls.record import (
-    RecordedResult,
-    definition_changes,
-    record_evaluation,
-    recorded_results,
-)
-from trails.errors import ControlError
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

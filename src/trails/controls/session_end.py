@@ -15,14 +15,15 @@ never costs the session: the session is already written and sealed when it runs.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trails.config import Settings
 from trails.controls.evaluate import DEFAULT_TIMEOUT_S, evaluate_session
 from trails.controls.model import Control, builtin_controls, load_controls
-from trails.controls.record import record_evaluation
 from trails.errors import ConfigError, ControlError
-from trails.prov.events import Event, SessionEnded
+
+if TYPE_CHECKING:
+    from trails.prov.events import Event
 
 __all__ = ["configured_controls", "install"]
 
@@ -73,6 +74,10 @@ def install(recorder: Any, settings: Settings) -> None:
         raise ConfigError("[controls] by must be an agent's identifier (a principal's DID)")
     if not controls:
         return
+    # loaded by a recorder that evaluates: ``configured_controls`` (``trails controls list``)
+    # does not build the event models
+    from trails.controls.record import record_evaluation
+    from trails.prov.events import SessionEnded
 
     def ended(rec: Any, event: Event) -> None:
         if not isinstance(event, SessionEnded):

@@ -2,6 +2,8 @@
 
 - ``canonical``: the canonical form of a named graph and its hash.
 - ``ledger``: the ledger graph's format (seals, seal chains, key rotations).
+- ``events``: the events the writers record (seals, rotations, checkpoints, the log's
+  heads, cosignatures), apart from the readers so that reading never builds them.
 - ``seal``: the ``Sealer``, the one writer here, which seals each session graph in
   the write that ends it.
 - ``verify``: recompute sealed graphs, walk the chains, check signatures.
@@ -28,7 +30,8 @@ from trails._lazy import lazy_names
 
 if TYPE_CHECKING:
     from trails.evidence.canonical import canonical_term, graph_digest
-    from trails.evidence.ledger import Sealed, ledger_iri, read_seals
+    from trails.evidence.events import Sealed
+    from trails.evidence.ledger import ledger_iri, read_seals
     from trails.evidence.seal import Sealer, install_sealer, rotate_signing_key, seal_ended_unsealed
     from trails.evidence.verify import Finding, VerifyReport, verify
 
@@ -39,7 +42,7 @@ __getattr__, __dir__ = lazy_names(
     {
         "canonical_term": "trails.evidence.canonical",
         "graph_digest": "trails.evidence.canonical",
-        "Sealed": "trails.evidence.ledger",
+        "Sealed": "trails.evidence.events",
         "ledger_iri": "trails.evidence.ledger",
         "read_seals": "trails.evidence.ledger",
         "Sealer": "trails.evidence.seal",

@@ -34,20 +34,22 @@ import base64
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from trails._lazy import lazy_names
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError
 from trails.evidence.canonical import normal_lexical
 from trails.evidence.ledger import GENESIS, ledger_iri, sha256_hex
 from trails.evidence.timestamp import configured_stamper
 from trails.evidence.transparency import extend_log, log_iri, log_origin
-from trails.prov.builder import QuadBuilder
-from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, XSD, T
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal, Quad, Term, instant, literal
+
+if TYPE_CHECKING:
+    from trails.evidence.events import VerificationCheckpointed
 
 __all__ = [
     "CheckpointRecord",
@@ -62,6 +64,10 @@ FULL = "full"
 INCREMENTAL = "incremental"
 QUICK = "quick"
 """``VerifyReport.mode`` of a quick verification (its checkpoint records ``incremental``)."""
+
+# the checkpoint's event is loaded by the writer that records it (``trails.evidence.events``),
+# so reading a checkpoint does not build the event models; the old name resolves on first use
+__getattr__, __dir__ = lazy_names(__name__, {"VerificationCheckpointed": "trails.evidence.events"})
 
 
 def checkpoint_message(
@@ -90,46 +96,6 @@ def checkpoint_message(
         f"previous={previous}\n"
         f"{full}"
     ).encode()
-
-
-class VerificationCheckpointed(Event):
-    """A verification checkpoint, written to the ledger graph (``session`` is the ledger)."""
-
-    checkpoint: str
-    ledger: str
-    at: datetime
-    mode: str
-    seals: int
-    graphs: int
-    verified: tuple[tuple[str, str], ...]
-    previous: str | None = None
-    checkpoint_hash: str
-    signature: str | None = None
-    last_full: str = ""
-    log_size: int | None = None
-    log_root: str | None = None
-
-    def emit(self, b: QuadBuilder) -> None:
-        c = IRI.trusted(self.checkpoint)
-        b.add(IRI.trusted(self.ledger), T.latestCheckpoint, c)
-        b.types(c, T.VerificationCheckpoint, PROV.Entity)
-        b.label(c, f"{self.mode} verification of {self.graphs} graph(s)")
-        b.value(c, PROV.generatedAtTime, self.at)
-        b.value(c, T.verificationMode, self.mode)
-        b.value(c, T.sealsVerified, self.seals)
-        b.value(c, T.graphsVerified, self.graphs)
-        for seal, seal_hash in self.verified:
-            b.add(c, T.verifiedSeal, IRI.trusted(seal))
-            b.value(c, T.verifiedSealHash, seal_hash)
-        if self.previous is not None:
-            b.add(c, T.previousCheckpoint, IRI.trusted(self.previous))
-        b.value(c, T.checkpointHash, self.checkpoint_hash)
-        b.value(c, T.signature, self.signature)
-        if self.last_full:
-            full = datetime.fromisoformat(self.last_full.replace("Z", "+00:00"))
-            b.value(c, T.lastFullVerification, full)
-        b.value(c, T.logSize, self.log_size)
-        b.value(c, T.logRoot, self.log_root)
 
 
 @dataclass
@@ -309,6 +275,8 @@ def record_checkpoint(
     Raises:
         StoreError: the write failed.
     """
+    from trails.evidence.events import VerificationCheckpointed  # a writer's (module docstring)
+
     if mode not in (FULL, INCREMENTAL):
         raise ValueError(f"mode must be {FULL!r} or {INCREMENTAL!r}, not {mode!r}")
     minter: Minter = recorder.minter

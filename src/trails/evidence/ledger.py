@@ -42,11 +42,9 @@ import re
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
 
+from trails._lazy import lazy_names
 from trails.evidence.canonical import normal_lexical
-from trails.prov.builder import QuadBuilder
-from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, RDF, XSD, T
 from trails.store.base import Solutions, Store
@@ -54,14 +52,15 @@ from trails.store.terms import IRI, BNode, Literal, Term, instant
 
 __all__ = [
     "GENESIS",
-    "KeyRotated",
+    "KeyRotated",  # noqa: F822 - resolved on first lookup (below), from trails.evidence.events
     "LedgerContents",
     "RotationRecord",
     "SealRecord",
-    "Sealed",
+    "Sealed",  # noqa: F822 - as KeyRotated
     "chain_iri",
     "latest_of",
     "ledger_iri",
+    "node_iri",
     "read_ledger",
     "read_rotations",
     "read_seal",
@@ -75,6 +74,13 @@ __all__ = [
 
 GENESIS = "0" * 64
 """The previous-seal hash of the first seal of a chain."""
+
+# the events that write seals and rotations are the sealer's (``trails.evidence.events``):
+# their old names here load that module on first lookup, so a reader of the ledger does not
+# build the event models
+__getattr__, __dir__ = lazy_names(
+    __name__, dict.fromkeys(("KeyRotated", "Sealed"), "trails.evidence.events")
+)
 
 
 def ledger_iri(minter: Minter) -> IRI:
@@ -90,6 +96,13 @@ def chain_iri(ledger: IRI, writer: str) -> IRI:
 def seal_iri(ledger: IRI, writer: str, sequence: int) -> IRI:
     """The IRI of a writer's ``sequence``-th seal."""
     return Minter.part(ledger, f"seal:{writer}:{sequence}")
+
+
+def node_iri(log: IRI, level: int, index: int) -> IRI:
+    """The IRI of the perfect subtree of ``2**level`` leaves starting at ``index * 2**level``
+    in the transparency log graph ``log`` (``trails.evidence.transparency``, which exports it;
+    named here, beside the ledger's IRIs, for the log's events to name nodes by)."""
+    return Minter.part(log, f"node:{level}:{index}")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -119,84 +132,6 @@ def seal_message(
 def rotation_message(from_key: str, to_key: str, at: str) -> bytes:
     """The bytes a key rotation hashes; the old key signs that hash."""
     return f"trails-key-rotation/1\nfrom={from_key}\nto={to_key}\ntime={_time(at)}\n".encode()
-
-
-class Sealed(Event):
-    """A seal appended to a writer's chain in the ledger (``session`` is the sealed graph)."""
-
-    ledger: str
-    seal: str
-    chain: str
-    writer: str
-    sequence: int
-    graph_hash: str
-    quad_count: int
-    at: datetime
-    previous: str | None = None
-    previous_hash: str = GENESIS
-    anchors: tuple[tuple[str, str], ...] = ()
-    seal_hash: str
-    revision_of: str | None = None
-    signature: str | None = None
-    signing_key: str | None = None
-
-    @property
-    def graph(self) -> IRI:
-        """Seals are written to the ledger graph, not to the graph they seal."""
-        return IRI.trusted(self.ledger)
-
-    def emit(self, b: QuadBuilder) -> None:
-        s = IRI.trusted(self.seal)
-        chain = IRI.trusted(self.chain)
-        b.types(s, T.Seal, PROV.Entity)
-        b.label(s, f"seal {self.sequence} of writer {self.writer}")
-        b.add(s, T.sealedGraph, IRI.trusted(self.session))
-        b.add(s, T.sealChain, chain)
-        b.value(s, T.sealSequence, self.sequence)
-        b.value(s, T.graphHash, self.graph_hash)
-        b.value(s, T.quadCount, self.quad_count)
-        b.value(s, PROV.generatedAtTime, self.at)
-        b.value(s, T.previousSealHash, self.previous_hash)
-        b.value(s, T.sealHash, self.seal_hash)
-        if self.previous is not None:
-            b.add(s, T.previousSeal, IRI.trusted(self.previous))
-        for anchor, anchor_hash in self.anchors:
-            b.add(s, T.anchor, IRI.trusted(anchor))
-            b.value(s, T.anchorHash, anchor_hash)
-        if self.revision_of is not None:
-            b.add(s, PROV.wasRevisionOf, IRI.trusted(self.revision_of))
-        b.value(s, T.signature, self.signature)
-        b.value(s, T.signingKey, self.signing_key)
-        if self.sequence == 1:
-            b.types(chain, T.SealChain, PROV.Entity)
-            b.label(chain, f"seal chain of writer {self.writer}")
-            b.value(chain, T.writerId, self.writer)
-
-
-class KeyRotated(Event):
-    """A new signing key, announced in the ledger and signed by the key it succeeds."""
-
-    ledger: str
-    rotation: str
-    from_key: str
-    to_key: str
-    at: datetime
-    rotation_hash: str
-    signature: str
-
-    @property
-    def graph(self) -> IRI:
-        return IRI.trusted(self.ledger)
-
-    def emit(self, b: QuadBuilder) -> None:
-        r = IRI.trusted(self.rotation)
-        b.types(r, T.KeyRotation, PROV.Entity)
-        b.label(r, "signing key rotation")
-        b.value(r, T.fromKey, self.from_key)
-        b.value(r, T.toKey, self.to_key)
-        b.value(r, PROV.generatedAtTime, self.at)
-        b.value(r, T.rotationHash, self.rotation_hash)
-        b.value(r, T.signature, self.signature)
 
 
 @dataclass

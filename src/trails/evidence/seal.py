@@ -52,10 +52,9 @@ from trails.catalogue.totals import keep_up
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError
 from trails.evidence.canonical import canonical_lines, canonical_term, digest_lines
+from trails.evidence.events import KeyRotated, Sealed
 from trails.evidence.ledger import (
     GENESIS,
-    KeyRotated,
-    Sealed,
     SealRecord,
     chain_iri,
     latest_of,

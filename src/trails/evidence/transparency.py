@@ -33,11 +33,12 @@ import re
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from trails._lazy import lazy_names
 from trails.errors import UserError
 from trails.evidence.findings import Finding
-from trails.evidence.ledger import ledger_iri, seals_of_graph, sha256_hex
+from trails.evidence.ledger import ledger_iri, node_iri, seals_of_graph, sha256_hex
 from trails.evidence.merkle import (
     consistency_proof,
     from_leaves,
@@ -58,8 +59,6 @@ from trails.evidence.proofs import (
     leaf_data,
     seal_to_json,
 )
-from trails.prov.builder import QuadBuilder
-from trails.prov.events import Event
 from trails.prov.iri import Minter
 from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions, Store
@@ -81,6 +80,13 @@ __all__ = [
     "since_head",
 ]
 
+if TYPE_CHECKING:
+    from trails.evidence.events import LogExtended
+
+# the log's event is loaded by the checkpoint that writes it (``trails.evidence.events``), so
+# reading the log does not build the event models; the old name resolves on first use
+__getattr__, __dir__ = lazy_names(__name__, {"LogExtended": "trails.evidence.events"})
+
 Stamp = Callable[[bytes], str | None]
 """Asks a time-stamping authority to stamp a head's message (its imprint is the head's
 hash); the base64 DER token, or None (``trails.evidence.timestamp``)."""
@@ -99,11 +105,6 @@ def log_origin(log: IRI) -> str:
     """The checkpoint origin (and key name) of a log when ``[audit] log_origin`` is not set:
     its graph IRI, any ``+`` percent-encoded (a key name holds none)."""
     return str(log).replace("+", "%2B")
-
-
-def node_iri(log: IRI, level: int, index: int) -> IRI:
-    """The IRI of the perfect subtree of ``2**level`` leaves starting at ``index * 2**level``."""
-    return Minter.part(log, f"node:{level}:{index}")
 
 
 _NODE = """
@@ -222,49 +223,6 @@ def read_head(store: Store, log: IRI) -> TreeHead | None:
     return max(heads, key=lambda h: (h.size, instant(h.at))) if heads else None
 
 
-class LogExtended(Event):
-    """Seals appended to the transparency log and its new signed tree head
-    (``session`` is the log graph); written with the checkpoint that appends them."""
-
-    log: str
-    nodes: tuple[tuple[int, int, str], ...]
-    leaves: tuple[tuple[int, str], ...]
-    tips: tuple[str, ...] = ()
-    """Each writer's newest seal in the log, where this append moved it."""
-    head: str
-    size: int
-    root: str
-    at: datetime
-    head_hash: str
-    signature: str | None = None
-    signing_key: str | None = None
-    timestamp: str | None = None
-    note: str | None = None
-    """The head as a signed C2SP checkpoint (``trails.evidence.note``), when signed."""
-
-    def emit(self, b: QuadBuilder) -> None:
-        log, h = IRI.trusted(self.log), IRI.trusted(self.head)
-        for level, index, hex_hash in self.nodes:
-            b.value(node_iri(log, level, index), T.nodeHash, hex_hash)
-        for index, seal in self.leaves:
-            leaf = node_iri(log, 0, index)
-            b.add(leaf, T.leafSeal, IRI.trusted(seal))
-            b.value(leaf, T.leafIndex, index)
-        for seal in self.tips:
-            b.add(log, T.loggedSeal, IRI.trusted(seal))
-        b.add(log, T.latestTreeHead, h)
-        b.types(h, T.TreeHead, PROV.Entity)
-        b.label(h, f"tree head of {self.size} leaves")
-        b.value(h, T.treeSize, self.size)
-        b.value(h, T.rootHash, self.root)
-        b.value(h, PROV.generatedAtTime, self.at)
-        b.value(h, T.headHash, self.head_hash)
-        b.value(h, T.signature, self.signature)
-        b.value(h, T.signingKey, self.signing_key)
-        b.value(h, T.timestampToken, self.timestamp)
-        b.value(h, T.checkpointNote, self.note)
-
-
 def _frontier(size: int) -> list[tuple[int, int]]:
     """The perfect subtrees that make up the first ``size`` leaves, largest first."""
     out, start = [], 0
@@ -298,6 +256,8 @@ def extend_log(
         NotInLog: the stored log lacks a node its head needs (it was edited).
         StoreError: the store could not be read.
     """
+    from trails.evidence.events import LogExtended  # a writer's (trails.evidence.events)
+
     log, ledger = log_iri(minter), ledger_iri(minter)
     head = read_head(store, log)
     size = head.size if head is not None else 0

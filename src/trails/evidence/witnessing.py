@@ -24,18 +24,19 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from trails._lazy import lazy_names
 from trails.config import Settings, load_settings
 from trails.errors import ConfigError
 from trails.evidence.cosign import Cosigner, format_add_checkpoint, parse_cosigner
 from trails.evidence.note import NoteError, parse_checkpoint, parse_note
 from trails.evidence.transparency import NotInLog, consistency_from, log_iri, read_head
-from trails.prov.builder import QuadBuilder
-from trails.prov.events import Event
-from trails.prov.vocab import T
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal
+
+if TYPE_CHECKING:
+    from trails.evidence.events import HeadWitnessed
 
 __all__ = [
     "HeadWitnessed",
@@ -49,6 +50,10 @@ __all__ = [
 
 DEFAULT_TIMEOUT_S = 10.0
 MAX_ANSWER = 1 << 16
+
+# the cosignatures' event is loaded when they are written (``trails.evidence.events``), so
+# reading cosignatures does not build the event models; the old name resolves on first use
+__getattr__, __dir__ = lazy_names(__name__, {"HeadWitnessed": "trails.evidence.events"})
 
 Post = Callable[[str, bytes, float], tuple[int, str, bytes]]
 
@@ -78,17 +83,6 @@ class Outcome:
 
     def __str__(self) -> str:
         return f"WITNESS   {self.witness.label}: {self.message}"
-
-
-class HeadWitnessed(Event):
-    """Witnesses' verified cosignatures of a tree head (``session`` is the log graph)."""
-
-    head: str
-    lines: tuple[str, ...]
-
-    def emit(self, b: QuadBuilder) -> None:
-        for line in self.lines:
-            b.value(IRI.trusted(self.head), T.cosignature, line)
 
 
 def configured_witnesses(settings: Settings | None = None) -> tuple[list[WitnessConfig], float]:
@@ -329,5 +323,7 @@ def witness_newest(
         o.line for o in outcomes if o.line is not None and o.line not in head.cosignatures
     )
     if lines:
+        from trails.evidence.events import HeadWitnessed  # a writer's (trails.evidence.events)
+
         recorder.record(HeadWitnessed(session=log, head=head.iri, lines=lines))
     return outcomes

@@ -22,8 +22,6 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic_core import to_jsonable_python
-
 from trails.prov.vocab import PROV, T
 from trails.store.base import Solutions, Store
 from trails.store.terms import IRI, Literal
@@ -92,6 +90,9 @@ def _fallback(value: Any) -> Any:
     own = getattr(type(value), "__trails_json__", None)
     if own is not None:  # a trails value that keeps its (pydantic-equal) form itself
         return own(value)
+    # loaded for the first value JSON cannot hold, so a reader of content never loads it
+    from pydantic_core import to_jsonable_python
+
     try:
         return to_jsonable_python(value)
     except Exception:  # pydantic raises its own error for unknown types

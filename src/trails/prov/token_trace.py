@@ -19,20 +19,25 @@ The tokens' text is not copied: it is the completion's text (kept in its session
 content graph, erased with it), cut at the recorded offsets. ``trails export --all``
 leaves these graphs out (``is_token_graph``): they never cross the boundary. Each is sealed
 in the write that makes it, so ``trails verify`` covers it as it covers a receipt.
+The event that writes it (``TokensTraced``) is the LLM client's, in ``trails.llm.tokens``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
-
-from trails.prov.builder import QuadBuilder
-from trails.prov.events import Event
+from trails._lazy import lazy_names
 from trails.prov.iri import Minter
-from trails.prov.vocab import PROV, T
 from trails.store.terms import IRI
 
-__all__ = ["TOKEN_GRAPHS", "TokensTraced", "is_token_graph", "token_graph"]
+__all__ = [
+    "TOKEN_GRAPHS",
+    "TokensTraced",  # noqa: F822 - resolved on first lookup (below), from trails.llm.tokens
+    "is_token_graph",
+    "token_graph",
+]
+
+# the event that writes a trace is its writer's (``trails.llm.tokens``): its old name here
+# loads that module on first lookup, so an export that leaves traces out does not build it
+__getattr__, __dir__ = lazy_names(__name__, {"TokensTraced": "trails.llm.tokens"})
 
 #: The name every token-trace graph starts with (after the base): ``graph:llm-tokens/``.
 TOKEN_GRAPHS = "graph:llm-tokens/"
@@ -46,34 +51,3 @@ def token_graph(minter: Minter, completion: str) -> IRI:
 def is_token_graph(graph: str) -> bool:
     """Whether ``graph`` is a token-trace graph (kept out of exports)."""
     return TOKEN_GRAPHS in str(graph)
-
-
-class TokensTraced(Event):
-    """The tokens of one streamed completion (``session`` is the trace's own graph)."""
-
-    completion: str
-    tokens: Sequence[tuple[int, int, datetime]]
-    """Each token's offset and length in the completion's text, and when it arrived."""
-
-    @property
-    def completes_graph(self) -> bool:
-        """The trace is whole in this one write: sealed in it (``trails verify`` recomputes
-        it; an edited or deleted token is a finding like any sealed graph's)."""
-        return True
-
-    def emit(self, b: QuadBuilder) -> None:
-        trace = self.graph
-        activity = IRI.trusted(self.completion)
-        b.types(trace, PROV.Bundle, PROV.Collection, T.TokenTrace, PROV.Entity)
-        b.add(trace, PROV.wasGeneratedBy, activity)
-        b.label(trace, f"token trace ({len(self.tokens)} tokens)")
-        b.add(Minter.part(self.completion, "completion"), PROV.wasDerivedFrom, trace)
-        for i, (offset, length, at) in enumerate(self.tokens):
-            token = Minter.part(str(trace), f"token/{i}")
-            b.types(token, T.Token, PROV.Entity)
-            b.add(trace, PROV.hadMember, token)
-            b.add(token, PROV.wasGeneratedBy, activity)
-            b.value(token, PROV.generatedAtTime, at)
-            b.value(token, T.tokenIndex, i)
-            b.value(token, T.charOffset, offset)
-            b.value(token, T.charLength, length)
