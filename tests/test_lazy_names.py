@@ -59,7 +59,6 @@ def test_every_exported_name_resolves_to_what_its_module_defines(package: object
         ("trails.evidence.checkpoint", "VerificationCheckpointed", "trails.evidence.events"),
         ("trails.evidence.transparency", "LogExtended", "trails.evidence.events"),
         ("trails.evidence.witnessing", "HeadWitnessed", "trails.evidence.events"),
-        ("trails.prov.token_trace", "TokensTraced", "trails.llm.tokens"),
     ],
 )
 def test_an_event_moved_to_its_writer_keeps_its_old_name(old: str, name: str, new: str) -> None:

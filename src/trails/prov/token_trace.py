@@ -24,20 +24,14 @@ The event that writes it (``TokensTraced``) is the LLM client's, in ``trails.llm
 
 from __future__ import annotations
 
-from trails._lazy import lazy_names
 from trails.prov.iri import Minter
 from trails.store.terms import IRI
 
 __all__ = [
     "TOKEN_GRAPHS",
-    "TokensTraced",  # noqa: F822 - resolved on first lookup (below), from trails.llm.tokens
     "is_token_graph",
     "token_graph",
 ]
-
-# the event that writes a trace is its writer's (``trails.llm.tokens``): its old name here
-# loads that module on first lookup, so an export that leaves traces out does not build it
-__getattr__, __dir__ = lazy_names(__name__, {"TokensTraced": "trails.llm.tokens"})
 
 #: The name every token-trace graph starts with (after the base): ``graph:llm-tokens/``.
 TOKEN_GRAPHS = "graph:llm-tokens/"
