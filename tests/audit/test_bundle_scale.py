@@ -3,6 +3,8 @@ ordered; the ledger segment sorted outside memory; the same bytes as sorting in 
 
 from __future__ import annotations
 
+import functools
+import io
 import json
 import random
 import re
@@ -152,23 +154,27 @@ def test_a_servers_segment_is_the_embedded_stores(known: Store, remote_store: St
 def test_a_scratch_store_loads_documents_apart_in_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scratch, "BATCH", 2)
     one = b"<urn:a> <urn:p> _:b .\n<urn:a> <urn:p> <urn:c> .\n<urn:a> <urn:q> <urn:d> .\n"
-    refused: list[str] = []
-    documents = [
+    documents: list[tuple[str, scratch.Document, str]] = [
         ("one", one, "nquads"),
         ("two", b"<urn:a> <urn:p> _:b <urn:g> .\n", "nquads"),  # its own _:b
         ("bad", b"<urn:a> <urn:p> <urn:e> .\n<urn:a> <urn:p", "nquads"),  # nothing of it
         ("three", b"<urn:g2> { <urn:a> <urn:p> <urn:f> . }", "trig"),
     ]
-    with scratch.scratch_store(documents, refused=lambda n, _why: refused.append(n)) as store:
-        assert refused == ["bad"]
-        result = store.query(
-            "SELECT (COUNT(*) AS ?n) (COUNT(DISTINCT ?o) AS ?o) WHERE "
-            "{ { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }"
-        )
-        assert isinstance(result, Solutions)
-        assert [int(v.value) for v in result.rows[0]] == [5, 5]  # two blank nodes, no urn:e
-    with pytest.raises(RDFSyntaxError, match="bad"), scratch.scratch_store(documents):
-        pass
+    streamed: list[tuple[str, scratch.Document, str]] = [
+        (name, functools.partial(io.BytesIO, data), fmt) for name, data, fmt in documents
+    ]  # a large document is opened as a stream, twice: parsed whole first, then loaded
+    for given in (documents, streamed):
+        refused: list[str] = []
+        with scratch.scratch_store(given, refused=lambda n, _why, r=refused: r.append(n)) as store:
+            assert refused == ["bad"]
+            result = store.query(
+                "SELECT (COUNT(*) AS ?n) (COUNT(DISTINCT ?o) AS ?o) WHERE "
+                "{ { ?s ?p ?o } UNION { GRAPH ?g { ?s ?p ?o } } }"
+            )
+            assert isinstance(result, Solutions)
+            assert [int(v.value) for v in result.rows[0]] == [5, 5]  # two blank nodes, no urn:e
+        with pytest.raises(RDFSyntaxError, match="bad"), scratch.scratch_store(given):
+            pass
 
 
 def test_a_whole_store_bundle_verifies(bundle: Path) -> None:
@@ -180,9 +186,11 @@ def test_a_whole_store_bundle_verifies(bundle: Path) -> None:
 def test_a_bundle_on_disk_is_the_bundle_in_memory(
     known: Store, bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past ``IN_MEMORY`` bytes the scratch store is on disk: the same files, byte for byte,
-    and the bundle verifies over a scratch store on disk too."""
+    """Past ``IN_MEMORY`` bytes the scratch store is on disk, and past ``_WHOLE`` a file is
+    loaded into it as a stream from the spill: the same files, byte for byte, and the bundle
+    verifies that way too."""
     monkeypatch.setattr(bundle_module, "IN_MEMORY", 0)
+    monkeypatch.setattr(bundle_module, "_WHOLE", 0)
     on_disk = tmp_path / "disk.zip"
     write_bundle(known, on_disk, select_graphs(known, all_graphs=True))
     with zipfile.ZipFile(bundle) as a, zipfile.ZipFile(on_disk) as b:

@@ -14,6 +14,7 @@ import io
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,6 +55,36 @@ def test_the_spilled_archive_is_the_canonical_archive(monkeypatch: pytest.Monkey
     assert zipfile.ZipFile(io.BytesIO(expected)).namelist()[0] == "manifest.json"
 
 
+def test_a_file_written_into_the_spill_is_the_file_added_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(archive, "_PART", 64)  # a stream reads 64 bytes at a time
+    data = bytes(range(256)) * 40
+    whole, written = Spill(), Spill()
+    try:
+        whole.add("answers/a.csv", b"x")
+        whole.add("sessions/0001.trig", data)
+        written.add("answers/a.csv", b"x")
+        with written.writer("sessions/0001.trig") as out:
+            for at in range(0, len(data), 333):  # written in pieces, as an exporter writes
+                out.write(data[at : at + 333])
+        stream = written.open("sessions/0001.trig")
+        first = stream.read(100)
+        written.add("keys/0001.pem", b"k")  # the next file goes after it, mid-read or not
+        assert first + stream.read() == data
+        assert written.read("sessions/0001.trig") == data
+        assert written.read("keys/0001.pem") == b"k"
+        assert {n: v for n, v in written.listing().items() if n != "keys/0001.pem"} == (
+            whole.listing()
+        )
+        assert written.listing()["sessions/0001.trig"]["sha256"] == hashlib.sha256(data).hexdigest()
+        with pytest.raises(ValueError, match="already"), written.writer("answers/a.csv"):
+            pass
+    finally:
+        whole.close()
+        written.close()
+
+
 def test_a_bundle_of_several_sessions_goes_through_the_spill(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -77,8 +108,15 @@ def test_a_bundle_of_several_sessions_goes_through_the_spill(
         spilled.append(name)  # the ledger segment, sorted outside memory
         add_parts(self, name, parts)
 
+    writer = Spill.writer
+
+    def counted_writer(self: Spill, name: str) -> Any:
+        spilled.append(name)  # a session's TriG, on disk as the exporter writes it
+        return writer(self, name)
+
     monkeypatch.setattr(Spill, "add", counted)
     monkeypatch.setattr(Spill, "add_parts", counted_parts)
+    monkeypatch.setattr(Spill, "writer", counted_writer)
     path = tmp_path / "evidence.zip"
     stats = write_bundle(store, path, sessions)
     raw = path.read_bytes()

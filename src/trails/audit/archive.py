@@ -14,7 +14,9 @@ no more of it in memory than writing it did.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import os
 import re
 import struct
@@ -22,7 +24,7 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import IO
+from typing import IO, BinaryIO, cast
 
 __all__ = ["EPOCH", "MANIFEST", "NotABundle", "Spill", "read_archive", "zip_info"]
 
@@ -110,6 +112,42 @@ def zip_info(name: str) -> zipfile.ZipInfo:
     return info
 
 
+class _Appending(io.RawIOBase):
+    """Writes go to the end of a spill file, hashed on the way."""
+
+    def __init__(self, file: IO[bytes], digest: hashlib._Hash) -> None:
+        self._file, self._digest = file, digest
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:  # type: ignore[override]
+        self._digest.update(data)
+        self._file.write(data)
+        return len(data)
+
+
+class _Window(io.RawIOBase):
+    """Reads one file of a spill, from wherever the spill file was left."""
+
+    def __init__(self, file: IO[bytes], offset: int, size: int) -> None:
+        self._file, self._at, self._left = file, offset, size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        want = min(len(buffer), self._left)
+        if want <= 0:
+            return 0
+        self._file.seek(self._at)
+        got = self._file.readinto(memoryview(buffer)[:want])  # type: ignore[attr-defined]
+        if not got:
+            raise OSError("the bundle's spill file ended early")
+        self._at, self._left = self._at + got, self._left - got
+        return int(got)
+
+
 class Spill:
     """Files of an archive, kept in one temporary file as they are added."""
 
@@ -121,6 +159,7 @@ class Spill:
         """Keep ``data`` as the file ``name`` (added once)."""
         if name in self._at:
             raise ValueError(f"{name} is already in the archive")
+        self._file.seek(0, 2)  # files are added at the end, wherever a read left it
         self._at[name] = (self._file.tell(), len(data), hashlib.sha256(data).hexdigest())
         self._file.write(data)
 
@@ -128,10 +167,20 @@ class Spill:
         """Keep the concatenated ``parts`` as the file ``name`` (added once), never whole."""
         if name in self._at:
             raise ValueError(f"{name} is already in the archive")
-        offset, digest = self._file.tell(), hashlib.sha256()
+        offset, digest = self._file.seek(0, 2), hashlib.sha256()
         for part in parts:
             digest.update(part)
             self._file.write(part)
+        self._at[name] = (offset, self._file.tell() - offset, digest.hexdigest())
+
+    @contextlib.contextmanager
+    def writer(self, name: str) -> Iterator[BinaryIO]:
+        """A stream whose bytes become the file ``name`` (added once) as they are written:
+        a file an exporter writes goes to disk as it is made, never whole in memory."""
+        if name in self._at:
+            raise ValueError(f"{name} is already in the archive")
+        offset, digest = self._file.seek(0, 2), hashlib.sha256()
+        yield cast(BinaryIO, _Appending(self._file, digest))
         self._at[name] = (offset, self._file.tell() - offset, digest.hexdigest())
 
     def size(self, name: str) -> int:
@@ -147,6 +196,11 @@ class Spill:
         if len(data) != size:
             raise OSError("the bundle's spill file ended early")
         return data
+
+    def open(self, name: str) -> IO[bytes]:
+        """A stream of the file ``name``, read a piece at a time (never whole)."""
+        offset, size, _ = self._at[name]
+        return io.BufferedReader(_Window(self._file, offset, size), _PART)
 
     def __len__(self) -> int:
         return len(self._at)

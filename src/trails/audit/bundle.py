@@ -47,6 +47,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import csv
+import functools
 import hashlib
 import io
 import itertools
@@ -82,7 +83,7 @@ from trails.evidence.verify import Finding, VerifyReport, _check_seal, trusted_k
 from trails.prov.content import content_graph, is_content_graph, structure_graph
 from trails.prov.iri import Minter
 from trails.store import Solutions, Store
-from trails.store.scratch import scratch_store
+from trails.store.scratch import Document, scratch_store
 from trails.store.terms import IRI
 
 __all__ = ["BUNDLE_FORMAT", "BundleReport", "BundleStats", "verify_bundle", "write_bundle"]
@@ -217,9 +218,18 @@ creating a store on disk costs more than a few sessions; beyond, memory would gr
 the bundle."""
 
 
+_WHOLE = 1 << 20
+"""A bundled file up to this size is read whole into the scratch store; a larger one (the
+catalogue's, a whole store's ledger segment) is parsed from the spill as a stream."""
+
+
+def _document(spill: Spill, name: str) -> Document:
+    return spill.read(name) if spill.size(name) <= _WHOLE else functools.partial(spill.open, name)
+
+
 @contextlib.contextmanager
 def _scratch(
-    documents: Iterable[tuple[str, bytes]],
+    documents: Iterable[tuple[str, Document]],
     findings: list[Finding] | None = None,
     *,
     size: int = 0,
@@ -332,11 +342,10 @@ def _bundle_files(
     sessions: dict[str, IRI] = {}
     for i, graph in enumerate(graphs, start=1):
         stem = f"{i:04d}"
-        out = io.BytesIO()
         content = content_graph(graph)
         selected = [graph, content] if content in present else [graph]
-        part: ExportStats = export(store, out, selected, format="trig", minter=minter)
-        spill.add(f"sessions/{stem}.trig", out.getvalue())
+        with spill.writer(f"sessions/{stem}.trig") as out:  # on disk as it is written
+            part: ExportStats = export(store, out, selected, format="trig", minter=minter)
         sessions[stem] = graph
         stats.quads += part.quads
     stats.graphs = len(graphs)
@@ -359,7 +368,7 @@ def _bundle_files(
     # the pack's answers over the bundled graphs alone, as ``verify_bundle`` recomputes them
     loaded = [f"sessions/{stem}.trig" for stem in sessions] + [_SEGMENT]
     size = sum(spill.size(name) for name in loaded)
-    with _scratch(((name, spill.read(name)) for name in loaded), size=size) as scratch:
+    with _scratch(((name, _document(spill, name)) for name in loaded), size=size) as scratch:
         before = len(spill)
         _answers(scratch, sessions, spill.add)
         described = _describe_sessions(scratch, sessions, segment)
@@ -559,7 +568,7 @@ def verify_bundle(
         _check_files(spill, manifest, report)
         files = spill.names()
         size = sum(spill.size(n) for n in files if _format(n))
-        documents = ((n, spill.read(n)) for n in files if _format(n))
+        documents = ((n, _document(spill, n)) for n in files if _format(n))
         with _scratch(documents, report.findings, size=size) as scratch:
             contents, bundled, spans = _check_graphs(scratch, ledger, described, public_key, report)
             _check_listed(scratch, set(bundled.values()), ledger, report)

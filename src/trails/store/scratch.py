@@ -18,6 +18,7 @@ import itertools
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import IO
 
 import pyoxigraph as ox
 
@@ -25,7 +26,7 @@ from trails.errors import RDFSyntaxError, StoreError
 from trails.store.base import DEFAULT_BASE_IRI
 from trails.store.oxigraph import OxigraphStore, rdf_format
 
-__all__ = ["BATCH", "Refused", "scratch_store"]
+__all__ = ["BATCH", "Document", "Refused", "scratch_store"]
 
 BATCH = 100_000
 """Quads a bulk load takes at a time: its memory (pyoxigraph's loader sorts a batch in
@@ -38,18 +39,27 @@ Refused = Callable[[str, str], None]
 """Told ``(name, why)`` of a document that does not parse (it is left out)."""
 
 
+Document = bytes | Callable[[], IO[bytes]]
+"""A document's bytes, or what opens a stream of them (read twice when it is large: never
+whole in memory)."""
+
+
 def _quads(
-    documents: Iterable[tuple[str, bytes, str]], refused: Refused | None
+    documents: Iterable[tuple[str, Document, str]], refused: Refused | None
 ) -> Iterator[ox.Quad]:
     for name, data, format in documents:
         fmt = rdf_format(format)
         try:
             # the whole document parsed first: one that fails half way loads nothing (a
             # large one parsed twice rather than held: a whole store's ledger segment)
-            if len(data) > _HOLD:
+            if callable(data):
+                for _ in ox.parse(data(), fmt):
+                    pass
+                quads: Iterable[ox.Quad] = ox.parse(data(), fmt, rename_blank_nodes=True)
+            elif len(data) > _HOLD:
                 for _ in ox.parse(data, fmt):
                     pass
-                quads: Iterable[ox.Quad] = ox.parse(data, fmt, rename_blank_nodes=True)
+                quads = ox.parse(data, fmt, rename_blank_nodes=True)
             else:
                 quads = list(ox.parse(data, fmt, rename_blank_nodes=True))
         except SyntaxError as exc:
@@ -73,7 +83,7 @@ def _folder() -> tempfile.TemporaryDirectory[str]:
 
 @contextlib.contextmanager
 def scratch_store(
-    documents: Iterable[tuple[str, bytes, str]],
+    documents: Iterable[tuple[str, Document, str]],
     *,
     refused: Refused | None = None,
     base_iri: str | None = None,
@@ -83,7 +93,8 @@ def scratch_store(
 
     Args:
         documents: ``(name, data, format)`` of each document (``trig``, ``nquads``, ...),
-            read one at a time as the load goes.
+            read one at a time as the load goes; ``data`` is the bytes, or a function
+            that opens a stream of them (a large document, never read whole).
         refused: told each document that does not parse (without it, that raises).
         base_iri: the store's base IRI (default: trails' own).
         in_memory: keep the store in memory instead (for a few documents, where creating
