@@ -70,3 +70,18 @@ def test_each_measurement_runs_on_a_real_store(tmp_path: Path, what: str) -> Non
     store.close()
     figure = bench.one(path, what)
     assert figure["cpu"] > 0 and figure["rss_mib"] > 10 and figure["bytes"] > 1000
+
+
+def test_a_bundles_memory_counts_over_the_stores_own_growth_for_a_second_store() -> None:
+    def grown(base: float, bundle: float, nquads: float) -> list[str]:
+        fig = _figures(2.0, 1.0, 1.0)
+        fig[4000][bench.RELOAD]["rss_mib"] = 100.0 * base
+        fig[4000]["bundle"]["rss_mib"] = 100.0 * bundle
+        fig[4000]["verify-bundle"]["rss_mib"] = 100.0 * bundle
+        fig[4000]["nquads"]["rss_mib"] = 100.0 * nquads
+        return bench.problems([1000, 2000, 4000], fig)
+
+    assert grown(1.4, 1.8, 1.0) == []  # 1.29x of what the store itself grew
+    found = grown(1.4, 3.0, 2.0)  # 2.14x of it; an export that loads nothing, 2.0x
+    assert sorted(line.split(":")[0] for line in found) == ["bundle", "nquads", "verify-bundle"]
+    assert "peak memory 2.14x" in found[0] or "peak memory 2.14x" in found[-1]
