@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import bench_export_scale as bench
 
+from trails.evidence.seal import install_sealer
 from trails.prov import Recorder
 from trails.store import open_store
 from trails.testing.conformance import record_sample_session
@@ -85,3 +86,16 @@ def test_a_bundles_memory_counts_over_the_stores_own_growth_for_a_second_store()
     found = grown(1.4, 3.0, 2.0)  # 2.14x of it; an export that loads nothing, 2.0x
     assert sorted(line.split(":")[0] for line in found) == ["bundle", "nquads", "verify-bundle"]
     assert "peak memory 2.14x" in found[0] or "peak memory 2.14x" in found[-1]
+
+
+def test_the_ledger_read_benchmark_reads_the_same_seals_both_ways(tmp_path: Path) -> None:
+    import bench_ledger_read
+
+    path = tmp_path / "store"
+    store = open_store(str(path))
+    recorder = Recorder(store)
+    install_sealer(recorder)
+    record_sample_session(recorder)
+    store.close()
+    got = bench_ledger_read.measure(path, rounds=1)
+    assert got["seals"] >= 1 and got["whole"] > 0 and got["by subject"] > 0
