@@ -369,7 +369,7 @@ def _read_by_subject(store: Store, ledger: IRI) -> LedgerContents | None:
         for line in io.TextIOWrapper(fh, encoding="utf-8", newline="\n"):
             if line == "\n":
                 continue
-            s, p, o = line[:-3].split(" ", 2)
+            s, p, o = _parts(line[:-1])
             if s != subject:
                 if subject:
                     _take(contents, IRI.trusted(str(_term(subject))), props, ledger)
@@ -412,15 +412,21 @@ def _term(text: str) -> Term:
     return Literal(lexical)
 
 
+def _parts(line: str) -> list[str]:
+    """The subject, predicate and object of one line of canonical N-Triples (as the
+    embedded store writes them, without its line end): subject and predicate are the
+    first two space-separated terms (IRIs and blank nodes hold no space), the object is
+    the rest of the line before `` .``."""
+    return line[:-2].split(" ", 2)
+
+
 def _ntriples_rows(data: bytes) -> list[tuple[Term | None, ...]]:
-    """``(s, p, o)`` rows of canonical N-Triples (as the embedded store writes them):
-    subject and predicate are the first two space-separated terms (IRIs and blank
-    nodes hold no space), the object is the rest of the line before `` .``."""
+    """``(s, p, o)`` rows of canonical N-Triples (``_parts`` of each line)."""
     rows: list[tuple[Term | None, ...]] = []
     for line in data.decode("utf-8").split("\n"):
         if not line:
             continue
-        s, p, o = line[:-2].split(" ", 2)
+        s, p, o = _parts(line)
         rows.append((_term(s), _term(p), _term(o)))
     return rows
 

@@ -184,8 +184,7 @@ def to_python(term: Term | None) -> Any:
         if local == "decimal":
             return Decimal(term.value)
         if local == "dateTime":
-            parsed = datetime.fromisoformat(term.value.replace("Z", "+00:00"))
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+            return _datetime(term.value)
         if local == "date":
             return date.fromisoformat(term.value)
     except ValueError:
@@ -207,12 +206,22 @@ def instant(value: object) -> datetime:
         value = value.value
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            return _datetime(value)
         except ValueError:
             return _NEVER
     if not isinstance(value, datetime):
         return _NEVER
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _datetime(lexical: str) -> datetime:
+    """An ``xsd:dateTime`` lexical form as an aware datetime (no zone: UTC).
+
+    Raises:
+        ValueError: it is not one.
+    """
+    parsed = datetime.fromisoformat(lexical.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def to_rdflib(term: Term) -> Any:
