@@ -152,6 +152,7 @@ class Spill:
     """Files of an archive, kept in one temporary file as they are added."""
 
     def __init__(self) -> None:
+        # reads move anywhere in the file; each file is added at its end (``seek(0, 2)``)
         self._file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close)
         self._at: dict[str, tuple[int, int, str]] = {}  # name -> offset, size, sha256
 
@@ -192,7 +193,6 @@ class Spill:
         offset, size, _ = self._at[name]
         self._file.seek(offset)
         data = self._file.read(size)
-        self._file.seek(0, 2)  # files are added at the end
         if len(data) != size:
             raise OSError("the bundle's spill file ended early")
         return data
@@ -235,7 +235,6 @@ class Spill:
                             raise OSError("the bundle's spill file ended early")
                         entry.write(chunk)
                         left -= len(chunk)
-        self._file.seek(0, 2)
         return out.tell() - start
 
     def close(self) -> None:
