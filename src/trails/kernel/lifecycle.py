@@ -46,10 +46,10 @@ import logging
 import sys
 import threading
 import weakref
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trails.errors import TrailsError
 from trails.prov.events import SessionEnded
@@ -62,6 +62,7 @@ __all__ = [
     "INTERRUPTED",
     "Lifecycle",
     "SessionEnd",
+    "collecting",
     "drain_pending",
     "end_open_sessions",
     "end_status",
@@ -215,7 +216,14 @@ class Lifecycle:
 _lock = threading.Lock()
 _open: dict[int, SessionEnd] = {}
 _pending: deque[SessionEnd] = deque()
-_collecting = threading.local()
+# The collector's phase, kept by a callback written in C. A callback written in Python
+# runs bytecode, where Python runs a pending signal's handler; the exception that
+# handler raises (Ctrl-C's KeyboardInterrupt, a SIGTERM handler's SystemExit) would be
+# swallowed there as "Exception ignored in", and the signal lost. ``move_to_end(phase,
+# info)`` moves "start" or "stop" to the end: the last key is the phase the collector
+# is in. It is the process's, not a thread's: a session that another thread lets go
+# while a collection is under way is queued as well.
+_phase: OrderedDict[str, None] = OrderedDict(start=None, stop=None)
 
 
 def _forget(ending: SessionEnd) -> None:
@@ -226,17 +234,18 @@ def _forget(ending: SessionEnd) -> None:
 def _abandoned(ending: SessionEnd) -> None:
     if ending.ended:
         return
-    if getattr(_collecting, "active", False):
+    if collecting():
         _pending.append(ending)  # inside the cyclic collector: end it at the next safe point
         return
     ending.end_quietly("ok")
 
 
-def _gc_phase(phase: str, info: dict[str, Any]) -> None:
-    _collecting.active = phase == "start"
+def collecting() -> bool:
+    """Whether the cyclic garbage collector is running (between its start and stop)."""
+    return next(reversed(_phase)) == "start"
 
 
-gc.callbacks.append(_gc_phase)
+gc.callbacks.append(_phase.move_to_end)
 
 
 def drain_pending() -> None:
