@@ -12,10 +12,8 @@ every tool call.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import os
-import signal
 import sys
 from typing import Any
 
@@ -163,6 +161,7 @@ def _serve_http(server: Any, tokens: Any, address: tuple[str, int], base_iri: st
     from trails.server.auth import Grant
     from trails.server.graphs import allowed_graphs
     from trails.server.heads import head_timeout, server_limits
+    from trails.server.stopping import stop_on_signals
 
     store = server.store
 
@@ -179,6 +178,10 @@ def _serve_http(server: Any, tokens: Any, address: tuple[str, int], base_iri: st
     sock = _listen(host, port)
     try:
         app = server.http_app(authenticate, host=host)
+        # keep-alive, connections and request heads limited as `trails serve`'s
+        limits = server_limits(head_timeout(load_settings().section("serve"), "serve"))
+        uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", **limits))
+        stop_on_signals(uv)  # Ctrl-C or SIGTERM, however early: "stopped" and status 0
         where = f"[{host}]" if ":" in host else host
         print(
             f"trails mcp serve: {len(tokens)} token(s), {len(server.capabilities())} "
@@ -186,19 +189,10 @@ def _serve_http(server: Any, tokens: Any, address: tuple[str, int], base_iri: st
             file=sys.stderr,
             flush=True,
         )
-        # keep-alive, connections and request heads limited as `trails serve`'s
-        limits = server_limits(head_timeout(load_settings().section("serve"), "serve"))
-        uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", **limits))
-        signal.signal(signal.SIGTERM, _interrupted)
-        with contextlib.suppress(KeyboardInterrupt):
-            uv.run(sockets=[sock])
+        uv.run(sockets=[sock])
         print("trails mcp serve: stopped", file=sys.stderr)
     finally:
         sock.close()
-
-
-def _interrupted(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 def proxy(args: argparse.Namespace) -> int:

@@ -12,7 +12,6 @@ or bad port is one ``trails: error:`` line and exit 2.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from typing import Any
 
@@ -70,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from trails.prov.recorder import Recorder
     from trails.server.heads import head_timeout, server_limits
     from trails.server.logs import mount_logs
+    from trails.server.stopping import stop_on_signals
     from trails.server.traces import DEFAULT_MAX_BYTES, receiver_app
     from trails.server.write_tokens import load_write_tokens
     from trails.store import open_store
@@ -107,6 +107,12 @@ def run(args: argparse.Namespace) -> int:
     mount_logs(app, ingestor, tokens=tokens, max_bytes=args.max_bytes or DEFAULT_MAX_BYTES)
     sock = _listen(host, port)  # a busy or bad port: one line, exit 2, before the banner
     try:
+        # keep-alive, connections and request heads limited as `trails serve`'s ([otel]
+        # header_timeout, 408); a body must arrive in 30 s
+        server = uvicorn.Server(
+            uvicorn.Config(app, log_level="warning", **server_limits(header_seconds))
+        )
+        stop_on_signals(server)  # Ctrl-C or SIGTERM, however early: status 0
         where = f"[{host}]" if ":" in host else host
         print(
             f"trails otlp: http://{where}:{sock.getsockname()[1]}/v1/traces and /v1/logs, "
@@ -115,13 +121,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        # keep-alive, connections and request heads limited as `trails serve`'s ([otel]
-        # header_timeout, 408); a body must arrive in 30 s
-        server = uvicorn.Server(
-            uvicorn.Config(app, log_level="warning", **server_limits(header_seconds))
-        )
-        with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises it after stopping
-            server.run(sockets=[sock])
+        server.run(sockets=[sock])
     finally:
         sock.close()
     return 0

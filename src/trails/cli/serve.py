@@ -18,7 +18,6 @@ serving never creates a store, nor the access log beside one that is missing.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ipaddress
 import signal
 import socket
@@ -185,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
 
     from trails.cli.capabilities import import_modules
     from trails.server.heads import head_timeout, server_limits
+    from trails.server.stopping import stop_on_signals
 
     import_modules(getattr(args, "imports", []))
 
@@ -260,26 +260,6 @@ def run(args: argparse.Namespace) -> int:
             from trails.server.tiles import mount_tiles
 
             mount_tiles(endpoint.app, settings.resolve_path(str(section["log_tiles"])))
-        # workers open the store now, not after the banner; they ignore Ctrl-C (the
-        # terminal sends it to them too): this process stops them on its way out
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            endpoint.evaluator.start()
-        except TrailsError as exc:
-            endpoint.close()
-            raise _StartupError(_one_line(exc)) from None
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        bound = sock.getsockname()[1]
-        where = f"[{host}]" if ":" in host else host
-        print(
-            f"trails serve: {len(tokens)} token(s), store {location}, access log "
-            f"{store_place(endpoint.access_log.store)}, http://{where}:{bound}/sparql "
-            f"(time limit {config.time_limit:g} s), the console at "
-            f"http://{where}:{bound}/console/",
-            file=sys.stderr,
-            flush=True,
-        )
         server = uvicorn.Server(
             uvicorn.Config(
                 endpoint.app,
@@ -301,20 +281,36 @@ def run(args: argparse.Namespace) -> int:
             told(sig, frame)
 
         server.handle_exit = handle_exit  # type: ignore[method-assign]
-        # uvicorn stops gracefully on SIGINT and SIGTERM, then re-raises the signal to the
-        # handler it found: SIGTERM then ends like Ctrl-C, with "stopped" and status 0
-        signal.signal(signal.SIGTERM, _interrupted)
-        with contextlib.suppress(KeyboardInterrupt):  # re-raised after the graceful stop
-            server.run(sockets=[sock])
+        # workers open the store now, not after the banner; they ignore Ctrl-C (the
+        # terminal sends it to them too): this process stops them on its way out
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            endpoint.evaluator.start()
+        except BaseException as exc:
+            signal.signal(signal.SIGINT, previous)
+            if not isinstance(exc, TrailsError):
+                raise
+            endpoint.close()
+            raise _StartupError(_one_line(exc)) from None
+        # from here on Ctrl-C and SIGTERM stop the server gracefully, however early they
+        # come: a signal at any moment ends with "stopped" and status 0
+        stop_on_signals(server)
+        bound = sock.getsockname()[1]
+        where = f"[{host}]" if ":" in host else host
+        print(
+            f"trails serve: {len(tokens)} token(s), store {location}, access log "
+            f"{store_place(endpoint.access_log.store)}, http://{where}:{bound}/sparql "
+            f"(time limit {config.time_limit:g} s), the console at "
+            f"http://{where}:{bound}/console/",
+            file=sys.stderr,
+            flush=True,
+        )
+        server.run(sockets=[sock])
         end_received_sessions(writer)  # the sessions the receiver wrote end with it
         print("trails serve: stopped", file=sys.stderr)
     finally:
         sock.close()
     return 0
-
-
-def _interrupted(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 def _one_line(exc: Exception) -> str:
