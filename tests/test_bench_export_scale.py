@@ -63,6 +63,13 @@ def test_the_table_shows_each_doubling_and_the_dump_ratios() -> None:
     assert "| nquads (target 0.5x) | 0.50x | 0.50x | 0.50x |" in text
 
 
+def test_sizes_that_do_not_double_show_their_growth_per_doubling() -> None:
+    figures = _figures(2.0, 0.5, 1.0)
+    two = {1000: figures[1000], 4000: figures[4000]}  # 4x apart: two doublings, 4x the CPU
+    assert "| trig | 4.00 s | 16.00 s | 2.00x | 100 → 100 MiB |" in bench.table([1000, 4000], two)
+    assert f"{bench.per_doubling(10.0, 25.0, 2.5):.2f}" == "2.00"  # linear, 2.5x apart
+
+
 @pytest.mark.parametrize("what", [*bench.BASELINES, *bench.FORMATS])
 def test_each_measurement_runs_on_a_real_store(tmp_path: Path, what: str) -> None:
     path = tmp_path / "store"
