@@ -10,7 +10,9 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -155,6 +157,56 @@ def test_an_edited_graph_with_a_consistent_manifest_is_altered(fx: Fixture, tmp_
     report = verify_bundle(forged)
     kinds = {(f.kind, f.subject) for f in report.findings}
     assert ("altered", fx.sessions["A"]) in kinds
+
+
+def test_answers_the_same_bytes_are_not_parsed_and_reordered_rows_still_agree(
+    fx: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer whose bytes are the recomputed answer's is not parsed into rows (a whole
+    store's answers parsed twice over held every row as Python tuples); one whose rows are
+    the same in another order (written before every query ordered its rows totally) is
+    still the same answer, and one with a row changed is a finding."""
+    from trails.audit import bundle as bundle_module
+
+    path = tmp_path / "b.zip"
+    write_bundle(fx.store, path, [IRI(fx.sessions[k]) for k in ("A", "B", "C")])
+    parsed: list[bytes] = []
+    rows_of = bundle_module._rows_of
+
+    def counting(data: bytes) -> Any:
+        parsed.append(data)
+        return rows_of(data)
+
+    monkeypatch.setattr(bundle_module, "_rows_of", counting)
+    intact = verify_bundle(path)
+    assert intact.ok and intact.answers_checked > 0 and parsed == []
+
+    def rebundled(name: str, edit: Callable[[bytes], bytes]) -> Path:
+        archive = zipfile.ZipFile(path)
+        entries = {n: archive.read(n) for n in archive.namelist()}
+        entries[name] = edit(entries[name])
+        manifest = json.loads(entries["manifest.json"])
+        manifest["files"][name] = {
+            "sha256": bundle_module._sha(entries[name]),
+            "bytes": len(entries[name]),
+        }
+        entries["manifest.json"] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+        out = tmp_path / f"edited-{len(list(tmp_path.iterdir()))}.zip"
+        out.write_bytes(bundle_module._zip_bytes(entries))
+        return out
+
+    def reversed_rows(data: bytes) -> bytes:
+        head, *rows = data.decode().splitlines(keepends=True)
+        assert len(rows) >= 2 and rows != rows[::-1]
+        return (head + "".join(reversed(rows))).encode()
+
+    reordered = verify_bundle(rebundled("answers/sessions.csv", reversed_rows))
+    assert reordered.ok, reordered.findings
+    assert len(parsed) == 2  # the reordered answer and the recomputed one, nothing else
+    changed = verify_bundle(
+        rebundled("answers/sessions.csv", lambda data: data.replace(b"ok", b"error", 1))
+    )
+    assert [(f.kind, f.subject) for f in changed.findings] == [("answers", "answers/sessions.csv")]
 
 
 def test_trusted_key_and_expected_head(store: Store, tmp_path: Path) -> None:
